@@ -1,0 +1,65 @@
+"""guardrails: the rules an LLM agent must obey, as code at three choke-points."""
+
+from ._version import __version__
+from .context import (
+    Escape,
+    GuardResult,
+    Invocation,
+    ToolCall,
+    ToolResult,
+    TurnContext,
+    VerdictRecord,
+)
+from .engine import Guardrails, Turn
+from .errors import (
+    ConfigurationError,
+    DuplicateNameError,
+    GuardrailsError,
+    LimitExceeded,
+    NotConfigured,
+    SchemaError,
+    StopRun,
+    UsageError,
+)
+from .guard import Guard, guard
+from .middleware.tool_call import CallHook, Stop
+from .recorder import Recorder, Recorders
+from .tools import Secret, Tool, tool
+from .verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict, combine, model_sentence
+
+__all__ = [
+    "CallHook",
+    "ChokePoint",
+    "ConfigurationError",
+    "DuplicateNameError",
+    "Escape",
+    "EscapeReason",
+    "Guard",
+    "GuardResult",
+    "Guardrails",
+    "GuardrailsError",
+    "Invocation",
+    "LimitExceeded",
+    "NotConfigured",
+    "Outcome",
+    "Reason",
+    "Recorder",
+    "Recorders",
+    "SchemaError",
+    "Secret",
+    "Stop",
+    "StopRun",
+    "Tool",
+    "ToolCall",
+    "ToolResult",
+    "Turn",
+    "TurnContext",
+    "UsageError",
+    "Verdict",
+    "VerdictRecord",
+    "__version__",
+    "combine",
+    "guard",
+    "model_sentence",
+    "tool",
+]

@@ -1,0 +1,44 @@
+"""The ``guardrails`` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ._version import __version__
+
+__all__ = ["main"]
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="guardrails",
+        description="Guards for LLM agents at three choke-points: pre_turn, tool_call, post_run.",
+    )
+    parser.add_argument("--version", action="version", version=f"guardrails {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    example = sub.add_parser("example", help="run a small guarded tool-call example")
+    example.set_defaults(func=_example)
+    return parser
+
+
+def _example(args: argparse.Namespace) -> int:
+    from .examples.quickstart import main as quickstart
+
+    quickstart()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 0
+    return int(func(args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""The object users hold: tools, guards, hooks and recorders, and the entry points."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from .context import ToolResult, TurnContext
+from .errors import ConfigurationError, DuplicateNameError
+from .guard import Guard, as_guard
+from .middleware.tool_call import CallHook, Plan, ToolCallPipeline
+from .recorder import Recorder, Recorders, combine_recorders
+from .tools import Tool
+from .tools import tool as make_tool
+from .verdicts import ChokePoint
+
+__all__ = ["Guardrails", "Turn"]
+
+
+class Turn:
+    """One turn of one agent: what was offered, what was called, per-turn counters.
+
+    Per-turn state lives here, not in the engine, so one engine serves many
+    concurrent turns. ``results`` is the run record that post_run reads.
+    """
+
+    __slots__ = ("engine", "context", "offered", "results", "counters", "__weakref__")
+
+    def __init__(
+        self,
+        engine: Guardrails,
+        context: TurnContext,
+        offered: Iterable[str] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.context = context
+        self.offered: frozenset[str] | None = None if offered is None else frozenset(offered)
+        self.results: list[ToolResult] = []
+        self.counters: dict[str, int] = {}
+
+    def offer(self, names: Iterable[str]) -> None:
+        """Record what the model was offered; any other tool is ``unavailable``."""
+        self.offered = frozenset(names)
+
+    def call(self, name: str, arguments: Any, call_id: str | None = None) -> ToolResult:
+        """Run one tool call through the tool_call choke-point (sync)."""
+        return self.engine._pipeline.run(self, name, arguments, call_id)
+
+    async def acall(self, name: str, arguments: Any, call_id: str | None = None) -> ToolResult:
+        """Run one tool call through the tool_call choke-point (async)."""
+        return await self.engine._pipeline.arun(self, name, arguments, call_id)
+
+
+class Guardrails:
+    """Tools, guards, hooks and recorders, assembled and checked once."""
+
+    def __init__(
+        self,
+        tools: Iterable[Tool | Callable[..., Any]] = (),
+        guards: Iterable[Guard | Callable[[Any], Any]] = (),
+        *,
+        hooks: Iterable[CallHook] = (),
+        recorder: Recorder | Iterable[Recorder] | None = None,
+        max_calls_per_turn: int | None = None,
+        max_result_chars: int = 16_000,
+        max_argument_chars: int = 1_000_000,
+        secrets: Callable[[str], Any] | None = None,
+    ) -> None:
+        if max_result_chars < 64:
+            raise ConfigurationError("max_result_chars must be at least 64")
+        if max_argument_chars < 1:
+            raise ConfigurationError("max_argument_chars must be positive")
+        self._tools: dict[str, Tool] = {}
+        self._guards: dict[str, Guard] = {}
+        for t in tools:
+            self._add_tool(t)
+        for g in guards:
+            self._add_guard(g)
+        hook_list: list[CallHook] = []
+        if max_calls_per_turn is not None:
+            from .rules.ceiling import TurnCeiling
+
+            hook_list.append(TurnCeiling(max_calls_per_turn))
+        hook_list.extend(hooks)
+        for hook in hook_list:
+            if not (callable(getattr(hook, "before", None)) and callable(getattr(hook, "after", None))):
+                raise ConfigurationError(f"hook {hook!r}: needs before() and after() methods")
+        self.recorder: Recorders | None = combine_recorders(recorder)
+        self._pipeline = ToolCallPipeline(
+            {},
+            hooks=tuple(hook_list),
+            recorder=self.recorder,
+            max_result_chars=max_result_chars,
+            max_argument_chars=max_argument_chars,
+            secrets=secrets,
+        )
+        self._replan()
+
+    # -- registration -------------------------------------------------------
+
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        return MappingProxyType(self._tools)
+
+    @property
+    def guards(self) -> Mapping[str, Guard]:
+        return MappingProxyType(self._guards)
+
+    def add_tool(self, t: Tool | Callable[..., Any]) -> Tool:
+        added = self._add_tool(t)
+        self._replan()
+        return added
+
+    def add_guard(self, g: Guard | Callable[[Any], Any]) -> Guard:
+        added = self._add_guard(g)
+        self._replan()
+        return added
+
+    def _add_tool(self, t: Tool | Callable[..., Any]) -> Tool:
+        spec = t if isinstance(t, Tool) else make_tool(t)
+        if spec.name in self._tools:
+            raise DuplicateNameError(f"tool {spec.name!r} is registered twice")
+        for g in (*spec.guards, *spec.output_guards):
+            self._check_guard_name(g)
+        self._tools[spec.name] = spec
+        return spec
+
+    def _add_guard(self, g: Guard | Callable[[Any], Any]) -> Guard:
+        spec = as_guard(g)
+        self._check_guard_name(spec)
+        if spec.tools is not None:
+            unknown = spec.tools - self._tools.keys()
+            if unknown:
+                raise ConfigurationError(
+                    f"guard {spec.name!r} ({spec.defined_at}): unknown tool {sorted(unknown)[0]!r}"
+                )
+        self._guards[spec.name] = spec
+        return spec
+
+    def _check_guard_name(self, g: Guard) -> None:
+        existing = self._guards.get(g.name)
+        if existing is None:
+            for other in self._tools.values():
+                for og in (*other.guards, *other.output_guards):
+                    if og.name == g.name and og is not g:
+                        existing = og
+        if existing is not None and existing is not g:
+            raise DuplicateNameError(
+                f"guard name {g.name!r} is used twice: {existing.defined_at} and {g.defined_at}"
+            )
+
+    def guards_at(self, point: ChokePoint | str) -> tuple[Guard, ...]:
+        cp = ChokePoint(point)
+        return tuple(g for g in self._guards.values() if cp in g.choke_points)
+
+    def _replan(self) -> None:
+        shared = self.guards_at(ChokePoint.TOOL_CALL)
+        self._pipeline.plans = {
+            name: Plan(t, tuple(g for g in shared if g.applies_to(name)) + t.guards, t.output_guards)
+            for name, t in self._tools.items()
+        }
+
+    # -- entry points ---------------------------------------------------------
+
+    def turn(
+        self,
+        context: TurnContext | None = None,
+        *,
+        offered: Iterable[str] | None = None,
+        **fields: Any,
+    ) -> Turn:
+        """Start a turn. ``fields`` (tenant=, session=, phase=, ...) build the context."""
+        if context is None:
+            context = TurnContext(**fields)
+        elif fields:
+            context = context.evolve(**fields)
+        return Turn(self, context, offered)
+
+    def call(
+        self,
+        name: str,
+        arguments: Any,
+        *,
+        context: TurnContext | None = None,
+        call_id: str | None = None,
+    ) -> ToolResult:
+        """One guarded call in a turn of its own (sync)."""
+        return self.turn(context).call(name, arguments, call_id)
+
+    async def acall(
+        self,
+        name: str,
+        arguments: Any,
+        *,
+        context: TurnContext | None = None,
+        call_id: str | None = None,
+    ) -> ToolResult:
+        """One guarded call in a turn of its own (async)."""
+        return await self.turn(context).acall(name, arguments, call_id)

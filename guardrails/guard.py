@@ -1,0 +1,269 @@
+"""Guards, and the boundary that keeps whatever a guard does from escaping it.
+
+A guard is a plain callable that takes the subject of its choke-point and
+returns a ``Verdict`` or a ``GuardResult``. ``@guard`` attaches a name and
+options. Whatever happens inside the guard (an exception, a timeout, a return
+value that is not a verdict, missing configuration) becomes ``not_evaluated``
+plus a recorded ``Escape``; a fail-closed guard gives ``reject`` instead, and
+the escape is recorded all the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from time import perf_counter_ns
+from typing import Any, overload
+
+from .context import Escape, GuardResult, VerdictRecord
+from .errors import ConfigurationError, NotConfigured, UsageError
+from .verdicts import ChokePoint, EscapeReason, Outcome, Verdict
+
+__all__ = ["Guard", "GuardOutcome", "guard"]
+
+log = logging.getLogger("guardrails")
+
+_REJECT_OUTCOMES = frozenset({Outcome.INVALID_ARGS, Outcome.LIMIT, Outcome.UNAVAILABLE})
+
+# What one evaluation produced: the record, an escape or None, and the
+# parameter names a rejecting guard pointed at.
+GuardOutcome = tuple[VerdictRecord, Escape | None, tuple[str, ...]]
+
+
+class Guard:
+    """A named rule with its options. Calling it calls the function directly."""
+
+    __slots__ = (
+        "fn",
+        "name",
+        "choke_points",
+        "outcome",
+        "fail_closed",
+        "timeout",
+        "observe",
+        "tools",
+        "is_async",
+        "defined_at",
+    )
+
+    def __init__(
+        self,
+        fn: Callable[[Any], Any],
+        *,
+        name: str | None = None,
+        at: ChokePoint | str | Iterable[ChokePoint | str] = ChokePoint.TOOL_CALL,
+        outcome: Outcome | str = Outcome.UNAVAILABLE,
+        fail_closed: bool = False,
+        timeout: float | None = None,
+        observe: bool = False,
+        tools: Iterable[str] | None = None,
+    ) -> None:
+        if not callable(fn):
+            raise ConfigurationError(f"guard {name or fn!r}: not callable")
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
+        self.defined_at = _where(fn)
+        points = (at,) if isinstance(at, str) else tuple(at)
+        try:
+            self.choke_points = frozenset(ChokePoint(p) for p in points)
+        except ValueError:
+            raise ConfigurationError(
+                f"guard {self.name!r} ({self.defined_at}): unknown choke-point in {points!r}"
+            ) from None
+        if not self.choke_points:
+            raise ConfigurationError(f"guard {self.name!r} ({self.defined_at}): no choke-point")
+        try:
+            self.outcome = Outcome(outcome)
+        except ValueError:
+            self.outcome = None  # type: ignore[assignment]
+        if self.outcome not in _REJECT_OUTCOMES:
+            raise ConfigurationError(
+                f"guard {self.name!r} ({self.defined_at}): a reject maps to invalid_args, "
+                f"limit or unavailable, not {outcome!r}"
+            )
+        if timeout is not None and not timeout > 0:
+            raise ConfigurationError(f"guard {self.name!r}: timeout must be positive")
+        self.fail_closed = fail_closed
+        self.timeout = timeout
+        self.observe = observe
+        self.tools = None if tools is None else frozenset(tools)
+        self.is_async = _is_async(fn)
+
+    def __call__(self, subject: Any) -> Any:
+        return self.fn(subject)
+
+    def __repr__(self) -> str:
+        return f"<Guard {self.name!r} at {sorted(self.choke_points)}>"
+
+    def applies_to(self, tool: str) -> bool:
+        return self.tools is None or tool in self.tools
+
+    # -- the boundary -------------------------------------------------------
+
+    def evaluate(self, subject: Any, point: ChokePoint) -> GuardOutcome:
+        """Run the guard from sync code; never raises."""
+        start = perf_counter_ns()
+        try:
+            if self.is_async:
+                from ._aio import run_coroutine
+
+                returned = run_coroutine(self.fn(subject), self.timeout)
+            elif self.timeout is None:
+                returned = self.fn(subject)
+            else:
+                returned = _pool().submit(self.fn, subject).result(self.timeout)
+        except UsageError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the boundary is the point
+            return self._failed(point, start, exc)
+        return self.interpret(returned, point, start)
+
+    async def aevaluate(self, subject: Any, point: ChokePoint) -> GuardOutcome:
+        """Run the guard from async code; never raises."""
+        start = perf_counter_ns()
+        try:
+            if self.is_async:
+                if self.timeout is None:
+                    returned = await self.fn(subject)
+                else:
+                    returned = await asyncio.wait_for(self.fn(subject), self.timeout)
+            elif self.timeout is None:
+                returned = self.fn(subject)
+            else:
+                returned = await asyncio.wait_for(
+                    asyncio.to_thread(self.fn, subject), self.timeout
+                )
+        except Exception as exc:  # noqa: BLE001 - the boundary is the point
+            return self._failed(point, start, exc)
+        return self.interpret(returned, point, start)
+
+    def interpret(self, returned: Any, point: ChokePoint, start: int) -> GuardOutcome:
+        """Turn what the guard returned into a record (pure)."""
+        elapsed = perf_counter_ns() - start
+        cls = type(returned)
+        if cls is Verdict:
+            verdict: Verdict = returned
+            reason = evidence = None
+            params: tuple[str, ...] = ()
+            escape_reason: EscapeReason | None = None
+        elif cls is GuardResult:
+            verdict, reason, evidence = returned.verdict, returned.reason, returned.evidence
+            params, escape_reason = returned.params, returned.escape
+            if type(verdict) is not Verdict:
+                return self._failed(point, start, None, EscapeReason.INVALID_RETURN)
+        else:
+            return self._failed(point, start, None, EscapeReason.INVALID_RETURN)
+
+        if verdict is Verdict.NOT_EVALUATED:
+            return self._failed(point, start, None, EscapeReason.DECLINED, reason, evidence)
+        escape = None
+        if self.observe:
+            if verdict is Verdict.REJECT:
+                escape = Escape(self.name, point, EscapeReason.OBSERVE_ONLY)
+        elif escape_reason is not None and verdict is Verdict.PASS:
+            escape = Escape(self.name, point, EscapeReason(escape_reason))
+        record = VerdictRecord(
+            self.name, point, verdict, reason, evidence, elapsed, not self.observe
+        )
+        return record, escape, params
+
+    def _failed(
+        self,
+        point: ChokePoint,
+        start: int,
+        exc: BaseException | None,
+        reason: EscapeReason | None = None,
+        code: str | None = None,
+        evidence: Any = None,
+    ) -> GuardOutcome:
+        if reason is None:
+            if isinstance(exc, TimeoutError | FutureTimeout):
+                reason = EscapeReason.TIMEOUT
+            elif isinstance(exc, NotConfigured):
+                reason = EscapeReason.NOT_CONFIGURED
+            else:
+                reason = EscapeReason.RAISED
+        if exc is not None:
+            log.debug("guard %r raised at %s", self.name, point, exc_info=exc)
+        verdict = (
+            Verdict.REJECT if self.fail_closed and not self.observe else Verdict.NOT_EVALUATED
+        )
+        record = VerdictRecord(
+            self.name,
+            point,
+            verdict,
+            code or str(reason),
+            evidence,
+            perf_counter_ns() - start,
+            not self.observe,
+        )
+        return record, Escape(self.name, point, reason, exc), ()
+
+
+@overload
+def guard(fn: Callable[[Any], Any], /) -> Guard: ...
+@overload
+def guard(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    at: ChokePoint | str | Iterable[ChokePoint | str] = ChokePoint.TOOL_CALL,
+    outcome: Outcome | str = Outcome.UNAVAILABLE,
+    fail_closed: bool = False,
+    timeout: float | None = None,
+    observe: bool = False,
+    tools: Iterable[str] | None = None,
+) -> Callable[[Callable[[Any], Any]], Guard]: ...
+def guard(
+    fn: Callable[[Any], Any] | None = None, /, **options: Any
+) -> Guard | Callable[[Callable[[Any], Any]], Guard]:
+    """Make a function a guard. Works bare (``@guard``) or with options.
+
+    Options: ``name`` (defaults to the function's name), ``at`` (the
+    choke-point or choke-points; default ``tool_call``), ``outcome`` (what a
+    ``reject`` means at tool_call: ``invalid_args``, ``limit`` or
+    ``unavailable``, the default), ``fail_closed``, ``timeout`` (seconds),
+    ``observe`` (record, never enforce) and ``tools`` (names the guard applies
+    to at tool_call; default all).
+    """
+    if fn is not None:
+        return Guard(fn, **options)
+
+    def decorate(f: Callable[[Any], Any]) -> Guard:
+        return Guard(f, **options)
+
+    return decorate
+
+
+def as_guard(obj: Any) -> Guard:
+    """A ``Guard`` from a guard or any callable (named after it)."""
+    return obj if isinstance(obj, Guard) else Guard(obj)
+
+
+def _is_async(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - a class with async __call__
+    )
+
+
+def _where(fn: Any) -> str:
+    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
+    if code is None:
+        return "<unknown>"
+    return f"{code.co_filename}:{code.co_firstlineno}"
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    # Only callables with a timeout pay for a thread; the pool is made on first use.
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="guardrails-timeout")
+    return _POOL

@@ -1,0 +1,1 @@
+"""The choke-point pipelines. ``tool_call`` is the function-invocation middleware."""

@@ -1,0 +1,477 @@
+"""The tool_call choke-point: what runs, and what goes back to the model.
+
+The steps, in order (SPEC): 1 unknown or not-offered tool; 2 bound arguments
+(and arguments that are not an object, or too large); 3 missing required;
+4 full schema validation, every error collected; 5 domain guards; 6 hooks
+(ceilings, budgets, rate limits, idempotency, snapshots); 7 the tool runs;
+8 the result is rendered and capped; 9 output guards. Steps 1-4 and the
+decisions after each step are pure functions shared by the sync and async
+drivers; only the code that calls user callables is written twice, and it is
+a few lines each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+from collections.abc import Callable, Mapping
+from time import perf_counter_ns
+from typing import Any, NamedTuple, Protocol
+
+from .._aio import run_coroutine
+from ..context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
+from ..errors import LimitExceeded, StopRun, UsageError
+from ..guard import Guard, GuardOutcome, _pool
+from ..tools import Secret, Tool
+from ..verdicts import ChokePoint, Outcome, Reason, Verdict, combine, model_sentence
+from ._render import render
+
+__all__ = ["CallHook", "Plan", "Stop", "ToolCallPipeline"]
+
+_TOOL_CALL = ChokePoint.TOOL_CALL
+_OK = Outcome.OK
+_PASS = Verdict.PASS
+_REJECT = Verdict.REJECT
+_NOT_EVALUATED = Verdict.NOT_EVALUATED
+_INVALID_ARGS = Outcome.INVALID_ARGS
+_UNAVAILABLE = Outcome.UNAVAILABLE
+_PREFIX = os.urandom(4).hex()
+_COUNTER = itertools.count(1)
+
+FLAG_BOUND_ARGUMENT_SUPPLIED = "bound_argument_supplied"
+
+
+class Stop(NamedTuple):
+    """A hook's decision that the call ends here (or, with ``ok``, a replayed value)."""
+
+    outcome: Outcome
+    reason: str
+    value: Any = None
+    exception: BaseException | None = None
+
+
+class CallHook(Protocol):
+    """Step 6 and the wrap-up of a call: budgets, ceilings, idempotency, audit.
+
+    ``before`` runs after the guards passed and before the tool; it returns
+    ``None`` to go on, a ``Stop`` to end the call, or an ``Escape`` to record
+    and go on. ``after`` sees every result of a call that reached ``before``
+    (including its own ``Stop``) and may return a replacement.
+    """
+
+    def before(self, invocation: Invocation, /) -> Stop | Escape | None: ...
+
+    def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult: ...
+
+
+class Plan(NamedTuple):
+    """Everything the pipeline needs about one tool, computed at registration."""
+
+    tool: Tool
+    guards: tuple[Guard, ...]
+    output_guards: tuple[Guard, ...]
+
+
+class _Admitted(NamedTuple):
+    plan: Plan
+    invocation: Invocation
+    secrets: dict[str, Any] | None
+
+
+def new_call_id() -> str:
+    return f"gr_{_PREFIX}{next(_COUNTER):x}"
+
+
+class ToolCallPipeline:
+    """Steps 1-9 over a registry of plans. Holds configuration only."""
+
+    __slots__ = (
+        "plans",
+        "hooks",
+        "recorder",
+        "max_result_chars",
+        "max_argument_chars",
+        "secrets",
+        "on_result",
+    )
+
+    def __init__(
+        self,
+        plans: Mapping[str, Plan],
+        *,
+        hooks: tuple[CallHook, ...] = (),
+        recorder: Any = None,
+        max_result_chars: int = 16_000,
+        max_argument_chars: int = 1_000_000,
+        secrets: Callable[[str], Any] | None = None,
+    ) -> None:
+        self.plans = plans
+        self.hooks = hooks
+        self.recorder = recorder
+        self.max_result_chars = max_result_chars
+        self.max_argument_chars = max_argument_chars
+        self.secrets = secrets
+
+    # -- the two drivers ----------------------------------------------------
+
+    def run(self, turn: Any, name: str, arguments: Any, call_id: str | None) -> ToolResult:
+        start = perf_counter_ns()
+        call_id = call_id or new_call_id()
+        admitted = self._admit(turn, name, arguments, call_id, start)
+        if type(admitted) is ToolResult:
+            return self._finish(turn, admitted)
+        plan, inv, secrets = admitted  # type: ignore[misc]
+        outcomes = [g.evaluate(inv, _TOOL_CALL) for g in plan.guards]
+        stopped = self._after_guards(plan, inv, outcomes, start)
+        if stopped is not None:
+            return self._finish(turn, stopped)
+        escapes: list[Escape] = []
+        stop = self._before_hooks(inv, escapes)
+        if stop is None:
+            try:
+                value = self._call_sync(plan.tool, inv, secrets)
+            except Exception as exc:  # noqa: BLE001 - the tool's failure is a value
+                stop = _failure(exc)
+        else:
+            value = None
+        result = self._complete(plan, inv, outcomes, escapes, stop, value, start)
+        if result.outcome is _OK and plan.output_guards:
+            checked = [g.evaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
+            result = self._after_output(plan, inv, result, checked)
+        return self._finish(turn, self._after_hooks(inv, result))
+
+    async def arun(self, turn: Any, name: str, arguments: Any, call_id: str | None) -> ToolResult:
+        start = perf_counter_ns()
+        call_id = call_id or new_call_id()
+        admitted = self._admit(turn, name, arguments, call_id, start)
+        if type(admitted) is ToolResult:
+            return self._finish(turn, admitted)
+        plan, inv, secrets = admitted  # type: ignore[misc]
+        outcomes = [await g.aevaluate(inv, _TOOL_CALL) for g in plan.guards]
+        stopped = self._after_guards(plan, inv, outcomes, start)
+        if stopped is not None:
+            return self._finish(turn, stopped)
+        escapes: list[Escape] = []
+        stop = self._before_hooks(inv, escapes)
+        if stop is None:
+            try:
+                value = await self._call_async(plan.tool, inv, secrets)
+            except Exception as exc:  # noqa: BLE001
+                stop = _failure(exc)
+        else:
+            value = None
+        result = self._complete(plan, inv, outcomes, escapes, stop, value, start)
+        if result.outcome is _OK and plan.output_guards:
+            checked = [await g.aevaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
+            result = self._after_output(plan, inv, result, checked)
+        return self._finish(turn, self._after_hooks(inv, result))
+
+    @staticmethod
+    def _call_sync(tool: Tool, inv: Invocation, secrets: dict[str, Any] | None) -> Any:
+        kwargs = _kwargs(tool, inv, secrets)
+        if tool.is_async:
+            return run_coroutine(tool.fn(**kwargs), tool.timeout)
+        if tool.timeout is None:
+            return tool.fn(**kwargs)
+        return _pool().submit(lambda: tool.fn(**kwargs)).result(tool.timeout)
+
+    @staticmethod
+    async def _call_async(tool: Tool, inv: Invocation, secrets: dict[str, Any] | None) -> Any:
+        kwargs = _kwargs(tool, inv, secrets)
+        if tool.is_async:
+            if tool.timeout is None:
+                return await tool.fn(**kwargs)
+            return await asyncio.wait_for(tool.fn(**kwargs), tool.timeout)
+        if tool.timeout is None:
+            return tool.fn(**kwargs)
+        return await asyncio.wait_for(asyncio.to_thread(lambda: tool.fn(**kwargs)), tool.timeout)
+
+    # -- steps 1-4: pure ----------------------------------------------------
+
+    def _admit(
+        self, turn: Any, name: str, arguments: Any, call_id: str, start: int
+    ) -> ToolResult | _Admitted:
+        plan = self.plans.get(name) if type(name) is str else None
+        if plan is None:
+            return _refusal(call_id, _safe_name(name), _UNAVAILABLE, Reason.UNKNOWN_TOOL, start, known=False)
+        offered = turn.offered
+        if offered is not None and name not in offered:
+            return _refusal(call_id, name, _UNAVAILABLE, Reason.NOT_OFFERED, start)
+        tool = plan.tool
+        args = self._as_object(arguments)
+        if type(args) is not dict:
+            return _refusal(call_id, name, _INVALID_ARGS, args, start)  # type: ignore[arg-type]
+        if tool.bind or tool.secrets:
+            supplied = tool.bound.intersection(args)
+            if supplied:
+                return _refusal(
+                    call_id,
+                    name,
+                    _INVALID_ARGS,
+                    Reason.BOUND_ARGUMENT_SUPPLIED,
+                    start,
+                    flags=(FLAG_BOUND_ARGUMENT_SUPPLIED,),
+                )
+        compiled = tool.compiled
+        if not compiled.is_valid(args):
+            names, undeclared = compiled.offending(args)
+            missing = any(r not in args for r in compiled.required)
+            reason = Reason.MISSING_REQUIRED if missing else Reason.SCHEMA
+            return _refusal(
+                call_id, name, _INVALID_ARGS, reason, start, params=names, undeclared=undeclared
+            )
+        context: TurnContext = turn.context
+        merged = args
+        secrets = None
+        if tool.bind or tool.secrets:
+            try:
+                merged = dict(args)
+                for param, source in tool.bind.items():
+                    value = source(context) if callable(source) else context.get(source)
+                    if value is None:
+                        raise LookupError(param)
+                    merged[param] = value
+                if tool.secrets:
+                    secrets = self._resolve_secrets(tool)
+            except Exception as exc:  # noqa: BLE001 - a missing closure value ends the call
+                return _refusal(call_id, name, _UNAVAILABLE, Reason.BINDING_UNRESOLVED, start, exception=exc)
+        inv = Invocation(name, merged, args, context, call_id, tool, turn)
+        return _Admitted(plan, inv, secrets)
+
+    def _as_object(self, arguments: Any) -> dict[str, Any] | Reason:
+        limit = self.max_argument_chars
+        if type(arguments) is dict:
+            return arguments if _fits(arguments, limit) else Reason.TOO_LARGE
+        if isinstance(arguments, str | bytes | bytearray):
+            # OpenAI-style JSON text. Checked for size before it is parsed.
+            if len(arguments) > limit:
+                return Reason.TOO_LARGE
+            try:
+                parsed = json.loads(arguments) if arguments else {}
+            except (ValueError, RecursionError):
+                return Reason.NOT_AN_OBJECT
+            return parsed if type(parsed) is dict else Reason.NOT_AN_OBJECT
+        if isinstance(arguments, Mapping):
+            return self._as_object(dict(arguments))
+        return Reason.NOT_AN_OBJECT
+
+    def _resolve_secrets(self, tool: Tool) -> dict[str, Any]:
+        provider = self.secrets
+        if provider is None:
+            raise LookupError("no secret provider")
+        out: dict[str, Any] = {}
+        for param, secret in tool.secrets.items():
+            value = provider(secret.name)
+            if value is None:
+                raise LookupError(param)
+            out[param] = value
+        return out
+
+    # -- steps 5-9: decisions on values ---------------------------------------
+
+    @staticmethod
+    def _after_guards(
+        plan: Plan, inv: Invocation, outcomes: list[GuardOutcome], start: int
+    ) -> ToolResult | None:
+        for (record, _, params), guard in zip(outcomes, plan.guards, strict=True):
+            if record.verdict is _REJECT and record.enforced:
+                props = plan.tool.compiled.properties
+                named = tuple(sorted(p for p in params if p in props))
+                records = tuple(o[0] for o in outcomes)
+                escapes = tuple(o[1] for o in outcomes if o[1] is not None)
+                return ToolResult(
+                    inv.call_id,
+                    inv.name,
+                    guard.outcome,
+                    model_sentence(guard.outcome, named),
+                    _REJECT,
+                    records,
+                    escapes,
+                    Reason.GUARD,
+                    named,
+                    duration_ns=perf_counter_ns() - start,
+                )
+        return None
+
+    def _before_hooks(self, inv: Invocation, escapes: list[Escape]) -> Stop | None:
+        for hook in self.hooks:
+            decision = hook.before(inv)
+            if decision is None:
+                continue
+            if type(decision) is Escape:
+                escapes.append(decision)
+                continue
+            return decision  # type: ignore[return-value]
+        return None
+
+    def _after_hooks(self, inv: Invocation, result: ToolResult) -> ToolResult:
+        for hook in reversed(self.hooks):
+            result = hook.after(inv, result)
+        return result
+
+    def _complete(
+        self,
+        plan: Plan,
+        inv: Invocation,
+        outcomes: list[GuardOutcome],
+        escapes: list[Escape],
+        stop: Stop | None,
+        value: Any,
+        start: int,
+    ) -> ToolResult:
+        if outcomes:
+            records = tuple(o[0] for o in outcomes)
+            escapes.extend(o[1] for o in outcomes if o[1] is not None)
+            verdict = combine(r.verdict for r in records if r.enforced)
+        else:
+            records = ()
+            verdict = _NOT_EVALUATED
+        exception = None
+        truncated = False
+        if stop is not None:
+            outcome, reason, value, exception = stop
+            if outcome is not _OK:
+                return ToolResult(
+                    inv.call_id, inv.name, outcome, model_sentence(outcome), verdict, records,
+                    tuple(escapes), reason, (), None, exception, perf_counter_ns() - start,
+                )
+        else:
+            reason = None
+        try:
+            content, truncated = render(value, self.max_result_chars)
+        except Exception as exc:  # noqa: BLE001 - an unserialisable result is an error
+            return ToolResult(
+                inv.call_id, inv.name, Outcome.ERROR, model_sentence(Outcome.ERROR), verdict,
+                records, tuple(escapes), Reason.UNSERIALISABLE, (), None, exc,
+                perf_counter_ns() - start,
+            )
+        return ToolResult(
+            inv.call_id, inv.name, _OK, content, verdict, records, tuple(escapes), reason, (),
+            value, exception, perf_counter_ns() - start, truncated,
+        )
+
+    @staticmethod
+    def _after_output(
+        plan: Plan, inv: Invocation, result: ToolResult, checked: list[GuardOutcome]
+    ) -> ToolResult:
+        records = result.verdicts + tuple(o[0] for o in checked)
+        escapes = result.escapes + tuple(o[1] for o in checked if o[1] is not None)
+        verdict = combine(r.verdict for r in records if r.enforced)
+        for (record, _, _), guard in zip(checked, plan.output_guards, strict=True):
+            if record.verdict is _REJECT and record.enforced:
+                return result._replace(
+                    outcome=guard.outcome,
+                    content=model_sentence(guard.outcome),
+                    verdict=verdict,
+                    verdicts=records,
+                    escapes=escapes,
+                    reason=Reason.OUTPUT_GUARD,
+                    value=None,
+                    truncated=False,
+                )
+        return result._replace(verdict=verdict, verdicts=records, escapes=escapes)
+
+    def _finish(self, turn: Any, result: ToolResult) -> ToolResult:
+        turn.results.append(result)
+        recorder = self.recorder
+        if recorder is not None:
+            recorder.on_tool_result(result)
+        return result
+
+
+def _kwargs(tool: Tool, inv: Invocation, secrets: dict[str, Any] | None) -> dict[str, Any]:
+    kwargs = dict(inv.arguments) if secrets or tool.convert else inv.arguments
+    if tool.convert is not None:
+        kwargs = tool.convert(kwargs)  # type: ignore[arg-type]
+    if secrets:
+        kwargs.update(secrets)  # type: ignore[attr-defined]
+    return kwargs  # type: ignore[return-value]
+
+
+def _failure(exc: Exception) -> Stop:
+    if isinstance(exc, UsageError):
+        raise exc
+    if isinstance(exc, LimitExceeded):
+        return Stop(Outcome.LIMIT, Reason.LIMIT, None, exc)
+    if isinstance(exc, StopRun):
+        return Stop(Outcome.UNAVAILABLE, Reason.RAISED, None, exc)
+    if isinstance(exc, TimeoutError):
+        return Stop(Outcome.ERROR, Reason.TIMEOUT, None, exc)
+    return Stop(Outcome.ERROR, Reason.RAISED, None, exc)
+
+
+def _refusal(
+    call_id: str,
+    name: str,
+    outcome: Outcome,
+    reason: Reason,
+    start: int,
+    *,
+    params: tuple[str, ...] = (),
+    flags: tuple[str, ...] = (),
+    known: bool = True,
+    exception: BaseException | None = None,
+    undeclared: bool = False,
+) -> ToolResult:
+    # A built-in check refused the call: the call's verdict is reject even
+    # though no guard ran.
+    return ToolResult(
+        call_id,
+        name,
+        outcome,
+        model_sentence(outcome, params, undeclared=undeclared),
+        _REJECT,
+        (),
+        (),
+        reason,
+        params,
+        None,
+        exception,
+        perf_counter_ns() - start,
+        False,
+        flags,
+        known,
+    )
+
+
+def _safe_name(name: Any) -> str:
+    # An invented name is kept for the audit trail only, and bounded.
+    text = name if type(name) is str else repr(name)
+    return text[:200]
+
+
+_SCALARS = (int, float, bool, type(None))
+
+
+def _fits(arguments: dict[str, Any], limit: int) -> bool:
+    """Cheap size and depth bound before any schema work. Iterative: no recursion."""
+    budget = limit
+    stack: list[Any] = [arguments]
+    depth_budget = 10_000_000
+    while stack:
+        node = stack.pop()
+        depth_budget -= 1
+        if depth_budget < 0:
+            return False
+        cls = type(node)
+        if cls is str:
+            budget -= len(node)
+        elif cls is dict:
+            budget -= len(node)
+            for key, value in node.items():
+                if type(key) is str:
+                    budget -= len(key)
+                if type(value) is str:
+                    budget -= len(value)
+                elif type(value) not in _SCALARS:
+                    stack.append(value)
+        elif cls is list or cls is tuple:
+            budget -= len(node)
+            stack.extend(node)
+        else:
+            budget -= 1
+        if budget < 0:
+            return False
+    return True

@@ -1,0 +1,71 @@
+"""The recorder interface: where every verdict, escape and outcome is counted.
+
+A recorder is any object with the methods of ``Recorder``; the engine calls
+the one it was given, and telemetry failures are logged, never raised into a
+call. OpenTelemetry, Prometheus and the audit log are recorders; ``Recorders``
+fans out to several. ``guardrails.testing.MemoryRecorder`` keeps everything in
+lists for tests.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any, Protocol, runtime_checkable
+
+from .context import ToolResult
+
+__all__ = ["Recorder", "Recorders", "safe_record"]
+
+log = logging.getLogger("guardrails")
+
+
+@runtime_checkable
+class Recorder(Protocol):
+    """Receives what the choke-points decided. Every method must be cheap."""
+
+    def on_tool_result(self, result: ToolResult, /) -> None: ...
+
+    def on_event(self, kind: str, payload: Any, /) -> None:
+        """Anything other than a tool result: ``pre_turn``, ``post_run``, ``backstop``."""
+        ...
+
+
+class Recorders:
+    """Several recorders as one. One failing does not stop the others."""
+
+    __slots__ = ("recorders", "failures")
+
+    def __init__(self, recorders: Iterable[Recorder]) -> None:
+        self.recorders = tuple(recorders)
+        self.failures = 0
+
+    def on_tool_result(self, result: ToolResult, /) -> None:
+        for recorder in self.recorders:
+            try:
+                recorder.on_tool_result(result)
+            except Exception:  # noqa: BLE001 - telemetry never breaks a call
+                self.failures += 1
+                log.exception("recorder %r failed", recorder)
+
+    def on_event(self, kind: str, payload: Any, /) -> None:
+        for recorder in self.recorders:
+            try:
+                recorder.on_event(kind, payload)
+            except Exception:  # noqa: BLE001
+                self.failures += 1
+                log.exception("recorder %r failed", recorder)
+
+
+def combine_recorders(recorder: Recorder | Iterable[Recorder] | None) -> Recorders | None:
+    if recorder is None:
+        return None
+    if isinstance(recorder, Recorder):
+        return Recorders((recorder,))
+    items = tuple(recorder)
+    return Recorders(items) if items else None
+
+
+def safe_record(recorders: Recorders | None, kind: str, payload: Any) -> None:
+    if recorders is not None:
+        recorders.on_event(kind, payload)

@@ -1,0 +1,5 @@
+"""Built-in rules. Each is a guard or a call hook built from configuration."""
+
+from .ceiling import TurnCeiling
+
+__all__ = ["TurnCeiling"]

