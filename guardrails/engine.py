@@ -25,7 +25,7 @@ class Turn:
     concurrent turns. ``results`` is the run record that post_run reads.
     """
 
-    __slots__ = ("engine", "context", "offered", "results", "counters", "__weakref__")
+    __slots__ = ("__weakref__", "context", "counters", "engine", "offered", "results")
 
     def __init__(
         self,
@@ -84,7 +84,9 @@ class Guardrails:
             hook_list.append(TurnCeiling(max_calls_per_turn))
         hook_list.extend(hooks)
         for hook in hook_list:
-            if not (callable(getattr(hook, "before", None)) and callable(getattr(hook, "after", None))):
+            if not (
+                callable(getattr(hook, "before", None)) and callable(getattr(hook, "after", None))
+            ):
                 raise ConfigurationError(f"hook {hook!r}: needs before() and after() methods")
         self.recorder: Recorders | None = combine_recorders(recorder)
         self._pipeline = ToolCallPipeline(
@@ -157,7 +159,9 @@ class Guardrails:
     def _replan(self) -> None:
         shared = self.guards_at(ChokePoint.TOOL_CALL)
         self._pipeline.plans = {
-            name: Plan(t, tuple(g for g in shared if g.applies_to(name)) + t.guards, t.output_guards)
+            name: Plan(
+                t, tuple(g for g in shared if g.applies_to(name)) + t.guards, t.output_guards
+            )
             for name, t in self._tools.items()
         }
 

@@ -27,6 +27,10 @@ __all__ = ["Guard", "GuardOutcome", "guard"]
 
 log = logging.getLogger("guardrails")
 
+_new = tuple.__new__
+_Record = VerdictRecord
+_NOT_EVALUATED = Verdict.NOT_EVALUATED
+
 _REJECT_OUTCOMES = frozenset({Outcome.INVALID_ARGS, Outcome.LIMIT, Outcome.UNAVAILABLE})
 
 # What one evaluation produced: the record, an escape or None, and the
@@ -38,16 +42,16 @@ class Guard:
     """A named rule with its options. Calling it calls the function directly."""
 
     __slots__ = (
-        "fn",
-        "name",
         "choke_points",
-        "outcome",
-        "fail_closed",
-        "timeout",
-        "observe",
-        "tools",
-        "is_async",
         "defined_at",
+        "fail_closed",
+        "fn",
+        "is_async",
+        "name",
+        "observe",
+        "outcome",
+        "timeout",
+        "tools",
     )
 
     def __init__(
@@ -118,8 +122,12 @@ class Guard:
                 returned = _pool().submit(self.fn, subject).result(self.timeout)
         except UsageError:
             raise
-        except Exception as exc:  # noqa: BLE001 - the boundary is the point
+        except Exception as exc:
             return self._failed(point, start, exc)
+        if returned.__class__ is Verdict and returned is not _NOT_EVALUATED and not self.observe:
+            # The common case, kept short: a plain pass or reject.
+            elapsed = perf_counter_ns() - start
+            return _new(_Record, (self.name, point, returned, None, None, elapsed, True)), None, ()
         return self.interpret(returned, point, start)
 
     async def aevaluate(self, subject: Any, point: ChokePoint) -> GuardOutcome:
@@ -134,10 +142,8 @@ class Guard:
             elif self.timeout is None:
                 returned = self.fn(subject)
             else:
-                returned = await asyncio.wait_for(
-                    asyncio.to_thread(self.fn, subject), self.timeout
-                )
-        except Exception as exc:  # noqa: BLE001 - the boundary is the point
+                returned = await asyncio.wait_for(asyncio.to_thread(self.fn, subject), self.timeout)
+        except Exception as exc:
             return self._failed(point, start, exc)
         return self.interpret(returned, point, start)
 
@@ -189,9 +195,7 @@ class Guard:
                 reason = EscapeReason.RAISED
         if exc is not None:
             log.debug("guard %r raised at %s", self.name, point, exc_info=exc)
-        verdict = (
-            Verdict.REJECT if self.fail_closed and not self.observe else Verdict.NOT_EVALUATED
-        )
+        verdict = Verdict.REJECT if self.fail_closed and not self.observe else Verdict.NOT_EVALUATED
         record = VerdictRecord(
             self.name,
             point,
@@ -252,7 +256,8 @@ def _is_async(fn: Any) -> bool:
 
 
 def _where(fn: Any) -> str:
-    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
+    method = type(fn).__call__ if not inspect.isfunction(fn) else None
+    code = getattr(fn, "__code__", None) or getattr(method, "__code__", None)
     if code is None:
         return "<unknown>"
     return f"{code.co_filename}:{code.co_firstlineno}"

@@ -24,7 +24,7 @@ __all__ = ["CompiledSchema", "compile_schema", "without_params"]
 class CompiledSchema:
     """A tool's input schema, checked and compiled once."""
 
-    __slots__ = ("schema", "properties", "required", "_validator")
+    __slots__ = ("_validator", "properties", "required", "schema")
 
     def __init__(self, schema: Mapping[str, Any], owner: str) -> None:
         if not isinstance(schema, Mapping):
@@ -34,7 +34,9 @@ class CompiledSchema:
             raise SchemaError(f"tool {owner!r}: the input schema must have type 'object'")
         schema.setdefault("type", "object")
         try:
-            cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+            cls = jsonschema.validators.validator_for(
+                schema, default=jsonschema.Draft202012Validator
+            )
             cls.check_schema(schema)
             validator = jsonschema_rs.validator_for(schema)
         except (jsonschema.SchemaError, jsonschema_rs.ValidationError, ValueError) as exc:
@@ -73,9 +75,13 @@ class CompiledSchema:
             prop = getattr(kind, "property", None)
             if isinstance(prop, str) and prop in self.properties:
                 names.add(prop)
-            elif isinstance(kind, jsonschema_rs.ValidationErrorKind.AdditionalProperties):
-                unexpected = True
-            elif isinstance(kind, jsonschema_rs.ValidationErrorKind.UnevaluatedProperties):
+            elif isinstance(
+                kind,
+                (
+                    jsonschema_rs.ValidationErrorKind.AdditionalProperties,
+                    jsonschema_rs.ValidationErrorKind.UnevaluatedProperties,
+                ),
+            ):
                 unexpected = True
         return tuple(sorted(names)), unexpected
 

@@ -53,22 +53,23 @@ class Tool:
     """
 
     __slots__ = (
-        "name",
-        "description",
-        "fn",
-        "is_async",
-        "source_schema",
-        "schema",
-        "compiled",
-        "bind",
-        "secrets",
-        "effect",
-        "timeout",
-        "guards",
-        "output_guards",
-        "options",
-        "convert",
         "__wrapped__",
+        "bind",
+        "bound",
+        "compiled",
+        "convert",
+        "description",
+        "effect",
+        "fn",
+        "guards",
+        "is_async",
+        "name",
+        "options",
+        "output_guards",
+        "schema",
+        "secrets",
+        "source_schema",
+        "timeout",
     )
 
     def __init__(
@@ -121,6 +122,8 @@ class Tool:
         self.compiled = CompiledSchema(self.schema, name)
         self.secrets = {p: s for p, s in bind.items() if isinstance(s, Secret)}
         self.bind = {p: s for p, s in bind.items() if not isinstance(s, Secret)}
+        # Every parameter the model must not supply.
+        self.bound: frozenset[str] = frozenset(bind)
         self.effect = effect
         self.timeout = timeout
         self.guards = tuple(as_guard(g) for g in guards)
@@ -134,14 +137,14 @@ class Tool:
     def __repr__(self) -> str:
         return f"<Tool {self.name!r}>"
 
-    @property
-    def bound(self) -> frozenset[str]:
-        return frozenset(self.bind) | frozenset(self.secrets)
-
     # -- export, with the bound parameters removed --------------------------
 
     def to_anthropic(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "input_schema": _copy(self.schema)}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": _copy(self.schema),
+        }
 
     def to_openai(self) -> dict[str, Any]:
         return {
@@ -154,7 +157,11 @@ class Tool:
         }
 
     def to_mcp(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "inputSchema": _copy(self.schema)}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": _copy(self.schema),
+        }
 
     # -- import -------------------------------------------------------------
 
@@ -228,9 +235,13 @@ def tool(
 
 
 def _from_function(
-    fn: Callable[..., Any], *, name: str | None = None, description: str | None = None, **options: Any
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    **options: Any,
 ) -> Tool:
-    tool_name = name or getattr(fn, "__name__", "")
+    tool_name: str = name or getattr(fn, "__name__", "") or ""
     bound = frozenset((options.get("bind") or {}).keys())
     schema, convert = _signature_schema(fn, tool_name, bound)
     if description is None:
@@ -274,8 +285,8 @@ def _signature_schema(
     schema.setdefault("properties", {})
     # The bound parameters exist in the schema the tool was defined with; they
     # are removed again from what the model sees.
-    for param in bound:
-        schema["properties"][param] = {}
+    for bound_name in bound:
+        schema["properties"][bound_name] = {}
     if native:
         return schema, None
 

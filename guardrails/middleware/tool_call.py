@@ -21,10 +21,10 @@ from time import perf_counter_ns
 from typing import Any, NamedTuple, Protocol
 
 from .._aio import run_coroutine
-from ..context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
+from ..context import Escape, Invocation, ToolResult, TurnContext
 from ..errors import LimitExceeded, StopRun, UsageError
 from ..guard import Guard, GuardOutcome, _pool
-from ..tools import Secret, Tool
+from ..tools import Tool
 from ..verdicts import ChokePoint, Outcome, Reason, Verdict, combine, model_sentence
 from ._render import render
 
@@ -74,10 +74,10 @@ class Plan(NamedTuple):
     output_guards: tuple[Guard, ...]
 
 
-class _Admitted(NamedTuple):
-    plan: Plan
-    invocation: Invocation
-    secrets: dict[str, Any] | None
+# (plan, invocation, secrets): a plain tuple, this is the hot path.
+_Admitted = tuple[Plan, Invocation, "dict[str, Any] | None"]
+_new = tuple.__new__
+_NO_OUTCOMES: list[GuardOutcome] = []
 
 
 def new_call_id() -> str:
@@ -88,13 +88,13 @@ class ToolCallPipeline:
     """Steps 1-9 over a registry of plans. Holds configuration only."""
 
     __slots__ = (
-        "plans",
         "hooks",
-        "recorder",
-        "max_result_chars",
         "max_argument_chars",
-        "secrets",
+        "max_result_chars",
         "on_result",
+        "plans",
+        "recorder",
+        "secrets",
     )
 
     def __init__(
@@ -118,21 +118,25 @@ class ToolCallPipeline:
 
     def run(self, turn: Any, name: str, arguments: Any, call_id: str | None) -> ToolResult:
         start = perf_counter_ns()
-        call_id = call_id or new_call_id()
+        if call_id is None:
+            call_id = f"gr_{_PREFIX}{next(_COUNTER):x}"
         admitted = self._admit(turn, name, arguments, call_id, start)
-        if type(admitted) is ToolResult:
+        if admitted.__class__ is ToolResult:
             return self._finish(turn, admitted)
         plan, inv, secrets = admitted  # type: ignore[misc]
-        outcomes = [g.evaluate(inv, _TOOL_CALL) for g in plan.guards]
-        stopped = self._after_guards(plan, inv, outcomes, start)
-        if stopped is not None:
-            return self._finish(turn, stopped)
+        if plan.guards:
+            outcomes = [g.evaluate(inv, _TOOL_CALL) for g in plan.guards]
+            stopped = self._after_guards(plan, inv, outcomes, start)
+            if stopped is not None:
+                return self._finish(turn, stopped)
+        else:
+            outcomes = _NO_OUTCOMES
         escapes: list[Escape] = []
-        stop = self._before_hooks(inv, escapes)
+        stop = self._before_hooks(inv, escapes) if self.hooks else None
         if stop is None:
             try:
                 value = self._call_sync(plan.tool, inv, secrets)
-            except Exception as exc:  # noqa: BLE001 - the tool's failure is a value
+            except Exception as exc:
                 stop = _failure(exc)
         else:
             value = None
@@ -140,25 +144,31 @@ class ToolCallPipeline:
         if result.outcome is _OK and plan.output_guards:
             checked = [g.evaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
             result = self._after_output(plan, inv, result, checked)
-        return self._finish(turn, self._after_hooks(inv, result))
+        if self.hooks:
+            result = self._after_hooks(inv, result)
+        return self._finish(turn, result)
 
     async def arun(self, turn: Any, name: str, arguments: Any, call_id: str | None) -> ToolResult:
         start = perf_counter_ns()
-        call_id = call_id or new_call_id()
+        if call_id is None:
+            call_id = f"gr_{_PREFIX}{next(_COUNTER):x}"
         admitted = self._admit(turn, name, arguments, call_id, start)
-        if type(admitted) is ToolResult:
+        if admitted.__class__ is ToolResult:
             return self._finish(turn, admitted)
         plan, inv, secrets = admitted  # type: ignore[misc]
-        outcomes = [await g.aevaluate(inv, _TOOL_CALL) for g in plan.guards]
-        stopped = self._after_guards(plan, inv, outcomes, start)
-        if stopped is not None:
-            return self._finish(turn, stopped)
+        if plan.guards:
+            outcomes = [await g.aevaluate(inv, _TOOL_CALL) for g in plan.guards]
+            stopped = self._after_guards(plan, inv, outcomes, start)
+            if stopped is not None:
+                return self._finish(turn, stopped)
+        else:
+            outcomes = _NO_OUTCOMES
         escapes: list[Escape] = []
-        stop = self._before_hooks(inv, escapes)
+        stop = self._before_hooks(inv, escapes) if self.hooks else None
         if stop is None:
             try:
                 value = await self._call_async(plan.tool, inv, secrets)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 stop = _failure(exc)
         else:
             value = None
@@ -166,7 +176,9 @@ class ToolCallPipeline:
         if result.outcome is _OK and plan.output_guards:
             checked = [await g.aevaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
             result = self._after_output(plan, inv, result, checked)
-        return self._finish(turn, self._after_hooks(inv, result))
+        if self.hooks:
+            result = self._after_hooks(inv, result)
+        return self._finish(turn, result)
 
     @staticmethod
     def _call_sync(tool: Tool, inv: Invocation, secrets: dict[str, Any] | None) -> Any:
@@ -192,28 +204,34 @@ class ToolCallPipeline:
 
     def _admit(
         self, turn: Any, name: str, arguments: Any, call_id: str, start: int
-    ) -> ToolResult | _Admitted:
+    ) -> ToolResult | tuple[Plan, Invocation, dict[str, Any] | None]:
         plan = self.plans.get(name) if type(name) is str else None
         if plan is None:
-            return _refusal(call_id, _safe_name(name), _UNAVAILABLE, Reason.UNKNOWN_TOOL, start, known=False)
+            return _refusal(
+                call_id, _safe_name(name), _UNAVAILABLE, Reason.UNKNOWN_TOOL, start, known=False
+            )
         offered = turn.offered
         if offered is not None and name not in offered:
             return _refusal(call_id, name, _UNAVAILABLE, Reason.NOT_OFFERED, start)
         tool = plan.tool
-        args = self._as_object(arguments)
-        if type(args) is not dict:
-            return _refusal(call_id, name, _INVALID_ARGS, args, start)  # type: ignore[arg-type]
-        if tool.bind or tool.secrets:
-            supplied = tool.bound.intersection(args)
-            if supplied:
-                return _refusal(
-                    call_id,
-                    name,
-                    _INVALID_ARGS,
-                    Reason.BOUND_ARGUMENT_SUPPLIED,
-                    start,
-                    flags=(FLAG_BOUND_ARGUMENT_SUPPLIED,),
-                )
+        args: dict[str, Any]
+        if arguments.__class__ is dict and _fits(arguments, self.max_argument_chars):
+            args = arguments
+        else:
+            parsed = self._as_object(arguments)
+            if isinstance(parsed, Reason):
+                return _refusal(call_id, name, _INVALID_ARGS, parsed, start)
+            args = parsed
+        bound = tool.bound
+        if bound and not bound.isdisjoint(args):
+            return _refusal(
+                call_id,
+                name,
+                _INVALID_ARGS,
+                Reason.BOUND_ARGUMENT_SUPPLIED,
+                start,
+                flags=(FLAG_BOUND_ARGUMENT_SUPPLIED,),
+            )
         compiled = tool.compiled
         if not compiled.is_valid(args):
             names, undeclared = compiled.offending(args)
@@ -225,7 +243,7 @@ class ToolCallPipeline:
         context: TurnContext = turn.context
         merged = args
         secrets = None
-        if tool.bind or tool.secrets:
+        if bound:
             try:
                 merged = dict(args)
                 for param, source in tool.bind.items():
@@ -235,10 +253,12 @@ class ToolCallPipeline:
                     merged[param] = value
                 if tool.secrets:
                     secrets = self._resolve_secrets(tool)
-            except Exception as exc:  # noqa: BLE001 - a missing closure value ends the call
-                return _refusal(call_id, name, _UNAVAILABLE, Reason.BINDING_UNRESOLVED, start, exception=exc)
-        inv = Invocation(name, merged, args, context, call_id, tool, turn)
-        return _Admitted(plan, inv, secrets)
+            except Exception as exc:
+                return _refusal(
+                    call_id, name, _UNAVAILABLE, Reason.BINDING_UNRESOLVED, start, exception=exc
+                )
+        inv = _new(Invocation, (name, merged, args, context, call_id, tool, turn))
+        return plan, inv, secrets
 
     def _as_object(self, arguments: Any) -> dict[str, Any] | Reason:
         limit = self.max_argument_chars
@@ -275,8 +295,9 @@ class ToolCallPipeline:
     def _after_guards(
         plan: Plan, inv: Invocation, outcomes: list[GuardOutcome], start: int
     ) -> ToolResult | None:
-        for (record, _, params), guard in zip(outcomes, plan.guards, strict=True):
-            if record.verdict is _REJECT and record.enforced:
+        for index, (record, _, params) in enumerate(outcomes):
+            if record[2] is _REJECT and record[6]:
+                guard = plan.guards[index]
                 props = plan.tool.compiled.properties
                 named = tuple(sorted(p for p in params if p in props))
                 records = tuple(o[0] for o in outcomes)
@@ -322,34 +343,93 @@ class ToolCallPipeline:
         start: int,
     ) -> ToolResult:
         if outcomes:
-            records = tuple(o[0] for o in outcomes)
-            escapes.extend(o[1] for o in outcomes if o[1] is not None)
-            verdict = combine(r.verdict for r in records if r.enforced)
+            records = tuple([o[0] for o in outcomes])
+            # combine() over the enforced verdicts, unrolled: this is the hot path.
+            seen = set()
+            for record, escape, _ in outcomes:
+                if escape is not None:
+                    escapes.append(escape)
+                if record[6]:
+                    seen.add(record[2])
+            if _REJECT in seen:
+                verdict = _REJECT
+            elif _NOT_EVALUATED in seen or not seen:
+                verdict = _NOT_EVALUATED
+            else:
+                verdict = _PASS
         else:
             records = ()
             verdict = _NOT_EVALUATED
         exception = None
-        truncated = False
+        reason = None
         if stop is not None:
             outcome, reason, value, exception = stop
             if outcome is not _OK:
-                return ToolResult(
-                    inv.call_id, inv.name, outcome, model_sentence(outcome), verdict, records,
-                    tuple(escapes), reason, (), None, exception, perf_counter_ns() - start,
+                return _new(
+                    ToolResult,
+                    (
+                        inv.call_id,
+                        inv.name,
+                        outcome,
+                        model_sentence(outcome),
+                        verdict,
+                        records,
+                        tuple(escapes),
+                        reason,
+                        (),
+                        None,
+                        exception,
+                        perf_counter_ns() - start,
+                        False,
+                        (),
+                        True,
+                    ),
                 )
-        else:
-            reason = None
         try:
-            content, truncated = render(value, self.max_result_chars)
-        except Exception as exc:  # noqa: BLE001 - an unserialisable result is an error
-            return ToolResult(
-                inv.call_id, inv.name, Outcome.ERROR, model_sentence(Outcome.ERROR), verdict,
-                records, tuple(escapes), Reason.UNSERIALISABLE, (), None, exc,
-                perf_counter_ns() - start,
+            if value.__class__ is str and len(value) <= self.max_result_chars:
+                content, truncated = value, False
+            else:
+                content, truncated = render(value, self.max_result_chars)
+        except Exception as exc:
+            return _new(
+                ToolResult,
+                (
+                    inv.call_id,
+                    inv.name,
+                    Outcome.ERROR,
+                    model_sentence(Outcome.ERROR),
+                    verdict,
+                    records,
+                    tuple(escapes),
+                    Reason.UNSERIALISABLE,
+                    (),
+                    None,
+                    exc,
+                    perf_counter_ns() - start,
+                    False,
+                    (),
+                    True,
+                ),
             )
-        return ToolResult(
-            inv.call_id, inv.name, _OK, content, verdict, records, tuple(escapes), reason, (),
-            value, exception, perf_counter_ns() - start, truncated,
+        return _new(
+            ToolResult,
+            (
+                inv.call_id,
+                inv.name,
+                _OK,
+                content,
+                verdict,
+                records,
+                tuple(escapes),
+                reason,
+                (),
+                value,
+                exception,
+                perf_counter_ns() - start,
+                truncated,
+                (),
+                True,
+            ),
         )
 
     @staticmethod
@@ -446,29 +526,36 @@ _SCALARS = (int, float, bool, type(None))
 
 
 def _fits(arguments: dict[str, Any], limit: int) -> bool:
-    """Cheap size and depth bound before any schema work. Iterative: no recursion."""
+    """Cheap size bound before any schema work; flat arguments take the short path."""
+    budget = limit
+    for key, value in arguments.items():
+        cls = value.__class__
+        if cls is str:
+            budget -= len(value) + len(key)
+        elif cls in _SCALARS:
+            budget -= len(key)
+        else:
+            return _fits_deep(arguments, limit)
+    return budget >= 0
+
+
+def _fits_deep(arguments: dict[str, Any], limit: int) -> bool:
+    """Size bound over nested arguments. Iterative: deep nesting cannot recurse."""
     budget = limit
     stack: list[Any] = [arguments]
-    depth_budget = 10_000_000
     while stack:
         node = stack.pop()
-        depth_budget -= 1
-        if depth_budget < 0:
-            return False
-        cls = type(node)
+        cls = node.__class__
         if cls is str:
             budget -= len(node)
         elif cls is dict:
-            budget -= len(node)
+            budget -= len(node) + 1
             for key, value in node.items():
-                if type(key) is str:
+                if key.__class__ is str:
                     budget -= len(key)
-                if type(value) is str:
-                    budget -= len(value)
-                elif type(value) not in _SCALARS:
-                    stack.append(value)
+                stack.append(value)
         elif cls is list or cls is tuple:
-            budget -= len(node)
+            budget -= len(node) + 1
             stack.extend(node)
         else:
             budget -= 1
