@@ -82,6 +82,11 @@ class Reason(StrEnum):
     UNSERIALISABLE = "unserialisable"
     OUTPUT_GUARD = "output_guard"
     REPLAYED = "replayed"
+    AUDIT_UNAVAILABLE = "audit_unavailable"
+    STORE_UNAVAILABLE = "store_unavailable"
+    SNAPSHOT_FAILED = "snapshot_failed"
+    OUT_OF_ORDER = "out_of_order"
+    IN_PROGRESS = "in_progress"
 
 
 _REJECT = Verdict.REJECT
