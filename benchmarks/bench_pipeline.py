@@ -1,0 +1,244 @@
+"""The tool_call pipeline against a bare call of the same function.
+
+Group ``pipeline``: the full pipeline (schema validation collecting every
+error on failure, two trivial guards, a recorder) on valid and rejected calls,
+each as a ratio to, and microseconds added over, a bare call measured in the
+same rounds. With the in-memory recorder, with none, and with the Prometheus
+and OpenTelemetry SDK recorders when ``guardrails.metrics`` and
+``guardrails.telemetry`` provide them.
+
+Group ``anatomy``: the pieces of the valid path timed alone, to show where the
+time goes. They reach into private helpers and are skipped if those move.
+
+Run alone: ``python benchmarks/bench_pipeline.py [--quick] [--profile]``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from _harness import Row, compare
+from _transfer import INVALID, OVER_LIMIT, VALID, account_open, transfer, within_limit
+
+from guardrails import Guardrails, Invocation, Verdict, guard, tool
+from guardrails.testing import MemoryRecorder
+
+GROUP = "pipeline"
+_PASS = Verdict.PASS
+_REJECT = Verdict.REJECT
+
+
+def build(recorder: Any = None, guards: int = 2) -> Guardrails:
+    """The transfer tool behind ``guards`` trivial guards (the two domain rules first)."""
+    rules: list[Any] = []
+
+    @guard(name="under_daily_limit", outcome="limit")
+    def under_daily_limit(call: Invocation) -> Verdict:
+        return _PASS if within_limit(call.arguments) else _REJECT  # type: ignore[arg-type]
+
+    @guard(name="account_not_frozen", outcome="unavailable")
+    def account_not_frozen(call: Invocation) -> Verdict:
+        return _PASS if account_open(call.arguments) else _REJECT  # type: ignore[arg-type]
+
+    rules += [under_daily_limit, account_not_frozen][:guards]
+    for i in range(len(rules), guards):
+        rules.append(guard(name=f"trivial_{i}")(lambda call: _PASS))
+    return Guardrails([tool(transfer)], rules, recorder=recorder)
+
+
+def _optional_recorders() -> tuple[dict[str, Callable[[], Any]], dict[str, str]]:
+    """Factories for the Prometheus and OTel SDK recorders, where they exist."""
+    found: dict[str, Callable[[], Any]] = {}
+    missing: dict[str, str] = {}
+    try:
+        from prometheus_client import CollectorRegistry
+
+        from guardrails import metrics
+
+        cls = getattr(metrics, "PrometheusRecorder", None) or metrics.PrometheusMetrics
+        found["Prometheus recorder"] = lambda: cls(registry=CollectorRegistry())
+    except (ImportError, AttributeError) as exc:
+        missing["Prometheus recorder"] = f"not measured: {exc}"
+    try:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        from guardrails import telemetry
+
+        cls_otel = getattr(telemetry, "OTelRecorder", None) or telemetry.TracingRecorder
+
+        def otel() -> Any:
+            provider = TracerProvider()
+            provider.add_span_processor(SimpleSpanProcessor(_Discard()))
+            return cls_otel(tracer_provider=provider)
+
+        del InMemorySpanExporter
+        found["OTel SDK recorder"] = otel
+    except (ImportError, AttributeError) as exc:
+        missing["OTel SDK recorder"] = f"not measured: {exc}"
+    return found, missing
+
+
+class _Discard:
+    """A span exporter that drops spans: the SDK's work is timed, not an exporter's I/O."""
+
+    def export(self, spans: Any) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
+
+
+def run(quick: bool = False) -> list[Row]:
+    return _pipeline_rows(quick) + anatomy(quick)
+
+
+def _pipeline_rows(quick: bool) -> list[Row]:
+    memory = MemoryRecorder()
+    plain = build().turn(tenant="acme")
+    recorded = build(memory).turn(tenant="acme")
+    turns = [plain, recorded]
+    valid, invalid, over = dict(VALID), dict(INVALID), dict(OVER_LIMIT)
+    valid_json = '{"account_id": "acc-42", "amount": 25.0, "currency": "EUR"}'
+    call = recorded.call
+    cases: dict[str, Callable[[], Any]] = {
+        "bare call": lambda: transfer(**valid),
+        "valid, no recorder": lambda: plain.call("transfer", valid),
+        "valid, MemoryRecorder": lambda: call("transfer", valid),
+        "valid, JSON text arguments": lambda: call("transfer", valid_json),
+        "valid, async acall": _async_case(recorded, valid),
+        "rejected: invalid_args (schema)": lambda: call("transfer", invalid),
+        "rejected: limit (guard)": lambda: call("transfer", over),
+        "rejected: unavailable (unknown tool)": lambda: call("wire_everything", valid),
+    }
+    found, missing = _optional_recorders()
+    for label, factory in found.items():
+        turn = build(factory()).turn(tenant="acme")
+        turns.append(turn)
+        cases[f"valid, {label}"] = (lambda t: lambda: t.call("transfer", valid))(turn)
+        cases[f"rejected: invalid_args, {label}"] = (lambda t: lambda: t.call("transfer", invalid))(
+            turn
+        )
+
+    def clear() -> None:
+        memory.clear()
+        for t in turns:
+            t.results.clear()
+
+    _check_outcomes(recorded)
+    rows = compare(GROUP, cases, floor="bare call", quick=quick, between_rounds=clear)
+    rows += [
+        {"group": GROUP, "name": f"valid, {label}", "median_us": None, "note": why}
+        for label, why in missing.items()
+    ]
+    return rows
+
+
+def _async_case(turn: Any, arguments: dict[str, Any]) -> Callable[[], Any]:
+    async def acall() -> Any:
+        return await turn.acall("transfer", arguments)
+
+    return acall
+
+
+def _check_outcomes(turn: Any) -> None:
+    # A benchmark of the wrong path is worse than none: check each case's outcome once.
+    expected = {
+        "ok": turn.call("transfer", VALID),
+        "invalid_args": turn.call("transfer", INVALID),
+        "limit": turn.call("transfer", OVER_LIMIT),
+        "unavailable": turn.call("wire_everything", VALID),
+    }
+    for outcome, result in expected.items():
+        if result.outcome != outcome:
+            raise AssertionError(f"expected {outcome}, got {result.outcome} ({result.reason})")
+    turn.results.clear()
+
+
+def anatomy(quick: bool) -> list[Row]:
+    """The valid path's pieces timed alone (private helpers; skipped if they move)."""
+    try:
+        from guardrails.middleware import tool_call as tc
+        from guardrails.middleware._render import render
+        from guardrails.verdicts import ChokePoint
+    except ImportError as exc:
+        return [{"group": "anatomy", "name": "valid path", "median_us": None, "note": str(exc)}]
+    rails = build(MemoryRecorder())
+    turn = rails.turn(tenant="acme")
+    spec = rails.tools["transfer"]
+    g1, g2 = rails.guards.values()
+    valid = dict(VALID)
+    inv = Invocation("transfer", valid, valid, turn.context, "c1", spec, turn)
+    point = ChokePoint.TOOL_CALL
+    value = transfer(**valid)
+    pieces: dict[str, Callable[[], Any]] = {
+        "bare call": lambda: transfer(**valid),
+        "whole pipeline, MemoryRecorder": lambda: turn.call("transfer", valid),
+        "schema: is_valid (jsonschema_rs)": lambda: spec.compiled.is_valid(valid),
+        "guard: evaluate x1": lambda: g1.evaluate(inv, point),
+        "render result (JSON, capped)": lambda: render(value, 16_000),
+    }
+    optional: dict[str, Callable[[], Any]] = {
+        "call id": getattr(tc, "new_call_id", None),  # type: ignore[dict-item]
+        "size/depth bound (_fits)": (lambda: tc._fits(valid, 1_000_000))
+        if hasattr(tc, "_fits")
+        else None,  # type: ignore[dict-item]
+        "tool body via _kwargs": (lambda: spec.fn(**tc._kwargs(spec, inv, None)))
+        if hasattr(tc, "_kwargs")
+        else None,  # type: ignore[dict-item]
+    }
+    pieces.update({k: v for k, v in optional.items() if v is not None})
+    del g2
+
+    def clear() -> None:
+        turn.results.clear()
+        rails.recorder.recorders[0].clear()  # type: ignore[union-attr]
+
+    return compare("anatomy", pieces, floor="bare call", quick=quick, between_rounds=clear)
+
+
+def profile(calls: int = 200_000) -> str:
+    """cProfile of the valid path with the in-memory recorder, top entries by own time."""
+    import cProfile
+    import gc
+    import io
+    import pstats
+
+    memory = MemoryRecorder()
+    turn = build(memory).turn(tenant="acme")
+    valid = dict(VALID)
+    call = turn.call
+
+    def body() -> None:
+        for i in range(calls):
+            call("transfer", valid)
+            if i % 10_000 == 0:
+                turn.results.clear()
+                memory.clear()
+
+    profiler = cProfile.Profile()
+    gc.disable()  # as in the timed rounds: collections would land in random frames
+    try:
+        profiler.runcall(body)
+    finally:
+        gc.enable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(14)
+    return out.getvalue()
+
+
+if __name__ == "__main__":
+    if "--profile" in sys.argv:
+        print(profile())
+    else:
+        from run import print_rows
+
+        print_rows(run(quick="--quick" in sys.argv))

@@ -1,0 +1,121 @@
+"""The benchmark harness runs and produces well-formed rows. Timings are never checked."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture
+def harness(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    module = importlib.import_module("_harness")
+    # A tiny quick mode: one round of a few calls per case.
+    monkeypatch.setattr(module, "QUICK", module.Budget(rounds=2, round_s=0.0002, max_n=50))
+    return module
+
+
+def test_compare_gives_a_row_per_case_with_ratio_to_the_floor(harness: ModuleType) -> None:
+    def bare() -> int:
+        return 1
+
+    async def awaited() -> int:
+        return 1
+
+    rows = harness.compare(
+        "g",
+        {"bare": bare, "twice": lambda: bare() + bare(), "async": awaited},
+        floor="bare",
+        quick=True,
+    )
+
+    assert [r["name"] for r in rows] == ["bare", "twice", "async"]
+    for r in rows:
+        harness.check_row(r)
+        assert r["group"] == "g"
+        assert r["median_us"] > 0
+        assert r["rounds"] == 2
+    assert rows[0]["ratio"] == 1.0
+    assert rows[0]["added_us"] == 0.0
+
+
+def test_compare_rejects_a_floor_that_is_not_a_case(harness: ModuleType) -> None:
+    with pytest.raises(ValueError, match="floor"):
+        harness.compare("g", {"a": lambda: None}, floor="b", quick=True)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"name": "x", "median_us": 1.0},
+        {"group": "g", "name": "x", "median_us": -1.0},
+        {"group": "g", "name": "x", "median_us": "fast"},
+        {"group": "g", "name": "x", "median_us": 1.0, "ratio": "2x"},
+    ],
+)
+def test_check_row_rejects_malformed_rows(harness: ModuleType, bad: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        harness.check_row(bad)
+
+
+def test_pipeline_benchmark_rows_are_well_formed(harness: ModuleType) -> None:
+    bench = importlib.import_module("bench_pipeline")
+
+    rows = bench.run(quick=True)
+
+    names = {(r["group"], r["name"]) for r in rows}
+    assert ("pipeline", "valid, MemoryRecorder") in names
+    assert ("pipeline", "rejected: invalid_args (schema)") in names
+    for r in rows:
+        harness.check_row(r)
+
+
+def test_runner_finds_every_bench_module_and_writes_markdown_and_json(
+    harness: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "bench_ok.py").write_text(
+        "from _harness import compare\n"
+        "def run(quick=False):\n"
+        "    return compare('tiny', {'bare': lambda: None, 'more': lambda: [1]}, floor='bare', quick=quick)\n"
+    )
+    (tmp_path / "bench_broken.py").write_text(
+        "def run(quick=False):\n    raise RuntimeError('boom')\n"
+    )
+    (tmp_path / "helper.py").write_text("raise AssertionError('not a benchmark')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    runner = importlib.import_module("run")
+
+    names = runner.discover(tmp_path)
+    rows, errors, _ = runner.run_modules(names, quick=True, directory=tmp_path)
+    table = runner.markdown(rows)
+
+    assert names == ["bench_broken", "bench_ok"]
+    assert [e["module"] for e in errors] == ["bench_broken"]
+    assert {r["name"] for r in rows} == {"bare", "more"}
+    assert "### tiny" in table and "| bare |" in table
+    json.dumps(rows)
+    for name in names:
+        sys.modules.pop(name, None)
+
+
+def test_runner_main_writes_results_with_machine_and_versions(
+    harness: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner = importlib.import_module("run")
+
+    status = runner.main(["--quick", "--only", "bench_pipeline", "--out", str(tmp_path)])
+
+    assert status == 0
+    raw = json.loads((tmp_path / "quick.json").read_text())
+    assert raw["meta"]["machine"]["python"] == sys.version.split()[0]
+    assert raw["meta"]["packages"]["pydantic"]
+    assert raw["rows"] and raw["errors"] == []
+    assert "### pipeline" in (tmp_path / "quick.md").read_text()
