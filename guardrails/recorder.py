@@ -34,7 +34,7 @@ class Recorder(Protocol):
 class Recorders:
     """Several recorders as one. One failing does not stop the others."""
 
-    __slots__ = ("recorders", "failures")
+    __slots__ = ("failures", "recorders")
 
     def __init__(self, recorders: Iterable[Recorder]) -> None:
         self.recorders = tuple(recorders)
@@ -44,7 +44,7 @@ class Recorders:
         for recorder in self.recorders:
             try:
                 recorder.on_tool_result(result)
-            except Exception:  # noqa: BLE001 - telemetry never breaks a call
+            except Exception:
                 self.failures += 1
                 log.exception("recorder %r failed", recorder)
 
@@ -52,7 +52,7 @@ class Recorders:
         for recorder in self.recorders:
             try:
                 recorder.on_event(kind, payload)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 self.failures += 1
                 log.exception("recorder %r failed", recorder)
 

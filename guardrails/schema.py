@@ -52,7 +52,10 @@ class CompiledSchema:
         self._validator = validator
 
     def is_valid(self, instance: Any) -> bool:
-        return bool(self._validator.is_valid(instance))
+        try:
+            return bool(self._validator.is_valid(instance))
+        except ValueError:  # nesting past the validator's recursion limit
+            return False
 
     def offending(self, instance: Any) -> tuple[tuple[str, ...], bool]:
         """Every error at once, as (declared parameter names, any undeclared?).

@@ -133,13 +133,12 @@ class ToolCallPipeline:
             outcomes = _NO_OUTCOMES
         escapes: list[Escape] = []
         stop = self._before_hooks(inv, escapes) if self.hooks else None
+        value = None
         if stop is None:
             try:
                 value = self._call_sync(plan.tool, inv, secrets)
             except Exception as exc:
                 stop = _failure(exc)
-        else:
-            value = None
         result = self._complete(plan, inv, outcomes, escapes, stop, value, start)
         if result.outcome is _OK and plan.output_guards:
             checked = [g.evaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
@@ -165,13 +164,12 @@ class ToolCallPipeline:
             outcomes = _NO_OUTCOMES
         escapes: list[Escape] = []
         stop = self._before_hooks(inv, escapes) if self.hooks else None
+        value = None
         if stop is None:
             try:
                 value = await self._call_async(plan.tool, inv, secrets)
             except Exception as exc:
                 stop = _failure(exc)
-        else:
-            value = None
         result = self._complete(plan, inv, outcomes, escapes, stop, value, start)
         if result.outcome is _OK and plan.output_guards:
             checked = [await g.aevaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
@@ -234,7 +232,10 @@ class ToolCallPipeline:
             )
         compiled = tool.compiled
         if not compiled.is_valid(args):
-            names, undeclared = compiled.offending(args)
+            try:
+                names, undeclared = compiled.offending(args)
+            except ValueError:  # the validator's own depth limit
+                names, undeclared = (), False
             missing = any(r not in args for r in compiled.required)
             reason = Reason.MISSING_REQUIRED if missing else Reason.SCHEMA
             return _refusal(
@@ -272,9 +273,14 @@ class ToolCallPipeline:
                 parsed = json.loads(arguments) if arguments else {}
             except (ValueError, RecursionError):
                 return Reason.NOT_AN_OBJECT
-            return parsed if type(parsed) is dict else Reason.NOT_AN_OBJECT
+            if type(parsed) is not dict:
+                return Reason.NOT_AN_OBJECT
+            return parsed if _fits(parsed, limit) else Reason.TOO_LARGE
         if isinstance(arguments, Mapping):
-            return self._as_object(dict(arguments))
+            try:
+                return self._as_object(dict(arguments))
+            except Exception:
+                return Reason.NOT_AN_OBJECT
         return Reason.NOT_AN_OBJECT
 
     def _resolve_secrets(self, tool: Tool) -> dict[str, Any]:
@@ -539,24 +545,29 @@ def _fits(arguments: dict[str, Any], limit: int) -> bool:
     return budget >= 0
 
 
+MAX_DEPTH = 128
+
+
 def _fits_deep(arguments: dict[str, Any], limit: int) -> bool:
-    """Size bound over nested arguments. Iterative: deep nesting cannot recurse."""
+    """Size and depth bound over nested arguments. Iterative: deep nesting cannot recurse."""
     budget = limit
-    stack: list[Any] = [arguments]
+    stack: list[tuple[Any, int]] = [(arguments, 0)]
     while stack:
-        node = stack.pop()
+        node, depth = stack.pop()
         cls = node.__class__
         if cls is str:
             budget -= len(node)
-        elif cls is dict:
+        elif cls is dict or cls is list or cls is tuple:
+            if depth >= MAX_DEPTH:
+                return False
             budget -= len(node) + 1
-            for key, value in node.items():
-                if key.__class__ is str:
-                    budget -= len(key)
-                stack.append(value)
-        elif cls is list or cls is tuple:
-            budget -= len(node) + 1
-            stack.extend(node)
+            if cls is dict:
+                for key, value in node.items():
+                    if key.__class__ is str:
+                        budget -= len(key)
+                    stack.append((value, depth + 1))
+            else:
+                stack.extend([(item, depth + 1) for item in node])
         else:
             budget -= 1
         if budget < 0:

@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import pytest
+
+from guardrails import (
+    ChokePoint,
+    ConfigurationError,
+    DuplicateNameError,
+    Guard,
+    Guardrails,
+    Invocation,
+    Verdict,
+    guard,
+    tool,
+)
+
+
+@tool
+def echo(q: str) -> str:
+    return q
+
+
+def test_guard_works_bare_and_with_options_and_stays_callable() -> None:
+    @guard
+    def plain(call: Invocation) -> Verdict:
+        return Verdict.PASS
+
+    @guard(name="custom", at=["pre_turn", "tool_call"], fail_closed=True, timeout=1.0)
+    def configured(subject: object) -> Verdict:
+        return Verdict.REJECT
+
+    assert isinstance(plain, Guard) and plain.name == "plain"
+    assert configured.name == "custom" and configured.fail_closed
+    assert configured.choke_points == {ChokePoint.PRE_TURN, ChokePoint.TOOL_CALL}
+    assert configured(None) is Verdict.REJECT
+
+
+def test_a_class_with_call_is_a_guard() -> None:
+    class Minimum:
+        def __init__(self, floor: int) -> None:
+            self.floor = floor
+
+        def __call__(self, call: Invocation) -> Verdict:
+            return Verdict.PASS if len(call.arguments["q"]) >= self.floor else Verdict.REJECT
+
+    rails = Guardrails([echo], [Guard(Minimum(3), name="minimum")])
+    assert rails.call("echo", {"q": "hi"}).outcome == "unavailable"
+    assert rails.call("echo", {"q": "hello"}).outcome == "ok"
+
+
+def test_duplicate_guard_names_are_refused_naming_both_places() -> None:
+    def a(call: Invocation) -> Verdict:
+        return Verdict.PASS
+
+    with pytest.raises(DuplicateNameError, match="'same'"):
+        Guardrails([echo], [guard(a, name="same"), guard(a, name="same")])
+
+
+def test_duplicate_tool_names_are_refused() -> None:
+    with pytest.raises(DuplicateNameError, match="'echo'"):
+        Guardrails([echo, echo])
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"outcome": "ok"}, {"outcome": "error"}, {"at": "nowhere"}, {"at": []}, {"timeout": 0}],
+)
+def test_bad_guard_options_fail_at_construction(options: dict[str, object]) -> None:
+    with pytest.raises(ConfigurationError):
+        guard(lambda c: Verdict.PASS, **options)  # type: ignore[call-overload]
+
+
+def test_guard_for_an_unknown_tool_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="'ghost'"):
+        Guardrails([echo], [guard(lambda c: Verdict.PASS, name="g", tools=["ghost"])])
