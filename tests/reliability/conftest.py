@@ -1,0 +1,126 @@
+"""Shared pieces of the reliability suite: the figures ledger and the leak check.
+
+Every test in this directory counts what it tried in the session-wide
+``ledger``: inputs, faults injected, faults whose escape or failure was
+recorded with the right reason, calls that raised to the caller, and leaks
+(model-facing content that is not one of the fixed sentences, or that holds a
+planted secret). With ``GUARDRAILS_RELIABILITY_REPORT=path`` the totals are
+written there as JSON at the end of the run; docs/reliability.md quotes them.
+
+Hypothesis profiles: ``reliability`` (the default run, modest) and
+``reliability-long`` (``GUARDRAILS_FUZZ=long``), selected in each fuzz module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from guardrails import Outcome, ToolResult, model_sentence
+
+settings.register_profile(
+    "reliability",
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "reliability-long",
+    max_examples=5_000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+# Planted in exception messages, argument values and secrets; none may ever
+# appear in what the model is shown.
+SECRET_MARK = "sk-live-7f3a9c"
+FIELDS = ("inputs", "faults_injected", "faults_counted", "escapes", "raised", "leaks")
+
+
+class Ledger:
+    """Per-family counters for the figures in docs/reliability.md."""
+
+    def __init__(self) -> None:
+        self.families: defaultdict[str, Counter[str]] = defaultdict(Counter)
+
+    def add(self, family: str, **counts: int) -> None:
+        for key, value in counts.items():
+            if key not in FIELDS:
+                raise KeyError(key)
+            self.families[family][key] += value
+
+    def check(
+        self,
+        family: str,
+        result: ToolResult,
+        declared: Iterable[str] = (),
+        planted: Iterable[str] = (),
+    ) -> list[str]:
+        """Leaks in one result (recorded; the caller asserts the list is empty).
+
+        A non-ok result must show exactly the fixed sentence built by
+        ``model_sentence`` from its outcome and parameter names that the schema
+        declares; no result may show a planted string.
+        """
+        self.add(family, inputs=1, escapes=len(result.escapes))
+        problems: list[str] = []
+        if not isinstance(result, ToolResult):
+            problems.append(f"not a ToolResult: {type(result).__name__}")
+        elif result.outcome is not Outcome.OK:
+            names = set(declared)
+            if not set(result.params) <= names:
+                problems.append(f"undeclared parameter names shown: {result.params!r}")
+            allowed = {
+                model_sentence(result.outcome, result.params, undeclared=flag)
+                for flag in (False, True)
+            }
+            if result.content not in allowed:
+                problems.append(f"not a fixed sentence: {result.content[:200]!r}")
+        for mark in (SECRET_MARK, "Traceback", *planted):
+            if mark and mark in result.content:
+                problems.append(f"planted text shown to the model: {mark[:40]!r}")
+        if problems:
+            self.add(family, leaks=1)
+        return problems
+
+    def summary(self) -> dict[str, dict[str, int]]:
+        total: Counter[str] = Counter()
+        out: dict[str, dict[str, int]] = {}
+        for family in sorted(self.families):
+            row = {key: self.families[family][key] for key in FIELDS}
+            total.update(row)
+            out[family] = row
+        out["total"] = {key: total[key] for key in FIELDS}
+        return out
+
+
+_LEDGER = Ledger()
+
+
+@pytest.fixture(scope="session")
+def ledger() -> Iterator[Ledger]:
+    yield _LEDGER
+    target = os.environ.get("GUARDRAILS_RELIABILITY_REPORT")
+    if target:
+        Path(target).write_text(json.dumps(_LEDGER.summary(), indent=2) + "\n")
+
+
+def fixed_sentences() -> frozenset[str]:
+    """The sentences a non-ok outcome may show when no parameter is named."""
+    return frozenset(
+        model_sentence(o, undeclared=u)
+        for o in Outcome
+        if o is not Outcome.OK
+        for u in ((False, True) if o is Outcome.INVALID_ARGS else (False,))
+    )
+
+
+@pytest.fixture(scope="session")
+def sentences() -> frozenset[str]:
+    return fixed_sentences()
