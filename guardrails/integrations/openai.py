@@ -1,0 +1,99 @@
+"""OpenAI-style function calling: tool definitions in and out, ``tool_calls`` through tool_call.
+
+No OpenAI package is needed: messages may be dicts or SDK objects with the
+same fields. A chat-completion message's ``tool_calls`` become ``tool`` role
+messages whose content is exactly what tool_call decided the model may see::
+
+    tools = offer_tools(turn)                      # pass as `tools=` to the API
+    reply = ...                                    # the assistant message
+    messages += [reply, *tool_messages(turn, reply)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ..context import ToolResult
+from ..engine import Guardrails, Turn
+from ..errors import ConfigurationError
+from ..tools import Tool
+from ._common import field, offer, tools_of
+
+__all__ = [
+    "atool_messages",
+    "load_tools",
+    "offer_tools",
+    "openai_tools",
+    "tool_message",
+    "tool_messages",
+]
+
+
+def openai_tools(
+    source: Guardrails | Turn | Iterable[Tool], names: Iterable[str] | None = None
+) -> list[dict[str, Any]]:
+    """Tools as OpenAI ``{"type": "function", ...}`` definitions, bound parameters hidden."""
+    wanted = None if names is None else frozenset(names)
+    return [t.to_openai() for t in tools_of(source) if wanted is None or t.name in wanted]
+
+
+def offer_tools(turn: Turn, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """The tools offered in ``turn``, as OpenAI definitions; any other tool is ``unavailable``."""
+    return [t.to_openai() for t in offer(turn, names)]
+
+
+def load_tools(
+    definitions: Iterable[Any],
+    implementations: Mapping[str, Callable[..., Any]],
+    **options: Any,
+) -> list[Tool]:
+    """Tools from OpenAI definitions (bare or ``{"type": "function"}``-wrapped).
+
+    ``implementations`` maps each tool name to its function; ``options`` go to
+    every ``Tool`` (for example ``timeout=``).
+    """
+    tools = []
+    for definition in definitions:
+        body = field(definition, "function") or definition
+        name = field(body, "name")
+        if name not in implementations:
+            raise ConfigurationError(f"tool {name!r}: no implementation given")
+        tools.append(Tool.from_definition(definition, implementations[name], **options))
+    return tools
+
+
+def tool_message(result: ToolResult, call_id: str | None = None) -> dict[str, Any]:
+    """One ``tool`` role message: the outcome's content, never exception text."""
+    return {"role": "tool", "tool_call_id": call_id or result.call_id, "content": result.content}
+
+
+def _calls(message: Any) -> list[tuple[Any, Any, str | None]]:
+    calls = []
+    for call in field(message, "tool_calls") or ():
+        function = field(call, "function") or {}
+        call_id = field(call, "id")
+        calls.append(
+            (
+                field(function, "name"),
+                field(function, "arguments"),
+                call_id if isinstance(call_id, str) else None,
+            )
+        )
+    return calls
+
+
+def tool_messages(turn: Turn, message: Any) -> list[dict[str, Any]]:
+    """Run every tool call of an assistant message through tool_call, in order."""
+    return [
+        tool_message(turn.call(name, arguments, call_id), call_id)
+        for name, arguments, call_id in _calls(message)
+    ]
+
+
+async def atool_messages(turn: Turn, message: Any) -> list[dict[str, Any]]:
+    """``tool_messages`` for async tools and guards."""
+    return [
+        tool_message(await turn.acall(name, arguments, call_id), call_id)
+        for name, arguments, call_id in _calls(message)
+    ]

@@ -1,0 +1,145 @@
+"""OpenAI-style function calling: definitions in and out, tool_calls through tool_call."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from guardrails import ConfigurationError, Guardrails, Outcome, tool
+from guardrails.integrations.openai import (
+    atool_messages,
+    load_tools,
+    offer_tools,
+    openai_tools,
+    tool_messages,
+)
+from guardrails.verdicts import model_sentence
+
+SECRET = "token=sk-live-123"
+
+
+@tool(bind={"account_id": "account_id"})
+def get_orders(account_id: str, status: Literal["open", "closed"] = "open") -> list[str]:
+    """The customer's orders."""
+    return [f"{account_id}:{status}:1"]
+
+
+@tool
+def explode() -> str:
+    """Always fails."""
+    raise RuntimeError(SECRET)
+
+
+def assistant(*calls: tuple[str, Any], call_ids: bool = True) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": f"call_{i}" if call_ids else None,
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
+            for i, (name, arguments) in enumerate(calls)
+        ],
+    }
+
+
+def test_export_hides_bound_parameters() -> None:
+    [exported] = openai_tools(Guardrails([get_orders]))
+    assert exported["type"] == "function"
+    assert exported["function"]["name"] == "get_orders"
+    assert "account_id" not in exported["function"]["parameters"]["properties"]
+
+
+def test_load_tools_round_trips_definitions_and_names_missing_implementations() -> None:
+    definitions = [
+        {
+            "type": "function",
+            "function": {
+                "name": "add",
+                "description": "Add two numbers.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                    "required": ["a", "b"],
+                },
+            },
+        }
+    ]
+    [add] = load_tools(definitions, {"add": lambda a, b: a + b})
+    assert openai_tools([add]) == definitions
+    turn = Guardrails([add]).turn()
+    [message] = tool_messages(turn, assistant(("add", '{"a": 1}')))
+    assert message["content"] == model_sentence(Outcome.INVALID_ARGS, ["b"])
+    with pytest.raises(ConfigurationError, match="'add'"):
+        load_tools(definitions, {})
+
+
+def test_tool_calls_become_tool_messages_with_closed_content() -> None:
+    turn = Guardrails([get_orders, explode]).turn(values={"account_id": "acc-7"})
+    offered = offer_tools(turn, ["get_orders"])
+    assert [t["function"]["name"] for t in offered] == ["get_orders"]
+    message = assistant(
+        ("get_orders", json.dumps({"status": "closed"})),
+        ("get_orders", json.dumps({"account_id": "acc-666"})),
+        ("explode", "{}"),
+        ("get_orders", "{not json"),
+    )
+    replies = tool_messages(turn, message)
+    assert [m["tool_call_id"] for m in replies] == ["call_0", "call_1", "call_2", "call_3"]
+    assert [m["role"] for m in replies] == ["tool"] * 4
+    assert replies[0]["content"] == '["acc-7:closed:1"]'
+    assert replies[1]["content"] == model_sentence(Outcome.INVALID_ARGS)
+    assert replies[2]["content"] == model_sentence(Outcome.UNAVAILABLE)
+    assert replies[3]["content"] == model_sentence(Outcome.INVALID_ARGS)
+    assert SECRET not in str(replies)
+
+
+def test_sdk_shaped_objects_are_read_like_dicts() -> None:
+    openai = pytest.importorskip("openai")
+    from openai.types.chat import ChatCompletionMessage
+
+    message = ChatCompletionMessage.model_validate(assistant(("explode", "")))
+    assert isinstance(message, openai.BaseModel)
+    turn = Guardrails([explode]).turn()
+    [reply] = tool_messages(turn, message)
+    assert reply == {
+        "role": "tool",
+        "tool_call_id": "call_0",
+        "content": model_sentence(Outcome.ERROR),
+    }
+
+
+async def test_async_matches_sync() -> None:
+    engine = Guardrails([get_orders, explode])
+    message = assistant(("get_orders", "{}"), ("explode", "{}"), ("nope", "{}"))
+    sync = tool_messages(engine.turn(values={"account_id": "a"}), message)
+    asynchronous = await atool_messages(engine.turn(values={"account_id": "a"}), message)
+    assert sync == asynchronous
+
+
+def test_a_call_without_an_id_is_answered_with_the_generated_one() -> None:
+    turn = Guardrails([get_orders]).turn(values={"account_id": "a"})
+    [reply] = tool_messages(turn, assistant(("get_orders", "{}"), call_ids=False))
+    assert reply["tool_call_id"] == turn.results[0].call_id
+
+
+@given(
+    name=st.one_of(st.none(), st.text(max_size=20), st.integers()),
+    arguments=st.one_of(st.none(), st.text(max_size=40), st.integers(), st.lists(st.integers())),
+)
+def test_any_model_output_gets_a_closed_answer(name: Any, arguments: Any) -> None:
+    turn = Guardrails([get_orders, explode]).turn(values={"account_id": "a"})
+    message = {"tool_calls": [{"id": "c", "function": {"name": name, "arguments": arguments}}]}
+    [reply] = tool_messages(turn, message)
+    [result] = turn.results
+    if result.outcome is Outcome.OK:
+        assert name == "get_orders"
+    else:
+        assert reply["content"].startswith(model_sentence(result.outcome))
+    assert SECRET not in reply["content"]
