@@ -42,6 +42,7 @@ class Guard:
     """A named rule with its options. Calling it calls the function directly."""
 
     __slots__ = (
+        "_plain",
         "choke_points",
         "defined_at",
         "fail_closed",
@@ -96,6 +97,8 @@ class Guard:
         self.observe = observe
         self.tools = None if tools is None else frozenset(tools)
         self.is_async = _is_async(fn)
+        # A sync guard without timeout or observe mode: the short path in evaluate().
+        self._plain = not self.is_async and timeout is None and not observe
 
     def __call__(self, subject: Any) -> Any:
         return self.fn(subject)
@@ -112,7 +115,14 @@ class Guard:
         """Run the guard from sync code; never raises."""
         start = perf_counter_ns()
         try:
-            if self.is_async:
+            if self._plain:
+                returned = self.fn(subject)
+                if returned.__class__ is Verdict and returned is not _NOT_EVALUATED:
+                    # The common case, kept short: a plain pass or reject.
+                    elapsed = perf_counter_ns() - start
+                    record = _new(_Record, (self.name, point, returned, None, None, elapsed, True))
+                    return record, None, ()
+            elif self.is_async:
                 from ._aio import run_coroutine
 
                 returned = run_coroutine(self.fn(subject), self.timeout)
@@ -124,10 +134,6 @@ class Guard:
             raise
         except Exception as exc:
             return self._failed(point, start, exc)
-        if returned.__class__ is Verdict and returned is not _NOT_EVALUATED and not self.observe:
-            # The common case, kept short: a plain pass or reject.
-            elapsed = perf_counter_ns() - start
-            return _new(_Record, (self.name, point, returned, None, None, elapsed, True)), None, ()
         return self.interpret(returned, point, start)
 
     async def aevaluate(self, subject: Any, point: ChokePoint) -> GuardOutcome:
@@ -165,7 +171,9 @@ class Guard:
             return self._failed(point, start, None, EscapeReason.INVALID_RETURN)
 
         if verdict is Verdict.NOT_EVALUATED:
-            return self._failed(point, start, None, EscapeReason.DECLINED, reason, evidence)
+            # A guard may say why it declined (for example not_configured).
+            why = EscapeReason(escape_reason) if escape_reason else EscapeReason.DECLINED
+            return self._failed(point, start, None, why, reason, evidence)
         escape = None
         if self.observe:
             if verdict is Verdict.REJECT:

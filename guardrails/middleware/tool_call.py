@@ -528,19 +528,17 @@ def _safe_name(name: Any) -> str:
     return text[:200]
 
 
-_SCALARS = (int, float, bool, type(None))
+_SCALARS = frozenset({int, float, bool, type(None)})
 
 
 def _fits(arguments: dict[str, Any], limit: int) -> bool:
     """Cheap size bound before any schema work; flat arguments take the short path."""
-    budget = limit
-    for key, value in arguments.items():
+    budget = limit - sum(map(len, arguments))
+    for value in arguments.values():
         cls = value.__class__
         if cls is str:
-            budget -= len(value) + len(key)
-        elif cls in _SCALARS:
-            budget -= len(key)
-        else:
+            budget -= len(value)
+        elif cls not in _SCALARS:
             return _fits_deep(arguments, limit)
     return budget >= 0
 
