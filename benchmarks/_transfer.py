@@ -44,6 +44,25 @@ def transfer(
     return {"status": "sent", "account": account_id, "amount": amount, "currency": currency}
 
 
+class RuleViolation(Exception):
+    """Raised by ``transfer_with_rules`` when a rule fails."""
+
+
+def transfer_with_rules(
+    account_id: str,
+    amount: Annotated[float, Field(ge=0.01, description="Amount to move")],
+    currency: Literal["USD", "EUR", "GBP"],
+    memo: str = "",
+) -> dict[str, Any]:
+    """Move money out of an account (the rules checked in the body, after validation)."""
+    arguments = {"account_id": account_id, "amount": amount}
+    if not within_limit(arguments):
+        raise RuleViolation("over daily limit")
+    if not account_open(arguments):
+        raise RuleViolation("account frozen")
+    return transfer(account_id, amount, currency, memo)
+
+
 def within_limit(arguments: dict[str, Any]) -> bool:
     """Rule 1: the amount is at most the daily limit."""
     return bool(arguments["amount"] <= DAILY_LIMIT)

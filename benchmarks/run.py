@@ -56,6 +56,7 @@ COLUMNS = (
     ("median_us", "median µs"),
     ("ratio", "x bare"),
     ("added_us", "added µs"),
+    ("x_ours", "x ours"),
     ("mb_per_s", "MB/s"),
     ("ops_per_s", "ops/s"),
     ("note", "note"),
