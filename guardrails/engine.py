@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .context import ToolResult, TurnContext
 from .errors import ConfigurationError, DuplicateNameError
@@ -14,6 +14,10 @@ from .recorder import Recorder, Recorders, combine_recorders
 from .tools import Tool
 from .tools import tool as make_tool
 from .verdicts import ChokePoint
+
+if TYPE_CHECKING:
+    from .middleware.post_run import PostRunReport
+    from .middleware.pre_turn import PreTurnDecision
 
 __all__ = ["Guardrails", "Turn"]
 
@@ -50,6 +54,30 @@ class Turn:
     async def acall(self, name: str, arguments: Any, call_id: str | None = None) -> ToolResult:
         """Run one tool call through the tool_call choke-point (async)."""
         return await self.engine._pipeline.arun(self, name, arguments, call_id)
+
+    def pre_turn(self, input: Any, tools: Iterable[Any] | None = None) -> PreTurnDecision:
+        """Decide what the model is offered, and offer it (sync). See docs/pre_turn.md."""
+        from .middleware.pre_turn import pre_turn
+
+        return pre_turn(self, input, tools)
+
+    async def apre_turn(self, input: Any, tools: Iterable[Any] | None = None) -> PreTurnDecision:
+        """Decide what the model is offered, and offer it (async)."""
+        from .middleware.pre_turn import apre_turn
+
+        return await apre_turn(self, input, tools)
+
+    def post_run(self, output: Any = None, *, structured: Any = None) -> PostRunReport:
+        """Check the finished run and act as its backstop (sync). See docs/post_run.md."""
+        from .middleware.post_run import post_run
+
+        return post_run(self, output, structured=structured)
+
+    async def apost_run(self, output: Any = None, *, structured: Any = None) -> PostRunReport:
+        """Check the finished run and act as its backstop (async)."""
+        from .middleware.post_run import apost_run
+
+        return await apost_run(self, output, structured=structured)
 
 
 class Guardrails:

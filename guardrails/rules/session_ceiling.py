@@ -1,0 +1,97 @@
+"""Tool-call ceiling per session: the ``limit`` path of tool_call step 6, across turns.
+
+Counts live behind ``Counter`` (one method, ``incr(key) -> int``), so a
+durable store can replace the in-memory default without touching the rule.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Protocol, runtime_checkable
+
+from ..context import Escape, Invocation, ToolResult
+from ..errors import ConfigurationError
+from ..middleware.tool_call import Stop
+from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason
+
+__all__ = ["Counter", "MemoryCounter", "SessionCeiling"]
+
+
+@runtime_checkable
+class Counter(Protocol):
+    """Adds one to ``key`` and returns the new count, atomically."""
+
+    def incr(self, key: str, /) -> int: ...
+
+
+class MemoryCounter:
+    """A ``Counter`` in this process's memory (tests, single-process agents)."""
+
+    __slots__ = ("_counts", "_lock")
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def incr(self, key: str, /) -> int:
+        with self._lock:
+            count = self._counts.get(key, 0) + 1
+            self._counts[key] = count
+            return count
+
+    def get(self, key: str) -> int:
+        return self._counts.get(key, 0)
+
+
+class SessionCeiling:
+    """At most ``limit`` tool calls per session reach a tool; the rest get ``limit``.
+
+    Counted at step 6, like ``TurnCeiling``. A turn without a session, or a
+    counter that fails, lets the call through with an escape
+    (``not_configured`` / ``store_unavailable``), unless ``fail_closed``.
+    """
+
+    __slots__ = ("counter", "fail_closed", "limit", "name")
+
+    def __init__(
+        self,
+        limit: int,
+        counter: Counter | None = None,
+        *,
+        fail_closed: bool = False,
+        name: str = "session_ceiling",
+    ) -> None:
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+            raise ConfigurationError(f"{name}: limit must be a non-negative int, not {limit!r}")
+        if counter is not None and not isinstance(counter, Counter):
+            raise ConfigurationError(f"{name}: the counter needs an incr(key) method")
+        self.limit = limit
+        self.counter: Counter = counter if counter is not None else MemoryCounter()
+        self.fail_closed = fail_closed
+        self.name = name
+
+    def key(self, invocation: Invocation) -> str | None:
+        context = invocation.context
+        if context.session is None:
+            return None
+        return f"tool_calls:{context.tenant or ''}:{context.session}"
+
+    def before(self, invocation: Invocation, /) -> Stop | Escape | None:
+        key = self.key(invocation)
+        if key is None:
+            return self._escape(EscapeReason.NOT_CONFIGURED, None)
+        try:
+            count = self.counter.incr(key)
+        except Exception as exc:
+            return self._escape(EscapeReason.STORE_UNAVAILABLE, exc)
+        if count > self.limit:
+            return Stop(Outcome.LIMIT, Reason.CEILING)
+        return None
+
+    def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+        return result
+
+    def _escape(self, reason: EscapeReason, exc: BaseException | None) -> Stop | Escape:
+        if self.fail_closed:
+            return Stop(Outcome.LIMIT, Reason.CEILING, None, exc)
+        return Escape(self.name, ChokePoint.TOOL_CALL, reason, exc)

@@ -1,0 +1,213 @@
+"""Literal triggers: forbidden subjects in the user's text. A pre_turn rule.
+
+Terms and text are compared after NFKC and casefold (``ＲＥＦＵＮＤ``,
+``Refund`` and ``refund`` are one term). By default a term matches whole words
+only (``refund`` does not match ``refundable``): the text is split into its
+``\\w+`` words once per turn, single-word terms are one set intersection, and
+a multi-word term (``credit card``) is indexed by its first word and confirmed
+only where that word occurs; its words may be separated by anything that is
+not a word character. The cost grows with the text, hardly with the number of
+terms (see benchmarks/bench_triggers.py).
+
+``word_boundary=False`` matches terms anywhere, inside words too. It uses
+``pyahocorasick`` when installed (``pip install 'guardrails-kit[fast]'``) and a
+trie-shaped regular expression otherwise, which is several times slower.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..context import GuardResult
+from ..errors import ConfigurationError
+from ..guard import Guard
+from ..text import Text, normalise
+from ..verdicts import ChokePoint, Verdict
+from .effects import Restrict
+
+if TYPE_CHECKING:
+    from ..middleware.pre_turn import PreTurnRequest
+
+__all__ = ["TermSet", "Trigger", "trigger"]
+
+_WORDS = re.compile(r"\w+")
+
+
+class TermSet:
+    """A set of terms compiled once; ``find(text)`` returns the terms found."""
+
+    __slots__ = (
+        "_multi",
+        "_multi_keys",
+        "_scan",
+        "_single",
+        "_single_keys",
+        "terms",
+        "word_boundary",
+    )
+
+    def __init__(self, terms: Iterable[str], *, word_boundary: bool = True) -> None:
+        if isinstance(terms, str):
+            raise ConfigurationError("terms must be a list of strings, not one string")
+        originals: dict[str, str] = {}
+        for term in terms:
+            if not isinstance(term, str):
+                raise ConfigurationError(f"term {term!r} is not a string")
+            key = normalise(term).strip()
+            if not key:
+                raise ConfigurationError(f"term {term!r} is empty")
+            originals.setdefault(key, term)
+        self.terms: dict[str, str] = originals  # normalised -> as given
+        self.word_boundary = word_boundary
+        # Keyed by the normalised term; values are what find() reports.
+        self._single: dict[str | bytes, str] = {}
+        self._multi: dict[str | bytes, list[tuple[tuple[Any, ...], str]]] = {}
+        self._scan: Any = None
+        if word_boundary:
+            self._compile_words()
+        else:
+            self._scan = _substring_scanner(list(originals))
+        self._single_keys = frozenset(self._single)
+        self._multi_keys = frozenset(self._multi)
+
+    def _compile_words(self) -> None:
+        for key, original in self.terms.items():
+            words = _WORDS.findall(key)
+            if not words:
+                raise ConfigurationError(
+                    f"term {original!r} has no word characters; use word_boundary=False"
+                )
+            # Each term is stored twice: as str words (for any text) and, when
+            # ASCII, as bytes words (for the ASCII fast path of Text.words).
+            forms: list[tuple[Any, ...]] = [tuple(words)]
+            if key.isascii():
+                forms.append(tuple(w.encode("ascii") for w in words))
+            for form in forms:
+                if len(form) == 1:
+                    self._single[form[0]] = original
+                else:
+                    self._multi.setdefault(form[0], []).append((form, original))
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    def find(self, text: str | Text) -> frozenset[str]:
+        """The terms (as given) that occur in ``text``."""
+        if not isinstance(text, Text):
+            text = Text(text)
+        if not self.word_boundary:
+            return frozenset(self.terms[k] for k in self._scan(text.normalised))
+        words = text.words
+        # frozenset.intersection(list) is one C loop of hash lookups over the
+        # words: no set of the text's words is built.
+        single = self._single
+        found = {single[w] for w in self._single_keys.intersection(words)} if single else set()
+        if self._multi:
+            firsts = self._multi_keys.intersection(words)
+            if firsts:
+                found.update(_confirm(words, firsts, self._multi))
+        return frozenset(found)
+
+
+def _confirm(
+    words: list[str] | list[bytes],
+    firsts: frozenset[Any],
+    multi: dict[Any, list[tuple[tuple[Any, ...], str]]],
+) -> set[str]:
+    found: set[str] = set()
+    for i, word in enumerate(words):
+        if word in firsts:
+            for form, original in multi[word]:
+                if tuple(words[i : i + len(form)]) == form:
+                    found.add(original)
+    return found
+
+
+def _substring_scanner(keys: list[str]) -> Any:
+    try:
+        import ahocorasick
+    except ImportError:
+        pattern = re.compile(_trie_pattern(keys))
+        return lambda text: set(pattern.findall(text))
+    automaton = ahocorasick.Automaton()
+    for key in keys:
+        automaton.add_word(key, key)
+    automaton.make_automaton()
+    return lambda text: {key for _, key in automaton.iter(text)}
+
+
+def _trie_pattern(keys: list[str]) -> str:
+    """A regular expression shaped as a trie of ``keys`` (no backtracking between terms)."""
+    trie: dict[str, Any] = {}
+    for key in keys:
+        node = trie
+        for ch in key:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict[str, Any]) -> str:
+        # Longer continuations first, the end of a term ("") last, so the
+        # longest term at a position wins; findall then reports it.
+        branches = [re.escape(ch) + emit(child) for ch, child in node.items() if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return f"(?:{emit(trie)})"
+
+
+class Trigger:
+    """The rule behind ``trigger``: a callable on a ``PreTurnRequest``."""
+
+    __slots__ = ("refuse", "remove", "terms")
+
+    def __init__(
+        self,
+        terms: Iterable[str] | TermSet,
+        *,
+        remove: Iterable[str] = (),
+        refuse: str | None = None,
+        word_boundary: bool = True,
+    ) -> None:
+        self.terms = (
+            terms if isinstance(terms, TermSet) else TermSet(terms, word_boundary=word_boundary)
+        )
+        if isinstance(remove, str):
+            raise ConfigurationError("trigger: remove must be a list of tool names")
+        self.remove = frozenset(remove)
+        self.refuse = refuse
+        if not self.remove and not refuse:
+            raise ConfigurationError("trigger: give the tools to remove, a refusal code, or both")
+
+    def __call__(self, request: PreTurnRequest) -> GuardResult | Verdict:
+        found = self.terms.find(request.text)
+        if not found:
+            return Verdict.PASS
+        matched = sorted(found)
+        if self.refuse:
+            return GuardResult.rejected(self.refuse, evidence={"terms": matched})
+        return GuardResult.rejected(
+            "forbidden_subject", evidence=Restrict(remove=self.remove, detail={"terms": matched})
+        )
+
+
+def trigger(
+    terms: Iterable[str] | TermSet,
+    *,
+    remove: Iterable[str] = (),
+    refuse: str | None = None,
+    word_boundary: bool = True,
+    name: str = "trigger",
+    fail_closed: bool = False,
+    observe: bool = False,
+) -> Guard:
+    """A pre_turn guard: when a term occurs in the user's text, remove tools or refuse.
+
+    ``remove`` names the tools that would act on the subject; ``refuse`` is the
+    code the caller shows when the turn is refused instead.
+    """
+    rule = Trigger(terms, remove=remove, refuse=refuse, word_boundary=word_boundary)
+    return Guard(rule, name=name, at=ChokePoint.PRE_TURN, fail_closed=fail_closed, observe=observe)

@@ -1,0 +1,139 @@
+"""The user's text of a turn, and its normalised form for matching.
+
+``user_text`` takes plain text, one message, or a message list in the
+Anthropic Messages or OpenAI (Chat Completions or Responses) shape, and
+returns the text the user wrote: text content blocks are kept, anything else
+(images, documents, tool results, tool calls) is skipped. ``Text`` holds a
+text and computes, once and only when asked, its normalised form (NFKC, then
+casefold) and its words, so every trigger of a turn shares one scan.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .errors import UsageError
+
+__all__ = ["Text", "content_text", "normalise", "user_text"]
+
+# Block types whose ``text`` is text the user typed (Anthropic ``text``; OpenAI
+# Chat ``text``; OpenAI Responses ``input_text``).
+_TEXT_BLOCKS = frozenset({"text", "input_text"})
+_WORDS = re.compile(r"\w+")
+
+# ASCII fast path: one bytes.translate maps letters to lower case and every
+# byte that is not [A-Za-z0-9_] to a space, so bytes.split() yields exactly the
+# words that ``\w+`` finds in ASCII text.
+_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_ASCII_TABLE = bytes(
+    (c + 32 if 65 <= c <= 90 else c) if c in _WORD_BYTES else 32 for c in range(256)
+)
+
+
+def normalise(text: str) -> str:
+    """NFKC, then casefold: ``ＲＥＦＵＮＤ`` and ``Refund`` both become ``refund``."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+class Text:
+    """A text with its normalised form and words, computed lazily and once.
+
+    ``words`` are the ``\\w+`` runs of the normalised text; for ASCII text
+    they are ``bytes`` (a faster path), otherwise ``str``. ``is_ascii`` says which.
+    """
+
+    __slots__ = ("_normalised", "_words", "is_ascii", "raw")
+
+    def __init__(self, raw: str) -> None:
+        if not isinstance(raw, str):
+            raise UsageError(f"expected text, got {type(raw).__name__}")
+        self.raw = raw
+        self.is_ascii = raw.isascii()
+        self._normalised: str | None = None
+        self._words: list[str] | list[bytes] | None = None
+
+    def __repr__(self) -> str:
+        return f"<Text {len(self.raw)} chars>"
+
+    @property
+    def normalised(self) -> str:
+        if self._normalised is None:
+            self._normalised = self.raw.lower() if self.is_ascii else normalise(self.raw)
+        return self._normalised
+
+    @property
+    def words(self) -> list[str] | list[bytes]:
+        if self._words is None:
+            if self.is_ascii:
+                self._words = self.raw.encode("ascii").translate(_ASCII_TABLE).split()
+            else:
+                self._words = _WORDS.findall(self.normalised)
+        return self._words
+
+
+def user_text(turn_input: Any, *, last_only: bool = False) -> str:
+    """The text the user wrote in ``turn_input``, user messages joined by newlines.
+
+    Accepts a ``str``; one message; or a list of messages as dicts or SDK
+    objects (anything with ``role`` and ``content``). Only ``user`` messages
+    count; ``last_only`` keeps the last one. Raises ``UsageError`` for input of
+    another shape.
+    """
+    if isinstance(turn_input, str):
+        return turn_input
+    if turn_input is None:
+        return ""
+    if _is_message(turn_input):
+        messages: list[Any] = [turn_input]
+    elif isinstance(turn_input, Iterable) and not isinstance(turn_input, bytes | bytearray):
+        messages = list(turn_input)
+    else:
+        raise UsageError(
+            f"turn input must be text or a list of messages, not {type(turn_input).__name__}"
+        )
+    texts: list[str] = []
+    for message in messages:
+        if isinstance(message, str):
+            texts.append(message)
+            continue
+        if not _is_message(message):
+            raise UsageError(f"not a message: {type(message).__name__}")
+        if _get(message, "role") != "user":
+            continue
+        texts.append(content_text(_get(message, "content")))
+    if last_only:
+        return texts[-1] if texts else ""
+    return "\n".join(t for t in texts if t)
+
+
+def _is_message(obj: Any) -> bool:
+    return _get(obj, "role") is not None and _get(obj, "content", _MISSING) is not _MISSING
+
+
+_MISSING = object()
+
+
+def _get(obj: Any, key: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+def content_text(content: Any) -> str:
+    """The text blocks of one message's content, joined by newlines; other blocks skipped."""
+    if isinstance(content, str):
+        return content
+    if content is None or not isinstance(content, Iterable):
+        return ""
+    parts = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif _get(block, "type") in _TEXT_BLOCKS:
+            text = _get(block, "text")
+            if isinstance(text, str):
+                parts.append(text)
+    return "\n".join(parts)
