@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..engine import Guardrails, Turn
+from ..middleware.pre_turn import PreTurnDecision
 from ..tools import Tool
 
-__all__ = ["field", "offer", "tools_of"]
+__all__ = ["Offer", "aoffer", "field", "offer", "tools_of"]
 
 
 def field(obj: Any, name: str, default: Any = None) -> Any:
@@ -27,18 +28,31 @@ def tools_of(source: Guardrails | Turn | Iterable[Tool]) -> list[Tool]:
     return list(source)
 
 
-def offer(turn: Turn, names: Iterable[str] | None = None) -> list[Tool]:
-    """The tools the model is offered in ``turn``, in registration order; recorded on the turn.
+class Offer(NamedTuple):
+    """The tools offered to the model, and the code of a refused turn (None when it goes on)."""
 
-    ``names`` narrows the candidates (default: every tool of the engine). A turn
-    whose offer was already decided keeps to it: a tool left out before is not
-    offered now.
-    """
+    tools: list[Tool]
+    refusal: str | None = None
+
+
+def _candidates(turn: Turn, names: Iterable[str] | None) -> list[Tool]:
     candidates = tools_of(turn)
     if names is not None:
         wanted = frozenset(names)
         candidates = [t for t in candidates if t.name in wanted]
-    if turn.offered is not None:
-        candidates = [t for t in candidates if t.name in turn.offered]
-    turn.offer(t.name for t in candidates)
     return candidates
+
+
+def _decided(decision: PreTurnDecision) -> Offer:
+    refusal = decision.refusal
+    return Offer(list(decision.tools), None if refusal is None else str(refusal.code))
+
+
+def offer(turn: Turn, turn_input: Any = None, names: Iterable[str] | None = None) -> Offer:
+    """Run pre_turn over the engine's tools (narrowed to ``names``); the turn remembers the offer."""
+    return _decided(turn.pre_turn(turn_input, _candidates(turn, names)))
+
+
+async def aoffer(turn: Turn, turn_input: Any = None, names: Iterable[str] | None = None) -> Offer:
+    """``offer`` for async pre_turn guards."""
+    return _decided(await turn.apre_turn(turn_input, _candidates(turn, names)))

@@ -29,7 +29,7 @@ from ..context import ToolResult
 from ..engine import Guardrails, Turn
 from ..errors import UsageError
 from ..tools import Tool
-from ._common import field, offer, tools_of
+from ._common import Offer, aoffer, field, offer, tools_of
 
 __all__ = [
     "Run",
@@ -53,9 +53,15 @@ def anthropic_tools(
     return [t.to_anthropic() for t in tools_of(source) if wanted is None or t.name in wanted]
 
 
-def offer_tools(turn: Turn, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
-    """The ``tools`` for ``messages.create``: what ``turn`` offers; any other tool is ``unavailable``."""
-    return [t.to_anthropic() for t in offer(turn, names)]
+def offer_tools(
+    turn: Turn, messages: Any = None, *, names: Iterable[str] | None = None
+) -> list[dict[str, Any]]:
+    """The ``tools`` for ``messages.create``: what pre_turn offers for ``messages``.
+
+    The turn remembers the offer: any other tool is ``unavailable`` at
+    tool_call. A refused turn offers nothing (``offer()`` tells why).
+    """
+    return [t.to_anthropic() for t in offer(turn, messages, names).tools]
 
 
 def tool_result_block(result: ToolResult, tool_use_id: str | None = None) -> dict[str, Any]:
@@ -105,47 +111,53 @@ async def atool_results(turn: Turn, message: Any) -> list[dict[str, Any]]:
 
 
 class Run(NamedTuple):
-    """How a tool loop ended: the last message, the whole transcript, every guarded call."""
+    """How a tool loop ended.
+
+    ``message`` is the model's last message (None when pre_turn refused the
+    turn before any model call: ``refusal`` holds its code); ``messages`` the
+    transcript; ``results`` every guarded call; ``exhausted`` is True when the
+    loop stopped at ``max_iterations`` with the model still asking for tools.
+    """
 
     message: Any
     messages: list[dict[str, Any]]
     results: list[ToolResult]
     exhausted: bool = False
+    refusal: str | None = None
 
 
 class _Loop:
     """The loop's state and decisions, shared by the sync and async drivers (no I/O)."""
 
-    def __init__(
-        self,
-        turn: Turn,
-        messages: Iterable[Any],
-        names: Iterable[str] | None,
-        max_iterations: int,
-        create: dict[str, Any],
-    ) -> None:
+    def __init__(self, turn: Turn, messages: Iterable[Any], max_iterations: int) -> None:
         if max_iterations < 1:
             raise ValueError("max_iterations must be at least 1")
         self.turn = turn
-        self.transcript: list[dict[str, Any]] = list(messages)
-        self.names = None if names is None else tuple(names)
+        self.input: list[Any] = list(messages)
+        self.transcript: list[dict[str, Any]] = list(self.input)
         self.left = max_iterations
-        self.create = create
         self.message: Any = None
+        self.asking = False
+        self.refusal: str | None = None
 
-    def request(self) -> dict[str, Any] | None:
-        """The next ``messages.create`` arguments, or None when the loop is over."""
-        if self.left == 0:
+    def going(self) -> bool:
+        return self.left > 0 and self.refusal is None
+
+    def request(self, offered: Offer, create: dict[str, Any]) -> dict[str, Any] | None:
+        """The next ``messages.create`` arguments, or None when pre_turn refused the turn."""
+        if offered.refusal is not None:
+            self.refusal = offered.refusal
             return None
         self.left -= 1
-        tools = offer_tools(self.turn, self.names)
-        return {**self.create, "messages": list(self.transcript), "tools": tools}
+        tools = [t.to_anthropic() for t in offered.tools]
+        return {**create, "messages": list(self.transcript), "tools": tools}
 
     def receive(self, message: Any) -> list[tuple[Any, Any, str | None]]:
         """Record the model's message; the tool calls to answer (none: the run is over)."""
         self.message = message
         self.transcript.append({"role": "assistant", "content": field(message, "content")})
         uses = _tool_uses(message)
+        self.asking = bool(uses)
         if not uses:
             self.left = 0
         return uses
@@ -153,8 +165,9 @@ class _Loop:
     def answer(self, blocks: list[dict[str, Any]]) -> None:
         self.transcript.append({"role": "user", "content": blocks})
 
-    def run(self, uses_left: bool) -> Run:
-        return Run(self.message, self.transcript, list(self.turn.results), uses_left)
+    def run(self) -> Run:
+        results = list(self.turn.results)
+        return Run(self.message, self.transcript, results, self.asking, self.refusal)
 
 
 def run_tool_loop(
@@ -169,17 +182,19 @@ def run_tool_loop(
     """Call the model and answer its tool calls through tool_call until it stops asking.
 
     ``create`` goes to ``client.messages.create`` (``model``, ``max_tokens``,
-    ``system`` ...). Before each model call, the tools are offered again, so a
-    phase change shows in the next request. ``exhausted`` tells that the loop
-    stopped at ``max_iterations`` with tool calls unanswered.
+    ``system`` ...). Before each model call pre_turn decides the tools again
+    (over the caller's ``messages``; ``names`` narrows the candidates), so a
+    phase change shows in the next request.
     """
-    loop = _Loop(turn, messages, names, max_iterations, create)
-    uses: list[tuple[Any, Any, str | None]] = []
-    while (request := loop.request()) is not None:
+    loop = _Loop(turn, messages, max_iterations)
+    while loop.going():
+        request = loop.request(offer(turn, loop.input, names), create)
+        if request is None:
+            break
         uses = loop.receive(client.messages.create(**request))
         if uses:
             loop.answer([tool_result_block(turn.call(n, a, i), i) for n, a, i in uses])
-    return loop.run(bool(uses))
+    return loop.run()
 
 
 async def arun_tool_loop(
@@ -192,13 +207,15 @@ async def arun_tool_loop(
     **create: Any,
 ) -> Run:
     """``run_tool_loop`` for ``AsyncAnthropic`` clients, async tools and guards."""
-    loop = _Loop(turn, messages, names, max_iterations, create)
-    uses: list[tuple[Any, Any, str | None]] = []
-    while (request := loop.request()) is not None:
+    loop = _Loop(turn, messages, max_iterations)
+    while loop.going():
+        request = loop.request(await aoffer(turn, loop.input, names), create)
+        if request is None:
+            break
         uses = loop.receive(await client.messages.create(**request))
         if uses:
             loop.answer([tool_result_block(await turn.acall(n, a, i), i) for n, a, i in uses])
-    return loop.run(bool(uses))
+    return loop.run()
 
 
 # -- functions decorated with the SDK's beta_tool -------------------------------
@@ -216,9 +233,13 @@ def from_beta_tool(beta: Any, **options: Any) -> Tool:
 
 
 def guard_beta_tools(
-    turn: Turn, names: Iterable[str] | None = None, *, asynchronous: bool = False
+    turn: Turn,
+    messages: Any = None,
+    *,
+    names: Iterable[str] | None = None,
+    asynchronous: bool = False,
 ) -> list[Any]:
-    """The tools ``turn`` offers, as runnable tools for the SDK's own tool runner.
+    """The tools pre_turn offers for ``messages``, as runnable tools for the SDK's tool runner.
 
     ``client.beta.messages.tool_runner(tools=guard_beta_tools(turn), ...)``
     then runs every call through tool_call: a non-ok outcome reaches the model
@@ -244,7 +265,7 @@ def guard_beta_tools(
     cls = AsyncGuardedTool if asynchronous else GuardedTool
     return [
         cls(_through_the_runner, name=t.name, description=t.description, input_schema=t.schema)
-        for t in offer(turn, names)
+        for t in offer(turn, messages, names).tools
     ]
 
 

@@ -38,9 +38,14 @@ def openai_tools(
     return [t.to_openai() for t in tools_of(source) if wanted is None or t.name in wanted]
 
 
-def offer_tools(turn: Turn, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
-    """The tools offered in ``turn``, as OpenAI definitions; any other tool is ``unavailable``."""
-    return [t.to_openai() for t in offer(turn, names)]
+def offer_tools(
+    turn: Turn, messages: Any = None, *, names: Iterable[str] | None = None
+) -> list[dict[str, Any]]:
+    """What pre_turn offers for ``messages``, as OpenAI definitions.
+
+    The turn remembers the offer: any other tool is ``unavailable`` at tool_call.
+    """
+    return [t.to_openai() for t in offer(turn, messages, names).tools]
 
 
 def load_tools(

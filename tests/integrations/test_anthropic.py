@@ -159,7 +159,7 @@ def test_tool_results_reads_sdk_message_objects() -> None:
             model="claude-test",
             max_tokens=64,
             messages=[{"role": "user", "content": "hi"}],
-            tools=offer_tools(turn, OFFERED),  # type: ignore[arg-type]
+            tools=offer_tools(turn, names=OFFERED),  # type: ignore[arg-type]
         )
     blocks = tool_results(turn, message)
     assert [b["tool_use_id"] for b in blocks] == [
@@ -264,7 +264,7 @@ def test_sdk_tool_runner_sends_fixed_sentences_instead_of_repr_exception() -> No
             model="claude-test",
             max_tokens=256,
             messages=[{"role": "user", "content": "refund me"}],
-            tools=guard_beta_tools(turn, ["refund"]),
+            tools=guard_beta_tools(turn, names=["refund"]),
         )
         final = runner.until_done()
     assert final.content[0].type == "text"
@@ -316,3 +316,46 @@ def test_malformed_tool_use_input_gets_invalid_args(bad: Any) -> None:
         "content": model_sentence(Outcome.INVALID_ARGS),
         "is_error": True,
     }
+
+
+# -- pre_turn ------------------------------------------------------------------
+
+
+def test_forbidden_subject_removes_the_tool_from_the_request() -> None:
+    from guardrails.rules import trigger
+
+    engine = Guardrails(
+        [get_balance, transfer], [trigger(["wire", "transfer"], remove=["transfer"])]
+    )
+    turn = engine.turn(values={"account_id": "acc-42"})
+    script = [tool_use_message(("transfer", {"amount": 5, "currency": "EUR"})), text_message("ok")]
+    with ScriptedMessagesAPI(script) as api, client_for(api) as client:
+        run = run_tool_loop(
+            client,
+            turn,
+            model="claude-test",
+            max_tokens=64,
+            messages=[{"role": "user", "content": "Please WIRE money to my landlord"}],
+        )
+    assert [t["name"] for t in api.requests[0]["tools"]] == ["get_balance"]
+    [result] = run.results
+    assert (result.outcome, result.content) == (
+        Outcome.UNAVAILABLE,
+        model_sentence(Outcome.UNAVAILABLE),
+    )
+
+
+def test_refused_turn_never_calls_the_model() -> None:
+    from guardrails.rules import trigger
+
+    engine = Guardrails([get_balance], [trigger(["password"], refuse="credentials")])
+    turn = engine.turn(values={"account_id": "acc-42"})
+    with ScriptedMessagesAPI([text_message("never sent")]) as api, client_for(api) as client:
+        run = run_tool_loop(
+            client,
+            turn,
+            model="claude-test",
+            max_tokens=64,
+            messages=[{"role": "user", "content": "what is my password"}],
+        )
+    assert (run.message, run.refusal, api.requests) == (None, "credentials", [])

@@ -82,7 +82,7 @@ def test_load_tools_round_trips_definitions_and_names_missing_implementations() 
 
 def test_tool_calls_become_tool_messages_with_closed_content() -> None:
     turn = Guardrails([get_orders, explode]).turn(values={"account_id": "acc-7"})
-    offered = offer_tools(turn, ["get_orders"])
+    offered = offer_tools(turn, names=["get_orders"])
     assert [t["function"]["name"] for t in offered] == ["get_orders"]
     message = assistant(
         ("get_orders", json.dumps({"status": "closed"})),
