@@ -533,7 +533,10 @@ _SCALARS = frozenset({int, float, bool, type(None)})
 
 def _fits(arguments: dict[str, Any], limit: int) -> bool:
     """Cheap size bound before any schema work; flat arguments take the short path."""
-    budget = limit - sum(map(len, arguments))
+    try:
+        budget = limit - sum(map(len, arguments))
+    except TypeError:  # a key that is not text (None, 1): not JSON, the schema refuses it
+        return _fits_deep(arguments, limit)
     for value in arguments.values():
         cls = value.__class__
         if cls is str:

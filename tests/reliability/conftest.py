@@ -48,12 +48,18 @@ class Ledger:
 
     def __init__(self) -> None:
         self.families: defaultdict[str, Counter[str]] = defaultdict(Counter)
+        self.maxima: defaultdict[str, dict[str, float]] = defaultdict(dict)
 
     def add(self, family: str, **counts: int) -> None:
         for key, value in counts.items():
             if key not in FIELDS:
                 raise KeyError(key)
             self.families[family][key] += value
+
+    def note(self, family: str, key: str, value: float) -> None:
+        """Keep the largest value seen (a measurement, never asserted on)."""
+        seen = self.maxima[family]
+        seen[key] = max(seen.get(key, value), value)
 
     def check(
         self,
@@ -89,13 +95,13 @@ class Ledger:
             self.add(family, leaks=1)
         return problems
 
-    def summary(self) -> dict[str, dict[str, int]]:
+    def summary(self) -> dict[str, dict[str, float]]:
         total: Counter[str] = Counter()
-        out: dict[str, dict[str, int]] = {}
+        out: dict[str, dict[str, float]] = {}
         for family in sorted(self.families):
             row = {key: self.families[family][key] for key in FIELDS}
             total.update(row)
-            out[family] = row
+            out[family] = {**row, **self.maxima.get(family, {})}
         out["total"] = {key: total[key] for key in FIELDS}
         return out
 
