@@ -164,8 +164,8 @@ class Guard:
             escape_reason: EscapeReason | None = None
         elif cls is GuardResult:
             verdict, reason, evidence = returned.verdict, returned.reason, returned.evidence
-            params, escape_reason = returned.params, returned.escape
-            if type(verdict) is not Verdict:
+            params, escape_reason = _checked_extras(returned.params, returned.escape)
+            if type(verdict) is not Verdict or params is None:
                 return self._failed(point, start, None, EscapeReason.INVALID_RETURN)
         else:
             return self._failed(point, start, None, EscapeReason.INVALID_RETURN)
@@ -214,6 +214,22 @@ class Guard:
             not self.observe,
         )
         return record, Escape(self.name, point, reason, exc), ()
+
+
+_ESCAPE_REASONS = frozenset(EscapeReason)
+
+
+def _checked_extras(params: Any, escape: Any) -> tuple[Any, Any]:
+    """``(params as a tuple of names, escape)``; params is None when malformed."""
+    try:
+        names = tuple(params)
+        if escape is not None and escape not in _ESCAPE_REASONS:
+            return None, None
+    except Exception:  # whatever a guard returns stays inside the boundary
+        return None, None
+    if all(type(name) is str for name in names):
+        return names, escape
+    return None, None
 
 
 @overload

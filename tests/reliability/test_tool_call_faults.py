@@ -487,3 +487,58 @@ def test_raising_recorder_is_counted_and_the_others_still_record(
     assert broken.calls == 2
     assert rails.recorder is not None and rails.recorder.failures == 2
     ledger.add("recorder_faults", faults_injected=2, faults_counted=rails.recorder.failures)
+
+
+# -- malformed guard results ------------------------------------------------------
+
+MALFORMED: dict[str, Callable[[], Any]] = {
+    "unknown_escape_on_pass": lambda: GuardResult(Verdict.PASS, escape="bogus"),  # type: ignore[arg-type]
+    "unknown_escape_on_decline": lambda: GuardResult(
+        Verdict.NOT_EVALUATED,
+        escape=SECRET_MARK,  # type: ignore[arg-type]
+    ),
+    "unhashable_escape": lambda: GuardResult(Verdict.PASS, escape=[]),  # type: ignore[arg-type]
+    "params_not_iterable": lambda: GuardResult(Verdict.REJECT, params=5),  # type: ignore[arg-type]
+    "params_unhashable": lambda: GuardResult(Verdict.REJECT, params=[["q"]]),  # type: ignore[arg-type]
+    "params_not_text": lambda: GuardResult(Verdict.REJECT, params=("q", 3)),  # type: ignore[arg-type]
+    "params_generator_that_raises": lambda: GuardResult(
+        Verdict.REJECT,
+        params=(1 / 0 for _ in [0]),  # type: ignore[arg-type]
+    ),
+}
+
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+@pytest.mark.parametrize("fail_closed", [False, True], ids=["fail_open", "fail_closed"])
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+def test_malformed_guard_result_is_an_invalid_return_escape(
+    kind: str, fail_closed: bool, driver: str, ledger: Any
+) -> None:
+    impl = Counting()
+    g = guard(lambda _: MALFORMED[kind](), name=f"g_{kind}", fail_closed=fail_closed)
+    rails = Guardrails([Tool("lookup", impl, SCHEMA)], [g])
+
+    result = call(rails, driver, {"q": "x"})
+
+    assert ledger.check("guard_faults", result, DECLARED) == []
+    assert result.outcome is (Outcome.UNAVAILABLE if fail_closed else Outcome.OK)
+    assert impl.runs == (0 if fail_closed else 1)
+    assert [(e.guard, e.reason) for e in result.escapes] == [(g.name, EscapeReason.INVALID_RETURN)]
+    ledger.add("guard_faults", faults_injected=1, faults_counted=1)
+
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+def test_well_formed_guard_result_variants_are_accepted(driver: str, ledger: Any) -> None:
+    impl = Counting()
+    rejecting = guard(
+        lambda _: GuardResult.rejected("too_long", params=["q", SECRET_MARK]),
+        name="rejecting",
+        outcome="invalid_args",
+    )
+    rails = Guardrails([Tool("lookup", impl, SCHEMA)], [rejecting])
+
+    result = call(rails, driver, {"q": "x"})
+
+    assert ledger.check("guard_faults", result, DECLARED) == []
+    assert result.outcome is Outcome.INVALID_ARGS and result.params == ("q",)
+    assert impl.runs == 0
