@@ -1,0 +1,139 @@
+"""MCP servers (``mcp`` >= 2): tools/list filtered by pre_turn, tools/call through tool_call.
+
+Either serve an engine's tools from a server of their own::
+
+    server = guarded_server(rails, "billing", context=lambda ctx: TurnContext(tenant=...))
+
+or put them in front of an existing ``MCPServer`` / low-level ``Server`` as a
+``(ctx, call_next)`` middleware, which answers ``tools/list`` and
+``tools/call`` from the engine and passes every other request on::
+
+    app.middleware.append(GuardedTools(rails, context=...))
+
+``context`` maps each request to the ``TurnContext`` its turn runs in (tenant,
+session, phase from your auth and session state: never from the model). A
+non-``ok`` outcome answers ``isError: true`` with the outcome's fixed sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..context import ToolResult, TurnContext
+from ..engine import Guardrails, Turn
+from ._common import aoffer
+
+if TYPE_CHECKING:
+    from mcp.server import Server
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+    from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult
+
+__all__ = ["GuardedTools", "call_tool_result", "default_context", "guarded_server"]
+
+ContextFn = Callable[["ServerRequestContext[Any, Any]"], TurnContext | Awaitable[TurnContext]]
+
+
+def default_context(ctx: ServerRequestContext[Any, Any]) -> TurnContext:
+    """The tenant is the authenticated client (HTTP with auth); nothing else is known."""
+    from mcp.server.auth.middleware.auth_context import get_access_token
+
+    token = get_access_token()
+    return TurnContext(tenant=None if token is None else token.client_id)
+
+
+def call_tool_result(result: ToolResult) -> CallToolResult:
+    """The MCP answer for a guarded call: its content, ``isError`` unless the outcome is ``ok``."""
+    from mcp.types import CallToolResult, TextContent
+
+    return CallToolResult(
+        content=[TextContent(type="text", text=result.content)], is_error=result.is_error
+    )
+
+
+class GuardedTools:
+    """``tools/list`` and ``tools/call`` answered from a Guardrails engine.
+
+    Usable as the SDK's ``(ctx, call_next)`` server middleware, or through its
+    ``list_tools`` / ``call_tool`` methods as the handlers of a low-level
+    ``Server`` (``guarded_server`` does that). Each request is a turn of its
+    own: pre_turn decides what the caller is offered, so a tool that is not
+    listed for the caller's phase or tenant answers ``unavailable`` if called.
+    """
+
+    def __init__(
+        self,
+        rails: Guardrails,
+        *,
+        context: ContextFn = default_context,
+        names: Iterable[str] | None = None,
+    ) -> None:
+        self.rails = rails
+        self.context = context
+        self.names = None if names is None else tuple(names)
+
+    async def _turn(self, ctx: ServerRequestContext[Any, Any]) -> Turn:
+        context = self.context(ctx)
+        if not isinstance(context, TurnContext):
+            context = await context
+        turn = self.rails.turn(context)
+        await aoffer(turn, None, self.names)
+        return turn
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: Any = None
+    ) -> ListToolsResult:
+        from mcp.types import ListToolsResult
+        from mcp.types import Tool as MCPTool
+
+        turn = await self._turn(ctx)
+        offered = turn.offered or frozenset()
+        tools = [
+            MCPTool(
+                name=t.name,
+                description=t.description or None,
+                input_schema=t.to_mcp()["inputSchema"],
+            )
+            for t in self.rails.tools.values()
+            if t.name in offered
+        ]
+        # The listing depends on who asks and on their phase: never cached, never shared.
+        return ListToolsResult(tools=tools, ttl_ms=0, cache_scope="private")
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
+    ) -> CallToolResult:
+        turn = await self._turn(ctx)
+        arguments = {} if params.arguments is None else params.arguments
+        return call_tool_result(await turn.acall(params.name, arguments))
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        if ctx.method == "tools/list":
+            return await self.list_tools(ctx)
+        if ctx.method == "tools/call":
+            from mcp.types import CallToolRequestParams
+
+            # Middleware runs before the SDK validates params; malformed params
+            # raise ValidationError, which the SDK answers as invalid params.
+            return await self.call_tool(ctx, CallToolRequestParams.model_validate(ctx.params or {}))
+        return await call_next(ctx)
+
+
+def guarded_server(
+    rails: Guardrails,
+    name: str = "guardrails",
+    *,
+    context: ContextFn = default_context,
+    names: Iterable[str] | None = None,
+    **options: Any,
+) -> Server[Any]:
+    """A low-level MCP ``Server`` whose tools are the engine's, guarded.
+
+    ``options`` go to ``mcp.server.Server`` (``version``, ``instructions`` ...).
+    """
+    from mcp.server import Server
+
+    tools = GuardedTools(rails, context=context, names=names)
+    return Server(name, on_list_tools=tools.list_tools, on_call_tool=tools.call_tool, **options)

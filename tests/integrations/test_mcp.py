@@ -1,0 +1,180 @@
+"""The MCP integration with the real MCP client and server, connected in memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp import Client
+from mcp.server import MCPServer
+
+from guardrails import Guardrails, Outcome, TurnContext, tool
+from guardrails.integrations.mcp import GuardedTools, guarded_server
+from guardrails.rules import allow_list
+from guardrails.verdicts import model_sentence
+
+SECRET = "postgres://admin:hunter2@10.0.0.5/prod"
+
+
+@tool(bind={"account_id": "account_id"})
+def get_invoices(account_id: str, year: int) -> list[str]:
+    """The customer's invoices for a year."""
+    return [f"{account_id}/{year}/1"]
+
+
+@tool
+def export_all() -> str:
+    """Export every record (admin tenants only)."""
+    return "exported"
+
+
+@tool
+def broken() -> str:
+    """A tool whose backend is down."""
+    raise OSError(SECRET)
+
+
+def by_meta(ctx: Any) -> TurnContext:
+    # Tests stand in for the auth layer: the tenant rides in the request's _meta.
+    meta = ctx.meta or {}
+    return TurnContext(tenant=meta.get("tenant"), values={"account_id": "acc-42"})
+
+
+def engine() -> Guardrails:
+    tenants = allow_list(
+        by_tenant={"acme": ["get_invoices", "broken"], "admin": ["get_invoices", "export_all"]},
+        fail_closed=True,
+    )
+    return Guardrails([get_invoices, export_all, broken], [tenants])
+
+
+def text(result: Any) -> str:
+    [block] = result.content
+    return str(block.text)
+
+
+async def test_tools_list_is_filtered_by_tenant_and_hides_bound_parameters() -> None:
+    async with Client(guarded_server(engine(), context=by_meta)) as client:
+        acme = await client.list_tools(meta={"tenant": "acme"})
+        admin = await client.list_tools(meta={"tenant": "admin"})
+        nobody = await client.list_tools(meta={"tenant": "unknown"})
+    assert [t.name for t in acme.tools] == ["get_invoices", "broken"]
+    assert [t.name for t in admin.tools] == ["get_invoices", "export_all"]
+    assert nobody.tools == []
+    schema = acme.tools[0].input_schema
+    assert "account_id" not in schema["properties"]
+    assert schema["required"] == ["year"]
+
+
+async def test_tools_call_runs_through_tool_call_with_closed_errors() -> None:
+    async with Client(guarded_server(engine(), context=by_meta)) as client:
+        meta = {"tenant": "acme"}
+        ok = await client.call_tool("get_invoices", {"year": 2025}, meta=meta)
+        missing = await client.call_tool("get_invoices", {}, meta=meta)
+        bound = await client.call_tool(
+            "get_invoices", {"year": 2025, "account_id": "acc-666"}, meta=meta
+        )
+        failed = await client.call_tool("broken", {}, meta=meta)
+        not_offered = await client.call_tool("export_all", {}, meta=meta)
+        unknown = await client.call_tool("drop_tables", {}, meta=meta)
+    assert (ok.is_error, text(ok)) == (False, '["acc-42/2025/1"]')
+    assert (missing.is_error, text(missing)) == (
+        True,
+        model_sentence(Outcome.INVALID_ARGS, ["year"]),
+    )
+    assert (bound.is_error, text(bound)) == (True, model_sentence(Outcome.INVALID_ARGS))
+    assert (failed.is_error, text(failed)) == (True, model_sentence(Outcome.ERROR))
+    assert (not_offered.is_error, text(not_offered)) == (
+        True,
+        model_sentence(Outcome.UNAVAILABLE),
+    )
+    assert (unknown.is_error, text(unknown)) == (True, model_sentence(Outcome.UNAVAILABLE))
+    assert SECRET not in str([failed.content])
+
+
+async def test_middleware_guards_the_tools_of_an_existing_server() -> None:
+    app = MCPServer("existing")
+
+    @app.resource("config://version")
+    def version() -> str:
+        return "1.2.3"
+
+    app.middleware.append(GuardedTools(engine(), context=by_meta))
+    async with Client(app) as client:
+        listed = await client.list_tools(meta={"tenant": "admin"})
+        called = await client.call_tool("broken", {}, meta={"tenant": "admin"})
+        resource = await client.read_resource("config://version")
+    assert [t.name for t in listed.tools] == ["get_invoices", "export_all"]
+    assert (called.is_error, text(called)) == (True, model_sentence(Outcome.UNAVAILABLE))
+    assert resource.contents[0].text == "1.2.3"  # type: ignore[union-attr]
+
+
+# -- a step-gated workflow served over MCP ------------------------------------------
+
+STEPS = ("start_building", "confirm_plan", "submit_for_review")
+INSTRUCTIONS = {
+    "start_building": "Next: write the plan and call confirm_plan.",
+    "confirm_plan": "Next: call submit_for_review with the summary.",
+    "submit_for_review": "Done: the reviewer has it.",
+}
+
+
+class Phases:
+    """Where each session's phase lives: outside the model's context."""
+
+    def __init__(self) -> None:
+        self.phase: dict[str, str] = {}
+
+    def of(self, session: str) -> str:
+        return self.phase.get(session, STEPS[0])
+
+    def advance(self, session: str, step: str) -> str:
+        index = STEPS.index(step)
+        if index + 1 < len(STEPS):
+            self.phase[session] = STEPS[index + 1]
+        else:
+            self.phase[session] = "done"
+        return INSTRUCTIONS[step]
+
+
+def workflow_server(phases: Phases) -> Any:
+    def step(name: str) -> Any:
+        @tool(name=name, bind={"session": "session"}, effect=True)
+        def run_step(session: str, note: str = "") -> str:
+            return phases.advance(session, name)
+
+        return run_step
+
+    gate = allow_list(by_phase={s: [s] for s in (*STEPS, "done")}, fail_closed=True)
+    rails = Guardrails([step(s) for s in STEPS], [gate])
+
+    def context(ctx: Any) -> TurnContext:
+        session = (ctx.meta or {}).get("session", "anonymous")
+        return TurnContext(session=session, phase=phases.of(session))
+
+    return guarded_server(rails, "workflow", context=context)
+
+
+async def test_out_of_order_step_is_unavailable_and_never_gets_the_next_instructions() -> None:
+    phases = Phases()
+    async with Client(workflow_server(phases)) as client:
+        meta = {"session": "s-1"}
+        listed = await client.list_tools(meta=meta)
+        early = await client.call_tool("confirm_plan", {}, meta=meta)
+        first = await client.call_tool("start_building", {"note": "go"}, meta=meta)
+        again = await client.call_tool("start_building", {}, meta=meta)
+        listed_after = await client.list_tools(meta=meta)
+        skipped = await client.call_tool("submit_for_review", {}, meta=meta)
+        second = await client.call_tool("confirm_plan", {}, meta=meta)
+        other_session = await client.call_tool("confirm_plan", {}, meta={"session": "s-2"})
+    assert [t.name for t in listed.tools] == ["start_building"]
+    assert (early.is_error, text(early)) == (True, model_sentence(Outcome.UNAVAILABLE))
+    assert (first.is_error, text(first)) == (False, INSTRUCTIONS["start_building"])
+    assert (again.is_error, text(again)) == (True, model_sentence(Outcome.UNAVAILABLE))
+    assert [t.name for t in listed_after.tools] == ["confirm_plan"]
+    assert (skipped.is_error, text(skipped)) == (True, model_sentence(Outcome.UNAVAILABLE))
+    assert (second.is_error, text(second)) == (False, INSTRUCTIONS["confirm_plan"])
+    assert other_session.is_error
+    refused = [early, again, skipped, other_session]
+    for result in refused:
+        assert not any(i in text(result) for i in INSTRUCTIONS.values())
+    assert phases.phase == {"s-1": "submit_for_review"}
