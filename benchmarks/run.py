@@ -59,6 +59,7 @@ COLUMNS = (
     ("x_ours", "x ours"),
     ("mb_per_s", "MB/s"),
     ("ops_per_s", "ops/s"),
+    ("speedup", "speedup"),
     ("note", "note"),
 )
 
@@ -184,7 +185,7 @@ def _cell(key: str, value: Any) -> str:
         return "-"
     if key == "note":
         return str(value).replace("|", "\\|")
-    if key == "ratio":
+    if key in ("ratio", "x_ours", "speedup"):
         return f"{value:.2f}"
     if key == "ops_per_s":
         return f"{value:,.0f}"
