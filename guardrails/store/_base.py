@@ -1,0 +1,158 @@
+"""The store protocol and the values that cross it.
+
+Everything that must be shared between processes or survive one goes through
+``Store``: the audit log, spend counters, idempotency keys, workflow phases,
+call counters and snapshots. Methods are synchronous and each one is atomic on
+its own; implementations turn every backend failure into ``StoreUnavailable``.
+Money is counted in integer micro-units so that caps compare exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
+
+from ..errors import GuardrailsError, StopRun
+
+__all__ = [
+    "AUDIT_COLUMNS",
+    "AuditRow",
+    "Claim",
+    "Snapshot",
+    "Store",
+    "StoreError",
+    "StoreUnavailable",
+    "from_micros",
+    "to_micros",
+]
+
+
+class StoreError(GuardrailsError):
+    """A store was used wrongly (for example an unknown audit filter)."""
+
+
+class StoreUnavailable(StoreError, StopRun):
+    """The backend could not be reached or refused a write. The action must not go on."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRow:
+    """One append-only audit row: a tool call, a paid call or a choke-point decision.
+
+    JSON columns (``verdicts``, ``escapes``, ``detail``) hold text. ``at`` is
+    Unix time in seconds; ``id`` is given by the store. Argument values are
+    never recorded, and exception text (``error``) only when the user opts in.
+    """
+
+    kind: str
+    at: float = 0.0
+    call_id: str | None = None
+    tenant: str | None = None
+    session: str | None = None
+    agent: str | None = None
+    workflow: str | None = None
+    tool: str | None = None
+    outcome: str | None = None
+    verdict: str | None = None
+    reason: str | None = None
+    verdicts: str | None = None
+    escapes: str | None = None
+    duration_us: int | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost: float | None = None
+    exception: str | None = None
+    error: str | None = None
+    detail: str | None = None
+    id: int | None = None
+
+    def values(self) -> tuple[Any, ...]:
+        """The column values in ``AUDIT_COLUMNS`` order (without ``id``)."""
+        return (
+            self.kind, self.at, self.call_id, self.tenant, self.session, self.agent,
+            self.workflow, self.tool, self.outcome, self.verdict, self.reason, self.verdicts,
+            self.escapes, self.duration_us, self.tokens_in, self.tokens_out, self.cost,
+            self.exception, self.error, self.detail,
+        )  # fmt: skip
+
+
+AUDIT_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(AuditRow) if f.name != "id")
+AUDIT_FILTERS = frozenset(
+    {"kind", "call_id", "tenant", "session", "agent", "workflow", "tool", "outcome", "reason"}
+)
+
+
+class Claim(NamedTuple):
+    """What ``Store.claim`` found for an idempotency key.
+
+    ``new``: the caller owns the key and must run the effect; ``done``: the
+    first execution's ``result`` (JSON text); ``pending``: another owner is
+    running it now.
+    """
+
+    state: Literal["new", "done", "pending"]
+    result: str | None = None
+
+
+class Snapshot(NamedTuple):
+    key: str
+    version: int
+    at: float
+    data: bytes
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Durable shared state. Every method is atomic; none updates or deletes audit rows."""
+
+    # -- audit log (append-only) --
+    def append(self, row: AuditRow, /) -> int: ...
+    def append_many(self, rows: list[AuditRow], /) -> None: ...
+    def audit_rows(
+        self, *, after_id: int = 0, limit: int = 1000, **filters: str
+    ) -> list[AuditRow]: ...
+
+    # -- counters (session-wide ceilings) --
+    def incr(self, key: str, by: int = 1, /) -> int: ...
+
+    # -- budgets, in micro-units: reserve before, settle after --
+    def reserve(self, key: str, amount: int, cap: int, /) -> bool: ...
+    def settle(self, key: str, reserved: int, actual: int, /) -> int: ...
+    def budget(self, key: str, /) -> tuple[int, int]: ...
+
+    # -- small values with compare-and-set (workflow phases) --
+    def get(self, key: str, /) -> str | None: ...
+    def compare_and_set(self, key: str, expected: str | None, new: str, /) -> bool: ...
+
+    # -- idempotency keys --
+    def claim(self, key: str, owner: str, now: float, lease_until: float, /) -> Claim: ...
+    def complete(self, key: str, owner: str, result: str, expires_at: float, /) -> bool: ...
+    def release(self, key: str, owner: str, /) -> None: ...
+
+    # -- versioned snapshots --
+    def put_snapshot(self, key: str, data: bytes, at: float, /) -> int: ...
+    def snapshot(self, key: str, version: int | None = None, /) -> Snapshot | None: ...
+
+    def close(self) -> None: ...
+
+
+def to_micros(amount: float) -> int:
+    """Money to integer micro-units (1e-6 of the currency unit), rounded."""
+    return round(amount * 1_000_000)
+
+
+def from_micros(micros: int) -> float:
+    return micros / 1_000_000
+
+
+def check_filters(filters: dict[str, Any]) -> None:
+    unknown = set(filters) - AUDIT_FILTERS
+    if unknown:
+        raise StoreError(
+            f"unknown audit filter {sorted(unknown)[0]!r}; use {sorted(AUDIT_FILTERS)}"
+        )
+
+
+def row_from(values: tuple[Any, ...]) -> AuditRow:
+    """An AuditRow from ``(id, *AUDIT_COLUMNS)`` as selected."""
+    return AuditRow(*values[1:], id=values[0])  # type: ignore[misc]

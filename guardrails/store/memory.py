@@ -1,0 +1,132 @@
+"""An in-memory store for tests: the same behaviour as the durable ones, in one process."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ._base import AuditRow, Claim, Snapshot, check_filters
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore:
+    """Every table is a dict behind one lock. Thread-safe; nothing survives the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._audit: list[AuditRow] = []
+        self._counters: dict[str, int] = {}
+        self._budgets: dict[str, list[int]] = {}
+        self._kv: dict[str, str] = {}
+        self._idem: dict[str, tuple[str, str, str | None, float]] = {}
+        self._snapshots: dict[str, list[Snapshot]] = {}
+        self.closed = False
+
+    def append(self, row: AuditRow, /) -> int:
+        with self._lock:
+            row_id = len(self._audit) + 1
+            self._audit.append(_with_id(row, row_id))
+            return row_id
+
+    def append_many(self, rows: list[AuditRow], /) -> None:
+        for row in rows:
+            self.append(row)
+
+    def audit_rows(self, *, after_id: int = 0, limit: int = 1000, **filters: str) -> list[AuditRow]:
+        check_filters(filters)
+        with self._lock:
+            rows = self._audit[after_id:]
+        picked = [r for r in rows if all(getattr(r, k) == v for k, v in filters.items())]
+        return picked[:limit]
+
+    def incr(self, key: str, by: int = 1, /) -> int:
+        with self._lock:
+            value = self._counters.get(key, 0) + by
+            self._counters[key] = value
+            return value
+
+    def reserve(self, key: str, amount: int, cap: int, /) -> bool:
+        with self._lock:
+            entry = self._budgets.setdefault(key, [0, 0])
+            used = entry[0] + entry[1]
+            if used >= cap or used + amount > cap:
+                return False
+            entry[1] += amount
+            return True
+
+    def settle(self, key: str, reserved: int, actual: int, /) -> int:
+        with self._lock:
+            entry = self._budgets.setdefault(key, [0, 0])
+            entry[1] -= reserved
+            entry[0] += actual
+            return entry[0]
+
+    def budget(self, key: str, /) -> tuple[int, int]:
+        with self._lock:
+            spent, reserved = self._budgets.get(key, (0, 0))
+            return spent, reserved
+
+    def get(self, key: str, /) -> str | None:
+        return self._kv.get(key)
+
+    def compare_and_set(self, key: str, expected: str | None, new: str, /) -> bool:
+        with self._lock:
+            if self._kv.get(key) != expected:
+                return False
+            self._kv[key] = new
+            return True
+
+    def claim(self, key: str, owner: str, now: float, lease_until: float, /) -> Claim:
+        with self._lock:
+            found = self._idem.get(key)
+            if found is None or found[3] <= now:
+                self._idem[key] = (owner, "pending", None, lease_until)
+                return Claim("new")
+            _, state, result, _ = found
+            return Claim("done", result) if state == "done" else Claim("pending")
+
+    def complete(self, key: str, owner: str, result: str, expires_at: float, /) -> bool:
+        with self._lock:
+            found = self._idem.get(key)
+            if found is None or found[0] != owner:
+                return False
+            self._idem[key] = (owner, "done", result, expires_at)
+            return True
+
+    def release(self, key: str, owner: str, /) -> None:
+        with self._lock:
+            found = self._idem.get(key)
+            if found is not None and found[0] == owner and found[1] == "pending":
+                del self._idem[key]
+
+    def put_snapshot(self, key: str, data: bytes, at: float, /) -> int:
+        with self._lock:
+            versions = self._snapshots.setdefault(key, [])
+            version = len(versions) + 1
+            versions.append(Snapshot(key, version, at, bytes(data)))
+            return version
+
+    def snapshot(self, key: str, version: int | None = None, /) -> Snapshot | None:
+        with self._lock:
+            versions = self._snapshots.get(key, [])
+            if not versions:
+                return None
+            if version is None:
+                return versions[-1]
+            return versions[version - 1] if 0 < version <= len(versions) else None
+
+    def close(self) -> None:
+        self.closed = True
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _with_id(row: AuditRow, row_id: int) -> AuditRow:
+    from dataclasses import replace
+
+    return replace(row, id=row_id)

@@ -1,0 +1,338 @@
+"""The shared store: PostgreSQL through psycopg 3 and a connection pool.
+
+For many processes or machines. Every method is one statement or one short
+transaction; read-modify-write paths rely on row locks (``UPDATE ... WHERE``
+re-checks its condition after waiting for the lock) or an advisory lock.
+Install with ``pip install 'guardrails-kit[postgres]'``.
+
+``group_commit=True`` sends audit appends from many threads of one process
+through one writer that commits them together; each caller still waits until
+its row is committed, so a returned call always has its row.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+from ._base import (
+    AUDIT_COLUMNS,
+    AuditRow,
+    Claim,
+    Snapshot,
+    StoreUnavailable,
+    check_filters,
+    row_from,
+)
+from ._migrations import migrations
+
+__all__ = ["PostgresStore"]
+
+_INSERT = (
+    f"INSERT INTO guardrails_audit ({', '.join(AUDIT_COLUMNS)}) "
+    f"VALUES ({', '.join('%s' for _ in AUDIT_COLUMNS)})"
+)
+_SELECT = f"SELECT id, {', '.join(AUDIT_COLUMNS)} FROM guardrails_audit"
+_MIGRATION_LOCK = 0x6775617264  # pg_advisory_xact_lock key for schema changes
+
+
+class PostgresStore:
+    """A store in one PostgreSQL database, reached through a psycopg connection pool."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 8,
+        timeout: float = 5.0,
+        connect_timeout: int = 3,
+        group_commit: bool = False,
+    ) -> None:
+        try:
+            import psycopg
+            import psycopg_pool
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ImportError(
+                "PostgresStore needs psycopg 3: pip install 'guardrails-kit[postgres]'"
+            ) from exc
+        self.dsn = dsn
+        self._psycopg = psycopg
+        self._pool_cls = psycopg_pool.ConnectionPool
+        self._errors: tuple[type[BaseException], ...] = (psycopg.Error, psycopg_pool.PoolTimeout)
+        self._options: dict[str, Any] = {
+            "min_size": min_size,
+            "max_size": max_size,
+            "timeout": timeout,
+            "kwargs": {"autocommit": True, "connect_timeout": connect_timeout},
+        }
+        self._pool: Any = None
+        self._pid = 0
+        self._lock = threading.Lock()
+        self._migrated = False
+        self._batcher = _Batcher(self) if group_commit else None
+
+    # -- connections ----------------------------------------------------------
+
+    def _get_pool(self) -> Any:
+        pool = self._pool
+        if pool is not None and self._pid == os.getpid():
+            return pool
+        with self._lock:
+            if self._pool is None or self._pid != os.getpid():
+                # After a fork the parent's pool is not ours: open a new one.
+                pool = self._pool_cls(
+                    self.dsn,
+                    open=False,
+                    check=self._pool_cls.check_connection,
+                    name="guardrails",
+                    **self._options,
+                )
+                pool.open(wait=False)
+                self._pool, self._pid = pool, os.getpid()
+            pool = self._pool
+        if not self._migrated:
+            with pool.connection() as conn:
+                _migrate(conn)
+            self._migrated = True
+        return pool
+
+    def _run(self, sql: str, params: tuple[Any, ...] = (), *, fetch: bool = False) -> Any:
+        try:
+            with self._get_pool().connection() as conn:
+                cursor = conn.execute(sql, params)
+                return cursor.fetchall() if fetch else cursor.rowcount
+        except self._errors as exc:
+            raise StoreUnavailable(f"PostgreSQL store: {type(exc).__name__}") from exc
+
+    def _one(self, sql: str, params: tuple[Any, ...]) -> Any:
+        rows = self._run(sql, params, fetch=True)
+        return rows[0] if rows else None
+
+    # -- audit ------------------------------------------------------------------
+
+    def append(self, row: AuditRow, /) -> int:
+        if self._batcher is not None:
+            self._batcher.submit(row)
+            return 0
+        found = self._one(_INSERT + " RETURNING id", row.values())
+        return int(found[0])
+
+    def append_many(self, rows: list[AuditRow], /) -> None:
+        try:
+            with self._get_pool().connection() as conn, conn.transaction():
+                conn.cursor().executemany(_INSERT, [r.values() for r in rows])
+        except self._errors as exc:
+            raise StoreUnavailable(f"PostgreSQL store: {type(exc).__name__}") from exc
+
+    def audit_rows(self, *, after_id: int = 0, limit: int = 1000, **filters: str) -> list[AuditRow]:
+        check_filters(filters)
+        where = " AND ".join(["id > %s", *(f"{k} = %s" for k in filters)])
+        sql = f"{_SELECT} WHERE {where} ORDER BY id LIMIT %s"
+        rows = self._run(sql, (after_id, *filters.values(), limit), fetch=True)
+        return [row_from(tuple(r)) for r in rows]
+
+    # -- counters and budgets -----------------------------------------------------
+
+    def incr(self, key: str, by: int = 1, /) -> int:
+        row = self._one(
+            "INSERT INTO guardrails_counters AS c (key, value) VALUES (%s, %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = c.value + excluded.value RETURNING value",
+            (key, by),
+        )
+        return int(row[0])
+
+    def reserve(self, key: str, amount: int, cap: int, /) -> bool:
+        # One statement: the upsert takes the row lock, and its WHERE is
+        # re-checked against the locked row, so concurrent reservations queue.
+        row = self._one(
+            "INSERT INTO guardrails_budgets AS b (key, spent, reserved) "
+            "SELECT %s, 0, %s WHERE %s < %s AND %s <= %s "
+            "ON CONFLICT (key) DO UPDATE SET reserved = b.reserved + excluded.reserved "
+            "WHERE b.spent + b.reserved < %s AND b.spent + b.reserved + excluded.reserved <= %s "
+            "RETURNING 1",
+            (key, amount, 0, cap, amount, cap, cap, cap),
+        )
+        return row is not None
+
+    def settle(self, key: str, reserved: int, actual: int, /) -> int:
+        row = self._one(
+            "INSERT INTO guardrails_budgets AS b (key, spent, reserved) VALUES (%s, %s, %s) "
+            "ON CONFLICT (key) DO UPDATE SET reserved = b.reserved - %s, spent = b.spent + %s "
+            "RETURNING spent",
+            (key, actual, -reserved, reserved, actual),
+        )
+        return int(row[0])
+
+    def budget(self, key: str, /) -> tuple[int, int]:
+        row = self._one("SELECT spent, reserved FROM guardrails_budgets WHERE key = %s", (key,))
+        return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+    # -- key/value with compare-and-set ---------------------------------------------
+
+    def get(self, key: str, /) -> str | None:
+        row = self._one("SELECT value FROM guardrails_kv WHERE key = %s", (key,))
+        return None if row is None else str(row[0])
+
+    def compare_and_set(self, key: str, expected: str | None, new: str, /) -> bool:
+        if expected is None:
+            count = self._run(
+                "INSERT INTO guardrails_kv (key, value) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (key, new),
+            )
+        else:
+            count = self._run(
+                "UPDATE guardrails_kv SET value = %s WHERE key = %s AND value = %s",
+                (new, key, expected),
+            )
+        return bool(count == 1)
+
+    # -- idempotency ------------------------------------------------------------------
+
+    def claim(self, key: str, owner: str, now: float, lease_until: float, /) -> Claim:
+        # Take the key when it is absent or expired; otherwise report what is there.
+        taken = self._one(
+            "INSERT INTO guardrails_idempotency AS i (key, owner, state, result, expires_at) "
+            "VALUES (%s, %s, 'pending', NULL, %s) "
+            "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, state = 'pending', "
+            "result = NULL, expires_at = excluded.expires_at WHERE i.expires_at <= %s "
+            "RETURNING owner",
+            (key, owner, lease_until, now),
+        )
+        if taken is not None:
+            return Claim("new")
+        row = self._one("SELECT state, result FROM guardrails_idempotency WHERE key = %s", (key,))
+        if row is None:  # released between the two statements: try again
+            return self.claim(key, owner, now, lease_until)
+        return Claim("done", row[1]) if row[0] == "done" else Claim("pending")
+
+    def complete(self, key: str, owner: str, result: str, expires_at: float, /) -> bool:
+        count = self._run(
+            "UPDATE guardrails_idempotency SET state = 'done', result = %s, expires_at = %s "
+            "WHERE key = %s AND owner = %s",
+            (result, expires_at, key, owner),
+        )
+        return bool(count == 1)
+
+    def release(self, key: str, owner: str, /) -> None:
+        self._run(
+            "DELETE FROM guardrails_idempotency WHERE key = %s AND owner = %s AND state = 'pending'",
+            (key, owner),
+        )
+
+    # -- snapshots ----------------------------------------------------------------------
+
+    def put_snapshot(self, key: str, data: bytes, at: float, /) -> int:
+        try:
+            with self._get_pool().connection() as conn, conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
+                row = conn.execute(
+                    "INSERT INTO guardrails_snapshots (key, version, at, data) VALUES "
+                    "(%s, (SELECT COALESCE(MAX(version), 0) + 1 FROM guardrails_snapshots "
+                    "WHERE key = %s), %s, %s) RETURNING version",
+                    (key, key, at, bytes(data)),
+                ).fetchone()
+        except self._errors as exc:
+            raise StoreUnavailable(f"PostgreSQL store: {type(exc).__name__}") from exc
+        return int(row[0])
+
+    def snapshot(self, key: str, version: int | None = None, /) -> Snapshot | None:
+        if version is None:
+            row = self._one(
+                "SELECT key, version, at, data FROM guardrails_snapshots WHERE key = %s "
+                "ORDER BY version DESC LIMIT 1",
+                (key,),
+            )
+        else:
+            row = self._one(
+                "SELECT key, version, at, data FROM guardrails_snapshots "
+                "WHERE key = %s AND version = %s",
+                (key, version),
+            )
+        return None if row is None else Snapshot(row[0], int(row[1]), float(row[2]), bytes(row[3]))
+
+    def close(self) -> None:
+        if self._batcher is not None:
+            self._batcher.stop()
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None and self._pid == os.getpid():
+            pool.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _migrate(conn: Any) -> None:
+    wanted = migrations("postgres")
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS guardrails_schema "
+            "(version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
+        )
+        current = conn.execute(
+            "SELECT COALESCE(MAX(version), 0) FROM guardrails_schema"
+        ).fetchone()[0]
+        for version, sql in wanted:
+            if version > current:
+                conn.execute(sql.encode())
+                conn.execute(
+                    "INSERT INTO guardrails_schema VALUES (%s, %s)", (version, time.time())
+                )
+
+
+class _Batcher:
+    """Group commit: one writer thread commits the rows queued by many callers at once."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+        self._cond = threading.Condition()
+        self._queue: list[tuple[AuditRow, list[Any]]] = []
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+
+    def submit(self, row: AuditRow) -> None:
+        waiter: list[Any] = [threading.Event(), None]
+        with self._cond:
+            if self._thread is None or not self._thread.is_alive():
+                self._stopping = False
+                self._thread = threading.Thread(
+                    target=self._loop, name="guardrails-audit-writer", daemon=True
+                )
+                self._thread.start()
+            self._queue.append((row, waiter))
+            self._cond.notify()
+        waiter[0].wait()
+        if waiter[1] is not None:
+            raise waiter[1]
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._stopping:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                batch, self._queue = self._queue, []
+            error: BaseException | None = None
+            try:
+                self._store.append_many([row for row, _ in batch])
+            except StoreUnavailable as exc:
+                error = exc
+            for _, waiter in batch:
+                waiter[1] = error
+                waiter[0].set()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout=5)

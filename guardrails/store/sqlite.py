@@ -1,0 +1,270 @@
+"""The embedded default store: one SQLite file, WAL mode, safe across threads and processes.
+
+Each thread (and each process after a fork) opens its own connection. Writes
+that read first (reserve, claim, snapshot versions) run inside ``BEGIN
+IMMEDIATE``, which takes the file's write lock up front, so concurrent
+processes serialise on it; ``busy_timeout`` makes them wait instead of fail.
+Audit appends are one autocommitted ``INSERT`` each: in WAL mode with
+``synchronous=NORMAL`` a committed row survives a killed process.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
+
+from ._base import (
+    AUDIT_COLUMNS,
+    AuditRow,
+    Claim,
+    Snapshot,
+    StoreUnavailable,
+    check_filters,
+    row_from,
+)
+from ._migrations import migrations, split_statements
+
+__all__ = ["SQLiteStore"]
+
+_INSERT = (
+    f"INSERT INTO guardrails_audit ({', '.join(AUDIT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in AUDIT_COLUMNS)})"
+)
+_SELECT = f"SELECT id, {', '.join(AUDIT_COLUMNS)} FROM guardrails_audit"
+
+
+class SQLiteStore:
+    """A store in one SQLite file. ``path`` is created (with its schema) on first use."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = 30.0,
+        synchronous: str = "NORMAL",
+    ) -> None:
+        self.path = os.fspath(path)
+        if self.path == ":memory:" or self.path.startswith("file::memory:"):
+            raise ValueError("SQLiteStore needs a file; use MemoryStore for an in-memory store")
+        if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+            raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
+        self.busy_timeout = busy_timeout
+        self.synchronous = synchronous.upper()
+        self._local = threading.local()
+        self._migrated = False
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    # -- connections --------------------------------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        local = self._local
+        conn: sqlite3.Connection | None = getattr(local, "conn", None)
+        if conn is not None and local.pid == os.getpid():
+            return conn
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+            if not self._migrated:
+                _migrate(conn)
+                self._migrated = True
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
+        local.conn = conn
+        local.pid = os.getpid()
+        with self._lock:
+            self._connections.append(conn)
+        return conn
+
+    @contextmanager
+    def _immediate(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
+
+    def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        try:
+            return self._conn().execute(sql, params)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
+
+    # -- audit ----------------------------------------------------------------
+
+    def append(self, row: AuditRow, /) -> int:
+        cursor = self._execute(_INSERT, row.values())
+        return cursor.lastrowid or 0
+
+    def append_many(self, rows: list[AuditRow], /) -> None:
+        with self._immediate() as conn:
+            conn.executemany(_INSERT, [r.values() for r in rows])
+
+    def audit_rows(self, *, after_id: int = 0, limit: int = 1000, **filters: str) -> list[AuditRow]:
+        check_filters(filters)
+        where = " AND ".join(["id > ?", *(f"{k} = ?" for k in filters)])
+        sql = f"{_SELECT} WHERE {where} ORDER BY id LIMIT ?"
+        rows = self._execute(sql, (after_id, *filters.values(), limit)).fetchall()
+        return [row_from(r) for r in rows]
+
+    # -- counters and budgets -------------------------------------------------
+
+    def incr(self, key: str, by: int = 1, /) -> int:
+        row = self._execute(
+            "INSERT INTO guardrails_counters (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = value + excluded.value RETURNING value",
+            (key, by),
+        ).fetchone()
+        return int(row[0])
+
+    def reserve(self, key: str, amount: int, cap: int, /) -> bool:
+        with self._immediate() as conn:
+            conn.execute("INSERT OR IGNORE INTO guardrails_budgets (key) VALUES (?)", (key,))
+            cursor = conn.execute(
+                "UPDATE guardrails_budgets SET reserved = reserved + ? "
+                "WHERE key = ? AND spent + reserved < ? AND spent + reserved + ? <= ?",
+                (amount, key, cap, amount, cap),
+            )
+            return cursor.rowcount == 1
+
+    def settle(self, key: str, reserved: int, actual: int, /) -> int:
+        with self._immediate() as conn:
+            conn.execute("INSERT OR IGNORE INTO guardrails_budgets (key) VALUES (?)", (key,))
+            row = conn.execute(
+                "UPDATE guardrails_budgets SET reserved = reserved - ?, spent = spent + ? "
+                "WHERE key = ? RETURNING spent",
+                (reserved, actual, key),
+            ).fetchone()
+            return int(row[0])
+
+    def budget(self, key: str, /) -> tuple[int, int]:
+        row = self._execute(
+            "SELECT spent, reserved FROM guardrails_budgets WHERE key = ?", (key,)
+        ).fetchone()
+        return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+    # -- key/value with compare-and-set -------------------------------------------
+
+    def get(self, key: str, /) -> str | None:
+        row = self._execute("SELECT value FROM guardrails_kv WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def compare_and_set(self, key: str, expected: str | None, new: str, /) -> bool:
+        params: tuple[str, ...]
+        if expected is None:
+            sql, params = (
+                "INSERT INTO guardrails_kv (key, value) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (key, new),
+            )
+        else:
+            sql, params = (
+                "UPDATE guardrails_kv SET value = ? WHERE key = ? AND value = ?",
+                (new, key, expected),
+            )
+        return self._execute(sql, params).rowcount == 1
+
+    # -- idempotency --------------------------------------------------------------
+
+    def claim(self, key: str, owner: str, now: float, lease_until: float, /) -> Claim:
+        with self._immediate() as conn:
+            row = conn.execute(
+                "SELECT state, result, expires_at FROM guardrails_idempotency WHERE key = ?",
+                (key,),
+            ).fetchone()
+            if row is not None and row[2] > now:
+                return Claim("done", row[1]) if row[0] == "done" else Claim("pending")
+            conn.execute(
+                "INSERT OR REPLACE INTO guardrails_idempotency "
+                "(key, owner, state, result, expires_at) VALUES (?, ?, 'pending', NULL, ?)",
+                (key, owner, lease_until),
+            )
+            return Claim("new")
+
+    def complete(self, key: str, owner: str, result: str, expires_at: float, /) -> bool:
+        cursor = self._execute(
+            "UPDATE guardrails_idempotency SET state = 'done', result = ?, expires_at = ? "
+            "WHERE key = ? AND owner = ?",
+            (result, expires_at, key, owner),
+        )
+        return cursor.rowcount == 1
+
+    def release(self, key: str, owner: str, /) -> None:
+        self._execute(
+            "DELETE FROM guardrails_idempotency WHERE key = ? AND owner = ? AND state = 'pending'",
+            (key, owner),
+        )
+
+    # -- snapshots ------------------------------------------------------------------
+
+    def put_snapshot(self, key: str, data: bytes, at: float, /) -> int:
+        with self._immediate() as conn:
+            row = conn.execute(
+                "INSERT INTO guardrails_snapshots (key, version, at, data) VALUES "
+                "(?, (SELECT COALESCE(MAX(version), 0) + 1 FROM guardrails_snapshots "
+                "WHERE key = ?), ?, ?) RETURNING version",
+                (key, key, at, bytes(data)),
+            ).fetchone()
+            return int(row[0])
+
+    def snapshot(self, key: str, version: int | None = None, /) -> Snapshot | None:
+        if version is None:
+            sql = "SELECT key, version, at, data FROM guardrails_snapshots WHERE key = ? ORDER BY version DESC LIMIT 1"
+            params: tuple[Any, ...] = (key,)
+        else:
+            sql = "SELECT key, version, at, data FROM guardrails_snapshots WHERE key = ? AND version = ?"
+            params = (key, version)
+        row = self._execute(sql, params).fetchone()
+        return None if row is None else Snapshot(row[0], int(row[1]), float(row[2]), bytes(row[3]))
+
+    def close(self) -> None:
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            with suppress(sqlite3.Error):
+                conn.close()
+        self._local = threading.local()
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    wanted = migrations("sqlite")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS guardrails_schema (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)"
+    )
+    current = conn.execute("SELECT COALESCE(MAX(version), 0) FROM guardrails_schema").fetchone()[0]
+    if current >= wanted[-1][0]:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        current = conn.execute(
+            "SELECT COALESCE(MAX(version), 0) FROM guardrails_schema"
+        ).fetchone()[0]
+        for version, sql in wanted:
+            if version > current:
+                for statement in split_statements(sql):
+                    conn.execute(statement)
+                conn.execute("INSERT INTO guardrails_schema VALUES (?, ?)", (version, time.time()))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

@@ -1,0 +1,149 @@
+"""One behavioural suite, run against the memory, SQLite and PostgreSQL stores."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from guardrails.store import AuditRow, Claim, Store, StoreError, from_micros, to_micros
+
+
+def _row(n: int, **fields: object) -> AuditRow:
+    return AuditRow("tool_call", at=1000.0 + n, tool=f"t{n % 2}", session="s1", **fields)  # type: ignore[arg-type]
+
+
+def test_appended_rows_come_back_in_order_with_increasing_ids(store: Store) -> None:
+    ids = [store.append(_row(n, outcome="ok")) for n in range(5)]
+    rows = store.audit_rows()
+    assert [r.id for r in rows] == ids == sorted(ids)
+    assert [r.at for r in rows] == [1000.0 + n for n in range(5)]
+    assert all(r.outcome == "ok" and r.session == "s1" for r in rows)
+
+
+def test_audit_rows_filter_by_column_and_page_after_an_id(store: Store) -> None:
+    for n in range(6):
+        store.append(_row(n))
+    t1 = store.audit_rows(tool="t1")
+    assert [r.at for r in t1] == [1001.0, 1003.0, 1005.0]
+    first_page = store.audit_rows(limit=4)
+    second_page = store.audit_rows(after_id=first_page[-1].id or 0, limit=4)
+    assert len(first_page) == 4 and len(second_page) == 2
+
+
+def test_append_many_writes_every_row(store: Store) -> None:
+    store.append_many([_row(n) for n in range(10)])
+    assert len(store.audit_rows()) == 10
+
+
+def test_every_column_round_trips(store: Store) -> None:
+    row = AuditRow(
+        "paid_call", 5.5, "c1", "acme", "s", "agent-7", "wf-1", "tool", "limit", "reject",
+        "ceiling", '[{"guard": "g"}]', '[{"guard": "e"}]', 12, 100, 200, 0.25, "KeyError",
+        "text", '{"a": 1}',
+    )  # fmt: skip
+    store.append(row)
+    (back,) = store.audit_rows()
+    assert back.values() == row.values()
+
+
+def test_unknown_audit_filter_is_a_store_error(store: Store) -> None:
+    with pytest.raises(StoreError, match="unknown audit filter"):
+        store.audit_rows(arguments="x")
+
+
+def test_incr_counts_from_one_per_key(store: Store) -> None:
+    assert [store.incr("a") for _ in range(3)] == [1, 2, 3]
+    assert store.incr("b") == 1
+    assert store.incr("a", 5) == 8
+
+
+def test_reserve_admits_until_the_cap_and_settle_moves_reserved_to_spent(store: Store) -> None:
+    cap = to_micros(1.0)
+    assert store.reserve("k", to_micros(0.4), cap)
+    assert store.reserve("k", to_micros(0.4), cap)
+    assert not store.reserve("k", to_micros(0.4), cap)
+    assert store.budget("k") == (0, to_micros(0.8))
+    assert store.settle("k", to_micros(0.4), to_micros(0.3)) == to_micros(0.3)
+    assert store.reserve("k", to_micros(0.3), cap)
+    assert store.budget("k") == (to_micros(0.3), to_micros(0.7))
+
+
+def test_reserve_of_nothing_is_refused_once_the_cap_is_spent(store: Store) -> None:
+    cap = to_micros(0.5)
+    assert store.reserve("k", 0, cap)
+    store.settle("k", 0, cap)
+    assert not store.reserve("k", 0, cap)
+    assert from_micros(store.budget("k")[0]) == 0.5
+
+
+def test_a_reservation_larger_than_the_cap_is_never_admitted(store: Store) -> None:
+    assert not store.reserve("k", 11, 10)
+    assert store.budget("k") == (0, 0)
+
+
+def test_compare_and_set_changes_only_from_the_expected_value(store: Store) -> None:
+    assert store.get("phase") is None
+    assert store.compare_and_set("phase", None, "one")
+    assert not store.compare_and_set("phase", None, "other")
+    assert not store.compare_and_set("phase", "two", "three")
+    assert store.compare_and_set("phase", "one", "two")
+    assert store.get("phase") == "two"
+
+
+def test_claim_is_new_then_pending_then_done_with_the_first_result(store: Store) -> None:
+    assert store.claim("k", "a", 10.0, 20.0) == Claim("new")
+    assert store.claim("k", "b", 11.0, 21.0) == Claim("pending")
+    assert not store.complete("k", "b", '"other"', 100.0)
+    assert store.complete("k", "a", '"first"', 100.0)
+    assert store.claim("k", "b", 12.0, 22.0) == Claim("done", '"first"')
+
+
+def test_a_claim_expires_and_an_abandoned_lease_can_be_taken_over(store: Store) -> None:
+    assert store.claim("done", "a", 0.0, 5.0).state == "new"
+    store.complete("done", "a", "1", 50.0)
+    assert store.claim("done", "b", 49.0, 60.0).state == "done"
+    assert store.claim("done", "b", 50.0, 60.0).state == "new"
+    assert store.claim("lease", "a", 0.0, 5.0).state == "new"
+    assert store.claim("lease", "b", 5.0, 9.0).state == "new"
+    assert not store.complete("lease", "a", "1", 50.0)
+
+
+def test_release_frees_a_pending_claim_of_its_owner_only(store: Store) -> None:
+    store.claim("k", "a", 0.0, 100.0)
+    store.release("k", "b")
+    assert store.claim("k", "b", 1.0, 100.0).state == "pending"
+    store.release("k", "a")
+    assert store.claim("k", "b", 2.0, 100.0).state == "new"
+
+
+def test_snapshots_are_versioned_per_key(store: Store) -> None:
+    assert store.snapshot("db") is None
+    assert store.put_snapshot("db", b"v1", 1.0) == 1
+    assert store.put_snapshot("db", b"v2", 2.0) == 2
+    assert store.put_snapshot("other", b"x", 3.0) == 1
+    latest = store.snapshot("db")
+    assert latest is not None and (latest.version, latest.data) == (2, b"v2")
+    first = store.snapshot("db", 1)
+    assert first is not None and (first.data, first.at) == (b"v1", 1.0)
+    assert store.snapshot("db", 9) is None
+
+
+def test_the_store_has_no_update_or_delete_api_for_audit_rows(store: Store) -> None:
+    names = {n for n in dir(store) if not n.startswith("_")}
+    assert not {n for n in names if "delete" in n or "update" in n}
+
+
+def test_money_converts_to_exact_micro_units() -> None:
+    assert sum(to_micros(0.01) for _ in range(100)) == to_micros(1.0)
+    assert from_micros(to_micros(2.5)) == 2.5
+
+
+def test_stores_are_fast_enough_to_be_used_per_call(store: Store) -> None:
+    # Not a timing assertion: a smoke run of many operations must simply finish.
+    start = time.perf_counter()
+    for n in range(50):
+        store.append(_row(n))
+        store.incr("n")
+    assert store.incr("n", 0) == 50
+    assert time.perf_counter() - start < 60

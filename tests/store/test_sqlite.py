@@ -1,0 +1,61 @@
+"""What only the SQLite store does: WAL, migrations, the append-only triggers."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from guardrails.store import AuditRow, SQLiteStore, StoreUnavailable, open_store
+
+
+def test_a_new_file_gets_the_schema_in_wal_mode(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "a.db")
+    store.append(AuditRow("tool_call", 1.0))
+    conn = sqlite3.connect(tmp_path / "a.db")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("SELECT MAX(version) FROM guardrails_schema").fetchone()[0] == 1
+    conn.close()
+    store.close()
+
+
+def test_reopening_keeps_rows_and_does_not_migrate_twice(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "a.db") as first:
+        first.append(AuditRow("tool_call", 1.0))
+    with SQLiteStore(tmp_path / "a.db") as second:
+        second.append(AuditRow("tool_call", 2.0))
+        assert [r.at for r in second.audit_rows()] == [1.0, 2.0]
+    conn = sqlite3.connect(tmp_path / "a.db")
+    assert conn.execute("SELECT COUNT(*) FROM guardrails_schema").fetchone()[0] == 1
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["UPDATE guardrails_audit SET outcome = 'ok'", "DELETE FROM guardrails_audit"],
+)
+def test_audit_rows_cannot_be_changed_even_with_raw_sql(tmp_path: Path, statement: str) -> None:
+    with SQLiteStore(tmp_path / "a.db") as store:
+        store.append(AuditRow("tool_call", 1.0, outcome="error"))
+    conn = sqlite3.connect(tmp_path / "a.db")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        conn.execute(statement)
+    conn.close()
+
+
+def test_a_file_in_a_missing_directory_is_store_unavailable_on_first_use(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "missing" / "a.db")
+    with pytest.raises(StoreUnavailable):
+        store.append(AuditRow("tool_call", 1.0))
+
+
+def test_in_memory_sqlite_is_refused_at_construction() -> None:
+    with pytest.raises(ValueError, match="MemoryStore"):
+        SQLiteStore(":memory:")
+
+
+def test_open_store_picks_the_implementation_from_the_url(tmp_path: Path) -> None:
+    assert type(open_store("memory:")).__name__ == "MemoryStore"
+    assert type(open_store(f"sqlite:///{tmp_path}/x.db")).__name__ == "SQLiteStore"
+    assert type(open_store(str(tmp_path / "y.db"))).__name__ == "SQLiteStore"
