@@ -20,6 +20,14 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     example = sub.add_parser("example", help="run a small guarded tool-call example")
     example.set_defaults(func=_example)
+    from .coverage import add_arguments as coverage_arguments
+
+    coverage_arguments(
+        sub.add_parser(
+            "coverage",
+            help="guard coverage from a Prometheus exposition (a file or a 127.0.0.1 URL)",
+        )
+    )
     return parser
 
 
