@@ -1,0 +1,241 @@
+"""The append-only audit log: a row for every tool call and every choke-point decision.
+
+``AuditLog`` is both a ``CallHook`` and a ``Recorder``; register it as both::
+
+    audit = AuditLog(store)
+    rails = Guardrails(tools, hooks=[audit], recorder=[audit])
+
+As a hook (put it first, so its ``after`` runs last) it writes the row of
+every call that reached step 6, before the result is returned, and decides
+what happens when the row cannot be written:
+
+- a tool declared ``effect=True`` first writes a ``call_started`` row; if that
+  fails the tool does not run and the outcome is ``unavailable``
+  (reason ``audit_unavailable``);
+- a read-only tool runs; a final row that cannot be written is added to the
+  result as an escape with reason ``audit_unavailable``.
+
+As a recorder it writes the rows of calls refused before step 6 (unknown
+tool, not offered, bad arguments, a guard's reject) and of ``pre_turn``,
+``post_run`` and ``backstop`` events. Argument values are never written;
+exception text only with ``exception_text=True``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from .context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
+from .effects._state import CallState, state_for
+from .middleware.tool_call import Stop
+from .store import AuditRow, Store
+from .verdicts import ChokePoint, EscapeReason, Outcome, Reason
+
+__all__ = ["AUDITED", "AuditLog", "decode_escapes", "decode_verdicts"]
+
+log = logging.getLogger("guardrails")
+
+AUDITED = "audited"
+"""The flag ``AuditLog.after`` puts on a result whose row it wrote."""
+
+_MAX_ERROR_CHARS = 2000
+_EVENT_DETAIL = ("offered", "withheld", "refusal", "tool", "outcome")
+
+
+class AuditLog:
+    """Writes audit rows to a ``Store``. Holds configuration only."""
+
+    __slots__ = ("clock", "exception_text", "name", "store")
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        clock: Callable[[], float] = time.time,
+        exception_text: bool = False,
+        name: str = "audit",
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.exception_text = exception_text
+        self.name = name
+
+    # -- CallHook ---------------------------------------------------------------
+
+    def before(self, invocation: Invocation, /) -> Stop | None:
+        tool = invocation.tool
+        if tool is None or not tool.effect:
+            return None
+        ctx = invocation.context
+        row = AuditRow(
+            "call_started", self.clock(), invocation.call_id, ctx.tenant, ctx.session,
+            ctx.agent, ctx.workflow, invocation.name,
+        )  # fmt: skip
+        try:
+            self.store.append(row)
+        except Exception as exc:
+            log.warning("audit log unavailable; %s not run", invocation.name)
+            return Stop(Outcome.UNAVAILABLE, Reason.AUDIT_UNAVAILABLE, None, exc)
+        return None
+
+    def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+        row = self.tool_row(result, invocation.context, state_for(invocation))
+        try:
+            self.store.append(row)
+        except Exception as exc:
+            log.warning("audit row of call %s not written", result.call_id)
+            missed = Escape(self.name, ChokePoint.TOOL_CALL, EscapeReason.AUDIT_UNAVAILABLE, exc)
+            return result._replace(
+                escapes=(*result.escapes, missed), flags=(*result.flags, AUDITED)
+            )
+        return result._replace(flags=(*result.flags, AUDITED))
+
+    # -- Recorder -----------------------------------------------------------------
+
+    def on_tool_result(self, result: ToolResult, /) -> None:
+        if AUDITED not in result.flags:
+            self.store.append(self.tool_row(result, None, None))
+
+    def on_event(self, kind: str, payload: Any, /) -> None:
+        self.store.append(self.event_row(kind, payload))
+
+    # -- rows -------------------------------------------------------------------------
+
+    def tool_row(
+        self, result: ToolResult, context: TurnContext | None, state: CallState | None
+    ) -> AuditRow:
+        """The row of one tool call. No argument values; exception text only if opted in."""
+        ctx = context or _NO_CONTEXT
+        exc = result.exception
+        detail = dict(state.detail) if state is not None and state.detail else {}
+        if result.truncated:
+            detail["truncated"] = True
+        if result.flags:
+            detail["flags"] = [f for f in result.flags if f != AUDITED]
+        paid = state is not None and state.paid_calls > 0
+        return AuditRow(
+            "tool_call",
+            self.clock(),
+            result.call_id,
+            ctx.tenant,
+            ctx.session,
+            ctx.agent,
+            ctx.workflow,
+            result.tool,
+            str(result.outcome),
+            str(result.verdict),
+            None if result.reason is None else str(result.reason),
+            encode_verdicts(result.verdicts),
+            encode_escapes(result.escapes),
+            result.duration_ns // 1000,
+            state.tokens_in if paid else None,  # type: ignore[union-attr]
+            state.tokens_out if paid else None,  # type: ignore[union-attr]
+            state.cost if paid else None,  # type: ignore[union-attr]
+            None if exc is None else type(exc).__name__,
+            _error_text(exc) if self.exception_text else None,
+            json.dumps(detail, default=str) if detail else None,
+        )
+
+    def event_row(self, kind: str, payload: Any) -> AuditRow:
+        """The row of a pre_turn, post_run or backstop decision."""
+        ctx = getattr(payload, "context", None) or _NO_CONTEXT
+        verdict = getattr(payload, "verdict", None)
+        records = getattr(payload, "verdicts", None) or getattr(payload, "records", None) or ()
+        detail = {k: _plain(getattr(payload, k)) for k in _EVENT_DETAIL if hasattr(payload, k)}
+        return AuditRow(
+            kind,
+            self.clock(),
+            None,
+            ctx.tenant,
+            ctx.session,
+            ctx.agent,
+            ctx.workflow,
+            detail.get("tool") if isinstance(detail.get("tool"), str) else None,
+            None,
+            None if verdict is None else str(verdict),
+            None,
+            encode_verdicts(records),
+            encode_escapes(getattr(payload, "escapes", None) or ()),
+            detail=json.dumps(detail, default=str) if detail else None,
+        )
+
+    # -- queries --------------------------------------------------------------------
+
+    def rows(self, **filters: str) -> Iterator[AuditRow]:
+        """Every row matching ``filters`` (column = value), oldest first, fetched in pages."""
+        after = 0
+        while True:
+            page = self.store.audit_rows(after_id=after, limit=500, **filters)
+            yield from page
+            if len(page) < 500:
+                return
+            after = page[-1].id or 0
+
+    def outcomes(self, **filters: str) -> Counter[tuple[str | None, str | None]]:
+        """How many tool calls ended in each ``(tool, outcome)``."""
+        return Counter((r.tool, r.outcome) for r in self.rows(kind="tool_call", **filters))
+
+
+_NO_CONTEXT = TurnContext()
+
+
+def encode_verdicts(records: Iterable[VerdictRecord]) -> str | None:
+    out = [
+        {
+            "guard": r.guard,
+            "choke_point": str(r.choke_point),
+            "verdict": str(r.verdict),
+            "reason": r.reason,
+            "enforced": r.enforced,
+        }
+        for r in records
+    ]
+    return json.dumps(out) if out else None
+
+
+def encode_escapes(escapes: Iterable[Escape]) -> str | None:
+    out = [
+        {
+            "guard": e.guard,
+            "choke_point": str(e.choke_point),
+            "reason": str(e.reason),
+            "exception": None if e.exception is None else type(e.exception).__name__,
+        }
+        for e in escapes
+    ]
+    return json.dumps(out) if out else None
+
+
+def decode_verdicts(row: AuditRow) -> list[dict[str, Any]]:
+    """The per-guard verdicts of a row, as dicts."""
+    return list(json.loads(row.verdicts)) if row.verdicts else []
+
+
+def decode_escapes(row: AuditRow) -> list[dict[str, Any]]:
+    """The escapes of a row, as dicts."""
+    return list(json.loads(row.escapes)) if row.escapes else []
+
+
+def _error_text(exc: BaseException | None) -> str | None:
+    if exc is None:
+        return None
+    return str(exc)[:_MAX_ERROR_CHARS]
+
+
+def _plain(value: Any) -> Any:
+    """Names and codes only: strings, and containers or codes built from them."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, dict) or hasattr(value, "items"):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | frozenset | set):
+        return [_plain(v) for v in value]
+    code = getattr(value, "code", None)
+    if isinstance(code, str):
+        return {"code": code, "guard": getattr(value, "guard", None)}
+    return type(value).__name__

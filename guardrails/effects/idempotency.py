@@ -1,0 +1,149 @@
+"""Idempotency: a deterministic key per effect; a replay returns the first result.
+
+A tool opts in with ``options={"idempotency_key": ...}``:
+
+- a format string over the arguments: ``"publish-{brief_id}"``;
+- a tuple of argument names: ``("brief_id", "channel")``;
+- a function of the arguments returning a string;
+- ``True``: every argument the tool receives.
+
+The key is scoped by tenant and tool. The first call claims it in the store
+(atomically), runs, and stores its result; a replay returns that result with
+reason ``replayed`` without running the tool; a concurrent replay waits for
+the first to finish. A failed call releases the key. Keys expire after
+``ttl`` seconds; a claim whose owner died is taken over after ``lease``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from ..context import Escape, Invocation, ToolResult
+from ..errors import ConfigurationError
+from ..middleware.tool_call import Stop
+from ..store import Store, StoreUnavailable
+from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason
+from ._state import state_for
+
+__all__ = ["Idempotency", "idempotency_key"]
+
+log = logging.getLogger("guardrails")
+
+OPTION = "idempotency_key"
+
+
+def idempotency_key(invocation: Invocation) -> str | None:
+    """The key a tool's ``idempotency_key`` option gives for this call, or None."""
+    tool = invocation.tool
+    spec = None if tool is None else tool.options.get(OPTION)
+    if spec is None or spec is False:
+        return None
+    args = invocation.arguments
+    if spec is True:
+        key = _digest(args)
+    elif isinstance(spec, str):
+        key = spec.format_map(args)
+    elif isinstance(spec, tuple | list):
+        key = _digest({name: args.get(name) for name in spec})
+    elif callable(spec):
+        key = str(spec(args))
+    else:
+        raise ConfigurationError(f"tool {invocation.name!r}: bad idempotency_key {spec!r}")
+    return f"{invocation.context.tenant or ''}:{invocation.name}:{key}"
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+class Idempotency:
+    """A CallHook that runs each idempotent effect once per key."""
+
+    __slots__ = ("clock", "lease", "name", "poll", "sleep", "store", "ttl", "wait")
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        ttl: float = 86_400.0,
+        lease: float = 300.0,
+        wait: float = 30.0,
+        poll: float = 0.02,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        name: str = "idempotency",
+    ) -> None:
+        if not (ttl > 0 and lease > 0 and wait >= 0 and poll > 0):
+            raise ConfigurationError(f"{name}: ttl, lease and poll must be positive, wait >= 0")
+        self.store = store
+        self.ttl = ttl
+        self.lease = lease
+        self.wait = wait
+        self.poll = poll
+        self.clock = clock
+        self.sleep = sleep
+        self.name = name
+
+    def before(self, invocation: Invocation, /) -> Stop | None:
+        try:
+            key = idempotency_key(invocation)
+        except (KeyError, IndexError, ValueError) as exc:
+            return Stop(Outcome.ERROR, Reason.RAISED, None, exc)
+        if key is None:
+            return None
+        owner = uuid.uuid4().hex
+        deadline = time.monotonic() + self.wait
+        try:
+            while True:
+                now = self.clock()
+                claim = self.store.claim(key, owner, now, now + self.lease)
+                if claim.state == "new":
+                    state = state_for(invocation)
+                    state.private[self.name] = (key, owner)
+                    state.detail["idempotency_key"] = key
+                    return None
+                if claim.state == "done":
+                    state_for(invocation).detail["idempotency_key"] = key
+                    return Stop(Outcome.OK, Reason.REPLAYED, _decode(claim.result))
+                if time.monotonic() >= deadline:
+                    return Stop(Outcome.UNAVAILABLE, Reason.IN_PROGRESS)
+                self.sleep(self.poll)
+        except StoreUnavailable as exc:
+            # Without the key we cannot know whether the effect already ran.
+            return Stop(Outcome.UNAVAILABLE, Reason.STORE_UNAVAILABLE, None, exc)
+
+    def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+        state = state_for(invocation)
+        claimed = state.private.pop(self.name, None)
+        if claimed is None:
+            return result
+        key, owner = claimed
+        try:
+            if result.outcome is Outcome.OK:
+                self.store.complete(key, owner, _encode(result), self.clock() + self.ttl)
+            else:
+                self.store.release(key, owner)
+        except StoreUnavailable as exc:
+            log.warning("idempotency key %s not settled", key)
+            missed = Escape(self.name, ChokePoint.TOOL_CALL, EscapeReason.STORE_UNAVAILABLE, exc)
+            return result._replace(escapes=(*result.escapes, missed))
+        return result
+
+
+def _encode(result: ToolResult) -> str:
+    try:
+        return json.dumps({"value": result.value})
+    except (TypeError, ValueError):
+        return json.dumps({"content": result.content})
+
+
+def _decode(text: str | None) -> Any:
+    stored = json.loads(text) if text else {}
+    return stored["value"] if "value" in stored else stored.get("content")

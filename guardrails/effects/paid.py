@@ -1,0 +1,288 @@
+"""The paid-call choke-point: one wrapper for every call that spends money.
+
+``PaidCall`` reserves the estimated cost against the daily cap and the
+per-instance cap before the call, runs and measures it, settles the actual
+cost, appends a ``paid_call`` audit row (tokens, cost, duration, outcome) and
+checks the caps again after the call. Crossing a cap raises ``CapExceeded``, a
+non-retryable ``LimitExceeded``: inside a tool the model sees ``limit``.
+
+The bound under concurrency: a call is admitted only while
+``spent + reserved + estimate <= cap``, atomically in the store. So the total
+spent never exceeds the cap by more than the sum, over calls already admitted,
+of ``actual cost - estimate``; with an estimate at least the actual cost
+(for example ``max_tokens`` times the output price), never.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import wraps
+from typing import Any, NamedTuple
+
+from ..errors import ConfigurationError, LimitExceeded, UsageError
+from ..store import AuditRow, Store, StoreUnavailable, from_micros, to_micros
+from ._state import current
+
+__all__ = ["CapExceeded", "PaidCall", "TokenPrices", "Usage"]
+
+log = logging.getLogger("guardrails")
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What one paid call consumed."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+
+
+class TokenPrices:
+    """Cost from token counts, with prices you supply (per million tokens).
+
+    Reads ``usage.input_tokens``/``output_tokens`` (Anthropic) or
+    ``usage.prompt_tokens``/``completion_tokens`` (OpenAI) from a response
+    object or dict. No price table ships with the library.
+    """
+
+    __slots__ = ("input_per_mtok", "output_per_mtok")
+
+    def __init__(self, input_per_mtok: float, output_per_mtok: float) -> None:
+        if input_per_mtok < 0 or output_per_mtok < 0:
+            raise ConfigurationError("token prices must not be negative")
+        self.input_per_mtok = input_per_mtok
+        self.output_per_mtok = output_per_mtok
+
+    def __call__(self, response: Any) -> Usage:
+        usage = _field(response, "usage")
+        tokens_in = _field(usage, "input_tokens", "prompt_tokens") or 0
+        tokens_out = _field(usage, "output_tokens", "completion_tokens") or 0
+        cost = (tokens_in * self.input_per_mtok + tokens_out * self.output_per_mtok) / 1e6
+        return Usage(int(tokens_in), int(tokens_out), cost)
+
+    def most(self, max_tokens: int, prompt_tokens: int = 0) -> float:
+        """The highest cost of one call: an estimate that makes the cap exact."""
+        return (prompt_tokens * self.input_per_mtok + max_tokens * self.output_per_mtok) / 1e6
+
+
+class CapExceeded(LimitExceeded):
+    """A spending cap was crossed. ``cap`` is ``daily`` or ``instance``."""
+
+    def __init__(self, cap: str, key: str) -> None:
+        super().__init__(f"{cap} spending cap reached ({key})")
+        self.cap = cap
+        self.key = key
+
+
+class _Ticket(NamedTuple):
+    keys: tuple[str, ...]
+    caps: tuple[int, ...]
+    reserved: int
+    instance: str | None
+    start: int
+
+
+class PaidCall:
+    """Wraps paid or effectful calls: caps before and after, one audit row each."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        usage: Callable[[Any], Usage],
+        daily_cap: float | None = None,
+        instance_cap: float | None = None,
+        estimate: float | Callable[[Mapping[str, Any]], float] = 0.0,
+        scope: str = "default",
+        name: str = "paid_call",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        for label, cap in (("daily_cap", daily_cap), ("instance_cap", instance_cap)):
+            if cap is not None and not cap > 0:
+                raise ConfigurationError(f"{name}: {label} must be positive, not {cap!r}")
+        if not callable(usage):
+            raise ConfigurationError(f"{name}: usage must be a function of the response")
+        self.store = store
+        self.usage = usage
+        self.daily_cap = daily_cap
+        self.instance_cap = instance_cap
+        self.estimate = estimate
+        self.scope = scope
+        self.name = name
+        self.clock = clock
+
+    # -- the two drivers ------------------------------------------------------------
+
+    def __call__(
+        self, fn: Callable[..., Any], /, *args: Any, instance: str | None = None, **kwargs: Any
+    ) -> Any:
+        ticket = self._admit(instance, kwargs)
+        try:
+            response = fn(*args, **kwargs)
+        except Exception as exc:
+            self._settle(ticket, None, exc)
+            raise
+        self._settle(ticket, response, None)
+        return response
+
+    async def acall(
+        self, fn: Callable[..., Any], /, *args: Any, instance: str | None = None, **kwargs: Any
+    ) -> Any:
+        ticket = self._admit(instance, kwargs)
+        try:
+            response = await fn(*args, **kwargs)
+        except Exception as exc:
+            self._settle(ticket, None, exc)
+            raise
+        self._settle(ticket, response, None)
+        return response
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` with every call going through this wrapper (sync or async, detected once)."""
+        if inspect.iscoroutinefunction(fn):
+
+            @wraps(fn)
+            async def paid_async(*args: Any, **kwargs: Any) -> Any:
+                return await self.acall(fn, *args, **kwargs)
+
+            return paid_async
+
+        @wraps(fn)
+        def paid(*args: Any, **kwargs: Any) -> Any:
+            return self(fn, *args, **kwargs)
+
+        return paid
+
+    # -- reading the counters ----------------------------------------------------------
+
+    def spent_today(self) -> float:
+        return from_micros(self.store.budget(self._daily_key())[0])
+
+    def spent_by(self, instance: str) -> float:
+        return from_micros(self.store.budget(self._instance_key(instance))[0])
+
+    # -- pure-ish steps shared by the drivers --------------------------------------------
+
+    def _daily_key(self) -> str:
+        day = datetime.fromtimestamp(self.clock(), UTC).strftime("%Y-%m-%d")
+        return f"spend:{self.scope}:day:{day}"
+
+    def _instance_key(self, instance: str) -> str:
+        return f"spend:{self.scope}:instance:{instance}"
+
+    def _admit(self, instance: str | None, kwargs: Mapping[str, Any]) -> _Ticket:
+        if instance is None:
+            state = current()
+            if state is not None:
+                instance = state.context.workflow or state.context.session
+        if self.instance_cap is not None and instance is None:
+            raise UsageError(
+                f"{self.name}: an instance cap is set but the call has no workflow instance "
+                "(pass instance=, or run it inside a tool call of a turn with workflow= or session=)"
+            )
+        estimate = self.estimate(kwargs) if callable(self.estimate) else self.estimate
+        reserved = to_micros(estimate)
+        keys: list[str] = []
+        caps: list[int] = []
+        if self.daily_cap is not None:
+            keys.append(self._daily_key())
+            caps.append(to_micros(self.daily_cap))
+        if self.instance_cap is not None and instance is not None:
+            keys.append(self._instance_key(instance))
+            caps.append(to_micros(self.instance_cap))
+        admitted: list[str] = []
+        for key, cap in zip(keys, caps, strict=True):
+            if not self.store.reserve(key, reserved, cap):
+                for done in admitted:
+                    self.store.settle(done, reserved, 0)
+                kind = "daily" if key == keys[0] and self.daily_cap is not None else "instance"
+                self._refused(instance, kind)
+                raise CapExceeded(kind, key)
+            admitted.append(key)
+        return _Ticket(tuple(keys), tuple(caps), reserved, instance, time.perf_counter_ns())
+
+    def _settle(self, ticket: _Ticket, response: Any, exc: Exception | None) -> None:
+        duration_us = (time.perf_counter_ns() - ticket.start) // 1000
+        usage = Usage()
+        if exc is None:
+            try:
+                usage = self.usage(response)
+            except Exception:
+                log.warning("%s: usage of the response could not be read", self.name)
+                usage = Usage(cost=from_micros(ticket.reserved))
+        actual = to_micros(usage.cost)
+        crossed: str | None = None
+        kind = "daily"
+        try:
+            for index, (key, cap) in enumerate(zip(ticket.keys, ticket.caps, strict=True)):
+                spent = self.store.settle(key, ticket.reserved, actual)
+                if spent > cap and crossed is None:
+                    crossed = key
+                    kind = "daily" if index == 0 and self.daily_cap is not None else "instance"
+            self.store.append(self._row(ticket, usage, duration_us, exc))
+        except StoreUnavailable:
+            log.error("%s: spend could not be recorded; stopping", self.name)
+            raise
+        state = current()
+        if state is not None:
+            state.paid_calls += 1
+            state.tokens_in += usage.tokens_in
+            state.tokens_out += usage.tokens_out
+            state.cost += usage.cost
+        if crossed is not None and exc is None:
+            raise CapExceeded(kind, crossed)
+
+    def _row(
+        self, ticket: _Ticket, usage: Usage, duration_us: int, exc: Exception | None
+    ) -> AuditRow:
+        state = current()
+        ctx = state.context if state is not None else None
+        return AuditRow(
+            "paid_call",
+            self.clock(),
+            None if state is None else state.call_id,
+            None if ctx is None else ctx.tenant,
+            None if ctx is None else ctx.session,
+            None if ctx is None else ctx.agent,
+            ticket.instance,
+            self.name,
+            "ok" if exc is None else "error",
+            duration_us=duration_us,
+            tokens_in=usage.tokens_in,
+            tokens_out=usage.tokens_out,
+            cost=usage.cost,
+            exception=None if exc is None else type(exc).__name__,
+        )
+
+    def _refused(self, instance: str | None, kind: str) -> None:
+        state = current()
+        ctx = state.context if state is not None else None
+        row = AuditRow(
+            "paid_call",
+            self.clock(),
+            None if state is None else state.call_id,
+            None if ctx is None else ctx.tenant,
+            None if ctx is None else ctx.session,
+            None if ctx is None else ctx.agent,
+            instance,
+            self.name,
+            "limit",
+            reason=f"{kind}_cap",
+        )
+        try:
+            self.store.append(row)
+        except StoreUnavailable:
+            log.warning("%s: refusal row not written", self.name)
+
+
+def _field(obj: Any, *names: str) -> Any:
+    for name in names:
+        value = obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+        if value is not None:
+            return value
+    return None

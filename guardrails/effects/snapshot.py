@@ -1,0 +1,76 @@
+"""Snapshot before mutate: an effectful tool first stores what it is about to change.
+
+A tool opts in with ``options={"snapshot": take}`` where ``take(arguments)``
+returns bytes, text or a JSON value; ``"snapshot_key"`` (a format string over
+the arguments, default the tool's name) names the series. Each snapshot gets
+the next version in the store, or goes to a ``save(key, data) -> version``
+callback. If taking or storing it fails, the tool does not run, the outcome
+is ``error`` with reason ``snapshot_failed``, and the audit row says so.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..context import Invocation, ToolResult
+from ..errors import ConfigurationError
+from ..middleware.tool_call import Stop
+from ..store import Store
+from ..verdicts import Outcome, Reason
+from ._state import state_for
+
+__all__ = ["Snapshots"]
+
+
+class Snapshots:
+    """A CallHook that stores a versioned snapshot before a tool that declares one runs."""
+
+    __slots__ = ("clock", "name", "save", "store")
+
+    def __init__(
+        self,
+        store: Store | None = None,
+        *,
+        save: Callable[[str, bytes], int] | None = None,
+        clock: Callable[[], float] = time.time,
+        name: str = "snapshot",
+    ) -> None:
+        if (store is None) == (save is None):
+            raise ConfigurationError(f"{name}: give either a store or a save callback")
+        self.store = store
+        self.save = save
+        self.clock = clock
+        self.name = name
+
+    def before(self, invocation: Invocation, /) -> Stop | None:
+        tool = invocation.tool
+        take = None if tool is None else tool.options.get("snapshot")
+        if take is None:
+            return None
+        try:
+            key = str(tool.options.get("snapshot_key", invocation.name)).format_map(
+                invocation.arguments
+            )
+            data = _as_bytes(take(invocation.arguments))
+            if self.save is not None:
+                version = self.save(key, data)
+            else:
+                version = self.store.put_snapshot(key, data, self.clock())  # type: ignore[union-attr]
+        except Exception as exc:
+            return Stop(Outcome.ERROR, Reason.SNAPSHOT_FAILED, None, exc)
+        state_for(invocation).detail["snapshot"] = {"key": key, "version": version}
+        return None
+
+    def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+        return result
+
+
+def _as_bytes(data: Any) -> bytes:
+    if isinstance(data, bytes | bytearray | memoryview):
+        return bytes(data)
+    if isinstance(data, str):
+        return data.encode()
+    return json.dumps(data, sort_keys=True).encode()
