@@ -8,9 +8,11 @@ and OpenTelemetry SDK recorders when ``guardrails.metrics`` and
 ``guardrails.telemetry`` provide them.
 
 Group ``anatomy``: the pieces of the valid path timed alone, to show where the
-time goes. They reach into private helpers and are skipped if those move.
+time goes; their floor is an empty call, so ``added_us`` is each piece's own
+cost. They reach into private helpers and are skipped if those move.
 
-Run alone: ``python benchmarks/bench_pipeline.py [--quick] [--profile]``.
+Run alone: ``python benchmarks/bench_pipeline.py [--quick]``; a cProfile of
+the valid path: ``--profile`` (of a schema rejection: ``--profile --invalid``).
 """
 
 from __future__ import annotations
@@ -49,41 +51,45 @@ def build(recorder: Any = None, guards: int = 2) -> Guardrails:
 
 
 def _optional_recorders() -> tuple[dict[str, Callable[[], Any]], dict[str, str]]:
-    """Factories for the Prometheus and OTel SDK recorders, where they exist."""
+    """Factories for the Prometheus and OpenTelemetry recorders, where they exist."""
     found: dict[str, Callable[[], Any]] = {}
     missing: dict[str, str] = {}
     try:
         from prometheus_client import CollectorRegistry
 
-        from guardrails import metrics
+        from guardrails.metrics import PrometheusRecorder
 
-        cls = getattr(metrics, "PrometheusRecorder", None) or metrics.PrometheusMetrics
-        found["Prometheus recorder"] = lambda: cls(registry=CollectorRegistry())
-    except (ImportError, AttributeError) as exc:
+        found["Prometheus recorder"] = lambda: PrometheusRecorder(CollectorRegistry())
+    except ImportError as exc:
         missing["Prometheus recorder"] = f"not measured: {exc}"
+    try:
+        from guardrails.telemetry import OpenTelemetryRecorder
+    except ImportError as exc:
+        missing["OTel recorder"] = f"not measured: {exc}"
+        return found, missing
+    # No SDK: the API's no-op tracer, what a user who never set up tracing pays.
+    found["OTel recorder, API only"] = OpenTelemetryRecorder
     try:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-        from guardrails import telemetry
-
-        cls_otel = getattr(telemetry, "OTelRecorder", None) or telemetry.TracingRecorder
-
-        def otel() -> Any:
+        def otel_sdk() -> Any:
             provider = TracerProvider()
             provider.add_span_processor(SimpleSpanProcessor(_Discard()))
-            return cls_otel(tracer_provider=provider)
+            return OpenTelemetryRecorder(tracer_provider=provider)
 
-        del InMemorySpanExporter
-        found["OTel SDK recorder"] = otel
-    except (ImportError, AttributeError) as exc:
+        found["OTel SDK recorder"] = otel_sdk
+    except ImportError as exc:
         missing["OTel SDK recorder"] = f"not measured: {exc}"
     return found, missing
 
 
 class _Discard:
-    """A span exporter that drops spans: the SDK's work is timed, not an exporter's I/O."""
+    """A span exporter that drops spans: the SDK's work is timed, not an exporter's I/O.
+
+    Behind a ``SimpleSpanProcessor``, so every span is ended and handed over
+    on the calling thread, inside the timed call.
+    """
 
     def export(self, spans: Any) -> Any:
         from opentelemetry.sdk.trace.export import SpanExportResult
@@ -173,6 +179,8 @@ def anatomy(quick: bool) -> list[Row]:
         return [{"group": "anatomy", "name": "valid path", "median_us": None, "note": str(exc)}]
     rails = build(MemoryRecorder())
     turn = rails.turn(tenant="acme")
+    bare_turn = build(guards=0).turn(tenant="acme")
+    str_turn = Guardrails([tool(_echo)]).turn(tenant="acme")
     spec = rails.tools["transfer"]
     g1, g2 = rails.guards.values()
     valid = dict(VALID)
@@ -180,8 +188,11 @@ def anatomy(quick: bool) -> list[Row]:
     point = ChokePoint.TOOL_CALL
     value = transfer(**valid)
     pieces: dict[str, Callable[[], Any]] = {
+        "empty call (timing loop)": lambda: None,
         "bare call": lambda: transfer(**valid),
         "whole pipeline, MemoryRecorder": lambda: turn.call("transfer", valid),
+        "whole pipeline, no guards": lambda: bare_turn.call("transfer", valid),
+        "whole pipeline, no guards, str result": lambda: str_turn.call("echo", {"text": "ok"}),
         "schema: is_valid (jsonschema_rs)": lambda: spec.compiled.is_valid(valid),
         "guard: evaluate x1": lambda: g1.evaluate(inv, point),
         "render result (JSON, capped)": lambda: render(value, 16_000),
@@ -199,14 +210,23 @@ def anatomy(quick: bool) -> list[Row]:
     del g2
 
     def clear() -> None:
-        turn.results.clear()
+        for t in (turn, bare_turn, str_turn):
+            t.results.clear()
         rails.recorder.recorders[0].clear()  # type: ignore[union-attr]
 
-    return compare("anatomy", pieces, floor="bare call", quick=quick, between_rounds=clear)
+    # The floor is an empty call, so that ``added_us`` is each piece's own cost.
+    return compare(
+        "anatomy", pieces, floor="empty call (timing loop)", quick=quick, between_rounds=clear
+    )
 
 
-def profile(calls: int = 200_000) -> str:
-    """cProfile of the valid path with the in-memory recorder, top entries by own time."""
+def _echo(text: str) -> str:
+    """Return the text (the smallest tool: one string in, the same string out)."""
+    return text
+
+
+def profile(calls: int = 200_000, arguments: dict[str, Any] | None = None) -> str:
+    """cProfile of one path (default: valid) with the in-memory recorder, by own time."""
     import cProfile
     import gc
     import io
@@ -214,7 +234,7 @@ def profile(calls: int = 200_000) -> str:
 
     memory = MemoryRecorder()
     turn = build(memory).turn(tenant="acme")
-    valid = dict(VALID)
+    valid = dict(VALID if arguments is None else arguments)
     call = turn.call
 
     def body() -> None:
@@ -237,7 +257,7 @@ def profile(calls: int = 200_000) -> str:
 
 if __name__ == "__main__":
     if "--profile" in sys.argv:
-        print(profile())
+        print(profile(arguments=INVALID if "--invalid" in sys.argv else None))
     else:
         from run import print_rows
 
