@@ -155,7 +155,8 @@ class PrometheusRecorder:
         self._tools: frozenset[str] | None = None
         self._watched: dict[str, Any] = {self.name: self}
         self.registry = REGISTRY if registry is None else registry
-        self.registry.register(_Collector(self))
+        self.collector = _Collector(self)
+        self.registry.register(self.collector)
         if engine is not None:
             self.bind(engine)
 
@@ -206,6 +207,8 @@ class PrometheusRecorder:
     def on_event(self, kind: str, payload: Any, /) -> None:
         try:
             if kind == "backstop":
+                if not _performed(payload):
+                    return
                 key = self._backstop_key(payload)
                 with self._lock:
                     self._backstop[key] = self._backstop.get(key, 0) + 1
@@ -259,12 +262,9 @@ class PrometheusRecorder:
         return tool, Outcome(outcome)
 
     def _backstop_key(self, action: Any) -> tuple[str, str]:
-        rule = _field(action, "rule")
-        rule = getattr(rule, "name", rule)
+        rule = _backstop_rule(action)
         tool = _field(action, "tool")
         tool = getattr(tool, "name", tool)
-        if not isinstance(rule, str) or not rule:
-            rule = UNKNOWN
         if not isinstance(tool, str) or (self._tools is not None and tool not in self._tools):
             tool = UNKNOWN_TOOL
         return rule, tool
@@ -337,6 +337,24 @@ def _counter(name: str, documentation: str) -> CounterMetricFamily:
 
 def _le(bound: float) -> str:
     return "+Inf" if bound == float("inf") else repr(float(bound))
+
+
+def _backstop_rule(action: Any) -> str:
+    """The rule (or guard) that asked for a backstop action; ``UNKNOWN`` if none is named."""
+    rule = _field(action, "rule") or _field(action, "guard")
+    rule = getattr(rule, "name", rule)
+    return rule if isinstance(rule, str) and rule else UNKNOWN
+
+
+def _performed(action: Any) -> bool:
+    """False for a backstop action that declined to call its tool again (``result`` None)."""
+    missing = object()
+    result = (
+        action.get("result", missing)
+        if isinstance(action, Mapping)
+        else getattr(action, "result", missing)
+    )
+    return result is not None
 
 
 def _field(payload: Any, name: str) -> Any:

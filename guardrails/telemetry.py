@@ -26,7 +26,7 @@ from opentelemetry.trace import (
 
 from ._version import __version__
 from .context import Escape, ToolResult, VerdictRecord
-from .metrics import UNKNOWN, UNKNOWN_TOOL, _field, _log_failure
+from .metrics import UNKNOWN_TOOL, _backstop_rule, _field, _log_failure, _performed
 from .verdicts import Outcome, Verdict, combine
 
 __all__ = [
@@ -185,13 +185,20 @@ class OpenTelemetryRecorder:
             self._failed()
 
     def _backstop(self, tracer: Tracer, action: Any) -> None:
-        rule = _name(_field(action, "rule"))
-        tool = _name(_field(action, "tool"))
-        attributes = {
+        if not _performed(action):
+            return
+        tool = _field(action, "tool")
+        tool = getattr(tool, "name", tool)
+        attributes: dict[str, Any] = {
             ATTR_CHOKE_POINT: "post_run",
-            ATTR_RULE: rule or UNKNOWN,
-            GEN_AI_TOOL_NAME: tool or UNKNOWN_TOOL,
+            ATTR_RULE: _backstop_rule(action),
+            GEN_AI_TOOL_NAME: tool if isinstance(tool, str) and tool else UNKNOWN_TOOL,
         }
+        result = _field(action, "result")
+        if isinstance(result, ToolResult):
+            # The call itself has its own execute_tool span; this links to it.
+            attributes[GEN_AI_TOOL_CALL_ID] = result.call_id
+            attributes[ATTR_OUTCOME] = result.outcome.value
         tracer.start_span(SPAN_BACKSTOP, attributes=attributes).end()
 
     def _failed(self) -> None:
@@ -235,8 +242,3 @@ def _add_events(
             # The type only: an exception's text may hold data that must not leave.
             attributes[ATTR_EXCEPTION_TYPE] = type(escape.exception).__qualname__
         span.add_event(EVENT_ESCAPE, attributes, timestamp=end)
-
-
-def _name(value: Any) -> str | None:
-    value = getattr(value, "name", value)
-    return value if isinstance(value, str) and value else None
