@@ -51,9 +51,8 @@ class Ledger:
         self.maxima: defaultdict[str, dict[str, float]] = defaultdict(dict)
 
     def add(self, family: str, **counts: int) -> None:
+        # FIELDS are summed into the totals; any other key is a family's own count.
         for key, value in counts.items():
-            if key not in FIELDS:
-                raise KeyError(key)
             self.families[family][key] += value
 
     def note(self, family: str, key: str, value: float) -> None:
@@ -99,9 +98,10 @@ class Ledger:
         total: Counter[str] = Counter()
         out: dict[str, dict[str, float]] = {}
         for family in sorted(self.families):
-            row = {key: self.families[family][key] for key in FIELDS}
+            counts = self.families[family]
+            row = {key: counts[key] for key in FIELDS}
             total.update(row)
-            out[family] = {**row, **self.maxima.get(family, {})}
+            out[family] = {**row, **counts, **self.maxima.get(family, {})}
         out["total"] = {key: total[key] for key in FIELDS}
         return out
 
