@@ -20,6 +20,15 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     example = sub.add_parser("example", help="run a small guarded tool-call example")
     example.set_defaults(func=_example)
+    demo = sub.add_parser(
+        "demo", help="a scripted agent, turn by turn: what the guards decided (no network)"
+    )
+    demo.add_argument(
+        "--dir",
+        default=None,
+        help="where to write the audit database and metrics (default: a new temporary directory)",
+    )
+    demo.set_defaults(func=_demo)
     from .coverage import add_arguments as coverage_arguments
 
     coverage_arguments(
@@ -36,6 +45,12 @@ def _example(args: argparse.Namespace) -> int:
 
     quickstart()
     return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run
+
+    return run(directory=args.dir)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
