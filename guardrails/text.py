@@ -100,6 +100,8 @@ def user_text(turn_input: Any, *, last_only: bool = False) -> str:
             texts.append(message)
             continue
         if not _is_message(message):
+            if _get(message, "type") is not None:
+                continue  # an item that is not a message (OpenAI Responses function calls)
             raise UsageError(f"not a message: {type(message).__name__}")
         if _get(message, "role") != "user":
             continue

@@ -5,7 +5,10 @@ from .ceiling import TurnCeiling
 from .effects import Change, Perform, Restrict, Rewrite
 from .provenance import Capture, Provenance, provenance
 from .required_action import RequiredAction, required_action
+from .rewrite import Overwrite, rewrite
+from .rubric import Rubric, RubricIssue, RubricResult, RubricStatus, rubric
 from .session_ceiling import Counter, MemoryCounter, SessionCeiling
+from .thresholds import Thresholds, thresholds
 from .triggers import TermSet, Trigger, trigger
 
 __all__ = [
@@ -13,18 +16,27 @@ __all__ = [
     "Change",
     "Counter",
     "MemoryCounter",
+    "Overwrite",
     "Perform",
     "Provenance",
     "RequiredAction",
     "Restrict",
     "Rewrite",
+    "Rubric",
+    "RubricIssue",
+    "RubricResult",
+    "RubricStatus",
     "SessionCeiling",
     "TermSet",
+    "Thresholds",
     "ToolAllowList",
     "Trigger",
     "TurnCeiling",
     "allow_list",
     "provenance",
     "required_action",
+    "rewrite",
+    "rubric",
+    "thresholds",
     "trigger",
 ]

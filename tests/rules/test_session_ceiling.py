@@ -1,0 +1,75 @@
+"""Tool-call ceiling per session, across turns."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from guardrails import ConfigurationError, EscapeReason, Guardrails, Outcome, tool
+from guardrails.rules import MemoryCounter, SessionCeiling
+
+
+@tool
+def ping() -> str:
+    """Ping."""
+    return "pong"
+
+
+def test_calls_past_the_session_limit_get_limit_across_turns() -> None:
+    rails = Guardrails([ping], hooks=[SessionCeiling(3)])
+    outcomes = []
+    for _ in range(2):
+        turn = rails.turn(tenant="t", session="s1")
+        outcomes += [turn.call("ping", {}).outcome for _ in range(2)]
+    assert outcomes == [Outcome.OK] * 3 + [Outcome.LIMIT]
+    other = rails.turn(tenant="t", session="s2")
+    assert other.call("ping", {}).outcome is Outcome.OK
+
+
+def test_sessions_of_different_tenants_are_counted_apart() -> None:
+    rails = Guardrails([ping], hooks=[SessionCeiling(1)])
+    assert rails.turn(tenant="a", session="s").call("ping", {}).outcome is Outcome.OK
+    assert rails.turn(tenant="b", session="s").call("ping", {}).outcome is Outcome.OK
+    assert rails.turn(tenant="a", session="s").call("ping", {}).outcome is Outcome.LIMIT
+
+
+def test_no_session_fails_open_with_an_escape_or_closed_with_limit() -> None:
+    open_result = Guardrails([ping], hooks=[SessionCeiling(1)]).turn().call("ping", {})
+    assert open_result.outcome is Outcome.OK
+    assert [e.reason for e in open_result.escapes] == [EscapeReason.NOT_CONFIGURED]
+    closed = Guardrails([ping], hooks=[SessionCeiling(1, fail_closed=True)]).turn()
+    assert closed.call("ping", {}).outcome is Outcome.LIMIT
+
+
+class BrokenCounter:
+    def incr(self, key: str, /) -> int:
+        raise ConnectionError("store down")
+
+
+def test_a_failing_counter_is_a_store_unavailable_escape() -> None:
+    rails = Guardrails([ping], hooks=[SessionCeiling(1, BrokenCounter())])
+    result = rails.turn(session="s").call("ping", {})
+    assert result.outcome is Outcome.OK
+    assert result.escapes[0].reason is EscapeReason.STORE_UNAVAILABLE
+
+
+def test_memory_counter_is_atomic_under_threads() -> None:
+    counter = MemoryCounter()
+    threads = [
+        threading.Thread(target=lambda: [counter.incr("k") for _ in range(1000)]) for _ in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert counter.get("k") == 4000
+
+
+def test_bad_configuration_fails_at_construction() -> None:
+    with pytest.raises(ConfigurationError):
+        SessionCeiling(-1)
+    with pytest.raises(ConfigurationError):
+        SessionCeiling(True)
+    with pytest.raises(ConfigurationError):
+        SessionCeiling(1, object())  # type: ignore[arg-type]

@@ -1,0 +1,152 @@
+"""Literal triggers: normalisation, word boundaries, multi-word terms, effects."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from guardrails import ConfigurationError, Guardrails, Outcome, Verdict, tool
+from guardrails.rules import Restrict, TermSet, trigger
+from guardrails.rules.triggers import _trie_pattern
+
+
+@tool
+def refund(order_id: str) -> str:
+    """Refund an order."""
+    return "refunded"
+
+
+@tool
+def search(query: str) -> str:
+    """Search."""
+    return query
+
+
+def test_fullwidth_and_mixed_case_match_the_term() -> None:
+    terms = TermSet(["refund"])
+    for text in ("ＲＥＦＵＮＤ please", "Refund please", "a REFUND.", "refund"):
+        assert terms.find(text) == {"refund"}
+
+
+def test_a_term_matches_whole_words_only_by_default() -> None:
+    terms = TermSet(["refund"])
+    assert terms.find("this is refundable") == frozenset()
+    assert terms.find("non-refund item") == {"refund"}
+    assert terms.find("refund_policy") == frozenset()
+
+
+def test_word_boundaries_hold_in_non_ascii_text() -> None:
+    terms = TermSet(["café", "refund"])
+    assert terms.find("un CAFÉ, s'il vous plaît — refund?") == {"café", "refund"}
+    assert terms.find("cafés et refunds") == frozenset()
+
+
+def test_multi_word_terms_match_words_in_sequence() -> None:
+    terms = TermSet(["credit card", "card"])
+    assert terms.find("my Credit-Card number") == {"credit card", "card"}
+    assert terms.find("credit for the card") == {"card"}
+    assert terms.find("credit cards") == frozenset()
+
+
+def test_terms_are_reported_as_given() -> None:
+    assert TermSet(["Chargeback"]).find("a chargeback") == {"Chargeback"}
+
+
+def test_substring_mode_matches_inside_words() -> None:
+    terms = TermSet(["refund", "ＸＹ"], word_boundary=False)
+    assert terms.find("REFUNDABLE") == {"refund"}
+    assert terms.find("abxyz") == {"ＸＹ"}
+    assert terms.find("nothing") == frozenset()
+
+
+def test_bad_terms_are_configuration_errors() -> None:
+    with pytest.raises(ConfigurationError):
+        TermSet("refund")
+    with pytest.raises(ConfigurationError):
+        TermSet(["  "])
+    with pytest.raises(ConfigurationError):
+        TermSet(["++"])
+    with pytest.raises(ConfigurationError):
+        TermSet([3])  # type: ignore[list-item]
+    assert TermSet(["++"], word_boundary=False).find("c++") == {"++"}
+
+
+def test_a_trigger_needs_an_effect() -> None:
+    with pytest.raises(ConfigurationError):
+        trigger(["refund"])
+    with pytest.raises(ConfigurationError):
+        trigger(["refund"], remove="refund")
+
+
+def test_a_trigger_removes_the_tools_that_act_on_the_subject() -> None:
+    rails = Guardrails([refund, search], [trigger(["refund"], remove=["refund"])])
+    turn = rails.turn()
+    decision = turn.pre_turn("I want my money back: REFUND")
+    assert decision.offered == ("search",)
+    [record] = decision.verdicts
+    assert record.verdict is Verdict.REJECT
+    assert record.reason == "forbidden_subject"
+    assert record.evidence == Restrict(remove=frozenset({"refund"}), detail={"terms": ["refund"]})
+    assert turn.call("refund", {"order_id": "1"}).outcome is Outcome.UNAVAILABLE
+
+
+def test_a_trigger_can_refuse_the_turn_with_its_code() -> None:
+    rails = Guardrails([refund, search], [trigger(["lawsuit"], refuse="legal_topic")])
+    decision = rails.turn().pre_turn("about that lawsuit")
+    assert decision.refusal is not None and decision.refusal.code == "legal_topic"
+    assert decision.offered == ()
+
+
+def test_no_match_passes() -> None:
+    rails = Guardrails([refund], [trigger(["refund"], remove=["refund"])])
+    decision = rails.turn().pre_turn("refundable tickets?")
+    assert decision.verdict is Verdict.PASS
+    assert decision.offered == ("refund",)
+
+
+# -- against a slow, obviously right reference ----------------------------------
+
+_words = st.sampled_from(["refund", "card", "credit", "ok", "Straße", "ＲＥＦＵＮＤ", "café", "x1"])
+_seps = st.sampled_from([" ", "  ", ", ", "-", ".\n", "_", "", "—"])
+
+
+def _reference(terms: list[str], text: str) -> set[str]:
+    norm = unicodedata.normalize("NFKC", text).casefold()
+    found = set()
+    for term in terms:
+        key = unicodedata.normalize("NFKC", term).casefold()
+        words = re.findall(r"\w+", key)
+        pattern = r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)"
+        if re.search(pattern, norm):
+            found.add(term)
+    return found
+
+
+@given(
+    st.lists(st.lists(_words, min_size=1, max_size=2).map(" ".join), min_size=1, max_size=6),
+    st.lists(st.tuples(_words, _seps), max_size=12),
+)
+def test_word_mode_agrees_with_a_regex_reference(
+    terms: list[str], pieces: list[tuple[str, str]]
+) -> None:
+    text = "".join(w + s for w, s in pieces)
+    expected = _reference(terms, text)
+    found = TermSet(terms).find(text)
+    # Several spellings of one term (REFUND, ＲＥＦＵＮＤ) are reported once, as first given.
+    first = {}
+    for t in terms:
+        first.setdefault(unicodedata.normalize("NFKC", t).casefold(), t)
+    assert found == {first[unicodedata.normalize("NFKC", t).casefold()] for t in expected}
+
+
+@given(
+    st.lists(st.text(alphabet="abc", min_size=1, max_size=4), min_size=1, max_size=8),
+    st.text(alphabet="abc ", max_size=40),
+)
+def test_the_trie_pattern_finds_a_term_wherever_one_occurs(terms: list[str], text: str) -> None:
+    pattern = re.compile(_trie_pattern(sorted(set(terms))))
+    assert bool(pattern.search(text)) == any(t in text for t in terms)
