@@ -68,6 +68,7 @@ class AuditLog:
     # -- CallHook ---------------------------------------------------------------
 
     def before(self, invocation: Invocation, /) -> Stop | None:
+        state_for(invocation)  # the tool body (a PaidCall) adds its spend to this call
         tool = invocation.tool
         if tool is None or not tool.effect:
             return None
