@@ -1,0 +1,178 @@
+"""Step-gated workflows: a chain of step tools the model cannot skip.
+
+A ``Workflow`` names its steps in order (``start_building -> confirm_plan ->
+submit_for_review -> ...``). The phase (the step expected next) is persisted
+per session in a ``Store``, outside the model's context, so it survives
+context compaction and process restarts and is shared by every process on the
+same store. Each step has the instructions it returns on success and,
+optionally, a check of its own input.
+
+- As a ``CallHook``: a step called out of order answers ``unavailable`` (reason
+  ``out_of_order``) with the fixed sentence, so it never carries a later step's
+  instructions; a step whose check rejects answers ``invalid_args``; a
+  successful step advances the phase (compare-and-set) and its result carries
+  that step's instructions, the only way the model learns what comes next.
+- As a pre_turn rule (``workflow.pre_turn_guard()``): only the current step's
+  tool is offered among the step tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..context import Escape, GuardResult, Invocation, ToolResult, TurnContext
+from ..errors import ConfigurationError
+from ..guard import Guard, as_guard
+from ..middleware.tool_call import Stop
+from ..store import Store, StoreUnavailable
+from ..verdicts import ChokePoint, Outcome, Reason, Verdict, model_sentence
+from .effects import Restrict
+
+__all__ = ["DONE", "Step", "Workflow"]
+
+DONE = "__done__"
+"""The stored phase of a session whose workflow has finished."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step: its tool, the instructions its success returns, an optional input check."""
+
+    tool: str
+    instructions: str
+    check: Guard | Callable[[Invocation], Any] | None = None
+
+
+def session_key(context: TurnContext) -> str | None:
+    """The default: one phase per tenant and session."""
+    if context.session is None:
+        return None
+    return f"{context.tenant or ''}:{context.session}"
+
+
+class Workflow:
+    """A chain of step tools, gated by a phase kept in the store."""
+
+    __slots__ = ("_checks", "_index", "key", "name", "steps", "store")
+
+    def __init__(
+        self,
+        name: str,
+        steps: Iterable[Step | tuple[str, str]],
+        store: Store,
+        *,
+        key: Callable[[TurnContext], str | None] = session_key,
+    ) -> None:
+        chain = tuple(s if isinstance(s, Step) else Step(*s) for s in steps)
+        if not chain:
+            raise ConfigurationError(f"workflow {name!r}: needs at least one step")
+        tools = [s.tool for s in chain]
+        if len(set(tools)) != len(tools):
+            raise ConfigurationError(f"workflow {name!r}: a step tool appears twice")
+        self.name = name
+        self.steps: tuple[Step, ...] = chain
+        self.store = store
+        self.key = key
+        self._index = {s.tool: i for i, s in enumerate(chain)}
+        self._checks = {s.tool: as_guard(s.check) for s in chain if s.check is not None}
+
+    # -- reading the phase -----------------------------------------------------
+
+    def _phase_key(self, context: TurnContext) -> str | None:
+        key = self.key(context)
+        return None if key is None else f"workflow:{self.name}:{key}"
+
+    def current(self, context: TurnContext) -> str | None:
+        """The step tool expected next in this session, or None once the workflow is done."""
+        key = self._phase_key(context)
+        phase = None if key is None else self.store.get(key)
+        if phase is None:
+            return self.steps[0].tool
+        return None if phase == DONE else phase
+
+    def allowed(self, context: TurnContext, names: Sequence[str]) -> list[str]:
+        """``names`` without the step tools that are not the current step (order kept)."""
+        current = self.current(context)
+        return [n for n in names if n not in self._index or n == current]
+
+    def reset(self, context: TurnContext) -> bool:
+        """Start this session's workflow again from the first step."""
+        key = self._phase_key(context)
+        if key is None:
+            return False
+        return self.store.compare_and_set(key, self.store.get(key), self.steps[0].tool)
+
+    def pre_turn_guard(self) -> Guard:
+        """A pre_turn rule that offers, among the step tools, only the current one.
+
+        Fail-closed: when the phase cannot be read, the turn is refused.
+        """
+
+        def workflow_phase(request: Any) -> GuardResult | Verdict:
+            current = self.current(request.context)
+            hidden = frozenset(n for n in request.tools if n in self._index and n != current)
+            if not hidden:
+                return Verdict.PASS
+            return GuardResult.rejected("workflow_phase", evidence=Restrict(remove=hidden))
+
+        return Guard(
+            workflow_phase, name=f"workflow:{self.name}", at=ChokePoint.PRE_TURN, fail_closed=True
+        )
+
+    # -- CallHook -----------------------------------------------------------------
+
+    def before(self, invocation: Invocation, /) -> Stop | Escape | None:
+        if invocation.name not in self._index:
+            return None
+        key = self._phase_key(invocation.context)
+        if key is None:
+            return Stop(Outcome.UNAVAILABLE, Reason.BINDING_UNRESOLVED)
+        try:
+            phase = self.store.get(key)
+        except StoreUnavailable as exc:
+            return Stop(Outcome.UNAVAILABLE, Reason.STORE_UNAVAILABLE, None, exc)
+        expected = self.steps[0].tool if phase is None else phase
+        if invocation.name != expected:
+            return Stop(Outcome.UNAVAILABLE, Reason.OUT_OF_ORDER)
+        check = self._checks.get(invocation.name)
+        if check is not None:
+            record, escape, _ = check.evaluate(invocation, ChokePoint.TOOL_CALL)
+            if record.verdict is Verdict.REJECT and record.enforced:
+                return Stop(Outcome.INVALID_ARGS, Reason.GUARD)
+            if escape is not None:
+                return escape
+        return None
+
+    def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+        index = self._index.get(invocation.name)
+        if index is None or result.outcome is not Outcome.OK or result.reason is not None:
+            return result
+        key = self._phase_key(invocation.context)
+        if key is None:
+            return result
+        following = self.steps[index + 1].tool if index + 1 < len(self.steps) else DONE
+        expected = None if index == 0 else invocation.name
+        try:
+            advanced = self.store.compare_and_set(key, expected, following)
+            if not advanced and index == 0:
+                advanced = self.store.compare_and_set(key, invocation.name, following)
+        except StoreUnavailable as exc:
+            return _withheld(result, Reason.STORE_UNAVAILABLE, exc)
+        if not advanced:
+            # Another call moved the phase meanwhile: no instructions for this one.
+            return _withheld(result, Reason.OUT_OF_ORDER, None)
+        instructions = self.steps[index].instructions
+        content = instructions if result.value is None else f"{result.content}\n\n{instructions}"
+        return result._replace(content=content)
+
+
+def _withheld(result: ToolResult, reason: Reason, exc: BaseException | None) -> ToolResult:
+    return result._replace(
+        outcome=Outcome.UNAVAILABLE,
+        content=model_sentence(Outcome.UNAVAILABLE),
+        reason=reason,
+        value=None,
+        exception=exc,
+    )
