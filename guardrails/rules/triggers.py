@@ -39,11 +39,10 @@ class TermSet:
     """A set of terms compiled once; ``find(text)`` returns the terms found."""
 
     __slots__ = (
+        "_keys",
         "_multi",
-        "_multi_keys",
         "_scan",
         "_single",
-        "_single_keys",
         "terms",
         "word_boundary",
     )
@@ -63,14 +62,15 @@ class TermSet:
         self.word_boundary = word_boundary
         # Keyed by the normalised term; values are what find() reports.
         self._single: dict[str | bytes, str] = {}
-        self._multi: dict[str | bytes, list[tuple[tuple[Any, ...], str]]] = {}
+        # (words, the words joined and padded by single spaces, term as given)
+        self._multi: list[tuple[tuple[Any, ...], Any, str]] = []
         self._scan: Any = None
         if word_boundary:
             self._compile_words()
         else:
             self._scan = _substring_scanner(list(originals))
-        self._single_keys = frozenset(self._single)
-        self._multi_keys = frozenset(self._multi)
+        # Every word of every term: the one set the text's words are checked against.
+        self._keys = frozenset(self._single).union(*(form for form, _, _ in self._multi))
 
     def _compile_words(self) -> None:
         for key, original in self.terms.items():
@@ -88,7 +88,9 @@ class TermSet:
                 if len(form) == 1:
                     self._single[form[0]] = original
                 else:
-                    self._multi.setdefault(form[0], []).append((form, original))
+                    space = form[0][:0] + (b" " if isinstance(form[0], bytes) else " ")
+                    needle = space + space.join(form) + space
+                    self._multi.append((form, needle, original))
 
     def __len__(self) -> int:
         return len(self.terms)
@@ -100,29 +102,30 @@ class TermSet:
         if not self.word_boundary:
             return frozenset(self.terms[k] for k in self._scan(text.normalised))
         words = text.words
-        # frozenset.intersection(list) is one C loop of hash lookups over the
-        # words: no set of the text's words is built.
+        # One C loop of hash lookups over the text's words (no set of the text
+        # is built): which of the terms' words occur at all.
+        present = self._keys.intersection(words)
+        if not present:
+            return frozenset()
         single = self._single
-        found = {single[w] for w in self._single_keys.intersection(words)} if single else set()
-        if self._multi:
-            firsts = self._multi_keys.intersection(words)
-            if firsts:
-                found.update(_confirm(words, firsts, self._multi))
+        found = {single[w] for w in present if w in single}
+        joined: Any = None
+        for form, needle, original in self._multi:
+            # A multi-word term is confirmed only when all of its words occur
+            # somewhere; then one C substring search over the words joined by
+            # single spaces finds them in sequence.
+            if present.issuperset(form):
+                if joined is None:
+                    joined = _joined(words, text.is_ascii)
+                if needle in joined:
+                    found.add(original)
         return frozenset(found)
 
 
-def _confirm(
-    words: list[str] | list[bytes],
-    firsts: frozenset[Any],
-    multi: dict[Any, list[tuple[tuple[Any, ...], str]]],
-) -> set[str]:
-    found: set[str] = set()
-    for i, word in enumerate(words):
-        if word in firsts:
-            for form, original in multi[word]:
-                if tuple(words[i : i + len(form)]) == form:
-                    found.add(original)
-    return found
+def _joined(words: list[str] | list[bytes], is_ascii: bool) -> Any:
+    if is_ascii:
+        return b" %s " % b" ".join(words)  # type: ignore[arg-type]
+    return f" {' '.join(words)} "  # type: ignore[arg-type]
 
 
 def _substring_scanner(keys: list[str]) -> Any:

@@ -1,0 +1,131 @@
+"""Literal triggers: MB/s of ``TermSet.find`` at 10, 1,000 and 10,000 terms over 100 KB and 1 MB.
+
+Each operation is one whole scan as pre_turn does it: normalise the text
+(NFKC + casefold), split it into words, match every term. The floor is one
+``str.lower()`` pass over the same text: no matcher can be faster than reading
+the text once. The text is English-like (ASCII words, capitals, punctuation);
+one row uses text with accents and full-width letters (the non-ASCII path).
+``word_boundary=False`` rows use pyahocorasick when it is installed and a
+trie-shaped regular expression otherwise (see the ``note`` column).
+
+Run: ``python benchmarks/run.py --only bench_triggers`` (add ``--quick``).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import statistics
+import string
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _harness import budget, per_op_ns, row
+
+from guardrails.rules import TermSet
+
+GROUP = "pre_turn triggers"
+SIZES = {"100KB": 100_000, "1MB": 1_000_000}
+TERM_COUNTS = (10, 1_000, 10_000)
+
+
+def _vocabulary(rng: random.Random, count: int) -> list[str]:
+    letters = string.ascii_lowercase
+    return ["".join(rng.choices(letters, k=rng.randint(3, 10))) for _ in range(count)]
+
+
+def _text(rng: random.Random, words: list[str], size: int, accented: bool = False) -> str:
+    out: list[str] = []
+    length = 0
+    while length < size:
+        word = rng.choice(words)
+        roll = rng.random()
+        if roll < 0.08:
+            word = word.capitalize() + ","
+        elif roll < 0.12:
+            word += "."
+        elif accented and roll < 0.2:
+            word = word.replace("e", "é").upper() if roll < 0.16 else "ＲＥＦＵＮＤ" + word
+        out.append(word)
+        length += len(word) + 1
+    return " ".join(out)[:size]
+
+
+def _terms(rng: random.Random, count: int) -> list[str]:
+    # Terms drawn from another vocabulary, so they rarely occur: the common case
+    # (nothing forbidden) is the one that must stay fast. One in ten is two words.
+    pool = _vocabulary(rng, count * 2)
+    return [f"{pool[i]} {pool[-i - 1]}" if i % 10 == 9 else pool[i] for i in range(count)]
+
+
+def _substring_note() -> str:
+    try:
+        import ahocorasick  # noqa: F401
+    except ImportError:
+        return "trie regex (pyahocorasick not installed)"
+    return "pyahocorasick"
+
+
+def run(quick: bool = False) -> list[dict[str, Any]]:
+    rng = random.Random(20_261_129)
+    words = _vocabulary(rng, 50_000)
+    texts = {label: _text(rng, words, size) for label, size in SIZES.items()}
+    accented = _text(rng, words, SIZES["1MB"], accented=True)
+    sets = {n: TermSet(_terms(rng, n)) for n in TERM_COUNTS}
+    # Substring mode is slower without pyahocorasick: 100 KB only.
+    substring = {n: TermSet(_terms(rng, n), word_boundary=False) for n in TERM_COUNTS}
+    note = _substring_note()
+
+    cases: dict[str, Any] = {}
+    sizes: dict[str, int] = {}
+    notes: dict[str, str] = {}
+    for label, text in texts.items():
+        cases[f"floor: str.lower() {label}"] = lambda t=text: t.lower()
+        sizes[f"floor: str.lower() {label}"] = len(text)
+        for n, terms in sets.items():
+            name = f"words, {n:,} terms, {label}"
+            cases[name] = lambda ts=terms, t=text: ts.find(t)
+            sizes[name] = len(text)
+    name = "words, 10,000 terms, 1MB non-ASCII"
+    cases[name] = lambda: sets[10_000].find(accented)
+    sizes[name] = len(accented.encode())
+    notes[name] = "NFKC + casefold + regex \\w+ path"
+    for n, terms in substring.items():
+        name = f"substring, {n:,} terms, 100KB"
+        cases[name] = lambda ts=terms: ts.find(texts["100KB"])
+        sizes[name] = len(texts["100KB"])
+        notes[name] = note
+    # A compiled alternation of the terms, the usual first attempt, for scale.
+    alternation = re.compile("|".join(map(re.escape, sorted(sets[1_000].terms, key=len))))
+    name = "regex alternation, 1,000 terms, 100KB"
+    cases[name] = lambda: alternation.findall(texts["100KB"].lower())
+    sizes[name] = len(texts["100KB"])
+    notes[name] = "reference, not used by the library"
+
+    samples = per_op_ns(cases, budget(quick))
+    rows = []
+    for name, values in samples.items():
+        median_ns = statistics.median(values)
+        floor_ns = statistics.median(
+            samples["floor: str.lower() 1MB" if "1MB" in name else "floor: str.lower() 100KB"]
+        )
+        rows.append(
+            row(
+                GROUP,
+                name,
+                median_ns / 1e3,
+                mb_per_s=round(sizes[name] / 1e6 / (median_ns / 1e9), 1),
+                ratio=round(median_ns / floor_ns, 1),
+                rounds=len(values),
+                **({"note": notes[name]} if name in notes else {}),
+            )
+        )
+    return rows
+
+
+if __name__ == "__main__":
+    for r in run(quick="--quick" in sys.argv):
+        print(f"{r['name']:<42} {r['median_us']:>12.1f} µs {r['mb_per_s']:>8.1f} MB/s")
