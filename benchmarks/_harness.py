@@ -158,7 +158,8 @@ def compare(
     """Time ``cases`` together; each row gets its ratio to, and time added over, ``floor``.
 
     Rows carry ``median_us``, ``ratio`` (median / floor median), ``added_us``
-    (median - floor median), ``p25_us`` / ``p75_us`` across rounds, ``rounds``
+    (median - floor median), ``best_us`` (the fastest round: the least
+    disturbed by other load), ``p25_us`` / ``p75_us`` across rounds, ``rounds``
     and ``floor``.
     """
     if floor not in cases:
@@ -176,6 +177,7 @@ def compare(
                 median_ns / 1e3,
                 ratio=round(median_ns / floor_ns, 2),
                 added_us=round((median_ns - floor_ns) / 1e3, 3),
+                best_us=round(min(values) / 1e3, 4),
                 p25_us=round(quartiles[0] / 1e3, 4),
                 p75_us=round(quartiles[2] / 1e3, 4),
                 rounds=len(values),

@@ -1,7 +1,7 @@
 """How the cost of a valid call grows with the work around it.
 
 - registered tools: 10, 1,000, 10,000 (the call should not notice: a dict lookup);
-- guards on the tool: 1, 10, 100 trivial ones (at most linear);
+- guards on the tool: 0, 1, 10, 100 trivial ones (at most linear);
 - schema size: 5, 50, 500 required properties, all supplied;
 - throughput of valid calls with 1 thread, 2 threads and 2 processes.
 
@@ -33,7 +33,7 @@ from guardrails.middleware import tool_call as _tool_call
 from guardrails.testing import MemoryRecorder
 
 TOOL_COUNTS = (10, 1_000, 10_000)
-GUARD_COUNTS = (1, 10, 100)
+GUARD_COUNTS = (0, 1, 10, 100)
 PROPERTY_COUNTS = (5, 50, 500)
 _FILLER_SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}}
 
@@ -98,17 +98,20 @@ def guards(quick: bool) -> list[Row]:
     for count in GUARD_COUNTS:
         turn = build(guards=count).turn(tenant="acme")
         turns.append(turn)
-        cases[f"{count} guards"] = (lambda t: lambda: t.call("transfer", valid))(turn)
+        label = f"{count} guard" if count == 1 else f"{count} guards"
+        cases[label] = (lambda t: lambda: t.call("transfer", valid))(turn)
 
     def clear() -> None:
         for t in turns:
             t.results.clear()
 
     timed = compare(group, cases, floor="bare call", quick=quick, between_rounds=clear)
-    first = timed[1]
-    for r, count in zip(timed[2:], GUARD_COUNTS[1:], strict=True):
-        per_guard = (r["median_us"] - first["median_us"]) / (count - GUARD_COUNTS[0])
-        r["note"] = f"{per_guard:.2f} µs per extra guard"
+    by_count = dict(zip(GUARD_COUNTS, timed[1:], strict=True))
+    one = by_count[1]["median_us"]
+    by_count[1]["note"] = f"{one - by_count[0]['median_us']:.2f} µs for the first guard"
+    for count in GUARD_COUNTS[2:]:
+        per_guard = (by_count[count]["median_us"] - one) / (count - 1)
+        by_count[count]["note"] = f"{per_guard:.2f} µs per guard after the first"
     return timed
 
 

@@ -54,6 +54,7 @@ PACKAGES = (
 
 COLUMNS = (
     ("median_us", "median µs"),
+    ("best_us", "best µs"),
     ("ratio", "x bare"),
     ("added_us", "added µs"),
     ("x_ours", "x ours"),
