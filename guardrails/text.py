@@ -33,9 +33,23 @@ _ASCII_TABLE = bytes(
 )
 
 
+# Unicode's Default_Ignorable_Code_Point set (zero-width characters, soft
+# hyphen, joiners, bidi controls, variation selectors, tags): invisible, kept
+# by NFKC, and not word characters, so one inside a term would split it.
+_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+
+
 def normalise(text: str) -> str:
-    """NFKC, then casefold: ``ＲＥＦＵＮＤ`` and ``Refund`` both become ``refund``."""
-    return unicodedata.normalize("NFKC", text).casefold()
+    """Invisible characters removed, NFKC, then casefold.
+
+    ``ＲＥＦＵＮＤ``, ``Refund``, and ``refund`` with a zero-width space inside,
+    all become ``refund``.
+    """
+    return unicodedata.normalize("NFKC", _IGNORABLE.sub("", text)).casefold()
 
 
 class Text:

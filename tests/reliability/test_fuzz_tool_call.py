@@ -185,7 +185,8 @@ def instances(schema: Any) -> st.SearchStrategy[Any]:
     if kind == "string":
         if "pattern" in schema:
             return st.from_regex(schema["pattern"])
-        return st.text(min_size=schema.get("minLength", 0), max_size=schema.get("maxLength", 12))
+        low = schema.get("minLength", 0)
+        return st.text(min_size=low, max_size=max(low, schema.get("maxLength", 12)))
     if kind == "integer":
         return st.integers(-12, 12) | st.integers()
     if kind == "number":

@@ -1,0 +1,274 @@
+"""A hostile user and failing guards at the pre_turn choke-point.
+
+Literal triggers against Unicode look-alikes and invisible characters around
+(and inside) the trigger terms; pre_turn guards that raise, hang, return a
+non-verdict or lack configuration; turn inputs of the wrong shape. A tool a
+trigger withheld stays ``unavailable`` at tool_call for the rest of the turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from guardrails import (
+    EscapeReason,
+    Guardrails,
+    NotConfigured,
+    Outcome,
+    Reason,
+    Tool,
+    UsageError,
+    Verdict,
+    guard,
+)
+from guardrails.rules import trigger
+
+PROFILE = settings.get_profile("reliability")
+SECRET_MARK = "sk-live-7f3a9c"
+SCHEMA = {"type": "object", "properties": {"amount": {"type": "number"}}}
+
+
+def engine(*guards: Any) -> Guardrails:
+    tools = [Tool(name, lambda **kw: "done", SCHEMA) for name in ("issue_refund", "track_order")]
+    return Guardrails(tools, guards)
+
+
+def refund_trigger() -> Any:
+    return trigger(["refund", "credit card"], remove=["issue_refund"], name="money_subjects")
+
+
+# -- look-alikes and invisible characters around terms ---------------------------------
+
+DETECTED: dict[str, str] = {
+    "plain": "refund",
+    "upper": "REFUND",
+    "mixed_case": "ReFuNd",
+    "fullwidth": "ＲＥＦＵＮＤ",
+    "math_bold": "𝐫𝐞𝐟𝐮𝐧𝐝",
+    "math_sans": "𝗋𝖾𝖿𝗎𝗇𝖽",
+    "math_monospace": "𝚛𝚎𝚏𝚞𝚗𝚍",
+    "circled": "ⓡⓔⓕⓤⓝⓓ",
+    "zero_width_space_around": "\u200brefund\u200b",
+    "zero_width_joiner_around": "\u200drefund\u200d",
+    "word_joiner_around": "\u2060refund\u2060",
+    "bom_before": "\ufeffrefund",
+    "bidi_override_around": "\u202erefund\u202c",
+    "soft_hyphen_after": "refund\u00ad",
+    "quotes_around": "«refund»",
+    "punctuation_after": "refund!!!",
+    "emoji_around": "💸refund💸",
+    "nbsp_between_words": "credit\u00a0card",
+    "ideographic_space_between_words": "credit\u3000card",
+    "newline_between_words": "credit\ncard",
+    "fullwidth_words": "ＣＲＥＤＩＴ　ＣＡＲＤ",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DETECTED))
+def test_trigger_sees_through_look_alikes_and_invisible_characters_around_terms(
+    kind: str, ledger: Any
+) -> None:
+    turn = engine(refund_trigger()).turn()
+
+    decision = turn.pre_turn(f"hi, please {DETECTED[kind]} my last order")
+
+    assert "issue_refund" not in decision.offered
+    assert "track_order" in decision.offered
+    assert decision.verdict is Verdict.REJECT
+    # The withheld tool stays unavailable for the rest of the turn.
+    result = turn.call("issue_refund", {"amount": 5})
+    assert ledger.check("trigger_lookalikes", result, ("amount",)) == []
+    assert result.outcome is Outcome.UNAVAILABLE and result.reason == Reason.NOT_OFFERED
+
+
+# Visible characters that are not word characters: a term between any two of
+# them, with any text around, is found.
+separators = st.sampled_from(
+    [" ", "\n", "\t", ".", ",", "!", "-", "/", "'", '"', "(", ")", "💸", "\u00a0", "\u3000"]
+)
+forms = st.sampled_from(["refund", "REFUND", "Refund", "ＲＥＦＵＮＤ", "𝐫𝐞𝐟𝐮𝐧𝐝"])
+filler = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="rRＲ𝐫ｒ"), max_size=40)
+
+
+@PROFILE
+@given(before=filler, after=filler, left=separators, right=separators, form=forms)
+def test_trigger_term_between_any_separators_is_always_found(
+    before: str, after: str, left: str, right: str, form: str, ledger: Any
+) -> None:
+    turn = engine(refund_trigger()).turn()
+
+    decision = turn.pre_turn(before + left + form + right + after)
+
+    ledger.add("trigger_lookalikes", inputs=1)
+    assert "issue_refund" not in decision.offered
+
+
+INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u202e", "\ufe0f"]
+words = st.sampled_from(["refund", "credit", "card", "order", "ＲＥＦＵＮＤ", "re", "fund", "x"])
+
+
+@PROFILE
+@given(
+    parts=st.lists(st.tuples(words, st.sampled_from([" ", ", ", "\n", "-"])), max_size=8),
+    inserts=st.lists(st.tuples(st.integers(0, 200), st.sampled_from(INVISIBLE)), max_size=6),
+)
+def test_invisible_characters_never_change_what_a_trigger_finds(
+    parts: list[tuple[str, str]], inserts: list[tuple[int, str]], ledger: Any
+) -> None:
+    # A reader does not see them, so the decision is the one on the visible text.
+    visible = "".join(w + sep for w, sep in parts)
+    hidden = visible
+    for position, ch in inserts:
+        at = position % (len(hidden) + 1)
+        hidden = hidden[:at] + ch + hidden[at:]
+    rule = refund_trigger()
+
+    offered = [engine(rule).turn().pre_turn(t).offered for t in (visible, hidden)]
+
+    ledger.add("trigger_lookalikes", inputs=1)
+    assert offered[0] == offered[1]
+
+
+# Invisible characters *inside* a term. NFKC keeps them, and they are not word
+# characters, so the term is split in two. Each is a way around a trigger.
+INSIDE: dict[str, str] = {
+    "zero_width_space": "re\u200bfund",
+    "zero_width_non_joiner": "re\u200cfund",
+    "zero_width_joiner": "re\u200dfund",
+    "word_joiner": "re\u2060fund",
+    "bom": "re\ufefffund",
+    "soft_hyphen": "re\u00adfund",
+    "mongolian_vowel_separator": "re\u180efund",
+    "tag_space": "re\U000e0020fund",
+    "variation_selector": "re\ufe0ffund",
+    "inside_first_of_two_words": "cre\u200bdit card",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(INSIDE))
+def test_trigger_sees_through_invisible_characters_inside_terms(kind: str, ledger: Any) -> None:
+    turn = engine(refund_trigger()).turn()
+
+    decision = turn.pre_turn(f"please {INSIDE[kind]} my last order")
+
+    ledger.add("trigger_lookalikes", inputs=1)
+    assert "issue_refund" not in decision.offered
+
+
+# Look-alikes from other scripts and combining marks are *not* folded: matching
+# them needs a confusables table (Unicode TS #39), which triggers do not use.
+# Recorded here so that a change is noticed; docs/reliability.md lists them.
+NOT_FOLDED: dict[str, str] = {
+    "cyrillic_e": "r\u0435fund",
+    "cyrillic_i_in_word": "cred\u0456t card",
+    "combining_acute": "re\u0301fund",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(NOT_FOLDED))
+def test_cross_script_look_alikes_are_a_documented_gap(kind: str, ledger: Any) -> None:
+    decision = engine(refund_trigger()).turn().pre_turn(f"please {NOT_FOLDED[kind]} it")
+
+    ledger.add("trigger_lookalikes", inputs=1, known_gaps=1)
+    assert "issue_refund" in decision.offered
+
+
+# -- failing pre_turn guards -------------------------------------------------------------
+
+
+@pytest.fixture
+def release() -> Iterator[threading.Event]:
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+def _raise(exc: BaseException) -> Any:
+    def body(_: Any) -> Any:
+        raise exc
+
+    return body
+
+
+FAULTS: dict[str, tuple[Any, EscapeReason]] = {
+    "raises": (_raise(RuntimeError(SECRET_MARK)), EscapeReason.RAISED),
+    "not_configured": (_raise(NotConfigured(SECRET_MARK)), EscapeReason.NOT_CONFIGURED),
+    "returns_bool": (lambda _: False, EscapeReason.INVALID_RETURN),
+    "returns_none": (lambda _: None, EscapeReason.INVALID_RETURN),
+    "declines": (lambda _: Verdict.NOT_EVALUATED, EscapeReason.DECLINED),
+    "hangs": (None, EscapeReason.TIMEOUT),
+}
+
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+@pytest.mark.parametrize("fail_closed", [False, True], ids=["fail_open", "fail_closed"])
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_failing_pre_turn_guard_is_an_escape_and_never_shows_its_exception(
+    fault: str, fail_closed: bool, driver: str, release: threading.Event, ledger: Any
+) -> None:
+    body, reason = FAULTS[fault]
+    if body is None:
+
+        def body(_: Any) -> Any:
+            release.wait(1.0)
+            return Verdict.PASS
+
+    g = guard(body, name=f"pre_{fault}", at="pre_turn", fail_closed=fail_closed, timeout=0.3)
+    rails = engine(g, refund_trigger())
+    turn = rails.turn()
+
+    if driver == "sync":
+        decision = turn.pre_turn("where is my parcel?")
+    else:
+        decision = asyncio.run(turn.apre_turn("where is my parcel?"))
+
+    assert [(e.guard, e.reason) for e in decision.escapes] == [(g.name, reason)]
+    if fail_closed:
+        assert decision.refused and decision.offered == ()
+        assert decision.refusal is not None
+        assert decision.refusal.code in {str(r) for r in EscapeReason}
+    else:
+        assert not decision.refused
+        assert set(decision.offered) == {"issue_refund", "track_order"}
+    assert SECRET_MARK not in repr(decision.refusal)
+    ledger.add("pre_turn_faults", inputs=1, faults_injected=1, faults_counted=1, escapes=1)
+
+
+# -- turn input of the wrong shape ---------------------------------------------------------
+
+ODD_INPUTS: dict[str, Any] = {
+    "none": None,
+    "bytes": SECRET_MARK.encode(),
+    "int": 42,
+    "dict_without_role": {"content": SECRET_MARK},
+    "message_with_image_only": {"role": "user", "content": [{"type": "image", "source": {}}]},
+    "message_with_non_text_blocks": {
+        "role": "user",
+        "content": [{"type": "text", "text": 5}, None, 3],
+    },
+    "assistant_only": [{"role": "assistant", "content": "refund"}],
+    "lone_surrogate": "refund \ud800",
+    "nul_bytes": "re\x00fund refund",
+    "ten_mb": "a " * 5_000_000 + "refund",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(ODD_INPUTS))
+def test_odd_turn_input_gives_a_decision_or_a_usage_error(kind: str, ledger: Any) -> None:
+    turn = engine(refund_trigger()).turn()
+    ledger.add("pre_turn_inputs", inputs=1)
+    try:
+        decision = turn.pre_turn(ODD_INPUTS[kind])
+    except UsageError as exc:
+        assert SECRET_MARK not in str(exc)
+        return
+    assert decision.verdict in set(Verdict)
+    if kind in {"lone_surrogate", "nul_bytes", "ten_mb"}:
+        assert "issue_refund" not in decision.offered
