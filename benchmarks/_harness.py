@@ -104,11 +104,15 @@ def per_op_ns(
     cases: Mapping[str, Callable[[], Any]],
     spec: Budget,
     between_rounds: Callable[[], Any] | None = None,
+    collect_garbage: bool = False,
 ) -> dict[str, list[float]]:
     """Per-operation nanoseconds of each case, one sample per round, interleaved.
 
     ``between_rounds`` runs untimed after every round (for example to empty a
     list of recorded results that would otherwise grow for the whole run).
+    The garbage collector is off during rounds (as in ``timeit``) unless
+    ``collect_garbage``: then the collections a case's allocations cause are
+    part of its time.
     """
     loop = (
         asyncio.new_event_loop() if any(map(inspect.iscoroutinefunction, cases.values())) else None
@@ -122,7 +126,8 @@ def per_op_ns(
         names = list(cases)
         gc_was_enabled = gc.isenabled()
         gc.collect()
-        gc.disable()  # collections land at random in one case's round otherwise
+        if not collect_garbage:
+            gc.disable()  # collections land at random in one case's round otherwise
         try:
             for r in range(spec.rounds):
                 # Rotate the order each round: no case is always first after a pause.
@@ -154,6 +159,7 @@ def compare(
     quick: bool,
     notes: Mapping[str, str] | None = None,
     between_rounds: Callable[[], Any] | None = None,
+    collect_garbage: bool = False,
 ) -> list[Row]:
     """Time ``cases`` together; each row gets its ratio to, and time added over, ``floor``.
 
@@ -164,7 +170,7 @@ def compare(
     """
     if floor not in cases:
         raise ValueError(f"floor {floor!r} is not one of the cases")
-    samples = per_op_ns(cases, budget(quick), between_rounds)
+    samples = per_op_ns(cases, budget(quick), between_rounds, collect_garbage)
     floor_ns = statistics.median(samples[floor])
     rows = []
     for name, values in samples.items():

@@ -32,8 +32,11 @@ _PASS = Verdict.PASS
 _REJECT = Verdict.REJECT
 
 
-def build(recorder: Any = None, guards: int = 2) -> Guardrails:
-    """The transfer tool behind ``guards`` trivial guards (the two domain rules first)."""
+def build(recorder: Any = None, guards: int = 2, bind: bool = False) -> Guardrails:
+    """The transfer tool behind ``guards`` trivial guards (the two domain rules first).
+
+    With ``bind``, ``account_id`` comes from the turn's context, never from the model.
+    """
     rules: list[Any] = []
 
     @guard(name="under_daily_limit", outcome="limit")
@@ -47,7 +50,8 @@ def build(recorder: Any = None, guards: int = 2) -> Guardrails:
     rules += [under_daily_limit, account_not_frozen][:guards]
     for i in range(len(rules), guards):
         rules.append(guard(name=f"trivial_{i}")(lambda call: _PASS))
-    return Guardrails([tool(transfer)], rules, recorder=recorder)
+    spec = tool(bind={"account_id": "account_id"})(transfer) if bind else tool(transfer)
+    return Guardrails([spec], rules, recorder=recorder)
 
 
 def _optional_recorders() -> tuple[dict[str, Callable[[], Any]], dict[str, str]]:
@@ -111,8 +115,10 @@ def _pipeline_rows(quick: bool) -> list[Row]:
     memory = MemoryRecorder()
     plain = build().turn(tenant="acme")
     recorded = build(memory).turn(tenant="acme")
-    turns = [plain, recorded]
+    bound = build(memory, bind=True).turn(tenant="acme", values={"account_id": "acc-42"})
+    turns = [plain, recorded, bound]
     valid, invalid, over = dict(VALID), dict(INVALID), dict(OVER_LIMIT)
+    unbound = {k: v for k, v in VALID.items() if k != "account_id"}
     valid_json = '{"account_id": "acc-42", "amount": 25.0, "currency": "EUR"}'
     call = recorded.call
     cases: dict[str, Callable[[], Any]] = {
@@ -120,6 +126,7 @@ def _pipeline_rows(quick: bool) -> list[Row]:
         "valid, no recorder": lambda: plain.call("transfer", valid),
         "valid, MemoryRecorder": lambda: call("transfer", valid),
         "valid, JSON text arguments": lambda: call("transfer", valid_json),
+        "valid, account_id bound from the context": lambda: bound.call("transfer", unbound),
         "valid, async acall": _async_case(recorded, valid),
         "rejected: invalid_args (schema)": lambda: call("transfer", invalid),
         "rejected: limit (guard)": lambda: call("transfer", over),
@@ -140,7 +147,15 @@ def _pipeline_rows(quick: bool) -> list[Row]:
             t.results.clear()
 
     _check_outcomes(recorded)
+    if bound.call("transfer", unbound).outcome != "ok":
+        raise AssertionError("the bound call did not run")
     rows = compare(GROUP, cases, floor="bare call", quick=quick, between_rounds=clear)
+    with_gc = {k: cases[k] for k in ("bare call", "valid, MemoryRecorder")}
+    for r in compare(
+        GROUP, with_gc, floor="bare call", quick=quick, between_rounds=clear, collect_garbage=True
+    )[1:]:
+        r["name"] += ", garbage collector on"
+        rows.append(r)
     rows += [
         {"group": GROUP, "name": f"valid, {label}", "median_us": None, "note": why}
         for label, why in missing.items()
