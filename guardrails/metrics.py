@@ -109,6 +109,7 @@ DURATION_BUCKETS = (
     5.0,
     10.0,
 )
+_BUCKETS_NS = tuple(round(b * 1e9) for b in DURATION_BUCKETS)
 
 
 def registered_guards(engine: Any) -> frozenset[tuple[str, ChokePoint]]:
@@ -125,12 +126,12 @@ def registered_guards(engine: Any) -> frozenset[tuple[str, ChokePoint]]:
 class _GuardSeries:
     """The counts of one (guard, choke-point): verdicts, duration histogram, escapes."""
 
-    __slots__ = ("buckets", "escapes", "seconds", "verdicts")
+    __slots__ = ("buckets", "escapes", "nanos", "verdicts")
 
     def __init__(self) -> None:
         self.verdicts: dict[Verdict, int] = dict.fromkeys(Verdict, 0)
         self.buckets = [0] * (len(DURATION_BUCKETS) + 1)  # the last one is +Inf
-        self.seconds = 0.0
+        self.nanos = 0  # the sum, kept exact in integer nanoseconds
         self.escapes: dict[EscapeReason, int] = {}
 
 
@@ -191,16 +192,21 @@ class PrometheusRecorder:
     def on_tool_result(self, result: ToolResult, /) -> None:
         try:
             key = (result.tool if result.known_tool else UNKNOWN_TOOL, result.outcome)
-            with self._lock:
+            verdicts, escapes = result.verdicts, result.escapes
+            lock = self._lock
+            lock.acquire()  # cheaper than ``with`` on the hot path
+            try:
                 outcomes = self._outcomes
                 count = outcomes.get(key)
                 if count is None:
                     key, count = self._outcome_key(*key), 0
                 outcomes[key] = count + 1
-                if result.verdicts:
-                    self._count_verdicts(result.verdicts)
-                if result.escapes:
-                    self._count_escapes(result.escapes)
+                if verdicts:
+                    self._count_verdicts(verdicts)
+                if escapes:
+                    self._count_escapes(escapes)
+            finally:
+                lock.release()
         except Exception:  # telemetry never breaks a call
             self._failed()
 
@@ -230,9 +236,9 @@ class PrometheusRecorder:
             if series is None:
                 series = self._series(record.guard, record.choke_point)
             series.verdicts[record.verdict] += 1  # KeyError for a non-verdict: counted
-            seconds = record.duration_ns / 1e9
-            series.buckets[bisect_left(DURATION_BUCKETS, seconds)] += 1
-            series.seconds += seconds
+            nanos = record.duration_ns
+            series.buckets[bisect_left(_BUCKETS_NS, nanos)] += 1
+            series.nanos += nanos
 
     def _count_escapes(self, escapes: Iterable[Escape]) -> None:
         guards = self._guards
@@ -279,7 +285,7 @@ class PrometheusRecorder:
         """The metric families as of now (what a scrape of the registry returns)."""
         with self._lock:
             guards = [
-                (key, s.verdicts.copy(), s.buckets.copy(), s.seconds, s.escapes.copy())
+                (key, s.verdicts.copy(), s.buckets.copy(), s.nanos / 1e9, s.escapes.copy())
                 for key, s in sorted(self._guards.items())
             ]
             outcomes = sorted(self._outcomes.items())
