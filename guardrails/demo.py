@@ -9,6 +9,7 @@ model asked for and exactly what the model was told.
 from __future__ import annotations
 
 import json
+import secrets
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -18,45 +19,41 @@ from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry, generate_latest
 
+from .audit import AuditLog
 from .context import Invocation, ToolResult, TurnContext
 from .coverage import from_exposition
+from .effects import PaidCall, Usage
 from .engine import Guardrails, Turn
 from .guard import guard
 from .metrics import PrometheusRecorder
 from .middleware.post_run import RunRecord
-from .rules import allow_list, required_action, trigger
+from .rules import required_action, trigger
+from .rules.workflow import Step, Workflow
+from .store import SQLiteStore, Store
 from .tools import tool
 from .verdicts import Reason, Verdict
 
 __all__ = ["Scene", "main", "run"]
 
 ACCOUNT = "acc-42"
-DISPUTE_STEPS = ("open_dispute", "attach_evidence", "submit_dispute")
-NEXT_STEP = {
-    "open_dispute": "Dispute D-7 opened. Next: call attach_evidence with the receipt.",
-    "attach_evidence": "Evidence attached. Next: call submit_dispute.",
-    "submit_dispute": "Dispute D-7 submitted to the card network.",
-}
+DISPUTE = (
+    Step("open_dispute", "Next: call attach_evidence with the receipt."),
+    Step("attach_evidence", "Next: call submit_dispute."),
+    Step("submit_dispute", "The card network answers within 10 days."),
+)
 DAILY_REFUND_CAP = 80.0
 
 
 @dataclass
 class Bank:
-    """The demo's backend: balances, refunds and each session's dispute phase."""
+    """The demo's backend."""
 
     balance: float = 250.0
-    refunded: float = 0.0
-    phase: dict[str, str] = field(default_factory=dict)
     notified: list[str] = field(default_factory=list)
 
-    def dispute_phase(self, session: str) -> str:
-        return self.phase.get(session, DISPUTE_STEPS[0])
-
-    def advance(self, session: str, step: str) -> str:
-        """A step succeeded: move the session's phase on; the next instructions."""
-        following = DISPUTE_STEPS[DISPUTE_STEPS.index(step) + 1 :]
-        self.phase[session] = following[0] if following else "done"
-        return NEXT_STEP[step]
+    def pay_out(self, account_id: str, amount: float) -> dict[str, Any]:
+        self.balance += amount
+        return {"refunded": amount, "account": account_id}
 
 
 @dataclass(frozen=True)
@@ -115,8 +112,16 @@ SCENES = (
 )
 
 
-def build(bank: Bank, recorder: PrometheusRecorder) -> Guardrails:
-    """The agent's tools and rules."""
+def build(bank: Bank, store: Store, recorder: PrometheusRecorder, session: str) -> Guardrails:
+    """The agent's tools and rules, on one store (the audit log, the refund cap, the phases)."""
+    payouts = PaidCall(
+        store,
+        usage=lambda response: Usage(cost=response["refunded"]),
+        estimate=lambda arguments: float(arguments["amount"]),
+        daily_cap=DAILY_REFUND_CAP,
+        scope=f"refunds:{session}",
+        name="refund_payout",
+    )
 
     @tool(bind={"account_id": "account_id"})
     def get_balance(account_id: str) -> dict[str, Any]:
@@ -126,9 +131,9 @@ def build(bank: Bank, recorder: PrometheusRecorder) -> Guardrails:
     @tool(bind={"account_id": "account_id"}, effect=True)
     def refund(account_id: str, amount: float, reason: str) -> dict[str, Any]:
         """Refund an amount to the customer's account."""
-        bank.balance += amount
-        bank.refunded += amount
-        return {"refunded": amount, "account": account_id}
+        # Every payout goes through one choke-point: the daily cap, then an audit row.
+        result: dict[str, Any] = payouts(bank.pay_out, account_id=account_id, amount=amount)
+        return result
 
     @tool(bind={"session": "session"})
     def notify_human(session: str, reason: str) -> str:
@@ -136,45 +141,40 @@ def build(bank: Bank, recorder: PrometheusRecorder) -> Guardrails:
         bank.notified.append(reason)
         return "A colleague will take over."
 
-    @tool(bind={"session": "session"}, effect=True)
-    def open_dispute(session: str, order: str) -> str:
+    @tool(effect=True)
+    def open_dispute(order: str) -> str:
         """Open a dispute about an order (step 1 of 3)."""
-        return bank.advance(session, "open_dispute")
+        return f"Dispute D-7 opened for order {order}."
 
-    @tool(bind={"session": "session"}, effect=True)
-    def attach_evidence(session: str, document: str) -> str:
+    @tool(effect=True)
+    def attach_evidence(document: str) -> str:
         """Attach a document to the open dispute (step 2 of 3)."""
-        return bank.advance(session, "attach_evidence")
+        return f"{document} attached to D-7."
 
-    @tool(bind={"session": "session"}, effect=True)
-    def submit_dispute(session: str) -> str:
+    @tool(effect=True)
+    def submit_dispute() -> str:
         """Submit the dispute (step 3 of 3)."""
-        return bank.advance(session, "submit_dispute")
+        return "D-7 submitted."
 
     @guard(tools=["refund"])
     def fraud_check(call: Invocation) -> Verdict:
         """Asks a fraud service that is down: the guard raises, the call goes on."""
         raise ConnectionError("fraud-scoring.internal:8443 timed out (api_key=sk-demo-123)")
 
-    @guard(outcome="limit", tools=["refund"])
-    def daily_refund_cap(call: Invocation) -> Verdict:
-        over = bank.refunded + call.arguments["amount"] > DAILY_REFUND_CAP
-        return Verdict.REJECT if over else Verdict.PASS
-
-    always = ["get_balance", "refund", "notify_human"]
-    workflow = allow_list(
-        by_phase={s: [*always, s] for s in (*DISPUTE_STEPS, "done")},
-        name="dispute_steps",
-    )
+    dispute = Workflow("dispute", DISPUTE, store)
     legal = trigger(["lawyer", "lawsuit", "legal action"], remove=["refund"], name="legal_subject")
     escalate = required_action(
         "notify_human",
         when=_promised_escalation,
         arguments={"reason": "the agent promised an escalation"},
     )
+    audit = AuditLog(store)
     tools = [get_balance, refund, notify_human, open_dispute, attach_evidence, submit_dispute]
     rails = Guardrails(
-        tools, [legal, workflow, fraud_check, daily_refund_cap, escalate], recorder=recorder
+        tools,
+        [legal, dispute.pre_turn_guard(), fraud_check, escalate],
+        hooks=[audit, dispute],
+        recorder=[audit, recorder],
     )
     recorder.bind(rails)
     return rails
@@ -195,6 +195,8 @@ _WHY: Mapping[str, str] = {
     Reason.UNKNOWN_TOOL: "no such tool",
     Reason.SCHEMA: "the arguments do not match the schema",
     Reason.RAISED: "the tool raised; the exception is kept for the audit trail only",
+    Reason.LIMIT: "the daily refund cap (in the store) is reached; no money moved",
+    Reason.OUT_OF_ORDER: "the session's phase, kept in the store, expects another step",
 }
 
 
@@ -215,7 +217,11 @@ class Printer:
 
     def call(self, name: str, arguments: dict[str, Any], result: ToolResult) -> None:
         self.line(f"    model calls {name}({json.dumps(arguments)})")
-        self.line(f"      model sees: {result.outcome:<12}  {result.content}")
+        first, *rest = result.content.splitlines() or [""]
+        self.line(f"      model sees: {result.outcome:<12}  {first}")
+        for line in rest:
+            if line:
+                self.line(f"{'':<32}{line}")
         why = _why(result)
         if why:
             self.line(f"      why: {why}")
@@ -241,23 +247,26 @@ def run(out: TextIO | None = None, directory: str | Path | None = None) -> int:
     out = sys.stdout if out is None else out
     folder = Path(tempfile.mkdtemp(prefix="guardrails-demo-") if directory is None else directory)
     folder.mkdir(parents=True, exist_ok=True)
-    bank = Bank()
+    # A session of its own per run: the phase and the cap live in the store, so
+    # a second run on the same directory starts afresh instead of where this ended.
+    session = f"s-{secrets.token_hex(3)}"
+    store = SQLiteStore(folder / "audit.db")
     registry = CollectorRegistry()
     recorder = PrometheusRecorder(registry)
-    rails = build(bank, recorder)
+    bank = Bank()
+    rails = build(bank, store, recorder, session)
     printer = Printer(out)
     printer.line("guardrails demo: a scripted support agent (no API key, no network).")
-    printer.line(f"Tenant acme, account {ACCOUNT}. Every line is what the guards decided.")
-    session = "s-1"
-    for number, scene in enumerate(SCENES, 1):
-        printer.line()
-        context = TurnContext(
-            tenant="acme",
-            session=session,
-            phase=bank.dispute_phase(session),
-            values={"account_id": ACCOUNT},
-        )
-        _play(rails.turn(context), number, scene, printer, bank)
+    printer.line(f"Tenant acme, account {ACCOUNT}, session {session}.")
+    printer.line("Every line below is what the guards decided; the model's calls are scripted.")
+    try:
+        for number, scene in enumerate(SCENES, 1):
+            printer.line()
+            context = TurnContext(tenant="acme", session=session, values={"account_id": ACCOUNT})
+            _play(rails.turn(context), number, scene, printer)
+        rows = len(store.audit_rows(limit=100_000))
+    finally:
+        store.close()
     metrics = folder / "metrics.prom"
     metrics.write_bytes(generate_latest(registry))
     printer.line()
@@ -265,18 +274,22 @@ def run(out: TextIO | None = None, directory: str | Path | None = None) -> int:
     printer.line()
     from_exposition(metrics.read_text()).render_table(out)
     printer.line()
+    database = folder / "audit.db"
+    printer.line(f"audit database (SQLite, append-only): {database}  ({rows} rows)")
+    printer.line(
+        f'  sqlite3 {database} "SELECT id, kind, tool, outcome, reason'
+        ' FROM guardrails_audit ORDER BY id"'
+    )
     printer.line(f"metrics (Prometheus text): {metrics}")
     printer.line(f"  guardrails coverage {metrics}")
     return 0
 
 
-def _play(turn: Turn, number: int, scene: Scene, printer: Printer, bank: Bank) -> None:
+def _play(turn: Turn, number: int, scene: Scene, printer: Printer) -> None:
     offered: tuple[str, ...] | None = None
     for index, (name, arguments) in enumerate(scene.calls):
         # Before each model call, as an agent loop does: pre_turn decides what is
-        # offered, for the phase the session is in now (kept outside the model).
-        session = turn.context.session or ""
-        turn.context = turn.context.evolve(phase=bank.dispute_phase(session))
+        # offered, for the workflow phase the session is in now (kept in the store).
         decision = turn.pre_turn(scene.user)
         if index == 0:
             printer.scene(number, scene, decision.offered, decision.withheld)

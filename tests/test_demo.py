@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -70,6 +72,28 @@ def test_backstop_and_cap_are_shown(tmp_path: Path) -> None:
     text = "\n".join(play(tmp_path))
     assert "backstop: required_notify_human called notify_human (ok)" in text
     assert f"model sees: limit         {model_sentence(Outcome.LIMIT)}" in text
+    assert "why: the daily refund cap (in the store) is reached; no money moved" in text
+
+
+def test_audit_database_holds_every_call_and_decision(tmp_path: Path) -> None:
+    text = "\n".join(play(tmp_path))
+    database = tmp_path / "audit.db"
+    assert f"audit database (SQLite, append-only): {database}" in text
+    with closing(sqlite3.connect(database)) as db:
+        rows = db.execute(
+            "SELECT kind, tool, outcome, reason FROM guardrails_audit ORDER BY id"
+        ).fetchall()
+    calls = [(tool, outcome) for kind, tool, outcome, _ in rows if kind == "tool_call"]
+    assert len(calls) == 12  # 11 model calls and one backstop action
+    assert ("paid_call", "refund_payout", "limit", "daily_cap") in rows
+    assert ("backstop", "notify_human") in [(kind, tool) for kind, tool, _, _ in rows]
+    assert ("refund", "invalid_args") in calls
+
+
+def test_a_second_run_on_the_same_directory_tells_the_same_story(tmp_path: Path) -> None:
+    first = [line for line in play(tmp_path) if "model sees" in line]
+    second = [line for line in play(tmp_path) if "model sees" in line]
+    assert first == second
 
 
 def test_coverage_table_and_metrics_file_agree(tmp_path: Path) -> None:
