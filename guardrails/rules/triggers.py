@@ -132,13 +132,33 @@ def _substring_scanner(keys: list[str]) -> Any:
     try:
         import ahocorasick
     except ImportError:
-        pattern = re.compile(_trie_pattern(keys))
-        return lambda text: set(pattern.findall(text))
+        return _regex_scanner(keys)
     automaton = ahocorasick.Automaton()
     for key in keys:
         automaton.add_word(key, key)
     automaton.make_automaton()
     return lambda text: {key for _, key in automaton.iter(text)}
+
+
+def _regex_scanner(keys: list[str]) -> Any:
+    # A lookahead finds, at every position, the longest term starting there;
+    # every shorter term found there or inside it is one of its substrings,
+    # listed once here, so the result is every term that occurs (as with
+    # Aho-Corasick).
+    pattern = re.compile(f"(?=({_trie_pattern(keys)}))")
+    known = set(keys)
+    inside = {
+        key: {key[i:j] for i in range(len(key)) for j in range(i + 1, len(key) + 1)} & known
+        for key in keys
+    }
+
+    def scan(text: str) -> set[str]:
+        found: set[str] = set()
+        for longest in set(pattern.findall(text)):
+            found |= inside[longest]
+        return found
+
+    return scan
 
 
 def _trie_pattern(keys: list[str]) -> str:

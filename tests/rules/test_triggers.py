@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from guardrails import ConfigurationError, Guardrails, Outcome, Verdict, tool
 from guardrails.rules import Restrict, TermSet, trigger
-from guardrails.rules.triggers import _trie_pattern
+from guardrails.rules.triggers import _regex_scanner, _substring_scanner, _trie_pattern
 
 
 @tool
@@ -150,3 +150,24 @@ def test_word_mode_agrees_with_a_regex_reference(
 def test_the_trie_pattern_finds_a_term_wherever_one_occurs(terms: list[str], text: str) -> None:
     pattern = re.compile(_trie_pattern(sorted(set(terms))))
     assert bool(pattern.search(text)) == any(t in text for t in terms)
+
+
+@given(
+    st.lists(st.text(alphabet="abcé", min_size=1, max_size=4), min_size=1, max_size=8),
+    st.text(alphabet="abcé ", max_size=40),
+)
+def test_substring_mode_reports_every_term_that_occurs_without_pyahocorasick(
+    terms: list[str], text: str
+) -> None:
+    scan = _regex_scanner(sorted(set(terms)))
+    assert scan(text) == {t for t in terms if t in text}
+
+
+@given(
+    st.lists(st.text(alphabet="abc", min_size=1, max_size=4), min_size=1, max_size=8),
+    st.text(alphabet="abc ", max_size=40),
+)
+def test_substring_mode_with_pyahocorasick_reports_the_same(terms: list[str], text: str) -> None:
+    pytest.importorskip("ahocorasick")
+    keys = sorted(set(terms))
+    assert _substring_scanner(keys)(text) == _regex_scanner(keys)(text)
