@@ -178,3 +178,70 @@ async def test_out_of_order_step_is_unavailable_and_never_gets_the_next_instruct
     for result in refused:
         assert not any(i in text(result) for i in INSTRUCTIONS.values())
     assert phases.phase == {"s-1": "submit_for_review"}
+
+
+# -- the same, with the library's Workflow and its phase in a store ----------------
+
+
+def store_workflow_server(store: Any, *, offer_only_current: bool) -> Any:
+    from guardrails.rules.workflow import Step, Workflow
+
+    flow = Workflow("build", [Step(s, INSTRUCTIONS[s]) for s in STEPS], store)
+
+    def step(name: str) -> Any:
+        @tool(name=name, effect=True)
+        def run_step(note: str = "") -> None:
+            return None
+
+        return run_step
+
+    guards = [flow.pre_turn_guard()] if offer_only_current else []
+    rails = Guardrails([step(s) for s in STEPS], guards, hooks=[flow])
+
+    def context(ctx: Any) -> TurnContext:
+        return TurnContext(tenant="acme", session=(ctx.meta or {}).get("session"))
+
+    return guarded_server(rails, "workflow", context=context)
+
+
+async def test_store_workflow_hook_refuses_out_of_order_steps_over_mcp() -> None:
+    from guardrails.store import MemoryStore
+
+    server = store_workflow_server(MemoryStore(), offer_only_current=False)
+    async with Client(server) as client:
+        meta = {"session": "s-9"}
+        listed = await client.list_tools(meta=meta)
+        skipped = await client.call_tool("submit_for_review", {}, meta=meta)
+        first = await client.call_tool("start_building", {}, meta=meta)
+        replayed = await client.call_tool("start_building", {}, meta=meta)
+        second = await client.call_tool("confirm_plan", {}, meta=meta)
+    # Without the pre_turn rule every step is listed; the hook still holds the order.
+    assert [t.name for t in listed.tools] == list(STEPS)
+    for refused in (skipped, replayed):
+        assert (refused.is_error, text(refused)) == (True, model_sentence(Outcome.UNAVAILABLE))
+    assert (first.is_error, text(first)) == (False, INSTRUCTIONS["start_building"])
+    assert (second.is_error, text(second)) == (False, INSTRUCTIONS["confirm_plan"])
+
+
+async def test_workflow_phase_survives_a_server_restart(tmp_path: Any) -> None:
+    from guardrails.store import SQLiteStore
+
+    path = tmp_path / "phases.db"
+    meta = {"session": "s-restart"}
+    store = SQLiteStore(path)
+    try:
+        async with Client(store_workflow_server(store, offer_only_current=True)) as client:
+            await client.call_tool("start_building", {}, meta=meta)
+    finally:
+        store.close()
+    store = SQLiteStore(path)
+    try:
+        async with Client(store_workflow_server(store, offer_only_current=True)) as client:
+            listed = await client.list_tools(meta=meta)
+            again = await client.call_tool("start_building", {}, meta=meta)
+            nxt = await client.call_tool("confirm_plan", {}, meta=meta)
+    finally:
+        store.close()
+    assert [t.name for t in listed.tools] == ["confirm_plan"]
+    assert (again.is_error, text(again)) == (True, model_sentence(Outcome.UNAVAILABLE))
+    assert (nxt.is_error, text(nxt)) == (False, INSTRUCTIONS["confirm_plan"])
