@@ -22,12 +22,15 @@ from .errors import (
     UsageError,
 )
 from .guard import Guard, guard
+from .middleware.post_run import BackstopAction, PostRunReport, RunRecord
+from .middleware.pre_turn import PreTurnDecision, PreTurnRequest, Refusal
 from .middleware.tool_call import CallHook, Stop
 from .recorder import Recorder, Recorders
 from .tools import Secret, Tool, tool
 from .verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict, combine, model_sentence
 
 __all__ = [
+    "BackstopAction",
     "CallHook",
     "ChokePoint",
     "ConfigurationError",
@@ -42,9 +45,14 @@ __all__ = [
     "LimitExceeded",
     "NotConfigured",
     "Outcome",
+    "PostRunReport",
+    "PreTurnDecision",
+    "PreTurnRequest",
     "Reason",
     "Recorder",
     "Recorders",
+    "Refusal",
+    "RunRecord",
     "SchemaError",
     "Secret",
     "Stop",
