@@ -22,9 +22,17 @@ from collections.abc import Callable
 from typing import Any
 
 from _harness import Row, compare
-from _transfer import INVALID, OVER_LIMIT, VALID, account_open, transfer, within_limit
+from _transfer import (
+    INVALID,
+    OVER_LIMIT,
+    SCHEMA,
+    VALID,
+    account_open,
+    transfer,
+    within_limit,
+)
 
-from guardrails import Guardrails, Invocation, Verdict, guard, tool
+from guardrails import Guardrails, Invocation, Tool, Verdict, guard, tool
 from guardrails.testing import MemoryRecorder
 
 GROUP = "pipeline"
@@ -185,59 +193,61 @@ def _check_outcomes(turn: Any) -> None:
 
 
 def anatomy(quick: bool) -> list[Row]:
-    """The valid path's pieces timed alone (private helpers; skipped if they move)."""
-    try:
-        from guardrails.middleware import tool_call as tc
-        from guardrails.middleware._render import render
-        from guardrails.verdicts import ChokePoint
-    except ImportError as exc:
-        return [{"group": "anatomy", "name": "valid path", "median_us": None, "note": str(exc)}]
-    rails = build(MemoryRecorder())
-    turn = rails.turn(tenant="acme")
-    bare_turn = build(guards=0).turn(tenant="acme")
-    str_turn = Guardrails([tool(_echo)]).turn(tenant="acme")
-    spec = rails.tools["transfer"]
-    g1, g2 = rails.guards.values()
+    """The valid path taken apart: the pipeline with steps removed, and pieces alone.
+
+    The pieces reach into private helpers and are left out if those move.
+    """
+    from guardrails.middleware import tool_call as tc
+    from guardrails.verdicts import ChokePoint
+
+    memory = MemoryRecorder()
+    rails = build(memory)
+    variants = {
+        "pipeline: 2 guards, MemoryRecorder": rails.turn(tenant="acme"),
+        "pipeline: 2 guards": build().turn(tenant="acme"),
+        "pipeline: 1 guard": build(guards=1).turn(tenant="acme"),
+        "pipeline: 0 guards": build(guards=0).turn(tenant="acme"),
+        "pipeline: 0 guards, tool returns a str": Guardrails(
+            [Tool("transfer", _transfer_text, SCHEMA)]
+        ).turn(tenant="acme"),
+    }
     valid = dict(VALID)
-    inv = Invocation("transfer", valid, valid, turn.context, "c1", spec, turn)
-    point = ChokePoint.TOOL_CALL
-    value = transfer(**valid)
     pieces: dict[str, Callable[[], Any]] = {
         "empty call (timing loop)": lambda: None,
         "bare call": lambda: transfer(**valid),
-        "whole pipeline, MemoryRecorder": lambda: turn.call("transfer", valid),
-        "whole pipeline, no guards": lambda: bare_turn.call("transfer", valid),
-        "whole pipeline, no guards, str result": lambda: str_turn.call("echo", {"text": "ok"}),
-        "schema: is_valid (jsonschema_rs)": lambda: spec.compiled.is_valid(valid),
-        "guard: evaluate x1": lambda: g1.evaluate(inv, point),
-        "render result (JSON, capped)": lambda: render(value, 16_000),
     }
-    optional: dict[str, Callable[[], Any]] = {
-        "call id": getattr(tc, "new_call_id", None),  # type: ignore[dict-item]
-        "size/depth bound (_fits)": (lambda: tc._fits(valid, 1_000_000))
-        if hasattr(tc, "_fits")
-        else None,  # type: ignore[dict-item]
-        "tool body via _kwargs": (lambda: spec.fn(**tc._kwargs(spec, inv, None)))
-        if hasattr(tc, "_kwargs")
-        else None,  # type: ignore[dict-item]
+    for label, turn in variants.items():
+        pieces[label] = (lambda t: lambda: t.call("transfer", valid))(turn)
+    spec = rails.tools["transfer"]
+    first = next(iter(rails.guards.values()))
+    turn = variants["pipeline: 2 guards, MemoryRecorder"]
+    inv = Invocation("transfer", valid, valid, turn.context, "c1", spec, turn)
+    value = transfer(**valid)
+    pieces["piece: schema is_valid (jsonschema_rs)"] = lambda: spec.compiled.is_valid(valid)
+    pieces["piece: one guard's evaluate()"] = lambda: first.evaluate(inv, ChokePoint.TOOL_CALL)
+    private = {
+        "piece: size/depth bound (_fits)": ("_fits", lambda f: lambda: f(valid, 1_000_000)),
+        "piece: render the dict result": ("render", lambda f: lambda: f(value, 16_000)),
+        "piece: call id": ("new_call_id", lambda f: f),
     }
-    pieces.update({k: v for k, v in optional.items() if v is not None})
-    del g2
+    for label, (attr, make) in private.items():
+        found = getattr(tc, attr, None)
+        if found is not None:
+            pieces[label] = make(found)
 
     def clear() -> None:
-        for t in (turn, bare_turn, str_turn):
+        memory.clear()
+        for t in variants.values():
             t.results.clear()
-        rails.recorder.recorders[0].clear()  # type: ignore[union-attr]
 
-    # The floor is an empty call, so that ``added_us`` is each piece's own cost.
+    # The floor is an empty call, so that ``added_us`` is each row's own cost.
     return compare(
         "anatomy", pieces, floor="empty call (timing loop)", quick=quick, between_rounds=clear
     )
 
 
-def _echo(text: str) -> str:
-    """Return the text (the smallest tool: one string in, the same string out)."""
-    return text
+def _transfer_text(account_id: str, amount: float, currency: str, memo: str = "") -> str:
+    return "sent"
 
 
 def profile(calls: int = 200_000, arguments: dict[str, Any] | None = None) -> str:
