@@ -1,0 +1,295 @@
+"""Stores that fail under the effect-control hooks: real SQLite and PostgreSQL faults.
+
+The faults are real: an SQLite file locked by another writer, an SQLite path
+that cannot be opened, a PostgreSQL server that cannot be reached, and (with
+``GUARDRAILS_POSTGRES_DSN``) server connections killed in the middle of a run.
+For each hook: the documented outcome, the escape or reason recorded, the
+tool not run where the SPEC says so, nothing raised to the caller, and only a
+fixed sentence for the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from guardrails import EscapeReason, Guardrails, Outcome, Reason, Tool, ToolResult
+from guardrails.audit import AuditLog
+from guardrails.effects import Idempotency, Snapshots
+from guardrails.effects.paid import PaidCall, Usage
+from guardrails.rules.session_ceiling import SessionCeiling
+from guardrails.store import SQLiteStore, Store, StoreUnavailable
+
+SCHEMA = {"type": "object", "properties": {"item": {"type": "string"}}, "required": ["item"]}
+DECLARED = ("item",)
+UNREACHABLE_DSN = "postgresql://postgres@127.0.0.1:9/postgres"
+
+
+class Runs:
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, item: str) -> str:
+        self.count += 1
+        return f"stored {item}"
+
+
+# -- the faults: each yields a store that fails on writes ------------------------------
+
+
+def _locked_sqlite(tmp_path: Path) -> Iterator[Store]:
+    path = tmp_path / "locked.db"
+    store = SQLiteStore(path, busy_timeout=0.05)
+    store.get("warm-up")  # creates the file and its tables
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        yield store
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        store.close()
+
+
+def _unopenable_sqlite(tmp_path: Path) -> Iterator[Store]:
+    store = SQLiteStore(tmp_path / "no-such-directory" / "store.db", busy_timeout=0.05)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _unreachable_postgres(tmp_path: Path) -> Iterator[Store]:
+    from guardrails.store import PostgresStore
+
+    store = PostgresStore(UNREACHABLE_DSN, timeout=0.3, connect_timeout=1, min_size=0)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+FAULTS: dict[str, Callable[[Path], Iterator[Store]]] = {
+    "sqlite_locked": _locked_sqlite,
+    "sqlite_unopenable": _unopenable_sqlite,
+    "postgres_unreachable": _unreachable_postgres,
+}
+
+
+@pytest.fixture(params=sorted(FAULTS))
+def failing_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    yield from FAULTS[request.param](tmp_path)
+
+
+def test_every_fault_really_makes_the_store_refuse_writes(failing_store: Store) -> None:
+    with pytest.raises(StoreUnavailable):
+        failing_store.incr("probe")
+
+
+def call(rails: Guardrails, driver: str, args: Any, name: str = "save", **ctx: Any) -> ToolResult:
+    turn = rails.turn(**ctx)
+    if driver == "sync":
+        return turn.call(name, args)
+    return asyncio.run(turn.acall(name, args))
+
+
+def escape_reasons(result: ToolResult) -> list[tuple[str, EscapeReason]]:
+    return [(e.guard, e.reason) for e in result.escapes]
+
+
+# -- the hooks --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+def test_audit_log_down_keeps_an_effectful_tool_from_running(
+    failing_store: Store, driver: str, ledger: Any
+) -> None:
+    runs = Runs()
+    audit = AuditLog(failing_store)
+    rails = Guardrails([Tool("save", runs, SCHEMA, effect=True)], hooks=[audit], recorder=[audit])
+
+    result = call(rails, driver, {"item": "x"})
+
+    assert ledger.check("store_faults", result, DECLARED) == []
+    assert result.outcome is Outcome.UNAVAILABLE
+    assert result.reason == Reason.AUDIT_UNAVAILABLE
+    assert isinstance(result.exception, StoreUnavailable)
+    assert runs.count == 0
+    assert ("audit", EscapeReason.AUDIT_UNAVAILABLE) in escape_reasons(result)
+    ledger.add("store_faults", faults_injected=1, faults_counted=1)
+
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+def test_audit_log_down_lets_a_read_only_tool_run_with_an_escape(
+    failing_store: Store, driver: str, ledger: Any
+) -> None:
+    runs = Runs()
+    audit = AuditLog(failing_store)
+    rails = Guardrails([Tool("save", runs, SCHEMA)], hooks=[audit], recorder=[audit])
+
+    result = call(rails, driver, {"item": "x"})
+
+    assert ledger.check("store_faults", result, DECLARED) == []
+    assert result.outcome is Outcome.OK and runs.count == 1
+    assert escape_reasons(result) == [("audit", EscapeReason.AUDIT_UNAVAILABLE)]
+    ledger.add("store_faults", faults_injected=1, faults_counted=1)
+
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+def test_audit_log_down_for_refused_calls_is_a_counted_recorder_failure(
+    failing_store: Store, driver: str, ledger: Any
+) -> None:
+    audit = AuditLog(failing_store)
+    rails = Guardrails([Tool("save", Runs(), SCHEMA)], hooks=[audit], recorder=[audit])
+
+    results = [
+        call(rails, driver, {"item": "x"}, name="invented"),
+        call(rails, driver, {"item": 5}),
+        call(rails, driver, "not json"),
+    ]
+
+    for result in results:
+        assert ledger.check("store_faults", result, DECLARED) == []
+    assert [r.outcome for r in results] == [Outcome.UNAVAILABLE, *[Outcome.INVALID_ARGS] * 2]
+    assert rails.recorder is not None and rails.recorder.failures == 3
+    ledger.add("store_faults", faults_injected=3, faults_counted=rails.recorder.failures)
+
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+def test_idempotency_store_down_refuses_the_effect(
+    failing_store: Store, driver: str, ledger: Any
+) -> None:
+    runs = Runs()
+    tool = Tool("save", runs, SCHEMA, effect=True, options={"idempotency_key": "save-{item}"})
+    rails = Guardrails([tool], hooks=[Idempotency(failing_store, wait=0.1)])
+
+    result = call(rails, driver, {"item": "x"}, tenant="acme")
+
+    assert ledger.check("store_faults", result, DECLARED) == []
+    assert result.outcome is Outcome.UNAVAILABLE
+    assert result.reason == Reason.STORE_UNAVAILABLE
+    assert runs.count == 0
+    ledger.add("store_faults", faults_injected=1, faults_counted=1)
+
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+def test_snapshot_store_down_keeps_the_mutation_from_happening(
+    failing_store: Store, driver: str, ledger: Any
+) -> None:
+    runs = Runs()
+    tool = Tool("save", runs, SCHEMA, effect=True, options={"snapshot": lambda args: {"before": 1}})
+    rails = Guardrails([tool], hooks=[Snapshots(failing_store)])
+
+    result = call(rails, driver, {"item": "x"})
+
+    assert ledger.check("store_faults", result, DECLARED) == []
+    assert result.outcome is Outcome.ERROR
+    assert result.reason == Reason.SNAPSHOT_FAILED
+    assert runs.count == 0
+    ledger.add("store_faults", faults_injected=1, faults_counted=1)
+
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+@pytest.mark.parametrize("fail_closed", [False, True], ids=["fail_open", "fail_closed"])
+def test_session_ceiling_store_down_is_an_escape_or_a_limit(
+    failing_store: Store, fail_closed: bool, driver: str, ledger: Any
+) -> None:
+    runs = Runs()
+    ceiling = SessionCeiling(3, failing_store, fail_closed=fail_closed)
+    rails = Guardrails([Tool("save", runs, SCHEMA)], hooks=[ceiling])
+
+    result = call(rails, driver, {"item": "x"}, session="s1")
+
+    assert ledger.check("store_faults", result, DECLARED) == []
+    if fail_closed:
+        assert result.outcome is Outcome.LIMIT and runs.count == 0
+    else:
+        assert result.outcome is Outcome.OK and runs.count == 1
+        assert escape_reasons(result) == [("session_ceiling", EscapeReason.STORE_UNAVAILABLE)]
+    ledger.add("store_faults", faults_injected=1, faults_counted=1)
+
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+def test_paid_call_store_down_stops_before_spending(
+    failing_store: Store, driver: str, ledger: Any
+) -> None:
+    spent: list[str] = []
+
+    def charge(item: str) -> dict[str, int]:
+        spent.append(item)
+        return {"tokens": 10}
+
+    paid = PaidCall(failing_store, usage=lambda r: Usage(tokens_in=r["tokens"]), daily_cap=5.0)
+    rails = Guardrails([Tool("save", paid.wrap(charge), SCHEMA, effect=True)])
+
+    result = call(rails, driver, {"item": "x"})
+
+    assert ledger.check("store_faults", result, DECLARED) == []
+    assert result.outcome is not Outcome.OK
+    assert isinstance(result.exception, StoreUnavailable)
+    assert spent == []
+    ledger.add("store_faults", faults_injected=1, faults_counted=1)
+
+
+# -- a real PostgreSQL server losing its connections mid-run ----------------------------
+
+
+@pytest.fixture
+def postgres_dsn() -> str:
+    dsn = os.environ.get("GUARDRAILS_POSTGRES_DSN")
+    if not dsn:
+        if os.environ.get("GUARDRAILS_REQUIRE_POSTGRES") == "1":
+            pytest.fail("GUARDRAILS_REQUIRE_POSTGRES=1 but GUARDRAILS_POSTGRES_DSN is unset")
+        pytest.skip("no PostgreSQL server: set GUARDRAILS_POSTGRES_DSN")
+    return dsn
+
+
+def _terminate_other_backends(dsn: str) -> int:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        rows = admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE pid <> pg_backend_pid() AND datname = current_database() "
+            "AND backend_type = 'client backend'"
+        ).fetchall()
+    return sum(1 for (done,) in rows if done)
+
+
+@pytest.mark.postgres
+def test_postgres_connections_killed_mid_run_are_recovered_or_refused(
+    postgres_dsn: str, ledger: Any
+) -> None:
+    from guardrails.store import PostgresStore
+
+    store = PostgresStore(postgres_dsn, timeout=2.0, max_size=2)
+    runs = Runs()
+    audit = AuditLog(store)
+    tool = Tool("save", runs, SCHEMA, effect=True, options={"idempotency_key": "k-{item}"})
+    rails = Guardrails([tool], hooks=[audit, Idempotency(store, wait=0.5)], recorder=[audit])
+    tenant = f"kill-{os.getpid()}-{id(store)}"
+    try:
+        results = []
+        killed = 0
+        for i in range(30):
+            if i % 5 == 4:
+                killed += _terminate_other_backends(postgres_dsn)
+            results.append(call(rails, "sync", {"item": str(i)}, tenant=tenant))
+        assert killed > 0
+        for result in results:
+            assert ledger.check("store_faults", result, DECLARED) == []
+            assert result.outcome in {Outcome.OK, Outcome.UNAVAILABLE}
+            if result.outcome is Outcome.UNAVAILABLE:
+                assert result.reason in {Reason.AUDIT_UNAVAILABLE, Reason.STORE_UNAVAILABLE}
+        # Every effect ran at most once, and only when the call says ok.
+        assert runs.count == sum(r.outcome is Outcome.OK for r in results)
+        ledger.add("store_faults", faults_injected=killed, faults_counted=killed)
+        ledger.add("store_faults", postgres_calls_ok=runs.count)
+    finally:
+        store.close()
