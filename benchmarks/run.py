@@ -6,7 +6,8 @@ rows, with the Python version, package versions and machine). A module that
 fails is reported and the others still run; the exit status is then 1.
 
 Options: ``--quick`` (short rounds, for iterating), ``--only NAME`` (run the
-modules whose name contains NAME; repeatable), ``--out DIR``.
+modules whose name contains NAME; repeatable), ``--out DIR``, ``--readme``
+(also replace the tables in ``benchmarks/README.md``).
 """
 
 from __future__ import annotations
@@ -199,6 +200,16 @@ def _cell(key: str, value: Any) -> str:
     return str(value)
 
 
+def splice(document: str, name: str, text: str) -> str:
+    """``document`` with what lies between ``<!-- name:start -->`` and ``<!-- name:end -->`` replaced."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    head, found, rest = document.partition(start)
+    _, found_end, tail = rest.partition(end)
+    if not (found and found_end):
+        raise ValueError(f"no {start} ... {end} markers")
+    return f"{head}{start}\n{text.strip()}\n{end}{tail}"
+
+
 def print_rows(rows: Sequence[Mapping[str, Any]]) -> None:
     print(markdown(rows))
 
@@ -210,6 +221,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--only", action="append", default=[], help="modules whose name contains this"
     )
     parser.add_argument("--out", type=Path, default=HERE / "results", help="where to write results")
+    parser.add_argument(
+        "--readme", action="store_true", help="also put the tables into benchmarks/README.md"
+    )
     args = parser.parse_args(argv)
 
     names = discover(HERE, args.only)
@@ -243,6 +257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             + "\n"
         )
     stem.with_suffix(".md").write_text(text)
+    if args.readme:
+        readme = HERE / "README.md"
+        readme.write_text(splice(readme.read_text(), "results", text))
     print(text)
     print(f"[bench] wrote {stem}.md and {stem}.json", file=sys.stderr)
     return 1 if errors else 0

@@ -119,3 +119,14 @@ def test_runner_main_writes_results_with_machine_and_versions(
     assert raw["meta"]["packages"]["pydantic"]
     assert raw["rows"] and raw["errors"] == []
     assert "### pipeline" in (tmp_path / "quick.md").read_text()
+
+
+def test_splice_replaces_only_the_text_between_markers(harness: ModuleType) -> None:
+    runner = importlib.import_module("run")
+    document = "intro\n<!-- results:start -->\nold\n<!-- results:end -->\noutro\n"
+
+    spliced = runner.splice(document, "results", "new table\n")
+
+    assert spliced == "intro\n<!-- results:start -->\nnew table\n<!-- results:end -->\noutro\n"
+    with pytest.raises(ValueError, match="markers"):
+        runner.splice("no markers", "results", "x")
