@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -32,17 +33,21 @@ from .metrics import (
     TELEMETRY_FAILURES,
     TOOL,
     TOOL_OUTCOMES,
+    UNKNOWN,
+    UNKNOWN_TOOL,
     VERDICT,
 )
-from .verdicts import Verdict
+from .verdicts import Reason, Verdict
 
 __all__ = [
     "CoverageError",
     "CoverageReport",
     "GuardCoverage",
     "add_arguments",
+    "from_audit",
     "from_exposition",
     "load",
+    "load_audit",
     "main",
     "read_source",
 ]
@@ -212,6 +217,44 @@ def read_source(source: str, *, timeout: float = 5.0) -> str:
         raise CoverageError(f"{source}: {exc.strerror or exc}") from exc
 
 
+class _Tally:
+    """Counts gathered from one source, summed, then turned into a report."""
+
+    def __init__(self) -> None:
+        self.verdicts: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+        self.escapes: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+        self.registered: set[tuple[str, str]] = set()
+        self.tools: dict[str, dict[str, int]] = defaultdict(dict)
+        self.backstop: dict[tuple[str, str], int] = defaultdict(int)
+        self.failures: dict[str, int] = defaultdict(int)
+
+    def report(self) -> CoverageReport:
+        guards = []
+        for key in sorted(self.verdicts.keys() | self.escapes.keys() | self.registered):
+            counts = self.verdicts.get(key, {})
+            guards.append(
+                GuardCoverage(
+                    guard=key[0],
+                    choke_point=key[1],
+                    registered=key in self.registered,
+                    passed=counts.get(Verdict.PASS.value, 0),
+                    rejected=counts.get(Verdict.REJECT.value, 0),
+                    not_evaluated=counts.get(Verdict.NOT_EVALUATED.value, 0),
+                    escapes={r: n for r, n in self.escapes.get(key, {}).items() if n},
+                )
+            )
+        return CoverageReport(
+            guards=tuple(guards),
+            tools={t: dict(sorted(o.items())) for t, o in sorted(self.tools.items())},
+            backstop=dict(sorted(self.backstop.items())),
+            telemetry_failures=dict(sorted(self.failures.items())),
+        )
+
+
+def _add(counts: dict[str, int], key: str, value: float) -> None:
+    counts[key] = counts.get(key, 0) + round(value)
+
+
 def from_exposition(text: str) -> CoverageReport:
     """Build the report from Prometheus text (or OpenMetrics) exposition."""
     from prometheus_client.openmetrics.parser import (
@@ -220,54 +263,74 @@ def from_exposition(text: str) -> CoverageReport:
     from prometheus_client.parser import text_string_to_metric_families as parse_text
 
     parse = parse_openmetrics if text.rstrip().endswith("# EOF") else parse_text
-    verdicts: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
-    escapes: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
-    registered: set[tuple[str, str]] = set()
-    tools: dict[str, dict[str, int]] = defaultdict(dict)
-    backstop: dict[tuple[str, str], int] = defaultdict(int)
-    failures: dict[str, int] = defaultdict(int)
+    t = _Tally()
     try:
         for family in parse(text):
             for sample in family.samples:
                 name, labels, value = sample.name, sample.labels, sample.value
                 if name == GUARD_EVALUATIONS:
-                    _add(verdicts[(labels[GUARD], labels[CHOKE_POINT])], labels[VERDICT], value)
+                    _add(t.verdicts[(labels[GUARD], labels[CHOKE_POINT])], labels[VERDICT], value)
                 elif name == FAIL_OPEN_ESCAPES:
-                    _add(escapes[(labels[GUARD], labels[CHOKE_POINT])], labels[REASON], value)
+                    _add(t.escapes[(labels[GUARD], labels[CHOKE_POINT])], labels[REASON], value)
                 elif name == GUARD_REGISTERED and value > 0:
-                    registered.add((labels[GUARD], labels[CHOKE_POINT]))
+                    t.registered.add((labels[GUARD], labels[CHOKE_POINT]))
                 elif name == TOOL_OUTCOMES:
-                    _add(tools[labels[TOOL]], labels[OUTCOME], value)
+                    _add(t.tools[labels[TOOL]], labels[OUTCOME], value)
                 elif name == BACKSTOP_ACTIONS:
-                    backstop[(labels[RULE], labels[TOOL])] += round(value)
+                    t.backstop[(labels[RULE], labels[TOOL])] += round(value)
                 elif name == TELEMETRY_FAILURES:
-                    failures[labels[RECORDER]] += round(value)
+                    t.failures[labels[RECORDER]] += round(value)
     except (ValueError, KeyError, TypeError) as exc:
         raise CoverageError(f"not a Prometheus exposition of guardrails metrics: {exc!r}") from exc
-    guards = []
-    for key in sorted(verdicts.keys() | escapes.keys() | registered):
-        counts = verdicts.get(key, {})
-        guards.append(
-            GuardCoverage(
-                guard=key[0],
-                choke_point=key[1],
-                registered=key in registered,
-                passed=counts.get(Verdict.PASS.value, 0),
-                rejected=counts.get(Verdict.REJECT.value, 0),
-                not_evaluated=counts.get(Verdict.NOT_EVALUATED.value, 0),
-                escapes={r: n for r, n in escapes.get(key, {}).items() if n},
-            )
-        )
-    return CoverageReport(
-        guards=tuple(guards),
-        tools={t: dict(sorted(o.items())) for t, o in sorted(tools.items())},
-        backstop=dict(sorted(backstop.items())),
-        telemetry_failures=dict(sorted(failures.items())),
-    )
+    return t.report()
 
 
-def _add(counts: dict[str, int], key: str, value: float) -> None:
-    counts[key] = counts.get(key, 0) + round(value)
+def from_audit(rows: Iterable[Any]) -> CoverageReport:
+    """Build the report from audit rows (``guardrails.store.AuditRow``).
+
+    The audit log does not know which guards are registered, so no guard is
+    flagged as never run; a backstop row does not name its rule (``_unknown``).
+    """
+    from .audit import decode_escapes, decode_verdicts
+
+    t = _Tally()
+    try:
+        for row in rows:
+            for v in decode_verdicts(row):
+                _add(t.verdicts[(v["guard"], v["choke_point"])], v["verdict"], 1)
+            for e in decode_escapes(row):
+                _add(t.escapes[(e["guard"], e["choke_point"])], e["reason"], 1)
+            if row.kind == "tool_call" and row.outcome is not None:
+                tool = UNKNOWN_TOOL if row.reason == Reason.UNKNOWN_TOOL else row.tool
+                _add(t.tools[tool or UNKNOWN_TOOL], row.outcome, 1)
+            elif row.kind == "backstop":
+                detail = json.loads(row.detail) if row.detail else {}
+                if detail.get("outcome") is not None:  # None: declined to call again
+                    rule = detail.get("rule") or detail.get("guard") or UNKNOWN
+                    t.backstop[(str(rule), str(detail.get("tool") or UNKNOWN_TOOL))] += 1
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CoverageError(f"not readable audit rows: {exc!r}") from exc
+    return t.report()
+
+
+def load_audit(url: str) -> CoverageReport:
+    """Read every audit row of the store at ``url`` (``sqlite:///path``, ``postgresql://...``)."""
+    from .audit import AuditLog
+    from .store import StoreError, open_store
+
+    path = url.removeprefix("sqlite:///")
+    if "://" not in path and path != "memory:" and not os.path.exists(path):
+        raise CoverageError(f"{url}: no such file")  # opening would create an empty store
+    try:
+        store = open_store(url)
+    except (StoreError, OSError) as exc:
+        raise CoverageError(f"{url}: {exc}") from exc
+    try:
+        return from_audit(AuditLog(store).rows())
+    except StoreError as exc:
+        raise CoverageError(f"{url}: {exc}") from exc
+    finally:
+        store.close()
 
 
 def load(source: str, *, timeout: float = 5.0) -> CoverageReport:
@@ -288,7 +351,14 @@ def _share(text: str) -> float:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``guardrails coverage``."""
     parser.add_argument(
-        "source", help="a file with a Prometheus text exposition, or http://127.0.0.1:PORT/metrics"
+        "source",
+        nargs="?",
+        help="a file with a Prometheus text exposition, or http://127.0.0.1:PORT/metrics",
+    )
+    parser.add_argument(
+        "--audit",
+        metavar="STORE",
+        help="read the audit log instead: sqlite:///path/to/file.db or postgresql://...",
     )
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument(
@@ -312,7 +382,12 @@ def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``guardrails coverage``: 0 on success, 1 if a gate failed, 2 if unreadable."""
     out = sys.stdout if out is None else out
     try:
-        report = load(args.source, timeout=args.timeout)
+        if (args.source is None) == (args.audit is None):
+            raise CoverageError("give either an exposition (file or URL) or --audit STORE")
+        if args.audit is not None:
+            report = load_audit(args.audit)
+        else:
+            report = load(args.source, timeout=args.timeout)
     except CoverageError as exc:
         sys.stderr.write(f"guardrails coverage: {exc}\n")
         return 2
