@@ -68,7 +68,7 @@ def tool_result_block(result: ToolResult, tool_use_id: str | None = None) -> dic
     """One ``tool_result`` content block for a guarded call."""
     block: dict[str, Any] = {
         "type": "tool_result",
-        "tool_use_id": tool_use_id or result.call_id,
+        "tool_use_id": result.call_id if tool_use_id is None else tool_use_id,
         "content": result.content,
     }
     if result.is_error:

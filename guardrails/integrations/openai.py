@@ -70,7 +70,8 @@ def load_tools(
 
 def tool_message(result: ToolResult, call_id: str | None = None) -> dict[str, Any]:
     """One ``tool`` role message: the outcome's content, never exception text."""
-    return {"role": "tool", "tool_call_id": call_id or result.call_id, "content": result.content}
+    answered = result.call_id if call_id is None else call_id
+    return {"role": "tool", "tool_call_id": answered, "content": result.content}
 
 
 def _calls(message: Any) -> list[tuple[Any, Any, str | None]]:

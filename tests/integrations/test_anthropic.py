@@ -8,6 +8,8 @@ from typing import Any, Literal
 import anthropic
 import pytest
 from anthropic import beta_async_tool, beta_tool
+from hypothesis import given
+from hypothesis import strategies as st
 
 from guardrails import Guardrails, Outcome, tool
 from guardrails.integrations.anthropic import (
@@ -359,3 +361,44 @@ def test_refused_turn_never_calls_the_model() -> None:
             messages=[{"role": "user", "content": "what is my password"}],
         )
     assert (run.message, run.refusal, api.requests) == (None, "credentials", [])
+
+
+# -- any model output --------------------------------------------------------------
+
+
+@tool
+def echo(text: str) -> str:
+    """Say it back."""
+    return text
+
+
+blocks = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(["tool_use", "text", "thinking", "tool_use"]),
+        "id": st.one_of(st.none(), st.text(max_size=8)),
+        "name": st.one_of(st.none(), st.sampled_from(["echo", "rm"]), st.integers()),
+        "input": st.one_of(
+            st.none(),
+            st.text(max_size=20),
+            st.dictionaries(st.text(max_size=5), st.one_of(st.text(max_size=5), st.integers())),
+        ),
+    }
+)
+
+
+@given(st.lists(blocks, max_size=6))
+def test_any_message_gets_one_closed_tool_result_per_tool_use(content: list[Any]) -> None:
+    turn = Guardrails([echo]).turn()
+    results = tool_results(turn, {"content": content})
+    uses = [b for b in content if b["type"] == "tool_use"]
+    assert len(results) == len(uses) == len(turn.results)
+    for use, block, result in zip(uses, results, turn.results, strict=True):
+        assert block["type"] == "tool_result"
+        # The model's id is echoed so the result pairs with its tool_use.
+        expected = use["id"] if isinstance(use["id"], str) else result.call_id
+        assert block["tool_use_id"] == expected
+        if result.outcome is Outcome.OK:
+            assert "is_error" not in block
+        else:
+            assert block["is_error"] is True
+            assert block["content"].startswith(model_sentence(result.outcome))
