@@ -49,7 +49,7 @@ class Budget:
     max_n: int = 1_000_000
 
 
-FULL = Budget(rounds=25, round_s=0.02)
+FULL = Budget(rounds=41, round_s=0.01)
 QUICK = Budget(rounds=5, round_s=0.004)
 
 
