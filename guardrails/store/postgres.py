@@ -99,13 +99,24 @@ class PostgresStore:
             self._migrated = True
         return pool
 
+    def _unavailable(self, exc: BaseException) -> StoreUnavailable:
+        if isinstance(exc, self._psycopg.OperationalError):
+            # The server went away. A pool left alone backs off for ever longer
+            # between reconnection attempts; a fresh pool connects at once when
+            # the server is back.
+            with self._lock:
+                pool, self._pool = self._pool, None
+            if pool is not None and self._pid == os.getpid():
+                pool.close(timeout=0)
+        return StoreUnavailable(f"PostgreSQL store: {type(exc).__name__}")
+
     def _run(self, sql: str, params: tuple[Any, ...] = (), *, fetch: bool = False) -> Any:
         try:
             with self._get_pool().connection() as conn:
                 cursor = conn.execute(sql, params)
                 return cursor.fetchall() if fetch else cursor.rowcount
         except self._errors as exc:
-            raise StoreUnavailable(f"PostgreSQL store: {type(exc).__name__}") from exc
+            raise self._unavailable(exc) from exc
 
     def _one(self, sql: str, params: tuple[Any, ...]) -> Any:
         rows = self._run(sql, params, fetch=True)
@@ -125,7 +136,7 @@ class PostgresStore:
             with self._get_pool().connection() as conn, conn.transaction():
                 conn.cursor().executemany(_INSERT, [r.values() for r in rows])
         except self._errors as exc:
-            raise StoreUnavailable(f"PostgreSQL store: {type(exc).__name__}") from exc
+            raise self._unavailable(exc) from exc
 
     def audit_rows(self, *, after_id: int = 0, limit: int = 1000, **filters: str) -> list[AuditRow]:
         check_filters(filters)
@@ -235,7 +246,7 @@ class PostgresStore:
                     (key, key, at, bytes(data)),
                 ).fetchone()
         except self._errors as exc:
-            raise StoreUnavailable(f"PostgreSQL store: {type(exc).__name__}") from exc
+            raise self._unavailable(exc) from exc
         return int(row[0])
 
     def snapshot(self, key: str, version: int | None = None, /) -> Snapshot | None:
