@@ -12,7 +12,8 @@ time goes; their floor is an empty call, so ``added_us`` is each piece's own
 cost. They reach into private helpers and are skipped if those move.
 
 Run alone: ``python benchmarks/bench_pipeline.py [--quick]``; a cProfile of
-the valid path: ``--profile`` (of a schema rejection: ``--profile --invalid``).
+the valid path: ``--profile`` (of a schema rejection: ``--profile --invalid``);
+per-line times of the valid path with ``line_profiler`` installed: ``--lines``.
 """
 
 from __future__ import annotations
@@ -280,8 +281,49 @@ def profile(calls: int = 200_000, arguments: dict[str, Any] | None = None) -> st
     return out.getvalue()
 
 
+def line_profile(calls: int = 50_000) -> str:
+    """Per-line times of the valid path's functions (needs ``line_profiler``)."""
+    import gc
+    import importlib
+    import io
+
+    from line_profiler import LineProfiler
+
+    tc = importlib.import_module("guardrails.middleware.tool_call")
+    guard_module = importlib.import_module("guardrails.guard")
+    pipeline = tc.ToolCallPipeline
+    profiler = LineProfiler(
+        pipeline.run,
+        pipeline._admit,
+        pipeline._complete,
+        pipeline._finish,
+        guard_module.Guard.evaluate,
+    )
+    memory = MemoryRecorder()
+    turn = build(memory).turn(tenant="acme")
+    valid = dict(VALID)
+
+    def body() -> None:
+        for i in range(calls):
+            turn.call("transfer", valid)
+            if i % 10_000 == 0:
+                turn.results.clear()
+                memory.clear()
+
+    gc.disable()
+    try:
+        profiler.runcall(body)
+    finally:
+        gc.enable()
+    out = io.StringIO()
+    profiler.print_stats(stream=out, output_unit=1e-6, stripzeros=True)
+    return out.getvalue()
+
+
 if __name__ == "__main__":
-    if "--profile" in sys.argv:
+    if "--lines" in sys.argv:
+        print(line_profile())
+    elif "--profile" in sys.argv:
         print(profile(arguments=INVALID if "--invalid" in sys.argv else None))
     else:
         from run import print_rows
