@@ -7,14 +7,21 @@ durable store can replace the in-memory default without touching the rule.
 from __future__ import annotations
 
 import threading
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..context import Escape, Invocation, ToolResult
+from ..context import Escape, GuardResult, Invocation, ToolResult, TurnContext
 from ..errors import ConfigurationError
+from ..guard import Guard
 from ..middleware.tool_call import Stop
-from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason
+from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
+from .effects import Restrict
+
+if TYPE_CHECKING:
+    from ..middleware.pre_turn import PreTurnRequest
 
 __all__ = ["Counter", "MemoryCounter", "SessionCeiling"]
+
+_NOTHING = Restrict(only=frozenset())
 
 
 @runtime_checkable
@@ -70,14 +77,14 @@ class SessionCeiling:
         self.fail_closed = fail_closed
         self.name = name
 
-    def key(self, invocation: Invocation) -> str | None:
-        context = invocation.context
+    def key(self, context: TurnContext) -> str | None:
+        """The counter key of the context's session, or ``None`` without a session."""
         if context.session is None:
             return None
         return f"tool_calls:{context.tenant or ''}:{context.session}"
 
     def before(self, invocation: Invocation, /) -> Stop | Escape | None:
-        key = self.key(invocation)
+        key = self.key(invocation.context)
         if key is None:
             return self._escape(EscapeReason.NOT_CONFIGURED, None)
         try:
@@ -90,6 +97,32 @@ class SessionCeiling:
 
     def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
         return result
+
+    def at_pre_turn(self, *, name: str | None = None) -> Guard:
+        """A pre_turn guard that offers no tool once the session's ceiling is reached.
+
+        It reads the count with the counter's ``get(key)`` method; a counter
+        without one cannot be read, and the guard does not evaluate.
+        """
+        return Guard(
+            self._check_offer,
+            name=name or f"{self.name}_offer",
+            at=ChokePoint.PRE_TURN,
+            fail_closed=self.fail_closed,
+        )
+
+    def _check_offer(self, request: PreTurnRequest) -> GuardResult | Verdict:
+        key = self.key(request.context)
+        read: Any = getattr(self.counter, "get", None)
+        if key is None or not callable(read):
+            return GuardResult.not_evaluated(
+                "no_session" if key is None else "counter_not_readable",
+                evidence=_NOTHING,
+                escape=EscapeReason.NOT_CONFIGURED,
+            )
+        if read(key) >= self.limit:
+            return GuardResult.rejected("ceiling_reached", evidence=_NOTHING)
+        return Verdict.PASS
 
     def _escape(self, reason: EscapeReason, exc: BaseException | None) -> Stop | Escape:
         if self.fail_closed:

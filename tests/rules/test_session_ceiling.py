@@ -73,3 +73,27 @@ def test_bad_configuration_fails_at_construction() -> None:
         SessionCeiling(True)
     with pytest.raises(ConfigurationError):
         SessionCeiling(1, object())  # type: ignore[arg-type]
+
+
+def test_at_pre_turn_offers_nothing_once_the_session_ceiling_is_reached() -> None:
+    ceiling = SessionCeiling(2)
+    rails = Guardrails([ping], [ceiling.at_pre_turn()], hooks=[ceiling])
+    first = rails.turn(session="s")
+    assert first.pre_turn("").offered == ("ping",)
+    first.call("ping", {})
+    first.call("ping", {})
+    second = rails.turn(session="s")
+    decision = second.pre_turn("")
+    assert decision.offered == () and not decision.refused
+    assert decision.verdicts[0].reason == "ceiling_reached"
+
+
+def test_at_pre_turn_without_session_or_readable_counter_fails_open() -> None:
+    class WriteOnly:
+        def incr(self, key: str, /) -> int:
+            return 1
+
+    for ceiling, session in ((SessionCeiling(1), None), (SessionCeiling(1, WriteOnly()), "s")):
+        decision = Guardrails([ping], [ceiling.at_pre_turn()]).turn(session=session).pre_turn("")
+        assert decision.offered == ("ping",)
+        assert decision.escapes[0].reason is EscapeReason.NOT_CONFIGURED
