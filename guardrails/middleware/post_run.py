@@ -47,6 +47,7 @@ BACKSTOP_COUNTER = "backstop"
 # Why structured output could not be read (RunRecord.structured_error).
 NOT_JSON = "not_json"
 NOT_AN_OBJECT = "not_an_object"
+TOO_DEEP = "too_deep"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +56,8 @@ class RunRecord:
 
     ``structured`` is the structured output as a dict, or ``None``; when it
     was given but could not be read, ``structured_error`` says why
-    (``not_json`` or ``not_an_object``) and rules that read it do not evaluate.
+    (``not_json``, ``not_an_object`` or ``too_deep``) and rules that read it do
+    not evaluate.
     """
 
     results: tuple[ToolResult, ...]
@@ -210,7 +212,10 @@ def _structured(value: Any) -> tuple[dict[str, Any] | None, str | None]:
     if not isinstance(value, Mapping):
         return None, NOT_AN_OBJECT
     # A private copy: rewrites never modify what the caller passed.
-    return copy.deepcopy(dict(value)), None
+    try:
+        return copy.deepcopy(dict(value)), None
+    except RecursionError:  # nested deeper than a copy can follow
+        return None, TOO_DEEP
 
 
 def _planned(outcomes: Sequence[GuardOutcome]) -> list[tuple[str, Perform]]:
