@@ -3,7 +3,8 @@
 Group ``pipeline``: the full pipeline (schema validation collecting every
 error on failure, two trivial guards, a recorder) on valid and rejected calls,
 each as a ratio to, and microseconds added over, a bare call measured in the
-same rounds. With the in-memory recorder, with none, and with the Prometheus
+same rounds. A second reference row serialises the bare call's result with
+``json.dumps``: the text the model needs from any tool call, guarded or not. With the in-memory recorder, with none, and with the Prometheus
 and OpenTelemetry SDK recorders when ``guardrails.metrics`` and
 ``guardrails.telemetry`` provide them.
 
@@ -18,6 +19,7 @@ per-line times of the valid path with ``line_profiler`` installed: ``--lines``.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -132,6 +134,7 @@ def _pipeline_rows(quick: bool) -> list[Row]:
     call = recorded.call
     cases: dict[str, Callable[[], Any]] = {
         "bare call": lambda: transfer(**valid),
+        "bare call + json.dumps of the result": lambda: json.dumps(transfer(**valid)),
         "valid, no recorder": lambda: plain.call("transfer", valid),
         "valid, MemoryRecorder": lambda: call("transfer", valid),
         "valid, JSON text arguments": lambda: call("transfer", valid_json),
