@@ -59,7 +59,7 @@ class Text:
     they are ``bytes`` (a faster path), otherwise ``str``. ``is_ascii`` says which.
     """
 
-    __slots__ = ("_normalised", "_words", "is_ascii", "raw")
+    __slots__ = ("_ascii_words", "_normalised", "_words", "is_ascii", "raw")
 
     def __init__(self, raw: str) -> None:
         if not isinstance(raw, str):
@@ -68,6 +68,7 @@ class Text:
         self.is_ascii = raw.isascii()
         self._normalised: str | None = None
         self._words: list[str] | list[bytes] | None = None
+        self._ascii_words: bytes | None = None
 
     def __repr__(self) -> str:
         return f"<Text {len(self.raw)} chars>"
@@ -82,10 +83,19 @@ class Text:
     def words(self) -> list[str] | list[bytes]:
         if self._words is None:
             if self.is_ascii:
-                self._words = self.raw.encode("ascii").translate(_ASCII_TABLE).split()
+                self._words = self.ascii_words.split()
             else:
                 self._words = _WORDS.findall(self.normalised)
         return self._words
+
+    @property
+    def ascii_words(self) -> bytes:
+        """ASCII text only: the lower-case words, everything else a space (one C pass)."""
+        if self._ascii_words is None:
+            if not self.is_ascii:
+                raise UsageError("ascii_words of a text that is not ASCII")
+            self._ascii_words = self.raw.encode("ascii").translate(_ASCII_TABLE)
+        return self._ascii_words
 
 
 def user_text(turn_input: Any, *, last_only: bool = False) -> str:

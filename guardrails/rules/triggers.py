@@ -39,8 +39,10 @@ class TermSet:
     """A set of terms compiled once; ``find(text)`` returns the terms found."""
 
     __slots__ = (
+        "_ascii_keys",
         "_keys",
         "_multi",
+        "_patterns",
         "_scan",
         "_single",
         "terms",
@@ -62,15 +64,19 @@ class TermSet:
         self.word_boundary = word_boundary
         # Keyed by the normalised term; values are what find() reports.
         self._single: dict[str | bytes, str] = {}
-        # (words, the words joined and padded by single spaces, term as given)
-        self._multi: list[tuple[tuple[Any, ...], Any, str]] = []
+        self._multi: list[tuple[tuple[Any, ...], str]] = []
+        # Compiled on first need: most multi-word terms never get that far.
+        self._patterns: dict[tuple[Any, ...], re.Pattern[Any]] = {}
         self._scan: Any = None
         if word_boundary:
             self._compile_words()
         else:
             self._scan = _substring_scanner(list(originals))
-        # Every word of every term: the one set the text's words are checked against.
-        self._keys = frozenset(self._single).union(*(form for form, _, _ in self._multi))
+        # Every word of every term: the one set the text's words are checked
+        # against (str forms; bytes forms for ASCII text, half the size).
+        words = frozenset(self._single).union(*(form for form, _ in self._multi))
+        self._keys = frozenset(w for w in words if isinstance(w, str))
+        self._ascii_keys = frozenset(w for w in words if isinstance(w, bytes))
 
     def _compile_words(self) -> None:
         for key, original in self.terms.items():
@@ -88,9 +94,7 @@ class TermSet:
                 if len(form) == 1:
                     self._single[form[0]] = original
                 else:
-                    space = form[0][:0] + (b" " if isinstance(form[0], bytes) else " ")
-                    needle = space + space.join(form) + space
-                    self._multi.append((form, needle, original))
+                    self._multi.append((form, original))
 
     def __len__(self) -> int:
         return len(self.terms)
@@ -103,29 +107,33 @@ class TermSet:
             return frozenset(self.terms[k] for k in self._scan(text.normalised))
         words = text.words
         # One C loop of hash lookups over the text's words (no set of the text
-        # is built): which of the terms' words occur at all.
-        present = self._keys.intersection(words)
+        # is built): which of the terms' words occur at all. ASCII text is
+        # checked against the bytes forms only, other text against the str forms.
+        present = (self._ascii_keys if text.is_ascii else self._keys).intersection(words)
         if not present:
             return frozenset()
         single = self._single
         found = {single[w] for w in present if w in single}
-        joined: Any = None
-        for form, needle, original in self._multi:
+        for form, original in self._multi:
             # A multi-word term is confirmed only when all of its words occur
-            # somewhere; then one C substring search over the words joined by
-            # single spaces finds them in sequence.
-            if present.issuperset(form):
-                if joined is None:
-                    joined = _joined(words, text.is_ascii)
-                if needle in joined:
-                    found.add(original)
+            # somewhere; then one regular-expression search finds them in sequence.
+            if present.issuperset(form) and self._in_sequence(form, text):
+                found.add(original)
         return frozenset(found)
 
+    def _in_sequence(self, form: tuple[Any, ...], text: Text) -> bool:
+        pattern = self._patterns.get(form)
+        if pattern is None:
+            pattern = self._patterns[form] = _sequence_pattern(form)
+        haystack = text.ascii_words if isinstance(form[0], bytes) else text.normalised
+        return pattern.search(haystack) is not None
 
-def _joined(words: list[str] | list[bytes], is_ascii: bool) -> Any:
-    if is_ascii:
-        return b" %s " % b" ".join(words)  # type: ignore[arg-type]
-    return f" {' '.join(words)} "  # type: ignore[arg-type]
+
+def _sequence_pattern(form: tuple[Any, ...]) -> re.Pattern[Any]:
+    if isinstance(form[0], bytes):
+        # In Text.ascii_words every byte is a lower-case word character or a space.
+        return re.compile(rb"(?<![^ ])" + rb" +".join(map(re.escape, form)) + rb"(?![^ ])")
+    return re.compile(r"(?<!\w)" + r"\W+".join(map(re.escape, form)) + r"(?!\w)")
 
 
 def _substring_scanner(keys: list[str]) -> Any:
