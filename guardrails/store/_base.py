@@ -9,7 +9,6 @@ Money is counted in integer micro-units so that caps compare exactly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 from ..errors import GuardrailsError, StopRun
@@ -35,9 +34,8 @@ class StoreUnavailable(StoreError, StopRun):
     """The backend could not be reached or refused a write. The action must not go on."""
 
 
-@dataclass(frozen=True, slots=True)
-class AuditRow:
-    """One append-only audit row: a tool call, a paid call or a choke-point decision.
+class AuditRow(NamedTuple):
+    """One append-only audit row: a tool call, a paid call or a choke-point decision (a value).
 
     JSON columns (``verdicts``, ``escapes``, ``detail``) hold text. ``at`` is
     Unix time in seconds; ``id`` is given by the store. Argument values are
@@ -68,15 +66,10 @@ class AuditRow:
 
     def values(self) -> tuple[Any, ...]:
         """The column values in ``AUDIT_COLUMNS`` order (without ``id``)."""
-        return (
-            self.kind, self.at, self.call_id, self.tenant, self.session, self.agent,
-            self.workflow, self.tool, self.outcome, self.verdict, self.reason, self.verdicts,
-            self.escapes, self.duration_us, self.tokens_in, self.tokens_out, self.cost,
-            self.exception, self.error, self.detail,
-        )  # fmt: skip
+        return self[:-1]
 
 
-AUDIT_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(AuditRow) if f.name != "id")
+AUDIT_COLUMNS: tuple[str, ...] = AuditRow._fields[:-1]
 AUDIT_FILTERS = frozenset(
     {"kind", "call_id", "tenant", "session", "agent", "workflow", "tool", "outcome", "reason"}
 )
@@ -155,4 +148,4 @@ def check_filters(filters: dict[str, Any]) -> None:
 
 def row_from(values: tuple[Any, ...]) -> AuditRow:
     """An AuditRow from ``(id, *AUDIT_COLUMNS)`` as selected."""
-    return AuditRow(*values[1:], id=values[0])  # type: ignore[misc]
+    return AuditRow._make((*values[1:], values[0]))

@@ -26,7 +26,7 @@ class MemoryStore:
     def append(self, row: AuditRow, /) -> int:
         with self._lock:
             row_id = len(self._audit) + 1
-            self._audit.append(_with_id(row, row_id))
+            self._audit.append(row._replace(id=row_id))
             return row_id
 
     def append_many(self, rows: list[AuditRow], /) -> None:
@@ -124,9 +124,3 @@ class MemoryStore:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def _with_id(row: AuditRow, row_id: int) -> AuditRow:
-    from dataclasses import replace
-
-    return replace(row, id=row_id)

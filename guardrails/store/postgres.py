@@ -86,7 +86,6 @@ class PostgresStore:
                 pool = self._pool_cls(
                     self.dsn,
                     open=False,
-                    check=self._pool_cls.check_connection,
                     name="guardrails",
                     **self._options,
                 )

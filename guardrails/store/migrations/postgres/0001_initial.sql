@@ -24,7 +24,6 @@ CREATE TABLE guardrails_audit (
 );
 CREATE INDEX guardrails_audit_session ON guardrails_audit (session, id);
 CREATE INDEX guardrails_audit_call ON guardrails_audit (call_id);
-CREATE INDEX guardrails_audit_at ON guardrails_audit (at);
 CREATE FUNCTION guardrails_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     RAISE EXCEPTION 'guardrails_audit is append-only';

@@ -1,6 +1,6 @@
 -- guardrails store, version 1 (SQLite)
 CREATE TABLE guardrails_audit (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    id          INTEGER PRIMARY KEY,
     kind        TEXT NOT NULL,
     at          REAL NOT NULL,
     call_id     TEXT,
@@ -22,9 +22,9 @@ CREATE TABLE guardrails_audit (
     error       TEXT,
     detail      TEXT
 );
-CREATE INDEX guardrails_audit_session ON guardrails_audit (session, id);
-CREATE INDEX guardrails_audit_call ON guardrails_audit (call_id);
-CREATE INDEX guardrails_audit_at ON guardrails_audit (at);
+-- No secondary indexes: each one adds a page to every commit's WAL write, and
+-- rows are appended far more often than they are read. Ids only grow (rows are
+-- never deleted). For heavy post-mortems: CREATE INDEX ... ON guardrails_audit (session, id).
 CREATE TRIGGER guardrails_audit_no_update BEFORE UPDATE ON guardrails_audit
 BEGIN
     SELECT RAISE(ABORT, 'guardrails_audit is append-only');

@@ -1,0 +1,211 @@
+"""Audit append per call: SQLite and PostgreSQL, against a bare INSERT in the same run.
+
+Groups:
+
+- ``audit.sqlite``: one process, WAL, commit per row. The floor is a bare
+  ``INSERT`` of the same row through ``sqlite3``; then ``SQLiteStore.append``;
+  then a whole guarded call of a read-only tool with and without ``AuditLog``.
+- ``audit.postgres``: the same in one process against PostgreSQL (commit per
+  row), when ``GUARDRAILS_POSTGRES_DSN`` is set.
+- ``audit.postgres.workers``: rows per second in total with 8 workers: bare
+  ``INSERT`` per row, ``PostgresStore.append`` per row (8 processes), and
+  grouped commits (``group_commit=True``: 8 processes of 4 threads each, one
+  writer per process committing the rows its threads queued).
+
+Run: ``python benchmarks/run.py --only audit [--quick]``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import sqlite3
+import statistics
+import tempfile
+import threading
+import time
+from typing import Any
+
+from _harness import compare, row
+
+from guardrails import Guardrails, tool
+from guardrails.audit import AuditLog
+from guardrails.store import AUDIT_COLUMNS, AuditRow, PostgresStore, SQLiteStore, Store
+from guardrails.store.testing import postgres_dsn, temporary_schema
+
+WORKERS = 8
+_ROW = AuditRow(
+    "tool_call", 1.0, "gr_0001", "acme", "session-1", "agent", "wf-1", "lookup", "ok", "pass",
+    None, '[{"guard":"g","verdict":"pass"}]', None, 42,
+)  # fmt: skip
+_VALUES = _ROW.values()
+
+
+@tool
+def lookup(order_id: str) -> str:
+    return order_id
+
+
+def _calls(store: Store | None) -> Any:
+    if store is None:
+        rails = Guardrails([lookup])
+    else:
+        audit = AuditLog(store)
+        rails = Guardrails([lookup], hooks=[audit], recorder=[audit])
+    turn = rails.turn(tenant="acme", session="s-1")
+    args = {"order_id": "o-1"}
+
+    def call() -> Any:
+        turn.results.clear()
+        return turn.call("lookup", args)
+
+    return call
+
+
+def _sqlite(quick: bool) -> list[dict[str, Any]]:
+    folder = tempfile.mkdtemp(prefix="guardrails-bench-")
+    try:
+        bare = sqlite3.connect(os.path.join(folder, "bare.db"), isolation_level=None)
+        bare.execute("PRAGMA journal_mode = WAL")
+        bare.execute("PRAGMA synchronous = NORMAL")
+        bare.execute(f"CREATE TABLE t (id INTEGER PRIMARY KEY, {', '.join(AUDIT_COLUMNS)})")
+        insert = f"INSERT INTO t ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join('?' * len(AUDIT_COLUMNS))})"
+        store = SQLiteStore(os.path.join(folder, "store.db"))
+        call_store = SQLiteStore(os.path.join(folder, "calls.db"))
+        cases = {
+            "bare INSERT (WAL, commit per row)": lambda: bare.execute(insert, _VALUES),
+            "SQLiteStore.append": lambda: store.append(_ROW),
+            "guarded call, no audit": _calls(None),
+            "guarded call + AuditLog (audited call)": _calls(call_store),
+        }
+        rows = compare(
+            "audit.sqlite", cases, floor="bare INSERT (WAL, commit per row)", quick=quick
+        )
+        bare.close()
+        store.close()
+        call_store.close()
+        return rows
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _postgres(dsn: str, quick: bool) -> list[dict[str, Any]]:
+    import psycopg
+
+    bare = psycopg.connect(dsn, autocommit=True)
+    bare.execute(
+        f"CREATE TABLE t (id BIGSERIAL PRIMARY KEY, {', '.join(f'{c} TEXT' for c in AUDIT_COLUMNS)})"
+    )
+    insert = f"INSERT INTO t ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join(['%s'] * len(AUDIT_COLUMNS))})"
+    text_values = tuple(None if v is None else str(v) for v in _VALUES)
+    store = PostgresStore(dsn, max_size=2)
+    cases = {
+        "bare INSERT (commit per row)": lambda: bare.execute(insert, text_values),
+        "PostgresStore.append (commit per row)": lambda: store.append(_ROW),
+        "guarded call + AuditLog (audited call)": _calls(store),
+    }
+    rows = compare("audit.postgres", cases, floor="bare INSERT (commit per row)", quick=quick)
+    bare.close()
+    store.close()
+    return rows
+
+
+# -- many workers ---------------------------------------------------------------
+
+
+def _worker(kind: str, dsn: str, seconds: float, barrier: Any, queue: Any) -> None:
+    if kind == "bare":
+        import psycopg
+
+        conn = psycopg.connect(dsn, autocommit=True)
+        sql = f"INSERT INTO guardrails_audit ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join(['%s'] * len(AUDIT_COLUMNS))})"
+
+        def append() -> None:
+            conn.execute(sql, _VALUES)
+
+        threads = 1
+    else:
+        grouped = kind == "grouped"
+        store = PostgresStore(dsn, max_size=2, group_commit=grouped)
+        store.audit_rows(limit=1)  # connect before the clock starts
+        append = lambda: store.append(_ROW)  # noqa: E731
+        threads = 4 if grouped else 1
+    counts = [0] * threads
+    barrier.wait()
+    deadline = time.perf_counter() + seconds
+
+    def loop(slot: int) -> None:
+        n = 0
+        while time.perf_counter() < deadline:
+            append()
+            n += 1
+        counts[slot] = n
+
+    pool = [threading.Thread(target=loop, args=(i,)) for i in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    queue.put(sum(counts))
+
+
+def _rows_per_second(kind: str, dsn: str, seconds: float) -> float:
+    ctx = multiprocessing.get_context("fork")
+    barrier, queue = ctx.Barrier(WORKERS), ctx.Queue()
+    procs = [
+        ctx.Process(target=_worker, args=(kind, dsn, seconds, barrier, queue))
+        for _ in range(WORKERS)
+    ]
+    for p in procs:
+        p.start()
+    total = sum(queue.get(timeout=seconds + 60) for _ in procs)
+    for p in procs:
+        p.join(timeout=30)
+    return total / seconds
+
+
+def _workers(dsn: str, quick: bool) -> list[dict[str, Any]]:
+    with PostgresStore(dsn) as store:
+        store.audit_rows(limit=1)  # the schema, before the workers start
+    seconds, repeats = (0.5, 1) if quick else (2.0, 3)
+    names = {
+        "bare": "bare INSERT, commit per row (8 processes)",
+        "per_row": "PostgresStore.append, commit per row (8 processes)",
+        "grouped": "PostgresStore group_commit (8 processes x 4 threads)",
+    }
+    rates = {
+        k: statistics.median(_rows_per_second(k, dsn, seconds) for _ in range(repeats))
+        for k in names
+    }
+    floor = rates["bare"]
+    return [
+        row(
+            "audit.postgres.workers",
+            names[k],
+            1e6 / rate,
+            ops_per_s=round(rate),
+            ratio=round(floor / rate, 2),
+            floor=names["bare"],
+            note="median_us is wall time per row across all workers",
+        )
+        for k, rate in rates.items()
+    ]
+
+
+def run(quick: bool = False) -> list[dict[str, Any]]:
+    rows = _sqlite(quick)
+    dsn = postgres_dsn()
+    if dsn is None:
+        rows.append(row("audit.postgres", "skipped: GUARDRAILS_POSTGRES_DSN is not set", 0.0))
+        return rows
+    with temporary_schema(dsn) as scoped:
+        rows.extend(_postgres(scoped, quick))
+    with temporary_schema(dsn) as scoped:
+        rows.extend(_workers(scoped, quick))
+    return rows
+
+
+if __name__ == "__main__":
+    for r in run(quick=True):
+        print(r)
