@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -109,12 +109,26 @@ class Ledger:
 _LEDGER = Ledger()
 
 
-@pytest.fixture(scope="session")
-def ledger() -> Iterator[Ledger]:
-    yield _LEDGER
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    """Count exceptions other than failed assertions that reached a test: escapes of the library."""
+    excinfo = call.excinfo
+    if call.when != "call" or excinfo is None:
+        return
+    if not excinfo.errisinstance((AssertionError, pytest.skip.Exception)):
+        module = getattr(item, "module", None)
+        name = getattr(module, "__name__", "?").rsplit(".", 1)[-1]
+        _LEDGER.add(f"unexpected:{name}", raised=1)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     target = os.environ.get("GUARDRAILS_RELIABILITY_REPORT")
-    if target:
+    if target and _LEDGER.families:
         Path(target).write_text(json.dumps(_LEDGER.summary(), indent=2) + "\n")
+
+
+@pytest.fixture(scope="session")
+def ledger() -> Ledger:
+    return _LEDGER
 
 
 def fixed_sentences() -> frozenset[str]:

@@ -9,6 +9,7 @@ trigger withheld stays ``unavailable`` at tool_call for the rest of the turn.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -30,7 +31,9 @@ from guardrails import (
 )
 from guardrails.rules import trigger
 
-PROFILE = settings.get_profile("reliability")
+PROFILE = settings.get_profile(
+    "reliability-long" if os.environ.get("GUARDRAILS_FUZZ") == "long" else "reliability"
+)
 SECRET_MARK = "sk-live-7f3a9c"
 SCHEMA = {"type": "object", "properties": {"amount": {"type": "number"}}}
 
@@ -97,6 +100,7 @@ forms = st.sampled_from(["refund", "REFUND", "Refund", "ＲＥＦＵＮＤ", "�
 filler = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="rRＲ𝐫ｒ"), max_size=40)
 
 
+@pytest.mark.fuzz
 @PROFILE
 @given(before=filler, after=filler, left=separators, right=separators, form=forms)
 def test_trigger_term_between_any_separators_is_always_found(
@@ -114,6 +118,7 @@ INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u202e
 words = st.sampled_from(["refund", "credit", "card", "order", "ＲＥＦＵＮＤ", "re", "fund", "x"])
 
 
+@pytest.mark.fuzz
 @PROFILE
 @given(
     parts=st.lists(st.tuples(words, st.sampled_from([" ", ", ", "\n", "-"])), max_size=8),
