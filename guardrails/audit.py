@@ -44,7 +44,7 @@ AUDITED = "audited"
 """The flag ``AuditLog.after`` puts on a result whose row it wrote."""
 
 _MAX_ERROR_CHARS = 2000
-_EVENT_DETAIL = ("offered", "withheld", "refusal", "tool", "outcome")
+_EVENT_DETAIL = ("offered", "withheld", "refusal", "guard", "tool", "outcome")
 
 
 class AuditLog:
@@ -148,10 +148,11 @@ class AuditLog:
         verdict = getattr(payload, "verdict", None)
         records = getattr(payload, "verdicts", None) or getattr(payload, "records", None) or ()
         detail = {k: _plain(getattr(payload, k)) for k in _EVENT_DETAIL if hasattr(payload, k)}
+        result = getattr(payload, "result", None)
         return AuditRow(
             kind,
             self.clock(),
-            None,
+            getattr(result, "call_id", None),
             ctx.tenant,
             ctx.session,
             ctx.agent,

@@ -218,3 +218,23 @@ def test_rows_pages_through_more_rows_than_one_page(n: int) -> None:
     for _ in range(n):
         audit.on_event("post_run", Decision(Verdict.PASS))
     assert sum(1 for _ in audit.rows()) == n
+
+
+def test_a_backstop_action_row_names_its_rule_tool_outcome_and_call() -> None:
+    from guardrails.middleware.post_run import BackstopAction
+
+    store = MemoryStore()
+    audit = AuditLog(store)
+    rails = Guardrails([lookup])
+    result = rails.call("lookup", {"order_id": "o-secret"})
+    audit.on_event(
+        "backstop", BackstopAction("escalate", "lookup", {"order_id": "o-secret"}, result)
+    )
+    (row,) = audit.rows()
+    assert (row.kind, row.call_id) == ("backstop", result.call_id)
+    assert json.loads(row.detail or "{}") == {
+        "guard": "escalate",
+        "tool": "lookup",
+        "outcome": "ok",
+    }
+    assert "o-secret" not in json.dumps(row.values())
