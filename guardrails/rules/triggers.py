@@ -125,15 +125,31 @@ class TermSet:
         pattern = self._patterns.get(form)
         if pattern is None:
             pattern = self._patterns[form] = _sequence_pattern(form)
-        haystack = text.ascii_words if isinstance(form[0], bytes) else text.normalised
-        return pattern.search(haystack) is not None
+        if isinstance(form[0], bytes):
+            haystack: Any = text.ascii_words
+            starts_word: re.Pattern[Any] = _ASCII_WORD_BEFORE
+        else:
+            haystack = text.normalised
+            starts_word = _WORD_BEFORE
+        # The pattern starts with the literal first word, so re scans for it at
+        # C speed; the word boundary before it is checked here, only on a hit.
+        at = 0
+        while (match := pattern.search(haystack, at)) is not None:
+            start = match.start()
+            if start == 0 or starts_word.match(haystack, start - 1) is None:
+                return True
+            at = start + 1
+        return False
+
+
+_WORD_BEFORE = re.compile(r"\w")
+_ASCII_WORD_BEFORE = re.compile(rb"[^ ]")  # Text.ascii_words: word bytes and spaces only
 
 
 def _sequence_pattern(form: tuple[Any, ...]) -> re.Pattern[Any]:
     if isinstance(form[0], bytes):
-        # In Text.ascii_words every byte is a lower-case word character or a space.
-        return re.compile(rb"(?<![^ ])" + rb" +".join(map(re.escape, form)) + rb"(?![^ ])")
-    return re.compile(r"(?<!\w)" + r"\W+".join(map(re.escape, form)) + r"(?!\w)")
+        return re.compile(rb" +".join(map(re.escape, form)) + rb"(?![^ ])")
+    return re.compile(r"\W+".join(map(re.escape, form)) + r"(?!\w)")
 
 
 def _substring_scanner(keys: list[str]) -> Any:

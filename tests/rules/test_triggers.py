@@ -171,3 +171,10 @@ def test_substring_mode_with_pyahocorasick_reports_the_same(terms: list[str], te
     pytest.importorskip("ahocorasick")
     keys = sorted(set(terms))
     assert _substring_scanner(keys)(text) == _regex_scanner(keys)(text)
+
+
+def test_a_multi_word_term_needs_a_word_boundary_before_it() -> None:
+    for text in ("xcredit card", "Xcredit card", "écredit card", "_credit card"):
+        assert TermSet(["credit card"]).find(text) == frozenset(), text
+    for text in ("xcredit card, credit card", "écredit card — credit  card"):
+        assert TermSet(["credit card"]).find(text) == {"credit card"}, text
