@@ -245,3 +245,19 @@ async def test_workflow_phase_survives_a_server_restart(tmp_path: Any) -> None:
     assert [t.name for t in listed.tools] == ["confirm_plan"]
     assert (again.is_error, text(again)) == (True, model_sentence(Outcome.UNAVAILABLE))
     assert (nxt.is_error, text(nxt)) == (False, INSTRUCTIONS["confirm_plan"])
+
+
+def test_default_context_takes_the_tenant_from_the_authenticated_client() -> None:
+    from mcp.server.auth.middleware.auth_context import auth_context_var
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    from guardrails.integrations.mcp import default_context
+
+    assert default_context(None) == TurnContext()  # type: ignore[arg-type]
+    token = AccessToken(token="t", client_id="acme", scopes=[])
+    reset = auth_context_var.set(AuthenticatedUser(token))
+    try:
+        assert default_context(None).tenant == "acme"  # type: ignore[arg-type]
+    finally:
+        auth_context_var.reset(reset)
