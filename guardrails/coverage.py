@@ -289,7 +289,8 @@ def from_audit(rows: Iterable[Any]) -> CoverageReport:
     """Build the report from audit rows (``guardrails.store.AuditRow``).
 
     The audit log does not know which guards are registered, so no guard is
-    flagged as never run; a backstop row does not name its rule (``_unknown``).
+    flagged as never run; a backstop row that does not name its rule counts
+    under ``_unknown``.
     """
     from .audit import decode_escapes, decode_verdicts
 

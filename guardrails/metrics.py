@@ -154,7 +154,7 @@ class PrometheusRecorder:
         self._backstop: dict[tuple[str, str], int] = {}
         self._registered: frozenset[tuple[str, ChokePoint]] = frozenset()
         self._tools: frozenset[str] | None = None
-        self._watched: dict[str, Any] = {self.name: self}
+        self._watched: dict[str, list[Any]] = {self.name: [self]}
         self.registry = REGISTRY if registry is None else registry
         self.collector = _Collector(self)
         self.registry.register(self.collector)
@@ -164,12 +164,15 @@ class PrometheusRecorder:
     # -- configuration --------------------------------------------------------
 
     def bind(self, engine: Any) -> PrometheusRecorder:
-        """Learn an engine's guards and tools, and count its recorders' failures."""
+        """Learn an engine's guards and tools, and count its recorders' failures.
+
+        Several engines may share one recorder: their guards and tools add up.
+        """
         pairs = registered_guards(engine)
         tools = frozenset(getattr(engine, "tools", {}))
         with self._lock:
-            self._registered = pairs
-            self._tools = tools
+            self._registered |= pairs
+            self._tools = tools if self._tools is None else self._tools | tools
             for guard, point in pairs:
                 self._series(guard, point)
             for tool in tools:
@@ -184,8 +187,14 @@ class PrometheusRecorder:
         return self
 
     def watch(self, recorder: Any, name: str) -> None:
-        """Export ``recorder.failures`` as ``guardrails_telemetry_failures_total{recorder=name}``."""
-        self._watched[name] = recorder
+        """Export ``recorder.failures`` as ``guardrails_telemetry_failures_total{recorder=name}``.
+
+        Several recorders watched under one name are summed.
+        """
+        with self._lock:
+            watched = self._watched.setdefault(name, [])
+            if not any(r is recorder for r in watched):
+                watched.append(recorder)
 
     # -- the Recorder protocol ------------------------------------------------
 
@@ -291,6 +300,7 @@ class PrometheusRecorder:
             outcomes = sorted(self._outcomes.items())
             backstop = sorted(self._backstop.items())
             registered = sorted(self._registered)
+            watched = sorted((k, tuple(v)) for k, v in self._watched.items())
         evaluations = _counter(
             GUARD_EVALUATIONS, "Guard evaluations by guard, choke-point and verdict."
         )
@@ -332,8 +342,8 @@ class PrometheusRecorder:
             TELEMETRY_FAILURES,
             "Recorder failures: logged and counted, never raised into a tool call.",
         )
-        for name, recorder in sorted(self._watched.items()):
-            failures.add_metric((name,), getattr(recorder, "failures", 0))
+        for name, recorders in watched:
+            failures.add_metric((name,), sum(getattr(r, "failures", 0) for r in recorders))
         return [evaluations, escapes, tool_outcomes, actions, duration, listed, failures]
 
 

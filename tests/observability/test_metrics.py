@@ -254,3 +254,42 @@ def test_pre_turn_post_run_and_backstop_are_counted(
     )
     assert get("guardrails_guard_registered", pre) == 1
     assert get("guardrails_guard_registered", post) == 1
+
+
+@tool
+def refund(order: str) -> str:
+    """Refund an order."""
+    return order
+
+
+@guard(tools=["refund"])
+def refund_window(call: Any) -> Verdict:
+    return Verdict.PASS
+
+
+def test_engines_bound_to_one_recorder_add_up(
+    registry: CollectorRegistry, scrape: Callable[[], str]
+) -> None:
+    metrics = PrometheusRecorder(registry)
+    support = Guardrails([lookup], [short_key], recorder=metrics)
+    billing = Guardrails([refund], [refund_window], recorder=metrics)
+    metrics.bind(support).bind(billing)
+    support.turn().call("lookup", {"key": "ab"})
+    billing.turn().call("refund", {"order": "A-1"})
+    billing.turn().call("lookup", {"key": "ab"})  # not a tool of billing: unavailable, _unknown
+    text = scrape()
+    assert {dict(k)["guard"] for k in series(text, "guardrails_guard_registered")} == {
+        "short_key",
+        "refund_window",
+    }
+    outcomes = {k: v for k, v in series(text, TOOL_OUTCOMES).items() if v}
+    assert outcomes == {
+        frozenset({("tool", "lookup"), ("outcome", "ok")}): 1,
+        frozenset({("tool", "refund"), ("outcome", "ok")}): 1,
+        frozenset({("tool", UNKNOWN_TOOL), ("outcome", "unavailable")}): 1,
+    }
+    failures = series(text, "guardrails_telemetry_failures_total")
+    assert set(failures) == {
+        frozenset({("recorder", "prometheus")}),
+        frozenset({("recorder", "recorders")}),
+    }
