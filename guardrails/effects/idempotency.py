@@ -27,7 +27,7 @@ from typing import Any
 from ..context import Escape, Invocation, ToolResult
 from ..errors import ConfigurationError
 from ..middleware.tool_call import Stop
-from ..store import Store, StoreUnavailable
+from ..store import Store
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason
 from ._state import state_for
 
@@ -115,7 +115,7 @@ class Idempotency:
                 if time.monotonic() >= deadline:
                     return Stop(Outcome.UNAVAILABLE, Reason.IN_PROGRESS)
                 self.sleep(self.poll)
-        except StoreUnavailable as exc:
+        except Exception as exc:  # StoreUnavailable, or a store's own driver error
             # Without the key we cannot know whether the effect already ran.
             return Stop(Outcome.UNAVAILABLE, Reason.STORE_UNAVAILABLE, None, exc)
 
@@ -130,7 +130,7 @@ class Idempotency:
                 self.store.complete(key, owner, _encode(result), self.clock() + self.ttl)
             else:
                 self.store.release(key, owner)
-        except StoreUnavailable as exc:
+        except Exception as exc:  # StoreUnavailable, or a store's own driver error
             log.warning("idempotency key %s not settled", key)
             missed = Escape(self.name, ChokePoint.TOOL_CALL, EscapeReason.STORE_UNAVAILABLE, exc)
             return result._replace(escapes=(*result.escapes, missed))

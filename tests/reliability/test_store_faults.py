@@ -24,7 +24,7 @@ from guardrails.audit import AuditLog
 from guardrails.effects import Idempotency, Snapshots
 from guardrails.effects.paid import PaidCall, Usage
 from guardrails.rules.session_ceiling import SessionCeiling
-from guardrails.store import SQLiteStore, Store, StoreUnavailable
+from guardrails.store import MemoryStore, SQLiteStore, Store, StoreUnavailable
 
 SCHEMA = {"type": "object", "properties": {"item": {"type": "string"}}, "required": ["item"]}
 DECLARED = ("item",)
@@ -65,6 +65,20 @@ def _unopenable_sqlite(tmp_path: Path) -> Iterator[Store]:
         store.close()
 
 
+class RawErrorStore(MemoryStore):
+    """A third-party store that lets its driver's error through instead of StoreUnavailable."""
+
+    def _fail(self, *args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("connection reset by peer")
+
+    append = append_many = incr = reserve = settle = claim = complete = release = _fail
+    put_snapshot = compare_and_set = _fail
+
+
+def _raw_error_store(tmp_path: Path) -> Iterator[Store]:
+    yield RawErrorStore()
+
+
 def _unreachable_postgres(tmp_path: Path) -> Iterator[Store]:
     from guardrails.store import PostgresStore
 
@@ -79,6 +93,7 @@ FAULTS: dict[str, Callable[[Path], Iterator[Store]]] = {
     "sqlite_locked": _locked_sqlite,
     "sqlite_unopenable": _unopenable_sqlite,
     "postgres_unreachable": _unreachable_postgres,
+    "raw_driver_error": _raw_error_store,
 }
 
 
@@ -88,7 +103,7 @@ def failing_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[St
 
 
 def test_every_fault_really_makes_the_store_refuse_writes(failing_store: Store) -> None:
-    with pytest.raises(StoreUnavailable):
+    with pytest.raises((StoreUnavailable, ConnectionError)):
         failing_store.incr("probe")
 
 
@@ -119,7 +134,7 @@ def test_audit_log_down_keeps_an_effectful_tool_from_running(
     assert ledger.check("store_faults", result, DECLARED) == []
     assert result.outcome is Outcome.UNAVAILABLE
     assert result.reason == Reason.AUDIT_UNAVAILABLE
-    assert isinstance(result.exception, StoreUnavailable)
+    assert isinstance(result.exception, StoreUnavailable | ConnectionError)
     assert runs.count == 0
     assert ("audit", EscapeReason.AUDIT_UNAVAILABLE) in escape_reasons(result)
     ledger.add("store_faults", faults_injected=1, faults_counted=1)
@@ -232,7 +247,7 @@ def test_paid_call_store_down_stops_before_spending(
 
     assert ledger.check("store_faults", result, DECLARED) == []
     assert result.outcome is not Outcome.OK
-    assert isinstance(result.exception, StoreUnavailable)
+    assert isinstance(result.exception, StoreUnavailable | ConnectionError)
     assert spent == []
     ledger.add("store_faults", faults_injected=1, faults_counted=1)
 
