@@ -28,6 +28,14 @@ def _build_parser() -> argparse.ArgumentParser:
         default=None,
         help="where to write the audit database and metrics (default: a new temporary directory)",
     )
+    demo.add_argument(
+        "--live",
+        metavar="MODEL",
+        nargs="?",
+        const="claude-sonnet-5-5",
+        default=None,
+        help="let a real model play the agent (needs ANTHROPIC_API_KEY and the anthropic extra)",
+    )
     demo.set_defaults(func=_demo)
     from .coverage import add_arguments as coverage_arguments
 
@@ -49,8 +57,13 @@ def _example(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run
+    from .errors import UsageError
 
-    return run(directory=args.dir)
+    try:
+        return run(directory=args.dir, model=args.live)
+    except UsageError as exc:
+        print(f"guardrails demo: {exc}", file=sys.stderr)
+        return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:

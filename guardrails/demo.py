@@ -9,6 +9,7 @@ model asked for and exactly what the model was told.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import sys
 import tempfile
@@ -24,7 +25,9 @@ from .context import Invocation, ToolResult, TurnContext
 from .coverage import from_exposition
 from .effects import PaidCall, Usage
 from .engine import Guardrails, Turn
+from .errors import UsageError
 from .guard import guard
+from .integrations._common import field as read
 from .metrics import PrometheusRecorder
 from .middleware.post_run import RunRecord
 from .rules import required_action, trigger
@@ -242,9 +245,16 @@ def _why(result: ToolResult) -> str:
 # -- the run ------------------------------------------------------------------------
 
 
-def run(out: TextIO | None = None, directory: str | Path | None = None) -> int:
-    """Play every scene; print what the model saw, the coverage table, and where the data is."""
+def run(
+    out: TextIO | None = None, directory: str | Path | None = None, *, model: str | None = None
+) -> int:
+    """Play every scene; print what the model saw, the coverage table, and where the data is.
+
+    With ``model``, a real model (the Anthropic API, ANTHROPIC_API_KEY) plays
+    the agent instead of the script: the users, tools and guards are the same.
+    """
     out = sys.stdout if out is None else out
+    client = None if model is None else _live_client()
     folder = Path(tempfile.mkdtemp(prefix="guardrails-demo-") if directory is None else directory)
     folder.mkdir(parents=True, exist_ok=True)
     # A session of its own per run: the phase and the cap live in the store, so
@@ -256,17 +266,25 @@ def run(out: TextIO | None = None, directory: str | Path | None = None) -> int:
     bank = Bank()
     rails = build(bank, store, recorder, session)
     printer = Printer(out)
-    printer.line("guardrails demo: a scripted support agent (no API key, no network).")
+    if client is None:
+        printer.line("guardrails demo: a scripted support agent (no API key, no network).")
+    else:
+        printer.line(f"guardrails demo: a support agent played by {model}.")
     printer.line(f"Tenant acme, account {ACCOUNT}, session {session}.")
-    printer.line("Every line below is what the guards decided; the model's calls are scripted.")
+    printer.line("Every line below is what the guards decided.")
     try:
         for number, scene in enumerate(SCENES, 1):
             printer.line()
             context = TurnContext(tenant="acme", session=session, values={"account_id": ACCOUNT})
-            _play(rails.turn(context), number, scene, printer)
+            if client is None:
+                _play(rails.turn(context), number, scene, printer)
+            else:
+                _play_live(client, model or "", rails.turn(context), number, scene, printer)
         rows = len(store.audit_rows(limit=100_000))
     finally:
         store.close()
+        if client is not None:
+            client.close()
     metrics = folder / "metrics.prom"
     metrics.write_bytes(generate_latest(registry))
     printer.line()
@@ -298,7 +316,64 @@ def _play(turn: Turn, number: int, scene: Scene, printer: Printer) -> None:
         offered = decision.offered
         printer.call(name, arguments, turn.call(name, arguments))
     printer.line(f"    model replies: {scene.reply}")
-    report = turn.post_run(scene.reply)
+    _backstop(turn, scene.reply, printer)
+
+
+SYSTEM = (
+    "You are the support agent of a bank. Use the tools to help the customer. "
+    "Refunds need an amount and a reason. Disputes go open_dispute, attach_evidence, "
+    "submit_dispute. If you cannot help, say that you will escalate to a human."
+)
+
+
+def _live_client() -> Any:
+    try:
+        import anthropic
+    except ImportError:
+        raise UsageError(
+            "the live demo needs the anthropic package: pip install 'guardrails-kit[anthropic]'"
+        ) from None
+    if not os.environ.get("ANTHROPIC_API_KEY"):
+        raise UsageError("the live demo needs ANTHROPIC_API_KEY; without it, run the scripted demo")
+    return anthropic.Anthropic()
+
+
+def _play_live(
+    client: Any, model: str, turn: Turn, number: int, scene: Scene, printer: Printer
+) -> None:
+    from .integrations.anthropic import run_tool_loop
+
+    printer.line(f"[{number}] {scene.title}")
+    printer.line(f"    user: {scene.user}")
+    done = run_tool_loop(
+        client,
+        turn,
+        messages=[{"role": "user", "content": scene.user}],
+        model=model,
+        max_tokens=1024,
+        system=SYSTEM,
+        max_iterations=8,
+    )
+    if done.refusal is not None:
+        printer.line(f"    refused by pre_turn: {done.refusal}")
+    offered = [name for name in turn.engine.tools if name in (turn.offered or ())]
+    printer.line(f"    offered to the model (last request): {', '.join(offered) or '(nothing)'}")
+    results = iter(turn.results)
+    for message in done.messages:
+        for block in message["content"] if message["role"] == "assistant" else ():
+            if read(block, "type") == "tool_use":
+                printer.call(read(block, "name"), read(block, "input"), next(results))
+    reply = " ".join(
+        str(read(b, "text"))
+        for b in read(done.message, "content") or ()
+        if read(b, "type") == "text"
+    )
+    printer.line(f"    model replies: {reply}")
+    _backstop(turn, reply, printer)
+
+
+def _backstop(turn: Turn, reply: str, printer: Printer) -> None:
+    report = turn.post_run(reply)
     for action in report.actions:
         outcome = action.outcome or "not repeated"
         printer.line(

@@ -128,3 +128,41 @@ def test_cli_demo_exits_0_and_prints_the_turns(
 ) -> None:
     assert main(["demo", "--dir", str(tmp_path)]) == 0
     assert "[5] a cap reached: limit" in capsys.readouterr().out
+
+
+# -- the live mode, with the scripted API standing in for the model --------------------
+
+
+def test_live_mode_drives_the_model_through_the_anthropic_tool_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from guardrails.demo import SCENES
+    from guardrails.integrations.scripted import (
+        ScriptedMessagesAPI,
+        text_message,
+        tool_use_message,
+    )
+
+    script = []
+    for scene in SCENES:
+        script += [tool_use_message(*scene.calls), text_message(scene.reply)]
+    with ScriptedMessagesAPI(script) as api:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "scripted")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        out = io.StringIO()
+        assert run(out, tmp_path, model="claude-sonnet-5-5") == 0
+    text = out.getvalue()
+    assert len(api.requests) == 2 * len(SCENES)
+    lawyer = next(r for r in api.requests if "lawyer" in str(r["messages"][0]))
+    assert "refund" not in [t["name"] for t in lawyer["tools"]]
+    assert "backstop: required_notify_human called notify_human (ok)" in text
+    assert f"model sees: limit         {model_sentence(Outcome.LIMIT)}" in text
+    assert "sk-demo-123" not in str(api.requests)
+
+
+def test_live_mode_without_a_key_explains_and_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert main(["demo", "--dir", str(tmp_path), "--live"]) == 2
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
