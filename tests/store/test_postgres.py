@@ -1,0 +1,74 @@
+"""What only the PostgreSQL store does: grouped commits, the append-only trigger, migrations."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from guardrails.store import AuditRow, PostgresStore, StoreUnavailable
+
+pytestmark = pytest.mark.postgres
+
+
+def test_grouped_commits_return_only_after_each_row_is_committed(pg_dsn: str) -> None:
+    import psycopg
+
+    with PostgresStore(pg_dsn, group_commit=True) as store:
+        committed: list[bool] = []
+
+        def writer(n: int) -> None:
+            for i in range(25):
+                store.append(AuditRow("tool_call", 1.0, call_id=f"w{n}-{i}"))
+                # Seen from another connection: the row is committed, not queued.
+                with psycopg.connect(pg_dsn) as conn:
+                    found = conn.execute(
+                        "SELECT 1 FROM guardrails_audit WHERE call_id = %s", (f"w{n}-{i}",)
+                    ).fetchone()
+                committed.append(found is not None)
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert committed == [True] * 150
+        assert len(store.audit_rows(limit=1000)) == 150
+
+
+def test_grouped_commits_report_an_unreachable_server_to_every_caller() -> None:
+    store = PostgresStore(
+        "postgresql://postgres@127.0.0.1:1/none", group_commit=True, timeout=0.5, connect_timeout=1
+    )
+    with pytest.raises(StoreUnavailable):
+        store.append(AuditRow("tool_call", 1.0))
+    store.close()
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["UPDATE guardrails_audit SET outcome = 'ok'", "DELETE FROM guardrails_audit"],
+)
+def test_audit_rows_cannot_be_changed_even_with_raw_sql(pg_dsn: str, statement: str) -> None:
+    import psycopg
+
+    with PostgresStore(pg_dsn) as store:
+        store.append(AuditRow("tool_call", 1.0, outcome="error"))
+    with psycopg.connect(pg_dsn) as conn, pytest.raises(psycopg.errors.RaiseException):
+        conn.execute(statement)
+
+
+def test_two_stores_migrate_one_schema_once(pg_dsn: str) -> None:
+    import psycopg
+
+    stores = [PostgresStore(pg_dsn) for _ in range(4)]
+    threads = [threading.Thread(target=s.incr, args=("k",)) for s in stores]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert stores[0].incr("k", 0) == 4
+    for s in stores:
+        s.close()
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM guardrails_schema").fetchone() == (1,)
