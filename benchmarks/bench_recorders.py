@@ -3,7 +3,8 @@
 Group ``recorders``: one guarded call (a tool behind two trivial guards) with
 no recorder, with the Prometheus recorder, with the OpenTelemetry recorder and
 no SDK (the API's no-op, what a user who never set up tracing pays), with the
-OpenTelemetry SDK and an in-memory exporter, and with both. Each row's
+OpenTelemetry SDK and an in-memory exporter (each also with the call hook
+that opens the span before the tool runs), and with both. Each row's
 ``ratio`` and ``added_us`` are to the no-recorder call measured in the same
 rounds.
 
@@ -49,8 +50,8 @@ def allowed_key(call: Any) -> Verdict:
     return _PASS
 
 
-def _engine(recorder: Any) -> Guardrails:
-    return Guardrails([lookup], [short_key, allowed_key], recorder=recorder)
+def _engine(recorder: Any, hooks: Any = ()) -> Guardrails:
+    return Guardrails([lookup], [short_key, allowed_key], hooks=hooks, recorder=recorder)
 
 
 class _Empty:
@@ -71,7 +72,9 @@ def run(quick: bool = False) -> list[Row]:
         "no recorder": _engine(None),
         "Prometheus": _engine(prometheus),
         "OpenTelemetry, API only (no SDK)": _engine(api_only),
+        "OpenTelemetry, API only, with hook()": _engine(api_only, hooks=[api_only.hook()]),
         "OpenTelemetry SDK, in-memory exporter": _engine(sdk),
+        "OpenTelemetry SDK, with hook()": _engine(sdk, hooks=[sdk.hook()]),
         "Prometheus + OpenTelemetry SDK": _engine([both_prometheus, sdk]),
     }
     prometheus.bind(engines["Prometheus"])

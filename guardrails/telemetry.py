@@ -10,13 +10,16 @@ SDK provider appears.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextvars import Token
 from time import monotonic_ns, time_ns
 from typing import Any
 
-from opentelemetry import trace
+from opentelemetry import context, trace
+from opentelemetry.context import Context
 from opentelemetry.trace import (
     NoOpTracerProvider,
     ProxyTracerProvider,
+    Span,
     SpanKind,
     Status,
     StatusCode,
@@ -25,7 +28,7 @@ from opentelemetry.trace import (
 )
 
 from ._version import __version__
-from .context import Escape, ToolResult, VerdictRecord
+from .context import Escape, Invocation, ToolResult, VerdictRecord
 from .metrics import UNKNOWN_TOOL, _backstop_rule, _field, _log_failure, _performed
 from .verdicts import Outcome, Verdict, combine
 
@@ -51,6 +54,7 @@ __all__ = [
     "SPAN_POST_RUN",
     "SPAN_PRE_TURN",
     "OpenTelemetryRecorder",
+    "ToolSpans",
 ]
 
 # -- span, event and attribute names (public API) ----------------------------
@@ -83,6 +87,7 @@ EVENT_ESCAPE = "guardrails.escape"
 _SPAN_NAMES = {"pre_turn": SPAN_PRE_TURN, "post_run": SPAN_POST_RUN}
 _NO_SDK = (ProxyTracerProvider, NoOpTracerProvider)
 _RECHECK_NS = 1_000_000_000
+_MAX_OPEN = 10_000
 _OK = Outcome.OK
 
 
@@ -101,6 +106,18 @@ class OpenTelemetryRecorder:
         self._provider = tracer_provider
         self._tracer: Tracer | None = None
         self._next_check = 0
+        # Spans opened by ``hook()`` before their tool ran, by call id, until
+        # the call's result arrives.
+        self._open: dict[str, Span] = {}
+
+    def hook(self) -> ToolSpans:
+        """A call hook that opens each tool's span before the tool runs.
+
+        Then the spans the tool itself makes (an HTTP client, a database
+        driver) are children of its ``execute_tool`` span. Register both:
+        ``Guardrails(..., hooks=[spans.hook()], recorder=[spans])``.
+        """
+        return ToolSpans(self)
 
     def _resolve(self) -> Tracer | None:
         # Called only while no SDK tracer is known; rate-limited because
@@ -140,12 +157,16 @@ class OpenTelemetryRecorder:
                 attributes[ATTR_TRUNCATED] = True
             if outcome is not _OK:
                 attributes[ERROR_TYPE] = outcome.value
-            span = tracer.start_span(
-                f"{EXECUTE_TOOL} {tool}",
-                kind=SpanKind.INTERNAL,
-                start_time=start,
-                attributes=attributes,
-            )
+            span = self._open.pop(result.call_id, None) if self._open else None
+            if span is None:
+                span = tracer.start_span(
+                    f"{EXECUTE_TOOL} {tool}",
+                    kind=SpanKind.INTERNAL,
+                    start_time=start,
+                    attributes=attributes,
+                )
+            else:
+                span.set_attributes(attributes)
             if span.is_recording():
                 _add_events(span, result.verdicts, result.escapes, start, end)
                 if outcome is not _OK:
@@ -204,6 +225,54 @@ class OpenTelemetryRecorder:
     def _failed(self) -> None:
         self.failures += 1
         _log_failure(self.name, self.failures)
+
+
+class ToolSpans:
+    """The call hook of ``OpenTelemetryRecorder.hook()``.
+
+    ``before`` opens the ``execute_tool`` span and makes it current while the
+    tool runs; ``after`` restores the context; the recorder's
+    ``on_tool_result`` adds the verdicts and escapes and ends the span. Calls
+    refused before the hooks run (unknown tool, bad arguments, a guard's
+    reject) get their span after the fact, as without the hook.
+    """
+
+    __slots__ = ("_recorder", "_tokens")
+
+    def __init__(self, recorder: OpenTelemetryRecorder) -> None:
+        self._recorder = recorder
+        self._tokens: dict[str, Token[Context]] = {}
+
+    def before(self, invocation: Invocation, /) -> None:
+        rec = self._recorder
+        tracer = rec._tracer or rec._resolve()
+        if tracer is None or len(rec._open) >= _MAX_OPEN:
+            return None  # no SDK; or results that never came: fall back to after the fact
+        try:
+            call_id = invocation.call_id
+            span = tracer.start_span(
+                f"{EXECUTE_TOOL} {invocation.name}",
+                kind=SpanKind.INTERNAL,
+                attributes={
+                    GEN_AI_OPERATION_NAME: EXECUTE_TOOL,
+                    GEN_AI_TOOL_NAME: invocation.name,
+                    GEN_AI_TOOL_CALL_ID: call_id,
+                },
+            )
+            self._tokens[call_id] = context.attach(trace.set_span_in_context(span))
+            rec._open[call_id] = span
+        except Exception:  # telemetry never breaks a call
+            rec._failed()
+        return None
+
+    def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+        token = self._tokens.pop(invocation.call_id, None) if self._tokens else None
+        if token is not None:
+            try:
+                context.detach(token)
+            except Exception:  # telemetry never breaks a call
+                self._recorder._failed()
+        return result
 
 
 def _add_events(
