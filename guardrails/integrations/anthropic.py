@@ -7,7 +7,7 @@ The ``anthropic`` package is imported only by the parts that need it (the
 
 or, inside a loop of your own::
 
-    message = client.messages.create(..., tools=offer_tools(turn))
+    message = client.messages.create(..., tools=offer_tools(turn, messages))
     messages += [
         {"role": "assistant", "content": message.content},
         {"role": "user", "content": tool_results(turn, message)},
@@ -59,7 +59,8 @@ def offer_tools(
     """The ``tools`` for ``messages.create``: what pre_turn offers for ``messages``.
 
     The turn remembers the offer: any other tool is ``unavailable`` at
-    tool_call. A refused turn offers nothing (``offer()`` tells why).
+    tool_call. A refused turn offers nothing; ``turn.pre_turn(messages)``
+    returns the whole decision, refusal code included.
     """
     return [t.to_anthropic() for t in offer(turn, messages, names).tools]
 
