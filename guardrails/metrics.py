@@ -207,7 +207,7 @@ class PrometheusRecorder:
             try:
                 outcomes = self._outcomes
                 count = outcomes.get(key)
-                if count is None:
+                if count is None:  # first of its kind: check it once
                     key, count = self._outcome_key(*key), 0
                 outcomes[key] = count + 1
                 if verdicts:
@@ -270,10 +270,11 @@ class PrometheusRecorder:
             series = self._guards[key] = _GuardSeries()
         return series
 
-    @staticmethod
-    def _outcome_key(tool: str, outcome: Outcome | str) -> tuple[str, Outcome]:
+    def _outcome_key(self, tool: str, outcome: Outcome | str) -> tuple[str, Outcome]:
         if type(tool) is not str:
             raise TypeError(f"tool name must be a str, not {type(tool).__name__}")
+        if self._tools is not None and tool not in self._tools:
+            tool = UNKNOWN_TOOL  # bound: only registered names are label values
         return tool, Outcome(outcome)
 
     def _backstop_key(self, action: Any) -> tuple[str, str]:

@@ -20,6 +20,7 @@ from guardrails import (
     Guardrails,
     GuardResult,
     Outcome,
+    ToolResult,
     Verdict,
     VerdictRecord,
     guard,
@@ -293,3 +294,15 @@ def test_engines_bound_to_one_recorder_add_up(
         frozenset({("recorder", "prometheus")}),
         frozenset({("recorder", "recorders")}),
     }
+
+
+def test_a_bound_recorder_counts_an_unregistered_name_as_unknown_even_if_marked_known(
+    registry: CollectorRegistry,
+) -> None:
+    metrics = PrometheusRecorder(registry, engine=Guardrails([lookup], [short_key]))
+    forged = ToolResult("c-1", "not_registered", Outcome.OK, "x", Verdict.PASS)
+    assert forged.known_tool
+    metrics.on_tool_result(forged)
+    get = registry.get_sample_value
+    assert get(TOOL_OUTCOMES, {"tool": UNKNOWN_TOOL, "outcome": "ok"}) == 1
+    assert get(TOOL_OUTCOMES, {"tool": "not_registered", "outcome": "ok"}) is None
