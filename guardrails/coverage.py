@@ -252,7 +252,13 @@ class _Tally:
 
 
 def _add(counts: dict[str, int], key: str, value: float) -> None:
-    counts[key] = counts.get(key, 0) + round(value)
+    counts[key] = counts.get(key, 0) + _count(value)
+
+
+def _count(value: float) -> int:
+    if not 0 <= value < 2**63:  # also NaN
+        raise ValueError(f"a count must be a non-negative finite number, not {value!r}")
+    return round(value)
 
 
 def from_exposition(text: str) -> CoverageReport:
@@ -277,9 +283,9 @@ def from_exposition(text: str) -> CoverageReport:
                 elif name == TOOL_OUTCOMES:
                     _add(t.tools[labels[TOOL]], labels[OUTCOME], value)
                 elif name == BACKSTOP_ACTIONS:
-                    t.backstop[(labels[RULE], labels[TOOL])] += round(value)
+                    t.backstop[(labels[RULE], labels[TOOL])] += _count(value)
                 elif name == TELEMETRY_FAILURES:
-                    t.failures[labels[RECORDER]] += round(value)
+                    t.failures[labels[RECORDER]] += _count(value)
     except (ValueError, KeyError, TypeError) as exc:
         raise CoverageError(f"not a Prometheus exposition of guardrails metrics: {exc!r}") from exc
     return t.report()

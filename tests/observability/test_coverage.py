@@ -28,7 +28,7 @@ from guardrails import (
 )
 from guardrails.cli import main as cli
 from guardrails.coverage import CoverageError, from_exposition, read_source
-from guardrails.metrics import PrometheusRecorder
+from guardrails.metrics import EXPORTED, PrometheusRecorder
 
 
 @dataclass(frozen=True)
@@ -229,3 +229,27 @@ def test_coverage_counts_equal_what_was_recorded(
         share = row.not_evaluated_share
         assert share is None or 0 <= share <= 1
     assert metrics.failures == 0
+
+
+@st.composite
+def exposition_lines(draw: st.DrawFn) -> str:
+    """A sample line of one of our families: mostly well formed, sometimes not."""
+    name = draw(st.sampled_from(sorted(EXPORTED)))
+    values = st.sampled_from(["a", "b", "pass", "tool_call", 'q"x', "n\\l"])
+    labels = {k: draw(values) for k in EXPORTED[name]}
+    if draw(st.booleans()) and labels:
+        labels.pop(draw(st.sampled_from(sorted(labels))))  # a label missing
+    value = draw(st.sampled_from(["0", "1", "7", "2.5", "-1", "NaN", "+Inf", "1e400", "x"]))
+    body = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    return f"{name}{{{body}}} {value}"
+
+
+@given(st.lists(exposition_lines() | st.text(max_size=40), max_size=8))
+def test_any_text_gives_a_report_or_a_coverage_error(lines: list[str]) -> None:
+    try:
+        report = from_exposition("\n".join(lines) + "\n")
+    except CoverageError:
+        return
+    for row in report.guards:
+        assert min(row.passed, row.rejected, row.not_evaluated) >= 0
+        assert all(n >= 0 for n in row.escapes.values())
