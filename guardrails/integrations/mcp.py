@@ -17,11 +17,12 @@ non-``ok`` outcome answers ``isError: true`` with the outcome's fixed sentence.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..context import ToolResult, TurnContext
 from ..engine import Guardrails, Turn
+from ..tools import Tool
 from ._common import aoffer
 
 if TYPE_CHECKING:
@@ -29,7 +30,14 @@ if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
     from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult
 
-__all__ = ["GuardedTools", "call_tool_result", "default_context", "guarded_server"]
+__all__ = [
+    "GuardedTools",
+    "ServerToolFailed",
+    "call_tool_result",
+    "default_context",
+    "guarded_server",
+    "tools_from_server",
+]
 
 ContextFn = Callable[["ServerRequestContext[Any, Any]"], TurnContext | Awaitable[TurnContext]]
 
@@ -119,6 +127,48 @@ class GuardedTools:
             # raise ValidationError, which the SDK answers as invalid params.
             return await self.call_tool(ctx, CallToolRequestParams.model_validate(ctx.params or {}))
         return await call_next(ctx)
+
+
+class ServerToolFailed(RuntimeError):
+    """A server tool answered with an error result; kept for the audit trail, never sent on."""
+
+
+async def tools_from_server(
+    app: Any, options: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[Tool]:
+    """The tools an ``MCPServer`` registered itself (``@app.tool()``), as guarded tools.
+
+    Each calls back into ``app.call_tool``; register them with an engine and put
+    ``GuardedTools`` in front of the same server, so its own tools are listed by
+    pre_turn and called through tool_call (a failure then answers the fixed
+    sentence instead of the exception text the server would send).
+    ``options`` maps a tool name to ``Tool`` options (``bind=``, ``guards=``,
+    ``effect=`` ...).
+    """
+    options = options or {}
+    tools = []
+    for definition in await app.list_tools():
+        call = _call_through(app, definition.name)
+        tools.append(Tool.from_definition(definition, call, **options.get(definition.name, {})))
+    return tools
+
+
+def _call_through(app: Any, name: str) -> Callable[..., Awaitable[Any]]:
+    async def call(**arguments: Any) -> Any:
+        result = await app.call_tool(name, arguments)
+        if getattr(result, "is_error", None) is not False:
+            # An error result, or a shape this integration does not forward.
+            raise ServerToolFailed(f"tool {name!r} answered {type(result).__name__} with an error")
+        # The text blocks are what the server would have sent the model; other
+        # blocks (images, resources) are forwarded as their JSON.
+        return "\n".join(
+            block.text
+            if block.type == "text"
+            else block.model_dump_json(by_alias=True, exclude_none=True)
+            for block in result.content
+        )
+
+    return call
 
 
 def guarded_server(

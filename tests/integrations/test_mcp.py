@@ -261,3 +261,67 @@ def test_default_context_takes_the_tenant_from_the_authenticated_client() -> Non
         assert default_context(None).tenant == "acme"  # type: ignore[arg-type]
     finally:
         auth_context_var.reset(reset)
+
+
+# -- an existing MCPServer's own tools ---------------------------------------------------
+
+
+async def test_an_existing_servers_own_tools_are_listed_by_pre_turn_and_called_guarded() -> None:
+    from guardrails.integrations.mcp import tools_from_server
+
+    app = MCPServer("legacy")
+
+    @app.tool()
+    def lookup(customer: str, tenant: str) -> str:
+        """Look a customer up."""
+        return f"{customer}@{tenant}"
+
+    @app.tool()
+    def report(year: int) -> dict[str, int]:
+        """A yearly report."""
+        return {"year": year, "rows": 3}
+
+    @app.tool()
+    def crash() -> str:
+        """Fails with a secret in the message."""
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        raise ToolError(SECRET)
+
+    async with Client(app) as client:
+        unguarded = await client.call_tool("crash", {})
+    assert SECRET in str(unguarded.content)  # what the SDK alone sends to the model
+
+    tools = await tools_from_server(app, {"lookup": {"bind": {"tenant": "tenant"}}})
+    rails = Guardrails(tools, [allow_list(by_tenant={"acme": ["lookup", "crash"]})])
+    app.middleware.append(GuardedTools(rails, context=by_meta))
+    meta = {"tenant": "acme"}
+    async with Client(app) as client:
+        listed = await client.list_tools(meta=meta)
+        found = await client.call_tool("lookup", {"customer": "ada"}, meta=meta)
+        bound = await client.call_tool("lookup", {"customer": "ada", "tenant": "evil"}, meta=meta)
+        hidden = await client.call_tool("report", {"year": 2025}, meta=meta)
+        crashed = await client.call_tool("crash", {}, meta=meta)
+    assert [t.name for t in listed.tools] == ["lookup", "crash"]
+    assert "tenant" not in listed.tools[0].input_schema["properties"]
+    assert (found.is_error, text(found)) == (False, "ada@acme")
+    assert (bound.is_error, text(bound)) == (True, model_sentence(Outcome.INVALID_ARGS))
+    assert (hidden.is_error, text(hidden)) == (True, model_sentence(Outcome.UNAVAILABLE))
+    assert (crashed.is_error, text(crashed)) == (True, model_sentence(Outcome.ERROR))
+
+
+async def test_server_tool_results_reach_the_model_as_the_server_would_send_them() -> None:
+    from guardrails.integrations.mcp import tools_from_server
+
+    app = MCPServer("legacy")
+
+    @app.tool()
+    def report(year: int) -> dict[str, int]:
+        """A yearly report."""
+        return {"year": year, "rows": 3}
+
+    async with Client(app) as client:
+        unguarded = text(await client.call_tool("report", {"year": 2025}))
+    rails = Guardrails(await tools_from_server(app))
+    result = await rails.acall("report", {"year": 2025})
+    assert (result.outcome, result.content) == (Outcome.OK, unguarded)
