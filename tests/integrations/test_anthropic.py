@@ -402,3 +402,35 @@ def test_any_message_gets_one_closed_tool_result_per_tool_use(content: list[Any]
         else:
             assert block["is_error"] is True
             assert block["content"].startswith(model_sentence(result.outcome))
+
+
+def test_post_run_reads_the_loops_final_message_and_performs_the_backstop() -> None:
+    from guardrails.rules import required_action
+
+    notified: list[str] = []
+
+    @tool
+    def notify_human(reason: str) -> str:
+        """Hand over to a person."""
+        notified.append(reason)
+        return "handed over"
+
+    escalate = required_action(
+        "notify_human",
+        when=lambda run: "escalate" in (run.text or ""),
+        arguments={"reason": "promised"},
+    )
+    engine = Guardrails([get_balance, notify_human], [escalate])
+    turn = engine.turn(values={"account_id": "acc-42"})
+    script = [text_message("I will escalate this to a colleague.")]
+    with ScriptedMessagesAPI(script) as api, client_for(api) as client:
+        run = run_tool_loop(
+            client,
+            turn,
+            model="claude-test",
+            max_tokens=64,
+            messages=[{"role": "user", "content": "I want a human"}],
+        )
+    report = turn.post_run(run.message)
+    [action] = report.actions
+    assert (action.tool, action.outcome, notified) == ("notify_human", Outcome.OK, ["promised"])
