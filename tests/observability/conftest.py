@@ -39,18 +39,28 @@ def scrape(registry: CollectorRegistry) -> Callable[[], str]:
 
 
 @pytest.fixture
-def promtool() -> Callable[[str], None]:
-    return _promtool_check
-
-
-def _promtool_check(text: str) -> None:
-    """Run ``promtool check metrics`` on an exposition; skip locally when promtool is absent."""
-    promtool = shutil.which("promtool")
-    if promtool is None:
+def promtool_path() -> str:
+    """The promtool binary; skipped locally when absent, a failure when it is required."""
+    path = shutil.which("promtool")
+    if path is None:
         if os.environ.get("GUARDRAILS_REQUIRE_PROMTOOL") == "1":
             pytest.fail("promtool is required (GUARDRAILS_REQUIRE_PROMTOOL=1) but not installed")
         pytest.skip("promtool is not installed (Debian package prometheus)")
-    done = subprocess.run(
-        [promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    return path
+
+
+@pytest.fixture
+def promtool(promtool_path: str) -> Callable[[str], None]:
+    """``promtool check metrics`` on an exposition."""
+
+    def check(text: str) -> None:
+        done = subprocess.run(
+            [promtool_path, "check", "metrics"],
+            input=text,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    return check
