@@ -49,8 +49,8 @@ class Budget:
     max_n: int = 1_000_000
 
 
-FULL = Budget(rounds=41, round_s=0.01)
-QUICK = Budget(rounds=5, round_s=0.004)
+FULL = Budget(rounds=101, round_s=0.002)
+QUICK = Budget(rounds=15, round_s=0.001)
 
 
 def budget(quick: bool) -> Budget:
