@@ -7,6 +7,9 @@ messages whose content is exactly what tool_call decided the model may see::
     tools = offer_tools(turn)                      # pass as `tools=` to the API
     reply = ...                                    # the assistant message
     messages += [reply, *tool_messages(turn, reply)]
+
+For the Responses API, ``offer_response_tools`` gives the flat definitions and
+``function_call_outputs`` answers a response's ``function_call`` items.
 """
 
 from __future__ import annotations
@@ -21,8 +24,11 @@ from ..tools import Tool
 from ._common import field, offer, tools_of
 
 __all__ = [
+    "afunction_call_outputs",
     "atool_messages",
+    "function_call_outputs",
     "load_tools",
+    "offer_response_tools",
     "offer_tools",
     "openai_tools",
     "tool_message",
@@ -46,6 +52,16 @@ def offer_tools(
     The turn remembers the offer: any other tool is ``unavailable`` at tool_call.
     """
     return [t.to_openai() for t in offer(turn, messages, names).tools]
+
+
+def offer_response_tools(
+    turn: Turn, messages: Any = None, *, names: Iterable[str] | None = None
+) -> list[dict[str, Any]]:
+    """``offer_tools`` in the Responses API's flat ``{"type": "function", "name": ...}`` form."""
+    return [
+        {"type": "function", **t.to_openai()["function"]}
+        for t in offer(turn, messages, names).tools
+    ]
 
 
 def load_tools(
@@ -102,4 +118,44 @@ async def atool_messages(turn: Turn, message: Any) -> list[dict[str, Any]]:
     return [
         tool_message(await turn.acall(name, arguments, call_id), call_id)
         for name, arguments, call_id in _calls(message)
+    ]
+
+
+# -- the Responses API: function_call items -------------------------------------------
+
+
+def _function_calls(items: Any) -> list[tuple[Any, Any, str | None]]:
+    calls = []
+    for item in field(items, "output", items) or ():
+        if field(item, "type") == "function_call":
+            call_id = field(item, "call_id")
+            calls.append(
+                (
+                    field(item, "name"),
+                    field(item, "arguments"),
+                    call_id if isinstance(call_id, str) else None,
+                )
+            )
+    return calls
+
+
+def _output_item(result: ToolResult, call_id: str | None) -> dict[str, Any]:
+    answered = result.call_id if call_id is None else call_id
+    return {"type": "function_call_output", "call_id": answered, "output": result.content}
+
+
+def function_call_outputs(turn: Turn, response: Any) -> list[dict[str, Any]]:
+    """Responses API: each ``function_call`` item (of a response, or a list of items)
+    through tool_call; the ``function_call_output`` items to send back."""
+    return [
+        _output_item(turn.call(name, arguments, call_id), call_id)
+        for name, arguments, call_id in _function_calls(response)
+    ]
+
+
+async def afunction_call_outputs(turn: Turn, response: Any) -> list[dict[str, Any]]:
+    """``function_call_outputs`` for async tools and guards."""
+    return [
+        _output_item(await turn.acall(name, arguments, call_id), call_id)
+        for name, arguments, call_id in _function_calls(response)
     ]

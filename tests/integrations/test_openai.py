@@ -143,3 +143,57 @@ def test_any_model_output_gets_a_closed_answer(name: Any, arguments: Any) -> Non
     else:
         assert reply["content"].startswith(model_sentence(result.outcome))
     assert SECRET not in reply["content"]
+
+
+# -- the Responses API ---------------------------------------------------------------
+
+
+def test_responses_function_calls_become_function_call_outputs() -> None:
+    from guardrails.integrations.openai import function_call_outputs, offer_response_tools
+
+    turn = Guardrails([get_orders, explode]).turn(values={"account_id": "acc-7"})
+    [flat] = offer_response_tools(turn, "show my orders", names=["get_orders"])
+    assert flat["type"] == "function" and flat["name"] == "get_orders"
+    assert "account_id" not in flat["parameters"]["properties"]
+    response = {
+        "output": [
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "function_call", "call_id": "fc_1", "name": "get_orders", "arguments": "{}"},
+            {"type": "function_call", "call_id": "fc_2", "name": "explode", "arguments": "{}"},
+        ]
+    }
+    assert function_call_outputs(turn, response) == [
+        {"type": "function_call_output", "call_id": "fc_1", "output": '["acc-7:open:1"]'},
+        {
+            "type": "function_call_output",
+            "call_id": "fc_2",
+            "output": model_sentence(Outcome.UNAVAILABLE),
+        },
+    ]
+
+
+async def test_responses_sdk_items_are_read_and_async_matches_sync() -> None:
+    pytest.importorskip("openai")
+    from openai.types.responses import ResponseFunctionToolCall
+
+    from guardrails.integrations.openai import afunction_call_outputs, function_call_outputs
+
+    items = [
+        ResponseFunctionToolCall(
+            type="function_call", call_id="fc_9", name="explode", arguments="{}"
+        )
+    ]
+    engine = Guardrails([explode])
+    sync = function_call_outputs(engine.turn(), items)
+    asynchronous = await afunction_call_outputs(engine.turn(), items)
+    assert (
+        sync
+        == asynchronous
+        == [
+            {
+                "type": "function_call_output",
+                "call_id": "fc_9",
+                "output": model_sentence(Outcome.ERROR),
+            }
+        ]
+    )
