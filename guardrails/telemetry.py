@@ -4,7 +4,9 @@ Only the OpenTelemetry API is needed. The recorder sees a finished
 ``ToolResult`` and writes its span after the fact, with the call's real start
 and end times, so nothing is done when no SDK is configured: the global
 provider is looked up at first use, and again at most once a second until an
-SDK provider appears.
+SDK provider appears. ``OpenTelemetryRecorder.hook()`` is the opt-in call hook
+that opens the span before the tool runs instead, so that the tool's own spans
+become its children.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ __all__ = [
     "ATTR_GUARD",
     "ATTR_OUTCOME",
     "ATTR_REASON",
+    "ATTR_REFUSED",
     "ATTR_RULE",
     "ATTR_TRUNCATED",
     "ATTR_VERDICT",
@@ -80,6 +83,7 @@ ATTR_CHOKE_POINT = "guardrails.choke_point"
 ATTR_ENFORCED = "guardrails.enforced"
 ATTR_EXCEPTION_TYPE = "exception.type"
 ATTR_RULE = "guardrails.rule"
+ATTR_REFUSED = "guardrails.refused"
 
 EVENT_VERDICT = "guardrails.guard_verdict"
 EVENT_ESCAPE = "guardrails.escape"
@@ -193,12 +197,14 @@ class OpenTelemetryRecorder:
                 verdict = combine(r.verdict for r in verdicts if r.enforced)
             end = time_ns()
             duration = getattr(payload, "duration_ns", None)
-            start = end - duration if isinstance(duration, int) else end
-            span = tracer.start_span(
-                name,
-                start_time=start,
-                attributes={ATTR_CHOKE_POINT: kind, ATTR_VERDICT: verdict.value},
-            )
+            if not isinstance(duration, int):
+                duration = sum(r.duration_ns for r in verdicts)  # the guards, one after another
+            start = end - duration
+            attributes: dict[str, Any] = {ATTR_CHOKE_POINT: kind, ATTR_VERDICT: verdict.value}
+            refused = getattr(payload, "refused", None)
+            if isinstance(refused, bool):
+                attributes[ATTR_REFUSED] = refused
+            span = tracer.start_span(name, start_time=start, attributes=attributes)
             if span.is_recording():
                 _add_events(span, verdicts, escapes, start, end)
             span.end(end_time=end)

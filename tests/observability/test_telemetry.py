@@ -225,6 +225,10 @@ def test_pre_turn_post_run_and_backstop_have_spans(
     }
     pre = spans["guardrails pre_turn"]
     assert (pre.attributes or {})["guardrails.verdict"] == "reject"
+    assert (pre.attributes or {})["guardrails.refused"] is True
+    (event,) = pre.events
+    assert pre.start_time is not None and pre.end_time is not None
+    assert pre.start_time < pre.end_time == event.timestamp  # as long as its one guard took
     assert [dict(e.attributes or {})["guardrails.guard"] for e in pre.events] == ["no_weather"]
     backstop = spans["guardrails backstop"].attributes or {}
     call = spans["execute_tool lookup"].attributes or {}
