@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from guardrails import ConfigurationError, Guardrails, Outcome, Verdict, tool
 from guardrails.rules import Restrict, TermSet, trigger
 from guardrails.rules.triggers import _regex_scanner, _substring_scanner, _trie_pattern
+from guardrails.text import Text
 
 
 @tool
@@ -178,3 +179,26 @@ def test_a_multi_word_term_needs_a_word_boundary_before_it() -> None:
         assert TermSet(["credit card"]).find(text) == frozenset(), text
     for text in ("xcredit card, credit card", "écredit card — credit  card"):
         assert TermSet(["credit card"]).find(text) == {"credit card"}, text
+
+
+@given(st.lists(st.sampled_from(["ab", "cd", "abcd", "x", "refund"]), max_size=60), st.data())
+def test_chunked_lookup_finds_the_same_words_as_one_split(
+    words: list[str], data: st.DataObject
+) -> None:
+    import guardrails.rules.triggers as triggers
+
+    text = Text(" ".join(words) + ", refund.")
+    keys = frozenset({b"ab", b"cd", b"refund", b"zz"})
+    chunk = data.draw(st.integers(1, 40))
+    original = triggers._CHUNK
+    triggers._CHUNK = chunk
+    try:
+        chunked = triggers._present(keys, text.ascii_words)
+    finally:
+        triggers._CHUNK = original
+    assert chunked == keys.intersection(text.ascii_words.split())
+
+
+def test_a_term_at_the_end_of_a_long_text_is_found() -> None:
+    text = "word " * 20_000 + "REFUND"
+    assert TermSet(["refund", "word refund"]).find(text) == {"refund", "word refund"}
