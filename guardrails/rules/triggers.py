@@ -64,7 +64,8 @@ class TermSet:
         self.word_boundary = word_boundary
         # Keyed by the normalised term; values are what find() reports.
         self._single: dict[str | bytes, str] = {}
-        self._multi: list[tuple[tuple[Any, ...], str]] = []
+        # Multi-word terms by their first word: (all the words, term as given).
+        self._multi: dict[Any, list[tuple[tuple[Any, ...], str]]] = {}
         # Compiled on first need: most multi-word terms never get that far.
         self._patterns: dict[tuple[Any, ...], re.Pattern[Any]] = {}
         self._scan: Any = None
@@ -74,7 +75,9 @@ class TermSet:
             self._scan = _substring_scanner(list(originals))
         # Every word of every term: the one set the text's words are checked
         # against (str forms; bytes forms for ASCII text, half the size).
-        words = frozenset(self._single).union(*(form for form, _ in self._multi))
+        words = frozenset(self._single).union(
+            *(form for forms in self._multi.values() for form, _ in forms)
+        )
         self._keys = frozenset(w for w in words if isinstance(w, str))
         self._ascii_keys = frozenset(w for w in words if isinstance(w, bytes))
 
@@ -94,7 +97,7 @@ class TermSet:
                 if len(form) == 1:
                     self._single[form[0]] = original
                 else:
-                    self._multi.append((form, original))
+                    self._multi.setdefault(form[0], []).append((form, original))
 
     def __len__(self) -> int:
         return len(self.terms)
@@ -116,11 +119,13 @@ class TermSet:
             return frozenset()
         single = self._single
         found = {single[w] for w in present if w in single}
-        for form, original in self._multi:
-            # A multi-word term is confirmed only when all of its words occur
-            # somewhere; then one regular-expression search finds them in sequence.
-            if present.issuperset(form) and self._in_sequence(form, text):
-                found.add(original)
+        multi = self._multi
+        for first in present.intersection(multi) if multi else ():
+            for form, original in multi[first]:
+                # Confirmed only when all of its words occur somewhere; then
+                # one regular-expression search finds them in sequence.
+                if present.issuperset(form) and self._in_sequence(form, text):
+                    found.add(original)
         return frozenset(found)
 
     def _in_sequence(self, form: tuple[Any, ...], text: Text) -> bool:
