@@ -102,6 +102,11 @@ class AuditLog:
         if AUDITED not in result.flags:
             self.store.append(self.tool_row(result, None, None))
 
+    def on_turn_result(self, turn: Any, result: ToolResult, /) -> None:
+        """What ``Recorders`` calls: the turn gives refused calls their tenant and session."""
+        if AUDITED not in result.flags:
+            self.store.append(self.tool_row(result, getattr(turn, "context", None), None))
+
     def on_event(self, kind: str, payload: Any, /) -> None:
         self.store.append(self.event_row(kind, payload))
 

@@ -48,6 +48,20 @@ class Recorders:
                 self.failures += 1
                 log.exception("recorder %r failed", recorder)
 
+    def on_turn_result(self, turn: Any, result: ToolResult, /) -> None:
+        """``on_tool_result``, except that a recorder defining ``on_turn_result(turn,
+        result)`` gets the turn too (the audit log reads its tenant and session)."""
+        for recorder in self.recorders:
+            try:
+                with_turn = getattr(recorder, "on_turn_result", None)
+                if with_turn is None:
+                    recorder.on_tool_result(result)
+                else:
+                    with_turn(turn, result)
+            except Exception:
+                self.failures += 1
+                log.exception("recorder %r failed", recorder)
+
     def on_event(self, kind: str, payload: Any, /) -> None:
         for recorder in self.recorders:
             try:

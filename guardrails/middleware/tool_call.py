@@ -463,7 +463,7 @@ class ToolCallPipeline:
         turn.results.append(result)
         recorder = self.recorder
         if recorder is not None:
-            recorder.on_tool_result(result)
+            recorder.on_turn_result(turn, result)
         return result
 
 

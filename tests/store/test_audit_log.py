@@ -105,6 +105,9 @@ def test_every_tool_call_leaves_a_row_before_the_result_is_returned(store: Store
     assert [r.call_id for r in rows] == [r.call_id for r in results]
     assert [r.outcome for r in rows] == [str(r.outcome) for r in results]
     assert [r.reason for r in rows][1:4] == ["unknown_tool", "missing_required", "guard"]
+    assert {(r.tenant, r.session, r.agent, r.workflow) for r in rows} == {
+        ("acme", "s-1", "support", "wf-9")
+    }
 
 
 def test_a_row_carries_context_verdicts_duration_and_the_exception_class(store: Store) -> None:
