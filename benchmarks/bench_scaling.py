@@ -40,7 +40,32 @@ _FILLER_SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}}
 
 
 def run(quick: bool = False) -> list[Row]:
-    return tools(quick) + guards(quick) + schema_size(quick) + throughput(quick)
+    return (
+        tools(quick) + registration(quick) + guards(quick) + schema_size(quick) + throughput(quick)
+    )
+
+
+def registration(quick: bool) -> list[Row]:
+    """What registering one tool costs, and the metaschema check inside it."""
+    import jsonschema
+    import jsonschema_rs
+
+    draft = jsonschema.Draft202012Validator
+    schema, _ = _wide_schema(5)
+    cases: dict[str, Callable[[], Any]] = {
+        "Tool(): check, compile, strip bound parameters": lambda: Tool("wide", _count, schema),
+        "metaschema check: jsonschema check_schema": lambda: draft.check_schema(schema),
+        "compile: jsonschema_rs.validator_for": lambda: jsonschema_rs.validator_for(schema),
+    }
+    meta = getattr(jsonschema_rs, "meta", None)
+    if meta is not None:
+        cases["metaschema check: jsonschema_rs.meta.is_valid"] = lambda: meta.is_valid(schema)
+    return compare(
+        "scaling: registration (5-property schema)",
+        cases,
+        floor="Tool(): check, compile, strip bound parameters",
+        quick=quick,
+    )
 
 
 def _filler(i: int) -> Tool:

@@ -56,7 +56,7 @@ PACKAGES = (
 COLUMNS = (
     ("median_us", "median µs"),
     ("best_us", "best µs"),
-    ("ratio", "x bare"),
+    ("ratio", "x floor"),
     ("added_us", "added µs"),
     ("x_ours", "x ours"),
     ("mb_per_s", "MB/s"),
