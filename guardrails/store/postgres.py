@@ -110,10 +110,16 @@ class PostgresStore:
         return StoreUnavailable(f"PostgreSQL store: {type(exc).__name__}")
 
     def _run(self, sql: str, params: tuple[Any, ...] = (), *, fetch: bool = False) -> Any:
+        # getconn/putconn rather than pool.connection(): the connections are in
+        # autocommit, so the context manager's commit on exit is work for nothing.
         try:
-            with self._get_pool().connection() as conn:
+            pool = self._get_pool()
+            conn = pool.getconn()
+            try:
                 cursor = conn.execute(sql, params)
                 return cursor.fetchall() if fetch else cursor.rowcount
+            finally:
+                pool.putconn(conn)
         except self._errors as exc:
             raise self._unavailable(exc) from exc
 
