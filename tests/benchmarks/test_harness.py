@@ -130,3 +130,34 @@ def test_splice_replaces_only_the_text_between_markers(harness: ModuleType) -> N
     assert spliced == "intro\n<!-- results:start -->\nnew table\n<!-- results:end -->\noutro\n"
     with pytest.raises(ValueError, match="markers"):
         runner.splice("no markers", "results", "x")
+
+
+def test_peer_benchmark_rows_are_well_formed_with_or_without_the_peers(harness: ModuleType) -> None:
+    bench = importlib.import_module("bench_peers")
+
+    rows = bench.run(quick=True)
+
+    groups = {r["group"] for r in rows}
+    assert groups == set(bench.ARGUMENTS)
+    for r in rows:
+        harness.check_row(r)
+        # A peer that is not installed gets a row with no figure and the reason.
+        assert r["median_us"] is not None or "not installed" in r["note"]
+
+
+def test_scaling_benchmark_rows_are_well_formed(
+    harness: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bench = importlib.import_module("bench_scaling")
+    monkeypatch.setattr(bench, "TOOL_COUNTS", (2, 3))
+    monkeypatch.setattr(bench, "GUARD_COUNTS", (0, 1, 2))
+    monkeypatch.setattr(bench, "PROPERTY_COUNTS", (5,))
+    monkeypatch.setattr(bench, "THROUGHPUT_CALLS", 200)
+
+    rows = bench.run(quick=True)
+
+    names = {r["name"] for r in rows}
+    assert {"3 tools", "2 guards", "5 properties: pipeline, valid"} <= names
+    assert {"valid calls, 2 threads", "valid calls, 2 processes"} <= names
+    for r in rows:
+        harness.check_row(r)
