@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -17,6 +18,7 @@ from guardrails.coverage import from_exposition, load_audit
 from guardrails.metrics import PrometheusRecorder
 from guardrails.rules.effects import Perform
 from guardrails.store import open_store
+from guardrails.store.testing import postgres_dsn, postgres_required, temporary_schema
 
 
 @tool
@@ -51,11 +53,30 @@ def promised_call(run: Any) -> GuardResult | Verdict:
     return Verdict.PASS
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A store URL as a user would type it: sqlite:///path, or postgresql://..."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'audit.db'}"
+        return
+    dsn = postgres_dsn()
+    if dsn is None:
+        if postgres_required():
+            pytest.fail("GUARDRAILS_REQUIRE_POSTGRES=1 but GUARDRAILS_POSTGRES_DSN is not set")
+        pytest.skip("no PostgreSQL server: set GUARDRAILS_POSTGRES_DSN")
+    from psycopg.conninfo import conninfo_to_dict
+
+    with temporary_schema(dsn) as scoped:
+        # The same schema, as a postgresql:// URL with its search_path.
+        options = conninfo_to_dict(scoped)["options"]
+        yield f"{dsn}{'&' if '?' in dsn else '?'}options={quote(str(options))}"
+
+
 @pytest.fixture
 def store_url(
-    tmp_path: Path, registry: CollectorRegistry, scrape: Callable[[], str]
+    location: str, registry: CollectorRegistry, scrape: Callable[[], str]
 ) -> tuple[str, str]:
-    url = f"sqlite:///{tmp_path / 'audit.db'}"
+    url = location
     store = open_store(url)
     audit = AuditLog(store)
     metrics = PrometheusRecorder(registry)
