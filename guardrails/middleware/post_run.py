@@ -180,13 +180,14 @@ def run_record(turn: Turn, output: Any, structured: Any) -> RunRecord:
     """The ``RunRecord`` of ``turn`` with its final output.
 
     ``output`` may be the final text, the structured output (a mapping), or a
-    message object or dict with ``content`` blocks; ``structured`` may be a
-    mapping or JSON text.
+    message (an object, or a dict with ``role``) whose ``content`` blocks hold
+    the text; ``structured`` may be a mapping, a pydantic model or JSON text.
     """
     text: str | None = None
     if isinstance(output, str):
         text = output
-    elif isinstance(output, Mapping) and "content" not in output:
+    elif isinstance(output, Mapping) and "role" not in output:
+        # A mapping is the structured output, unless it is a message.
         structured = output if structured is None else structured
     elif output is not None:
         content = (

@@ -173,6 +173,7 @@ def test_output_as_a_message_with_content_blocks_gives_its_text() -> None:
         "content": [{"type": "text", "text": "hi"}, {"type": "tool_use", "id": "x"}],
     }
     assert run_record(turn, message, None).text == "hi"
+    assert run_record(turn, {"content": "a field"}, None).structured == {"content": "a field"}
 
 
 def test_a_rewrite_overwrites_a_copy_and_reports_every_change() -> None:
