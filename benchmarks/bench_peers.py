@@ -190,6 +190,21 @@ PEERS: dict[str, Callable[[], Callable[[dict[str, Any]], Callable[[], Any]]]] = 
 }
 
 
+def _check_peers(group: str, cases: dict[str, Callable[[], Any]]) -> None:
+    # A benchmark of the wrong path is worse than none: each peer must run the
+    # transfer on valid arguments and refuse it otherwise.
+    import asyncio
+    import inspect
+
+    should_run = group == "peers: valid call"
+    for label, case in cases.items():
+        if label in ("bare call", OURS):
+            continue
+        result = asyncio.run(case()) if inspect.iscoroutinefunction(case) else case()
+        if ("'sent'" in str(result) or '"sent"' in str(result)) is not should_run:
+            raise AssertionError(f"{label} in {group!r}: unexpected result {result!r:.300}")
+
+
 def run(quick: bool = False) -> list[Row]:
     makers: dict[str, Callable[[dict[str, Any]], Callable[[], Any]]] = {}
     missing: dict[str, str] = {}
@@ -213,6 +228,7 @@ def run(quick: bool = False) -> list[Row]:
             OURS: lambda: turn.call("transfer", args),
         }
         cases.update({label: make(args) for label, make in makers.items()})
+        _check_peers(group, cases)
         group_rows = compare(group, cases, floor="bare call", quick=quick, between_rounds=clear)
         ours = next(r["median_us"] for r in group_rows if r["name"] == OURS)
         for r in group_rows:
