@@ -182,8 +182,9 @@ class PrometheusRecorder:
         if fanout is not None:
             self.watch(fanout, "recorders")
             for rec in getattr(fanout, "recorders", ()):
-                if rec is not self and isinstance(getattr(rec, "name", None), str):
-                    self.watch(rec, rec.name)
+                name, failures = getattr(rec, "name", None), getattr(rec, "failures", None)
+                if rec is not self and isinstance(name, str) and isinstance(failures, int):
+                    self.watch(rec, name)
         return self
 
     def watch(self, recorder: Any, name: str) -> None:
