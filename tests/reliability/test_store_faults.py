@@ -306,5 +306,8 @@ def test_postgres_connections_killed_mid_run_are_recovered_or_refused(
         assert runs.count == sum(r.outcome is Outcome.OK for r in results)
         ledger.add("store_faults", faults_injected=killed, faults_counted=killed)
         ledger.add("store_faults", postgres_calls_ok=runs.count)
+        for result in results:
+            if result.reason is not None:
+                ledger.add("store_faults", **{f"postgres_refused_{result.reason}": 1})
     finally:
         store.close()
