@@ -42,7 +42,7 @@ def _build_parser() -> argparse.ArgumentParser:
     coverage_arguments(
         sub.add_parser(
             "coverage",
-            help="guard coverage from a Prometheus exposition (a file or a 127.0.0.1 URL)",
+            help="guard coverage from Prometheus metrics (a file or a 127.0.0.1 URL) or the audit log",
         )
     )
     return parser

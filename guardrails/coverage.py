@@ -357,6 +357,11 @@ def _share(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``guardrails coverage``."""
+    parser.description = (
+        "For every guard and choke-point: evaluations, pass, reject, not_evaluated, "
+        "the share not evaluated, fail-open escapes by reason; registered guards that never ran."
+    )
+    parser.epilog = "Exit status: 0; 1 when a gate (--max-not-evaluated, --fail-never-ran) failed; 2 when the source cannot be read."
     parser.add_argument(
         "source",
         nargs="?",
