@@ -9,7 +9,7 @@ Groups:
   row), when ``GUARDRAILS_POSTGRES_DSN`` is set.
 - ``audit.postgres.workers``: rows per second in total with 8 workers: bare
   ``INSERT`` per row, ``PostgresStore.append`` per row (8 processes), and
-  grouped commits (``group_commit=True``: 8 processes of 4 threads each, one
+  grouped commits (``group_commit=True``: 8 processes of 8 threads each, one
   writer per process committing the rows its threads queued).
 
 Run: ``python benchmarks/run.py --only audit [--quick]``.
@@ -130,7 +130,7 @@ def _worker(kind: str, dsn: str, seconds: float, barrier: Any, queue: Any) -> No
         store = PostgresStore(dsn, max_size=2, group_commit=grouped)
         store.audit_rows(limit=1)  # connect before the clock starts
         append = lambda: store.append(_ROW)  # noqa: E731
-        threads = 4 if grouped else 1
+        threads = 8 if grouped else 1
     counts = [0] * threads
     barrier.wait()
     deadline = time.perf_counter() + seconds
@@ -172,7 +172,7 @@ def _workers(dsn: str, quick: bool) -> list[dict[str, Any]]:
     names = {
         "bare": "bare INSERT, commit per row (8 processes)",
         "per_row": "PostgresStore.append, commit per row (8 processes)",
-        "grouped": "PostgresStore group_commit (8 processes x 4 threads)",
+        "grouped": "PostgresStore group_commit (8 processes x 8 threads)",
     }
     rates = {
         k: statistics.median(_rows_per_second(k, dsn, seconds) for _ in range(repeats))
