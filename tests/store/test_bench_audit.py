@@ -1,0 +1,29 @@
+"""The audit benchmark runs and gives well-formed rows (timings are never checked)."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def test_the_sqlite_group_compares_the_store_and_audited_calls_to_a_bare_insert(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    harness = importlib.import_module("_harness")
+    monkeypatch.setattr(harness, "QUICK", harness.Budget(rounds=2, round_s=0.0002, max_n=20))
+    bench = importlib.import_module("bench_audit")
+    rows = bench._sqlite(quick=True)
+    for row in rows:
+        harness.check_row(row)
+    assert [r["name"] for r in rows] == [
+        "bare INSERT (WAL, commit per row)",
+        "SQLiteStore.append",
+        "guarded call, no audit",
+        "guarded call + AuditLog (audited call)",
+    ]
+    assert rows[0]["ratio"] == 1.0
