@@ -77,7 +77,7 @@ class SQLiteStore:
             if not self._migrated:
                 _migrate(conn)
                 self._migrated = True
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
         local.conn = conn
         local.pid = os.getpid()

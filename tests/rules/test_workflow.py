@@ -160,6 +160,12 @@ def test_pre_turn_offers_only_the_current_step_among_the_step_tools() -> None:
     assert rails.turn(session="s-1").pre_turn("next").offered == ("confirm_plan", "read_docs")
 
 
+def test_pre_turn_refuses_the_turn_when_the_phase_cannot_be_read(tmp_path: Path) -> None:
+    rails, _ = _rails(SQLiteStore(tmp_path / "missing" / "phase.db"))
+    decision = rails.turn(session="s").pre_turn("go")
+    assert decision.refused and decision.offered == ()
+
+
 @settings(max_examples=60)
 @given(st.lists(st.sampled_from(STEPS), max_size=12))
 def test_no_call_sequence_ever_reveals_instructions_out_of_turn(calls: list[str]) -> None:
