@@ -26,7 +26,7 @@ from ..context import Escape, GuardResult, Invocation, ToolResult, TurnContext
 from ..errors import ConfigurationError
 from ..guard import Guard, as_guard
 from ..middleware.tool_call import Stop
-from ..store import Store, StoreUnavailable
+from ..store import Store
 from ..verdicts import ChokePoint, Outcome, Reason, Verdict, model_sentence
 from .effects import Restrict
 
@@ -131,7 +131,7 @@ class Workflow:
             return Stop(Outcome.UNAVAILABLE, Reason.BINDING_UNRESOLVED)
         try:
             phase = self.store.get(key)
-        except StoreUnavailable as exc:
+        except Exception as exc:  # StoreUnavailable, or a store's own driver error
             return Stop(Outcome.UNAVAILABLE, Reason.STORE_UNAVAILABLE, None, exc)
         expected = self.steps[0].tool if phase is None else phase
         if invocation.name != expected:
@@ -158,7 +158,7 @@ class Workflow:
             advanced = self.store.compare_and_set(key, expected, following)
             if not advanced and index == 0:
                 advanced = self.store.compare_and_set(key, invocation.name, following)
-        except StoreUnavailable as exc:
+        except Exception as exc:  # StoreUnavailable, or a store's own driver error
             return _withheld(result, Reason.STORE_UNAVAILABLE, exc)
         if not advanced:
             # Another call moved the phase meanwhile: no instructions for this one.

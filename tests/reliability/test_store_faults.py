@@ -311,3 +311,56 @@ def test_postgres_connections_killed_mid_run_are_recovered_or_refused(
                 ledger.add("store_faults", **{f"postgres_refused_{result.reason}": 1})
     finally:
         store.close()
+
+
+# -- the step-gated workflow ----------------------------------------------------------
+
+
+def workflow_rails(store: Store, runs: Runs) -> Guardrails:
+    from guardrails.rules.workflow import Workflow
+
+    flow = Workflow(
+        "release",
+        [("start_building", "Now call confirm_plan."), ("confirm_plan", "Now submit.")],
+        store,
+    )
+    tools = [Tool(name, runs, SCHEMA) for name in ("start_building", "confirm_plan")]
+    return Guardrails(tools, [flow.pre_turn_guard()], hooks=[flow])
+
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+def test_workflow_store_down_never_hands_out_the_next_instructions(
+    failing_store: Store, driver: str, ledger: Any
+) -> None:
+    runs = Runs()
+    rails = workflow_rails(failing_store, runs)
+
+    result = call(rails, driver, {"item": "x"}, name="start_building", session="s1")
+
+    assert ledger.check("store_faults", result, DECLARED) == []
+    assert result.outcome is Outcome.UNAVAILABLE
+    assert result.reason == Reason.STORE_UNAVAILABLE
+    assert "confirm_plan" not in result.content
+    # Where the phase could be read, the step ran but its success was not
+    # recorded; where it could not, the step did not run.
+    assert runs.count in (0, 1)
+    ledger.add("store_faults", faults_injected=1, faults_counted=1)
+
+
+def test_workflow_store_down_at_pre_turn_refuses_the_turn(failing_store: Store) -> None:
+    rails = workflow_rails(failing_store, Runs())
+    if _reads(failing_store):
+        pytest.skip("this fault leaves reads working: the phase can be read")
+
+    decision = rails.turn(session="s1").pre_turn("let us start")
+
+    assert decision.refused and decision.offered == ()
+    assert [e.guard for e in decision.escapes] == ["workflow:release"]
+
+
+def _reads(store: Store) -> bool:
+    try:
+        store.get("probe")
+    except Exception:
+        return False
+    return True
