@@ -57,9 +57,13 @@ class Text:
 
     ``words`` are the ``\\w+`` runs of the normalised text; for ASCII text
     they are ``bytes`` (a faster path), otherwise ``str``. ``is_ascii`` says which.
+    ``segments`` is what matching reads: the text in pieces of about 32 KB
+    cut before a space, each piece either ASCII (``bytes``, as in
+    ``ascii_words``) or not (a list of its normalised ``str`` words), so a long
+    text with a few accents or curly quotes mostly takes the ASCII path.
     """
 
-    __slots__ = ("_ascii_words", "_normalised", "_words", "is_ascii", "raw")
+    __slots__ = ("_ascii_words", "_normalised", "_segments", "_words", "is_ascii", "raw")
 
     def __init__(self, raw: str) -> None:
         if not isinstance(raw, str):
@@ -69,6 +73,7 @@ class Text:
         self._normalised: str | None = None
         self._words: list[str] | list[bytes] | None = None
         self._ascii_words: bytes | None = None
+        self._segments: list[bytes | list[str]] | None = None
 
     def __repr__(self) -> str:
         return f"<Text {len(self.raw)} chars>"
@@ -76,7 +81,15 @@ class Text:
     @property
     def normalised(self) -> str:
         if self._normalised is None:
-            self._normalised = self.raw.lower() if self.is_ascii else normalise(self.raw)
+            if self.is_ascii:
+                self._normalised = self.raw.lower()
+            else:
+                # Piece by piece: NFKC, casefold and the removal of invisible
+                # characters never reach across a space, and ASCII pieces
+                # only need lower().
+                self._normalised = "".join(
+                    p.lower() if p.isascii() else normalise(p) for p in pieces(self.raw)
+                )
         return self._normalised
 
     @property
@@ -96,6 +109,36 @@ class Text:
                 raise UsageError("ascii_words of a text that is not ASCII")
             self._ascii_words = self.raw.encode("ascii").translate(_ASCII_TABLE)
         return self._ascii_words
+
+    @property
+    def segments(self) -> list[bytes | list[str]]:
+        if self._segments is None:
+            if self.is_ascii:
+                self._segments = [self.ascii_words]
+            else:
+                self._segments = [
+                    p.encode("ascii").translate(_ASCII_TABLE)
+                    if p.isascii()
+                    else _WORDS.findall(normalise(p))
+                    for p in pieces(self.raw)
+                ]
+        return self._segments
+
+
+PIECE = 32_768
+
+
+def pieces(text: str) -> list[str]:
+    """``text`` cut into pieces of about ``PIECE`` characters, each cut just before a space."""
+    out = []
+    start, size = 0, len(text)
+    while start < size:
+        end = text.find(" ", start + PIECE)
+        if end < 0:
+            end = size
+        out.append(text[start:end])
+        start = end
+    return out
 
 
 def user_text(turn_input: Any, *, last_only: bool = False) -> str:

@@ -114,7 +114,14 @@ class TermSet:
         if text.is_ascii:
             present = _present(self._ascii_keys, text.ascii_words)
         else:
-            present = self._keys.intersection(text.words)
+            # Mixed text: words of ASCII pieces are found as bytes, then read
+            # as str, so a multi-word term across two pieces is still seen.
+            present = set()
+            for segment in text.segments:
+                if type(segment) is bytes:
+                    present.update(w.decode() for w in _present(self._ascii_keys, segment))
+                else:
+                    present.update(self._keys.intersection(segment))
         if not present:
             return frozenset()
         single = self._single

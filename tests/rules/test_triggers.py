@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 
 import pytest
 from hypothesis import given
@@ -12,7 +11,7 @@ from hypothesis import strategies as st
 from guardrails import ConfigurationError, Guardrails, Outcome, Verdict, tool
 from guardrails.rules import Restrict, TermSet, trigger
 from guardrails.rules.triggers import _regex_scanner, _substring_scanner, _trie_pattern
-from guardrails.text import Text
+from guardrails.text import Text, normalise
 
 
 @tool
@@ -116,10 +115,12 @@ _seps = st.sampled_from([" ", "  ", ", ", "-", ".\n", "_", "", "—"])
 
 
 def _reference(terms: list[str], text: str) -> set[str]:
-    norm = unicodedata.normalize("NFKC", text).casefold()
+    # The whole text normalised at once (NFKC, casefold, invisible characters
+    # removed), then one regular expression per term.
+    norm = normalise(text)
     found = set()
     for term in terms:
-        key = unicodedata.normalize("NFKC", term).casefold()
+        key = normalise(term)
         words = re.findall(r"\w+", key)
         pattern = r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)"
         if re.search(pattern, norm):
@@ -140,8 +141,8 @@ def test_word_mode_agrees_with_a_regex_reference(
     # Several spellings of one term (REFUND, ＲＥＦＵＮＤ) are reported once, as first given.
     first = {}
     for t in terms:
-        first.setdefault(unicodedata.normalize("NFKC", t).casefold(), t)
-    assert found == {first[unicodedata.normalize("NFKC", t).casefold()] for t in expected}
+        first.setdefault(normalise(t), t)
+    assert found == {first[normalise(t)] for t in expected}
 
 
 @given(
@@ -202,3 +203,66 @@ def test_chunked_lookup_finds_the_same_words_as_one_split(
 def test_a_term_at_the_end_of_a_long_text_is_found() -> None:
     text = "word " * 20_000 + "REFUND"
     assert TermSet(["refund", "word refund"]).find(text) == {"refund", "word refund"}
+
+
+_mixed = st.sampled_from(
+    [
+        "refund",
+        "REFUND",
+        "ＲＥＦＵＮＤ",
+        "card",
+        "credit",
+        "café",
+        "Straße",
+        "re\u200bfund",
+        "“x”",
+        "—",
+    ]
+)
+
+
+@given(
+    st.lists(st.lists(_words, min_size=1, max_size=2).map(" ".join), min_size=1, max_size=5),
+    st.lists(st.tuples(_mixed, _seps), max_size=14),
+    st.integers(1, 12),
+)
+def test_pieces_of_mixed_text_match_as_the_whole_text_would(
+    terms: list[str], parts: list[tuple[str, str]], piece: int
+) -> None:
+    import guardrails.text as text_module
+
+    raw = "".join(w + s for w, s in parts)
+    original = text_module.PIECE
+    text_module.PIECE = piece
+    try:
+        text = Text(raw)
+        assert text.normalised == normalise(raw)
+        found = TermSet(terms).find(text)
+    finally:
+        text_module.PIECE = original
+    first: dict[str, str] = {}
+    for t in terms:
+        first.setdefault(normalise(t), t)
+    assert found == {first[normalise(t)] for t in _reference(terms, raw)}
+
+
+@given(
+    st.lists(st.sampled_from(["refund", "credit card", "café", "ß", "ǆ"]), min_size=1, max_size=4),
+    st.lists(st.one_of(st.text(max_size=8), _mixed), max_size=10).map(" ".join),
+    st.integers(1, 6),
+)
+def test_any_unicode_text_matches_as_the_reference_does(
+    terms: list[str], raw: str, piece: int
+) -> None:
+    import guardrails.text as text_module
+
+    original = text_module.PIECE
+    text_module.PIECE = piece
+    try:
+        found = TermSet(terms).find(raw)
+    finally:
+        text_module.PIECE = original
+    first: dict[str, str] = {}
+    for t in terms:
+        first.setdefault(normalise(t), t)
+    assert found == {first[normalise(t)] for t in _reference(terms, raw)}
