@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from guardrails import (
@@ -30,6 +31,8 @@ from guardrails import (
     guard,
 )
 from guardrails.rules import trigger
+from guardrails.rules.triggers import TermSet
+from guardrails.text import normalise
 
 PROFILE = settings.get_profile(
     "reliability-long" if os.environ.get("GUARDRAILS_FUZZ") == "long" else "reliability"
@@ -277,3 +280,57 @@ def test_odd_turn_input_gives_a_decision_or_a_usage_error(kind: str, ledger: Any
     assert decision.verdict in set(Verdict)
     if kind in {"lone_surrogate", "nul_bytes", "ten_mb"}:
         assert "issue_refund" not in decision.offered
+
+
+# -- the matcher against a reference ------------------------------------------------------
+
+vocabulary = st.sampled_from(
+    [
+        "refund",
+        "credit",
+        "card",
+        "ＲＥＦＵＮＤ",
+        "Straße",
+        "strasse",
+        "é",
+        "e\u0301",
+        "ǰ",
+        "x1",
+        "_",
+    ]
+)
+glue = st.sampled_from([" ", "", "-", "\n", "\u200b", "\u00a0", ".", "é", "𝐫"])
+
+
+def reference_find(terms: list[str], text: str) -> set[str]:
+    """Whole-word matching, written the slow and obvious way."""
+    words = re.findall(r"\w+", normalise(text))
+    found = set()
+    for term in terms:
+        wanted = re.findall(r"\w+", normalise(term))
+        n = len(wanted)
+        if any(words[i : i + n] == wanted for i in range(len(words) - n + 1)):
+            found.add(term)
+    return found
+
+
+@pytest.mark.fuzz
+@PROFILE
+@given(
+    terms=st.lists(
+        st.lists(vocabulary, min_size=1, max_size=3).map(" ".join), min_size=1, max_size=4
+    ),
+    pieces=st.lists(st.tuples(vocabulary, glue), max_size=12),
+)
+def test_term_matching_agrees_with_a_reference(
+    terms: list[str], pieces: list[tuple[str, str]], ledger: Any
+) -> None:
+    unique = list(dict.fromkeys(terms))
+    keys = {normalise(t).strip() for t in unique}
+    assume(len(keys) == len(unique))  # terms that normalise alike are one term
+    text = "".join(word + sep for word, sep in pieces)
+
+    found = TermSet(unique).find(text)
+
+    ledger.add("trigger_lookalikes", inputs=1)
+    assert set(found) == reference_find(unique, text)
