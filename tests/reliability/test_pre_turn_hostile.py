@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import assume, given, settings
@@ -334,3 +336,29 @@ def test_term_matching_agrees_with_a_reference(
 
     ledger.add("trigger_lookalikes", inputs=1)
     assert set(found) == reference_find(unique, text)
+
+
+@pytest.mark.fuzz
+@PROFILE
+@given(
+    terms=st.lists(
+        st.lists(vocabulary, min_size=1, max_size=2).map("".join), min_size=1, max_size=4
+    ),
+    pieces=st.lists(st.tuples(vocabulary, glue), max_size=12),
+    automaton=st.booleans(),
+)
+def test_substring_matching_agrees_with_a_reference_with_and_without_the_automaton(
+    terms: list[str], pieces: list[tuple[str, str]], automaton: bool, ledger: Any
+) -> None:
+    unique = list(dict.fromkeys(terms))
+    assume(len({normalise(t).strip() for t in unique}) == len(unique))
+    text = "".join(word + sep for word, sep in pieces)
+    # Without the optional pyahocorasick, a trie-shaped regular expression is used.
+    hidden = {} if automaton else {"ahocorasick": None}
+
+    with mock.patch.dict(sys.modules, hidden):
+        found = TermSet(unique, word_boundary=False).find(text)
+
+    ledger.add("trigger_lookalikes", inputs=1)
+    haystack = normalise(text)
+    assert set(found) == {t for t in unique if normalise(t).strip() in haystack}
