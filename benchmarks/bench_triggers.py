@@ -74,6 +74,12 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     words = _vocabulary(rng, 50_000)
     texts = {label: _text(rng, words, size) for label, size in SIZES.items()}
     accented = _text(rng, words, SIZES["1MB"], accented=True)
+    # English with the odd curly quote and dash: one non-ASCII character per 10 KB.
+    plain = texts["1MB"]
+    curly = "".join(
+        plain[i : i + 10_000] + (" “quoted” — " if i % 20_000 else " café ")
+        for i in range(0, len(plain), 10_000)
+    )
     sets = {n: TermSet(_terms(rng, n)) for n in TERM_COUNTS}
     # Substring mode is slower without pyahocorasick: 100 KB only.
     substring = {n: TermSet(_terms(rng, n), word_boundary=False) for n in TERM_COUNTS}
@@ -92,7 +98,11 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     name = "words, 10,000 terms, 1MB non-ASCII"
     cases[name] = lambda: sets[10_000].find(accented)
     sizes[name] = len(accented.encode())
-    notes[name] = "NFKC + casefold + regex \\w+ path"
+    notes[name] = "accents and full-width letters throughout: NFKC + casefold + regex \\w+"
+    name = "words, 10,000 terms, 1MB mostly ASCII"
+    cases[name] = lambda: sets[10_000].find(curly)
+    sizes[name] = len(curly.encode())
+    notes[name] = "a curly quote, dash or accent every 10 KB"
     for n, terms in substring.items():
         name = f"substring, {n:,} terms, 100KB"
         cases[name] = lambda ts=terms: ts.find(texts["100KB"])

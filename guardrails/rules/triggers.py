@@ -39,7 +39,6 @@ class TermSet:
     """A set of terms compiled once; ``find(text)`` returns the terms found."""
 
     __slots__ = (
-        "_ascii_keys",
         "_keys",
         "_multi",
         "_patterns",
@@ -62,24 +61,22 @@ class TermSet:
             originals.setdefault(key, term)
         self.terms: dict[str, str] = originals  # normalised -> as given
         self.word_boundary = word_boundary
-        # Keyed by the normalised term; values are what find() reports.
-        self._single: dict[str | bytes, str] = {}
+        # Words are UTF-8 bytes, as in Text.word_bytes. Single-word terms: the
+        # word -> the term as given (what find() reports).
+        self._single: dict[bytes, str] = {}
         # Multi-word terms by their first word: (all the words, term as given).
-        self._multi: dict[Any, list[tuple[tuple[Any, ...], str]]] = {}
+        self._multi: dict[bytes, list[tuple[tuple[bytes, ...], str]]] = {}
         # Compiled on first need: most multi-word terms never get that far.
-        self._patterns: dict[tuple[Any, ...], re.Pattern[Any]] = {}
+        self._patterns: dict[tuple[bytes, ...], re.Pattern[bytes]] = {}
         self._scan: Any = None
         if word_boundary:
             self._compile_words()
         else:
             self._scan = _substring_scanner(list(originals))
-        # Every word of every term: the one set the text's words are checked
-        # against (str forms; bytes forms for ASCII text, half the size).
-        words = frozenset(self._single).union(
+        # Every word of every term: the one set the text's words are checked against.
+        self._keys = frozenset(self._single).union(
             *(form for forms in self._multi.values() for form, _ in forms)
         )
-        self._keys = frozenset(w for w in words if isinstance(w, str))
-        self._ascii_keys = frozenset(w for w in words if isinstance(w, bytes))
 
     def _compile_words(self) -> None:
         for key, original in self.terms.items():
@@ -88,16 +85,11 @@ class TermSet:
                 raise ConfigurationError(
                     f"term {original!r} has no word characters; use word_boundary=False"
                 )
-            # Each term is stored twice: as str words (for any text) and, when
-            # ASCII, as bytes words (for the ASCII fast path of Text.words).
-            forms: list[tuple[Any, ...]] = [tuple(words)]
-            if key.isascii():
-                forms.append(tuple(w.encode("ascii") for w in words))
-            for form in forms:
-                if len(form) == 1:
-                    self._single[form[0]] = original
-                else:
-                    self._multi.setdefault(form[0], []).append((form, original))
+            form = tuple(w.encode("utf-8", "surrogatepass") for w in words)
+            if len(form) == 1:
+                self._single[form[0]] = original
+            else:
+                self._multi.setdefault(form[0], []).append((form, original))
 
     def __len__(self) -> int:
         return len(self.terms)
@@ -109,19 +101,8 @@ class TermSet:
         if not self.word_boundary:
             return frozenset(self.terms[k] for k in self._scan(text.normalised))
         # Which of the terms' words occur at all: C loops of hash lookups over
-        # the text's words (no set of the text is built). ASCII text is checked
-        # against the bytes forms only, other text against the str forms.
-        if text.is_ascii:
-            present = _present(self._ascii_keys, text.ascii_words)
-        else:
-            # Mixed text: words of ASCII pieces are found as bytes, then read
-            # as str, so a multi-word term across two pieces is still seen.
-            present = set()
-            for segment in text.segments:
-                if type(segment) is bytes:
-                    present.update(w.decode() for w in _present(self._ascii_keys, segment))
-                else:
-                    present.update(self._keys.intersection(segment))
+        # the text's words (no set of the text is built).
+        present = _present(self._keys, text.word_bytes)
         if not present:
             return frozenset()
         single = self._single
@@ -135,25 +116,28 @@ class TermSet:
                     found.add(original)
         return frozenset(found)
 
-    def _in_sequence(self, form: tuple[Any, ...], text: Text) -> bool:
+    def _in_sequence(self, form: tuple[bytes, ...], text: Text) -> bool:
         pattern = self._patterns.get(form)
         if pattern is None:
             pattern = self._patterns[form] = _sequence_pattern(form)
-        if isinstance(form[0], bytes):
-            haystack: Any = text.ascii_words
-            starts_word: re.Pattern[Any] = _ASCII_WORD_BEFORE
-        else:
-            haystack = text.normalised
-            starts_word = _WORD_BEFORE
+        haystack = text.word_bytes
         # The pattern starts with the literal first word, so re scans for it at
         # C speed; the word boundary before it is checked here, only on a hit.
         at = 0
         while (match := pattern.search(haystack, at)) is not None:
             start = match.start()
-            if start == 0 or starts_word.match(haystack, start - 1) is None:
+            if start == 0 or haystack[start - 1] == _SPACE:
                 return True
             at = start + 1
         return False
+
+
+_SPACE = ord(" ")
+
+
+def _sequence_pattern(form: tuple[bytes, ...]) -> re.Pattern[bytes]:
+    # In Text.word_bytes, words are separated by spaces and nothing else.
+    return re.compile(rb" +".join(map(re.escape, form)) + rb"(?![^ ])")
 
 
 # Split and looked up a piece at a time, the word list stays small enough for
@@ -163,7 +147,7 @@ _CHUNK = 32_768
 
 
 def _present(keys: frozenset[Any], buffer: bytes) -> frozenset[Any] | set[Any]:
-    """The members of ``keys`` among the words of ``buffer`` (``Text.ascii_words``)."""
+    """The members of ``keys`` among the words of ``buffer`` (``Text.word_bytes``)."""
     if len(buffer) <= _CHUNK:
         return keys.intersection(buffer.split())
     present: set[Any] = set()
@@ -176,16 +160,6 @@ def _present(keys: frozenset[Any], buffer: bytes) -> frozenset[Any] | set[Any]:
         present.update(lookup(buffer[start:end].split()))
         start = end
     return present
-
-
-_WORD_BEFORE = re.compile(r"\w")
-_ASCII_WORD_BEFORE = re.compile(rb"[^ ]")  # Text.ascii_words: word bytes and spaces only
-
-
-def _sequence_pattern(form: tuple[Any, ...]) -> re.Pattern[Any]:
-    if isinstance(form[0], bytes):
-        return re.compile(rb" +".join(map(re.escape, form)) + rb"(?![^ ])")
-    return re.compile(r"\W+".join(map(re.escape, form)) + r"(?!\w)")
 
 
 def _substring_scanner(keys: list[str]) -> Any:

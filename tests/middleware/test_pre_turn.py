@@ -310,4 +310,5 @@ def test_text_normalises_nfkc_and_casefold_once() -> None:
     assert text.normalised == "refund strasse"
     assert text.words == ["refund", "strasse"]
     ascii_text = Text("Refund, NOW!")
-    assert ascii_text.words == [b"refund", b"now"]
+    assert ascii_text.words == ["refund", "now"]
+    assert Text("“Café” — OK").word_bytes.split() == [b"caf\xc3\xa9", b"ok"]
