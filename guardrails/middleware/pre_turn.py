@@ -48,7 +48,7 @@ class PreTurnRequest:
     """What a pre_turn guard sees.
 
     ``text`` is the user's text (``text.raw``; ``text.normalised`` and
-    ``text.words`` are computed once, on first use, and shared by every rule);
+    ``text.word_bytes`` are computed once, on first use, and shared by every rule);
     ``tools`` the names of the candidate tools, in order; ``input`` the turn as
     the caller passed it.
     """

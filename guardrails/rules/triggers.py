@@ -2,10 +2,12 @@
 
 Terms and text are compared after NFKC and casefold (``ＲＥＦＵＮＤ``,
 ``Refund`` and ``refund`` are one term). By default a term matches whole words
-only (``refund`` does not match ``refundable``): the text is split into its
-``\\w+`` words once per turn, single-word terms are one set intersection, and
-a multi-word term (``credit card``) is indexed by its first word and confirmed
-only where that word occurs; its words may be separated by anything that is
+only (``refund`` does not match ``refundable``). The text's words are
+computed once per turn (``Text.word_bytes``: UTF-8 words separated by
+spaces); every word of every term sits in one set, and the words are looked up
+32 KB at a time (C loops of hash lookups). A multi-word term (``credit card``)
+is indexed by its first word and confirmed by one regular-expression search
+only when all its words occur; its words may be separated by anything that is
 not a word character. The cost grows with the text, hardly with the number of
 terms (see benchmarks/bench_triggers.py).
 
