@@ -312,3 +312,16 @@ def test_text_normalises_nfkc_and_casefold_once() -> None:
     ascii_text = Text("Refund, NOW!")
     assert ascii_text.words == ["refund", "now"]
     assert Text("“Café” — OK").word_bytes.split() == [b"caf\xc3\xa9", b"ok"]
+
+
+def test_mcp_sdk_tool_objects_are_filtered_and_returned_as_given() -> None:
+    from mcp.types import Tool as McpTool
+
+    listed = [
+        McpTool(name="search", inputSchema={"type": "object", "properties": {}}),
+        McpTool(name="refund", inputSchema={"type": "object", "properties": {}}),
+    ]
+    turn = rails(trigger(["refund"], remove=["refund"])).turn()
+    decision = turn.pre_turn("a refund please", listed)
+    assert decision.tools == (listed[0],)
+    assert decision.tools[0] is listed[0]
