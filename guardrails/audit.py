@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
-from .effects._state import CallState, state_for
+from .effects._state import CallState, enter, leave
 from .middleware.tool_call import Stop
 from .store import AuditRow, Store
 from .verdicts import ChokePoint, EscapeReason, Outcome, Reason
@@ -68,7 +68,7 @@ class AuditLog:
     # -- CallHook ---------------------------------------------------------------
 
     def before(self, invocation: Invocation, /) -> Stop | None:
-        state_for(invocation)  # the tool body (a PaidCall) adds its spend to this call
+        enter(invocation, self)  # the tool body (a PaidCall) adds its spend to this call
         tool = invocation.tool
         if tool is None or not tool.effect:
             return None
@@ -85,7 +85,7 @@ class AuditLog:
         return None
 
     def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
-        row = self.tool_row(result, invocation.context, state_for(invocation))
+        row = self.tool_row(result, invocation.context, leave(invocation, self))
         try:
             self.store.append(row)
         except Exception as exc:

@@ -29,7 +29,7 @@ from ..errors import ConfigurationError
 from ..middleware.tool_call import Stop
 from ..store import Store
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason
-from ._state import state_for
+from ._state import enter, leave
 
 __all__ = ["Idempotency", "idempotency_key"]
 
@@ -98,6 +98,7 @@ class Idempotency:
             return Stop(Outcome.ERROR, Reason.RAISED, None, exc)
         if key is None:
             return None
+        state = enter(invocation, self)
         owner = uuid.uuid4().hex
         deadline = time.monotonic() + self.wait
         try:
@@ -105,12 +106,11 @@ class Idempotency:
                 now = self.clock()
                 claim = self.store.claim(key, owner, now, now + self.lease)
                 if claim.state == "new":
-                    state = state_for(invocation)
                     state.private[self.name] = (key, owner)
                     state.detail["idempotency_key"] = key
                     return None
                 if claim.state == "done":
-                    state_for(invocation).detail["idempotency_key"] = key
+                    state.detail["idempotency_key"] = key
                     return Stop(Outcome.OK, Reason.REPLAYED, _decode(claim.result))
                 if time.monotonic() >= deadline:
                     return Stop(Outcome.UNAVAILABLE, Reason.IN_PROGRESS)
@@ -120,7 +120,7 @@ class Idempotency:
             return Stop(Outcome.UNAVAILABLE, Reason.STORE_UNAVAILABLE, None, exc)
 
     def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
-        state = state_for(invocation)
+        state = leave(invocation, self)
         claimed = state.private.pop(self.name, None)
         if claimed is None:
             return result

@@ -20,7 +20,7 @@ from ..errors import ConfigurationError
 from ..middleware.tool_call import Stop
 from ..store import Store
 from ..verdicts import Outcome, Reason
-from ._state import state_for
+from ._state import enter, leave
 
 __all__ = ["Snapshots"]
 
@@ -61,10 +61,11 @@ class Snapshots:
                 version = self.store.put_snapshot(key, data, self.clock())  # type: ignore[union-attr]
         except Exception as exc:
             return Stop(Outcome.ERROR, Reason.SNAPSHOT_FAILED, None, exc)
-        state_for(invocation).detail["snapshot"] = {"key": key, "version": version}
+        enter(invocation, self).detail["snapshot"] = {"key": key, "version": version}
         return None
 
     def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+        leave(invocation, self)
         return result
 
 

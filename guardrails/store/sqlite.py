@@ -71,12 +71,7 @@ class SQLiteStore:
             conn = sqlite3.connect(
                 self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
             )
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
-            if not self._migrated:
-                _migrate(conn)
-                self._migrated = True
+            self._set_up(conn)
         except (sqlite3.Error, OSError) as exc:
             raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
         local.conn = conn
@@ -84,6 +79,27 @@ class SQLiteStore:
         with self._lock:
             self._connections.append(conn)
         return conn
+
+    def _set_up(self, conn: sqlite3.Connection) -> None:
+        # Switching a new file to WAL needs an exclusive lock, and SQLite answers
+        # "locked" at once (without the busy handler) when several processes
+        # open a new file together: retry until busy_timeout has passed.
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+                if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+                if not self._migrated:
+                    _migrate(conn)
+                    self._migrated = True
+                return
+            except sqlite3.OperationalError as exc:
+                busy = "locked" in str(exc) or "busy" in str(exc)
+                if not busy or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.005)
 
     @contextmanager
     def _immediate(self) -> Iterator[sqlite3.Connection]:

@@ -178,3 +178,33 @@ def test_around_anthropic_messages_create_against_a_local_api() -> None:
     (row,) = store.audit_rows(kind="paid_call")
     assert (row.tokens_in, row.tokens_out) == (1200, 300)
     assert row.cost == pytest.approx((1200 * 3 + 300 * 15) / 1e6)
+
+
+def test_without_an_estimate_the_call_that_crosses_the_daily_cap_raises_after_running() -> None:
+    paid = PaidCall(MemoryStore(), usage=flat(0.6), daily_cap=1.0)
+    ran: list[int] = []
+    paid(ran.append, 1)
+    with pytest.raises(CapExceeded) as crossed:
+        paid(ran.append, 2)
+    assert crossed.value.cap == "daily" and ran == [1, 2]
+    with pytest.raises(CapExceeded):
+        paid(ran.append, 3)
+    assert ran == [1, 2]
+
+
+def test_a_paid_call_after_a_tool_call_is_not_charged_to_that_call() -> None:
+    store = MemoryStore()
+    paid = PaidCall(store, usage=flat(0.1), instance_cap=1.0)
+
+    @tool
+    def noop() -> str:
+        return "x"
+
+    audit = AuditLog(store)
+    rails = Guardrails([noop], hooks=[audit], recorder=[audit])
+    rails.turn(session="s-1", workflow="wf-1").call("noop", {})
+    with pytest.raises(UsageError):
+        paid(lambda: None)
+    paid(lambda: None, instance="wf-2")
+    (row,) = store.audit_rows(kind="paid_call")
+    assert (row.call_id, row.workflow) == (None, "wf-2")

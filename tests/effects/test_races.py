@@ -24,7 +24,8 @@ def _open(url: str) -> Store:
 
 
 def _run_workers(target: Any, url: str, *extra: Any) -> list[Any]:
-    _open(url).close()  # migrate once, so the race is about the effect, not the schema
+    with _open(url) as store:  # migrate once, so the race is about the effect, not the schema
+        store.incr("opened", 0)
     barrier = _ctx.Barrier(WORKERS)
     queue = _ctx.Queue()
     procs = [
@@ -97,6 +98,6 @@ def test_concurrent_replays_run_the_effect_exactly_once(shared_url: str) -> None
     runs = store.incr("runs:b-1", 0)
     store.close()
     assert runs == 1
-    assert {outcome for outcome, _, _ in results} == {"ok"}
-    assert len({content for _, _, content in results}) == 1
-    assert sorted(str(reason) for _, reason, _ in results).count("replayed") == WORKERS - 1
+    assert {outcome for outcome, *_ in results} == {"ok"}, results
+    assert len({content for _, _, content, *_ in results}) == 1
+    assert sorted(str(reason) for _, reason, *_ in results).count("replayed") == WORKERS - 1

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,3 +61,31 @@ def test_open_store_picks_the_implementation_from_the_url(tmp_path: Path) -> Non
     assert type(open_store("memory:")).__name__ == "MemoryStore"
     assert type(open_store(f"sqlite:///{tmp_path}/x.db")).__name__ == "SQLiteStore"
     assert type(open_store(str(tmp_path / "y.db"))).__name__ == "SQLiteStore"
+
+
+def _open_and_append(path: str, barrier: Any, queue: Any) -> None:
+    store = SQLiteStore(path)
+    barrier.wait()
+    try:
+        store.append(AuditRow("tool_call", 1.0))
+        queue.put("ok")
+    except StoreUnavailable as exc:
+        queue.put(repr(exc))
+    store.close()
+
+
+def test_eight_processes_opening_a_new_file_at_once_all_get_the_schema(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("fork")
+    for attempt in range(12):
+        path = str(tmp_path / f"new-{attempt}.db")
+        barrier, queue = ctx.Barrier(8), ctx.Queue()
+        procs = [
+            ctx.Process(target=_open_and_append, args=(path, barrier, queue)) for _ in range(8)
+        ]
+        for p in procs:
+            p.start()
+        assert [queue.get(timeout=60) for _ in procs] == ["ok"] * 8
+        for p in procs:
+            p.join(timeout=30)
+        with SQLiteStore(path) as store:
+            assert len(store.audit_rows()) == 8
