@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from collections import Counter
 from typing import Any
 
@@ -242,6 +243,18 @@ class Recording:
         return "done"
 
 
+def _ecma_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
+    # JSON Schema patterns are ECMA-262 regular expressions, where "$" matches
+    # only at the very end; Python's "$" also matches before a final newline.
+    if isinstance(instance, str) and not re.search(pattern.replace("$", r"\Z"), instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+ReferenceValidator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator, {"pattern": _ecma_pattern}
+)
+
+
 def independent_verdict(schema: dict[str, Any], args: Any) -> bool:
     if isinstance(args, str | bytes):
         try:
@@ -250,7 +263,7 @@ def independent_verdict(schema: dict[str, Any], args: Any) -> bool:
             return False
     if not isinstance(args, dict):
         return False
-    return jsonschema.Draft202012Validator(schema).is_valid(args)
+    return bool(ReferenceValidator(schema).is_valid(args))
 
 
 @PROFILE
