@@ -12,6 +12,7 @@ its row is committed, so a returned call always has its row.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -36,6 +37,14 @@ _INSERT = (
 )
 _SELECT = f"SELECT id, {', '.join(AUDIT_COLUMNS)} FROM guardrails_audit"
 _MIGRATION_LOCK = 0x6775617264  # pg_advisory_xact_lock key for schema changes
+_CHUNK = 500  # rows per multi-row INSERT (20 parameters each; the limit is 65,535)
+_ROW_PLACEHOLDERS = f"({', '.join('%s' for _ in AUDIT_COLUMNS)})"
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_many(n: int) -> str:
+    values = ", ".join([_ROW_PLACEHOLDERS] * n)
+    return f"INSERT INTO guardrails_audit ({', '.join(AUDIT_COLUMNS)}) VALUES {values}"
 
 
 class PostgresStore:
@@ -137,11 +146,11 @@ class PostgresStore:
         return int(found[0])
 
     def append_many(self, rows: list[AuditRow], /) -> None:
-        try:
-            with self._get_pool().connection() as conn, conn.transaction():
-                conn.cursor().executemany(_INSERT, [r.values() for r in rows])
-        except self._errors as exc:
-            raise self._unavailable(exc) from exc
+        # One multi-row INSERT per chunk: one round trip and one commit each.
+        for start in range(0, len(rows), _CHUNK):
+            chunk = rows[start : start + _CHUNK]
+            params = tuple(value for row in chunk for value in row.values())
+            self._run(_insert_many(len(chunk)), params)
 
     def audit_rows(self, *, after_id: int = 0, limit: int = 1000, **filters: str) -> list[AuditRow]:
         check_filters(filters)
