@@ -94,7 +94,7 @@ class AuditLog:
             return result._replace(
                 escapes=(*result.escapes, missed), flags=(*result.flags, AUDITED)
             )
-        return result._replace(flags=(*result.flags, AUDITED))
+        return _with_flag(result)
 
     # -- Recorder -----------------------------------------------------------------
 
@@ -189,6 +189,13 @@ class AuditLog:
 
 
 _NO_CONTEXT = TurnContext()
+_FLAGS = ToolResult._fields.index("flags")
+
+
+def _with_flag(result: ToolResult) -> ToolResult:
+    # ToolResult._replace costs a microsecond on every audited call; a slice does not.
+    flagged = (*result[:_FLAGS], (*result.flags, AUDITED), *result[_FLAGS + 1 :])
+    return tuple.__new__(ToolResult, flagged)
 
 
 def encode_verdicts(records: Iterable[VerdictRecord]) -> str | None:
