@@ -125,6 +125,8 @@ def _piece_words(piece: str) -> bytes:
     done = 0
     for run in _non_ascii_runs(buffer):
         if run.start() < done:
+            if done == len(buffer):
+                break  # the last token reached the end: nothing left to look at
             continue  # another run inside the token just rewritten
         # The token around the run, between two ASCII separators (which are
         # never part of a character, so the slice decodes).

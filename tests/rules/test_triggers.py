@@ -269,3 +269,9 @@ def test_any_unicode_text_matches_as_the_reference_does(
     for t in terms:
         first.setdefault(normalise(t), t)
     assert found == {first[normalise(t)] for t in _reference(terms, raw)}
+
+
+def test_a_long_text_without_spaces_is_one_word() -> None:
+    text = "退款" * 500_000 + " refund"
+    assert TermSet(["refund", "退款"]).find(text) == {"refund"}
+    assert TermSet(["退款退款"], word_boundary=False).find(text) == {"退款退款"}
