@@ -305,15 +305,13 @@ glue = st.sampled_from([" ", "", "-", "\n", "\u200b", "\u00a0", ".", "é", "𝐫
 
 
 def reference_find(terms: list[str], text: str) -> set[str]:
-    """Whole-word matching, written the slow and obvious way."""
-    words = re.findall(r"\w+", normalise(text))
-    found = set()
-    for term in terms:
-        wanted = re.findall(r"\w+", normalise(term))
-        n = len(wanted)
-        if any(words[i : i + n] == wanted for i in range(len(words) - n + 1)):
-            found.add(term)
-    return found
+    """Whole-word matching, written the obvious way: words joined by single spaces."""
+
+    def spaced(value: str) -> str:
+        return " " + " ".join(re.findall(r"\w+", normalise(value))) + " "
+
+    words = spaced(text)
+    return {t for t in terms if spaced(t) in words}
 
 
 @pytest.mark.fuzz
@@ -362,3 +360,26 @@ def test_substring_matching_agrees_with_a_reference_with_and_without_the_automat
     ledger.add("trigger_lookalikes", inputs=1)
     haystack = normalise(text)
     assert set(found) == {t for t in unique if normalise(t).strip() in haystack}
+
+
+@pytest.mark.fuzz
+@settings(PROFILE, max_examples=PROFILE.max_examples // 5)  # each example reads ~100 KB twice
+@given(
+    shift=st.integers(-40, 40),
+    pad=st.sampled_from(["a ", "é ", "a\n", "ab", "\u200b ", "𝐫 "]),
+    pieces=st.lists(st.tuples(vocabulary, glue), min_size=1, max_size=6),
+    copies=st.integers(1, 3),
+)
+def test_long_text_matching_agrees_with_the_reference_around_piece_boundaries(
+    shift: int, pad: str, pieces: list[tuple[str, str]], copies: int, ledger: Any
+) -> None:
+    # Long texts are read in pieces of about 32 KB: put the words across a cut.
+    middle = "".join(word + sep for word, sep in pieces)
+    text = pad * ((32_768 + shift) // len(pad)) + middle
+    text = (text + " ") * copies
+    terms = ["refund", "credit card", "straße", "é x1", "card refund"]
+
+    found = TermSet(terms).find(text)
+
+    ledger.add("trigger_lookalikes", inputs=1)
+    assert set(found) == reference_find(terms, text)
