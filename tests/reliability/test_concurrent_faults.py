@@ -9,13 +9,27 @@ from __future__ import annotations
 
 import asyncio
 import random
+import threading
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from guardrails import EscapeReason, Guardrails, NotConfigured, Outcome, Tool, Verdict, guard
+from guardrails import (
+    EscapeReason,
+    Guardrails,
+    NotConfigured,
+    Outcome,
+    Reason,
+    Tool,
+    Verdict,
+    guard,
+)
+from guardrails.effects import Idempotency
 from guardrails.metrics import PrometheusRecorder
+from guardrails.store import SQLiteStore, StoreUnavailable
 from guardrails.testing import MemoryRecorder
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
@@ -94,3 +108,94 @@ def test_escapes_are_counted_exactly_with_a_thousand_tasks(ledger: Any) -> None:
     escapes = check(results, ns, memory, registry)
     ledger.add("concurrency", inputs=len(ns), escapes=escapes)
     ledger.add("concurrency", faults_injected=escapes, faults_counted=escapes)
+
+
+class LossyStore:
+    """A real store whose idempotency writes fail at random: before the write, or
+    after it (the write happened but its acknowledgement was lost)."""
+
+    def __init__(self, store: Any, seed: int, rate: float) -> None:
+        self.store = store
+        self.random = random.Random(seed)
+        self.rate = rate
+        self.lock = threading.Lock()
+        self.injected = 0
+
+    def _roll(self) -> str | None:
+        with self.lock:
+            if self.random.random() >= self.rate:
+                return None
+            self.injected += 1
+            return "before" if self.random.random() < 0.5 else "after"
+
+    def _lossy(self, name: str, *args: Any) -> Any:
+        fault = self._roll()
+        if fault == "before":
+            raise StoreUnavailable(f"{name}: connection refused")
+        value = getattr(self.store, name)(*args)
+        if fault == "after":
+            raise StoreUnavailable(f"{name}: connection reset after the write")
+        return value
+
+    def claim(self, *args: Any) -> Any:
+        return self._lossy("claim", *args)
+
+    def complete(self, *args: Any) -> Any:
+        return self._lossy("complete", *args)
+
+    def release(self, *args: Any) -> Any:
+        return self._lossy("release", *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+def test_idempotent_effects_run_at_most_once_when_store_writes_are_lost(
+    tmp_path: Path, ledger: Any
+) -> None:
+    runs: Counter[str] = Counter()
+    runs_lock = threading.Lock()
+
+    def publish(brief_id: str) -> str:
+        with runs_lock:
+            runs[brief_id] += 1
+            return f"published {brief_id} #{runs[brief_id]}"
+
+    store = SQLiteStore(tmp_path / "idem.db")
+    lossy = LossyStore(store, seed=11, rate=0.2)
+    schema = {"type": "object", "properties": {"brief_id": {"type": "string"}}}
+    tool = Tool(
+        "publish", publish, schema, effect=True, options={"idempotency_key": "publish-{brief_id}"}
+    )
+    rails = Guardrails([tool], hooks=[Idempotency(lossy, wait=0.05, poll=0.005)])
+    keys = [f"b{i % 20}" for i in range(400)]
+
+    def one(key: str) -> Any:
+        return key, rails.turn(tenant="acme").call("publish", {"brief_id": key})
+
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            results = list(pool.map(one, keys))
+    finally:
+        store.close()
+
+    fresh: dict[str, str] = {}
+    for key, result in results:
+        assert ledger.check("concurrency", result, ("brief_id",)) == []
+        assert result.outcome in {Outcome.OK, Outcome.UNAVAILABLE}
+        if result.outcome is Outcome.OK and result.reason is None:
+            assert key not in fresh, f"{key} ran twice"
+            fresh[key] = result.content
+    assert all(count <= 1 for count in runs.values()), runs
+    for key, result in results:
+        if result.reason == Reason.REPLAYED:
+            assert result.content == fresh[key]
+    # Each lost write shows exactly once: a refusal before the run, or an escape after it.
+    seen = sum(
+        (result.reason == Reason.STORE_UNAVAILABLE)
+        + sum(e.reason is EscapeReason.STORE_UNAVAILABLE for e in result.escapes)
+        for _, result in results
+    )
+    ledger.add("concurrency", faults_injected=lossy.injected, faults_counted=seen)
+    assert seen == lossy.injected
+    ledger.add("concurrency", idempotent_effects=sum(runs.values()))
