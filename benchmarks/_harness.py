@@ -49,8 +49,8 @@ class Budget:
     max_n: int = 1_000_000
 
 
-FULL = Budget(rounds=101, round_s=0.002)
-QUICK = Budget(rounds=15, round_s=0.001)
+FULL = Budget(rounds=201, round_s=0.0005)
+QUICK = Budget(rounds=21, round_s=0.0005)
 
 
 def budget(quick: bool) -> Budget:
@@ -136,7 +136,7 @@ def per_op_ns(
                     samples[name].append(timers[name](counts[name]) / counts[name])
                     if between_rounds is not None:
                         between_rounds()
-                gc.collect()
+                gc.collect(1)  # the young generations only: a full pass over a big heap takes long
         finally:
             if gc_was_enabled:
                 gc.enable()
