@@ -317,12 +317,18 @@ class _Batcher:
 
     def __init__(self, store: PostgresStore) -> None:
         self._store = store
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pid = os.getpid()
         self._cond = threading.Condition()
         self._queue: list[tuple[AuditRow, list[Any]]] = []
         self._thread: threading.Thread | None = None
         self._stopping = False
 
     def submit(self, row: AuditRow) -> None:
+        if self._pid != os.getpid():
+            self._reset()  # a forked child has neither the writer thread nor its queue
         waiter: list[Any] = [threading.Event(), None]
         with self._cond:
             if self._thread is None or not self._thread.is_alive():
