@@ -383,3 +383,32 @@ def test_long_text_matching_agrees_with_the_reference_around_piece_boundaries(
 
     ledger.add("trigger_lookalikes", inputs=1)
     assert set(found) == reference_find(terms, text)
+
+
+message_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12) | st.just("refund"),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["role", "content", "type", "text", "user", "id"])
+            | st.text(max_size=4),
+            inner | st.sampled_from(["user", "assistant", "text", "input_text", "image"]),
+            max_size=4,
+        )
+    ),
+    max_leaves=16,
+)
+
+
+@pytest.mark.fuzz
+@PROFILE
+@given(turn_input=message_values)
+def test_any_turn_input_gives_a_decision_or_a_usage_error(turn_input: Any, ledger: Any) -> None:
+    turn = engine(refund_trigger()).turn()
+    ledger.add("pre_turn_inputs", inputs=1)
+    try:
+        decision = turn.pre_turn(turn_input)
+    except UsageError:
+        return
+    assert decision.verdict in set(Verdict)
+    assert set(decision.offered) <= {"issue_refund", "track_order"}
