@@ -211,7 +211,7 @@ def read_source(source: str, *, timeout: float = 5.0) -> str:
             raise CoverageError(f"{source}: {exc}") from exc
         return body.decode("utf-8", errors="replace")
     try:
-        with open(source, encoding="utf-8") as f:
+        with open(source, encoding="utf-8", errors="replace") as f:  # as for a URL
             return f.read()
     except OSError as exc:
         raise CoverageError(f"{source}: {exc.strerror or exc}") from exc
