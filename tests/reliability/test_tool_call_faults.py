@@ -176,6 +176,8 @@ def test_failing_guard_fails_open_with_the_escape_recorded(
 
     result = call(rails, driver, {"q": "x"})
 
+    counted = [(e.guard, e.reason) for e in result.escapes] == [(g.name, reason)]
+    ledger.add("guard_faults", faults_injected=1, faults_counted=int(counted))
     assert ledger.check("guard_faults", result, DECLARED) == []
     assert result.outcome is Outcome.OK
     assert impl.runs == 1
@@ -184,7 +186,6 @@ def test_failing_guard_fails_open_with_the_escape_recorded(
         (g.name, ChokePoint.TOOL_CALL, reason)
     ]
     assert recorder.escapes == list(result.escapes)
-    ledger.add("guard_faults", faults_injected=1, faults_counted=1)
 
 
 @pytest.mark.parametrize("driver", ["sync", "async"])
@@ -201,6 +202,8 @@ def test_failing_fail_closed_guard_refuses_with_the_escape_recorded(
 
     result = call(rails, driver, {"q": "x"})
 
+    counted = [(e.guard, e.reason) for e in result.escapes] == [(g.name, reason)]
+    ledger.add("guard_faults", faults_injected=1, faults_counted=int(counted))
     assert ledger.check("guard_faults", result, DECLARED) == []
     assert result.outcome is Outcome.UNAVAILABLE
     assert result.reason == Reason.GUARD
@@ -208,7 +211,6 @@ def test_failing_fail_closed_guard_refuses_with_the_escape_recorded(
     assert result.verdict is Verdict.REJECT
     assert [(e.guard, e.reason) for e in result.escapes] == [(g.name, reason)]
     assert recorder.escapes == list(result.escapes)
-    ledger.add("guard_faults", faults_injected=1, faults_counted=1)
 
 
 @pytest.mark.parametrize("driver", ["sync", "async"])
@@ -280,6 +282,8 @@ def test_failing_output_guard_is_recorded_and_never_shows_the_result_when_closed
 
     result = call(rails, driver, {"q": "x"})
 
+    counted = [(e.guard, e.reason) for e in result.escapes] == [(g.name, reason)]
+    ledger.add("output_guard_faults", faults_injected=1, faults_counted=int(counted))
     planted = (OUTPUT_MARK,) if fail_closed else ()
     assert ledger.check("output_guard_faults", result, DECLARED, planted) == []
     assert impl.runs == 1
@@ -291,7 +295,6 @@ def test_failing_output_guard_is_recorded_and_never_shows_the_result_when_closed
     else:
         assert result.outcome is Outcome.OK
         assert result.content == f"{OUTPUT_MARK}:x"
-    ledger.add("output_guard_faults", faults_injected=1, faults_counted=1)
 
 
 # -- tool faults ----------------------------------------------------------------
@@ -342,12 +345,13 @@ def test_unserialisable_tool_result_is_error_and_reason_unserialisable(
     rails = Guardrails([Tool("lookup", lookup, SCHEMA)])
     result = call(rails, driver, {"q": "x"})
 
+    counted = result.reason == Reason.UNSERIALISABLE and result.exception is not None
+    ledger.add("tool_faults", faults_injected=1, faults_counted=int(counted))
     assert ledger.check("tool_faults", result, DECLARED) == []
     assert result.outcome is Outcome.ERROR
     assert result.reason == Reason.UNSERIALISABLE
     assert result.value is None
     assert result.exception is not None
-    ledger.add("tool_faults", faults_injected=1, faults_counted=1)
 
 
 TOOL_RAISES: dict[str, tuple[Callable[[], BaseException], Outcome, Reason]] = {
@@ -391,12 +395,13 @@ def test_raising_tool_gives_its_outcome_and_keeps_the_exception_for_audit(
 
     result = call(rails, driver, {"q": "x"})
 
+    counted = result.reason == reason and result.exception is not None
+    ledger.add("tool_faults", faults_injected=1, faults_counted=int(counted))
     assert ledger.check("tool_faults", result, DECLARED) == []
     assert result.outcome is outcome
     assert result.reason == reason
     assert result.exception is raised[0]
     assert result.value is None
-    ledger.add("tool_faults", faults_injected=1, faults_counted=1)
 
 
 @pytest.mark.parametrize("driver", ["sync", "async"])
@@ -421,10 +426,11 @@ def test_tool_hanging_past_its_timeout_is_error_and_reason_timeout(
 
     result = call(rails, driver, {"q": "x"})
 
+    counted = result.reason == Reason.TIMEOUT
+    ledger.add("tool_faults", faults_injected=1, faults_counted=int(counted))
     assert ledger.check("tool_faults", result, DECLARED) == []
     assert result.outcome is Outcome.ERROR
     assert result.reason == Reason.TIMEOUT
-    ledger.add("tool_faults", faults_injected=1, faults_counted=1)
 
 
 @pytest.mark.parametrize("driver", ["sync", "async"])
@@ -520,11 +526,14 @@ def test_malformed_guard_result_is_an_invalid_return_escape(
 
     result = call(rails, driver, {"q": "x"})
 
+    counted = [(e.guard, e.reason) for e in result.escapes] == [
+        (g.name, EscapeReason.INVALID_RETURN)
+    ]
+    ledger.add("guard_faults", faults_injected=1, faults_counted=int(counted))
     assert ledger.check("guard_faults", result, DECLARED) == []
     assert result.outcome is (Outcome.UNAVAILABLE if fail_closed else Outcome.OK)
     assert impl.runs == (0 if fail_closed else 1)
     assert [(e.guard, e.reason) for e in result.escapes] == [(g.name, EscapeReason.INVALID_RETURN)]
-    ledger.add("guard_faults", faults_injected=1, faults_counted=1)
 
 
 @pytest.mark.parametrize("driver", ["sync", "async"])
