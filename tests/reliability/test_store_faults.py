@@ -131,13 +131,14 @@ def test_audit_log_down_keeps_an_effectful_tool_from_running(
 
     result = call(rails, driver, {"item": "x"})
 
+    counted = result.reason == Reason.AUDIT_UNAVAILABLE
+    ledger.add("store_faults", faults_injected=1, faults_counted=int(counted))
     assert ledger.check("store_faults", result, DECLARED) == []
     assert result.outcome is Outcome.UNAVAILABLE
     assert result.reason == Reason.AUDIT_UNAVAILABLE
     assert isinstance(result.exception, StoreUnavailable | ConnectionError)
     assert runs.count == 0
     assert ("audit", EscapeReason.AUDIT_UNAVAILABLE) in escape_reasons(result)
-    ledger.add("store_faults", faults_injected=1, faults_counted=1)
 
 
 @pytest.mark.parametrize("driver", ["sync", "async"])
@@ -150,10 +151,11 @@ def test_audit_log_down_lets_a_read_only_tool_run_with_an_escape(
 
     result = call(rails, driver, {"item": "x"})
 
+    counted = escape_reasons(result) == [("audit", EscapeReason.AUDIT_UNAVAILABLE)]
+    ledger.add("store_faults", faults_injected=1, faults_counted=int(counted))
     assert ledger.check("store_faults", result, DECLARED) == []
     assert result.outcome is Outcome.OK and runs.count == 1
     assert escape_reasons(result) == [("audit", EscapeReason.AUDIT_UNAVAILABLE)]
-    ledger.add("store_faults", faults_injected=1, faults_counted=1)
 
 
 @pytest.mark.parametrize("driver", ["sync", "async"])
@@ -186,11 +188,12 @@ def test_idempotency_store_down_refuses_the_effect(
 
     result = call(rails, driver, {"item": "x"}, tenant="acme")
 
+    counted = result.reason == Reason.STORE_UNAVAILABLE
+    ledger.add("store_faults", faults_injected=1, faults_counted=int(counted))
     assert ledger.check("store_faults", result, DECLARED) == []
     assert result.outcome is Outcome.UNAVAILABLE
     assert result.reason == Reason.STORE_UNAVAILABLE
     assert runs.count == 0
-    ledger.add("store_faults", faults_injected=1, faults_counted=1)
 
 
 @pytest.mark.parametrize("driver", ["sync", "async"])
@@ -203,11 +206,12 @@ def test_snapshot_store_down_keeps_the_mutation_from_happening(
 
     result = call(rails, driver, {"item": "x"})
 
+    counted = result.reason == Reason.SNAPSHOT_FAILED
+    ledger.add("store_faults", faults_injected=1, faults_counted=int(counted))
     assert ledger.check("store_faults", result, DECLARED) == []
     assert result.outcome is Outcome.ERROR
     assert result.reason == Reason.SNAPSHOT_FAILED
     assert runs.count == 0
-    ledger.add("store_faults", faults_injected=1, faults_counted=1)
 
 
 @pytest.mark.parametrize("driver", ["sync", "async"])
@@ -221,13 +225,18 @@ def test_session_ceiling_store_down_is_an_escape_or_a_limit(
 
     result = call(rails, driver, {"item": "x"}, session="s1")
 
+    counted = (
+        result.outcome is Outcome.LIMIT
+        if fail_closed
+        else escape_reasons(result) == [("session_ceiling", EscapeReason.STORE_UNAVAILABLE)]
+    )
+    ledger.add("store_faults", faults_injected=1, faults_counted=int(counted))
     assert ledger.check("store_faults", result, DECLARED) == []
     if fail_closed:
         assert result.outcome is Outcome.LIMIT and runs.count == 0
     else:
         assert result.outcome is Outcome.OK and runs.count == 1
         assert escape_reasons(result) == [("session_ceiling", EscapeReason.STORE_UNAVAILABLE)]
-    ledger.add("store_faults", faults_injected=1, faults_counted=1)
 
 
 @pytest.mark.parametrize("driver", ["sync", "async"])
@@ -245,11 +254,12 @@ def test_paid_call_store_down_stops_before_spending(
 
     result = call(rails, driver, {"item": "x"})
 
+    counted = result.outcome is not Outcome.OK and result.exception is not None
+    ledger.add("store_faults", faults_injected=1, faults_counted=int(counted))
     assert ledger.check("store_faults", result, DECLARED) == []
     assert result.outcome is not Outcome.OK
     assert isinstance(result.exception, StoreUnavailable | ConnectionError)
     assert spent == []
-    ledger.add("store_faults", faults_injected=1, faults_counted=1)
 
 
 # -- a real PostgreSQL server losing its connections mid-run ----------------------------
@@ -337,6 +347,8 @@ def test_workflow_store_down_never_hands_out_the_next_instructions(
 
     result = call(rails, driver, {"item": "x"}, name="start_building", session="s1")
 
+    counted = result.reason == Reason.STORE_UNAVAILABLE
+    ledger.add("store_faults", faults_injected=1, faults_counted=int(counted))
     assert ledger.check("store_faults", result, DECLARED) == []
     assert result.outcome is Outcome.UNAVAILABLE
     assert result.reason == Reason.STORE_UNAVAILABLE
@@ -344,7 +356,6 @@ def test_workflow_store_down_never_hands_out_the_next_instructions(
     # Where the phase could be read, the step ran but its success was not
     # recorded; where it could not, the step did not run.
     assert runs.count in (0, 1)
-    ledger.add("store_faults", faults_injected=1, faults_counted=1)
 
 
 def test_workflow_store_down_at_pre_turn_refuses_the_turn(failing_store: Store) -> None:
