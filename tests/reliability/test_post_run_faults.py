@@ -95,12 +95,13 @@ def test_failing_post_run_guard_is_an_escape_and_the_backstop_still_acts(
     else:
         report = asyncio.run(turn.apost_run("I will escalate this to a human."))
 
+    counted = [(e.guard, e.reason) for e in report.escapes] == [(broken.name, reason)]
     ledger.add("post_run_faults", inputs=1, faults_injected=1, escapes=len(report.escapes))
+    ledger.add("post_run_faults", faults_counted=int(counted))
     assert [(e.guard, e.reason) for e in report.escapes] == [(broken.name, reason)]
     assert notified == ["T-1"]
     assert [a.outcome for a in report.actions] == [Outcome.OK]
     assert [kind for kind, _ in recorder.events].count("backstop") == 1
-    ledger.add("post_run_faults", faults_counted=1)
 
 
 BACKSTOP_FAULTS: dict[str, tuple[Any, dict[str, Any], Outcome, str]] = {

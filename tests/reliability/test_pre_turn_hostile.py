@@ -239,6 +239,9 @@ def test_failing_pre_turn_guard_is_an_escape_and_never_shows_its_exception(
     else:
         decision = asyncio.run(turn.apre_turn("where is my parcel?"))
 
+    counted = [(e.guard, e.reason) for e in decision.escapes] == [(g.name, reason)]
+    ledger.add("pre_turn_faults", inputs=1, faults_injected=1, faults_counted=int(counted))
+    ledger.add("pre_turn_faults", escapes=len(decision.escapes))
     assert [(e.guard, e.reason) for e in decision.escapes] == [(g.name, reason)]
     if fail_closed:
         assert decision.refused and decision.offered == ()
@@ -248,7 +251,6 @@ def test_failing_pre_turn_guard_is_an_escape_and_never_shows_its_exception(
         assert not decision.refused
         assert set(decision.offered) == {"issue_refund", "track_order"}
     assert SECRET_MARK not in repr(decision.refusal)
-    ledger.add("pre_turn_faults", inputs=1, faults_injected=1, faults_counted=1, escapes=1)
 
 
 # -- turn input of the wrong shape ---------------------------------------------------------
