@@ -25,6 +25,7 @@ from guardrails import (
     NotConfigured,
     Outcome,
     Reason,
+    Secret,
     StopRun,
     Tool,
     ToolResult,
@@ -551,3 +552,45 @@ def test_well_formed_guard_result_variants_are_accepted(driver: str, ledger: Any
     assert ledger.check("guard_faults", result, DECLARED) == []
     assert result.outcome is Outcome.INVALID_ARGS and result.params == ("q",)
     assert impl.runs == 0
+
+
+# -- bindings and the secret provider --------------------------------------------------
+
+
+def _provider_raises(name: str) -> Any:
+    raise ConnectionError(f"vault unreachable, token {SECRET_MARK}")
+
+
+BINDING_FAULTS: dict[str, tuple[Any, Any]] = {
+    "provider_raises": ({"api_key": Secret("billing")}, _provider_raises),
+    "provider_returns_none": ({"api_key": Secret("billing")}, lambda name: None),
+    "no_provider": ({"api_key": Secret("billing")}, None),
+    "binding_function_raises": ({"api_key": lambda ctx: 1 / 0}, None),
+    "binding_function_returns_none": ({"api_key": lambda ctx: None}, None),
+    "context_key_missing": ({"api_key": "no_such_key"}, None),
+}
+
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+@pytest.mark.parametrize("kind", sorted(BINDING_FAULTS))
+def test_binding_that_cannot_be_resolved_is_unavailable_and_the_tool_not_run(
+    kind: str, driver: str, ledger: Any
+) -> None:
+    bind, provider = BINDING_FAULTS[kind]
+    ran: list[str] = []
+    schema = {
+        "type": "object",
+        "properties": {"q": {"type": "string"}, "api_key": {"type": "string"}},
+        "required": ["q"],
+    }
+    tool = Tool("lookup", lambda q, api_key: ran.append(api_key), schema, bind=bind, effect=True)
+    rails = Guardrails([tool], secrets=provider)
+
+    result = call(rails, driver, {"q": "x"})
+
+    counted = result.reason == Reason.BINDING_UNRESOLVED
+    ledger.add("tool_faults", faults_injected=1, faults_counted=int(counted))
+    assert ledger.check("tool_faults", result, DECLARED) == []
+    assert result.outcome is Outcome.UNAVAILABLE
+    assert result.reason == Reason.BINDING_UNRESOLVED
+    assert ran == []
