@@ -594,3 +594,32 @@ def test_binding_that_cannot_be_resolved_is_unavailable_and_the_tool_not_run(
     assert result.outcome is Outcome.UNAVAILABLE
     assert result.reason == Reason.BINDING_UNRESOLVED
     assert ran == []
+
+
+def test_raising_recorder_never_breaks_pre_turn_post_run_or_a_backstop(ledger: Any) -> None:
+    from guardrails.rules import required_action, trigger
+
+    broken = RaisingRecorder(RuntimeError(SECRET_MARK))
+    memory = MemoryRecorder()
+    rails = Guardrails(
+        [Tool("lookup", Counting(), SCHEMA)],
+        [
+            trigger(["refund"], remove=["lookup"], name="money"),
+            required_action("lookup", when=lambda run: True, arguments={"q": "backstop"}),
+        ],
+        recorder=[broken, memory],
+    )
+    turn = rails.turn()
+
+    decision = turn.pre_turn("a refund please")
+    report = turn.post_run("done")
+
+    assert decision.offered == ()
+    assert [a.outcome for a in report.actions] == [Outcome.OK]
+    kinds = [kind for kind, _ in memory.events]
+    assert kinds == ["pre_turn", "backstop", "post_run"]
+    # One failure per event and one for the backstop call's own result.
+    assert rails.recorder is not None and rails.recorder.failures == broken.calls == 4
+    ledger.add(
+        "recorder_faults", inputs=3, faults_injected=4, faults_counted=rails.recorder.failures
+    )
