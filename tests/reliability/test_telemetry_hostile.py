@@ -8,6 +8,7 @@ its failures are counted.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
@@ -15,7 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry, generate_latest
 
-from guardrails import Guardrails, Outcome, Tool, guard
+from guardrails import Guardrails, NotConfigured, Outcome, Tool, Verdict, guard
 from guardrails.metrics import UNKNOWN_TOOL, PrometheusRecorder
 from guardrails.telemetry import OpenTelemetryRecorder
 
@@ -157,3 +158,60 @@ def test_raising_exporter_alone_is_absorbed_by_the_sdk(ledger: Any) -> None:
     assert exporter.calls == 50
     provider.shutdown()
     ledger.add("telemetry", inputs=50, faults_injected=50, faults_counted=exporter.calls)
+
+
+def _raises(exc: BaseException) -> Any:
+    def body(_: Any) -> Any:
+        raise exc
+
+    return body
+
+
+def test_every_escape_is_in_the_counter_and_on_the_span(ledger: Any) -> None:
+    release = threading.Event()
+    faults = {
+        "raised": _raises(RuntimeError(SECRET_MARK)),
+        "not_configured": _raises(NotConfigured(SECRET_MARK)),
+        "invalid_return": lambda _: "pass",
+        "declined": lambda _: Verdict.NOT_EVALUATED,
+        "timeout": lambda _: release.wait(1.0),
+    }
+    guards = [guard(fn, name=f"g_{reason}", timeout=0.3) for reason, fn in faults.items()]
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    registry = CollectorRegistry()
+    prometheus = PrometheusRecorder(registry)
+    rails = Guardrails(
+        [Tool("lookup", lambda q: "ok", SCHEMA)],
+        guards,
+        recorder=[OpenTelemetryRecorder(provider), prometheus],
+    )
+    prometheus.bind(rails)
+    try:
+        results = [rails.call("lookup", {"q": str(i)}) for i in range(3)]
+    finally:
+        release.set()
+
+    exposition = generate_latest(registry).decode()
+    spans = exporter.get_finished_spans()
+    counted = 0
+    for reason in faults:
+        line = f'guardrails_fail_open_escapes_total{{choke_point="tool_call",guard="g_{reason}",reason="{reason}"}} 3.0'
+        on_spans = sum(
+            1
+            for span in spans
+            for event in span.events
+            if event.name == "guardrails.escape"
+            and (event.attributes or {}).get("guardrails.reason") == reason
+        )
+        if line in exposition and on_spans == 3:
+            counted += 3
+        assert line in exposition, reason
+        assert on_spans == 3, reason
+    for result in results:
+        assert ledger.check("telemetry", result, ("q",)) == []
+        assert result.outcome is Outcome.OK
+    assert SECRET_MARK not in exposition and SECRET_MARK not in repr([s.events for s in spans])
+    provider.shutdown()
+    ledger.add("telemetry", faults_injected=3 * len(faults), faults_counted=counted)
