@@ -83,6 +83,7 @@ class BackstopAction:
     tool: str
     arguments: Mapping[str, Any]
     result: ToolResult | None
+    context: TurnContext | None = None
 
     @property
     def outcome(self) -> Outcome | None:
@@ -104,6 +105,7 @@ class PostRunReport:
     changes: tuple[Change, ...]
     text: str | None
     structured: Mapping[str, Any] | None
+    context: TurnContext | None = None
 
     def verdict_of(self, guard: str) -> VerdictRecord | None:
         return next((r for r in self.verdicts if r.guard == guard), None)
@@ -168,7 +170,7 @@ class _Backstop:
     def __exit__(self, *exc: object) -> None:
         self.turn.offered = self._offered
         self.action = BackstopAction(
-            self.guard, self.perform.tool, self.perform.arguments, self.result
+            self.guard, self.perform.tool, self.perform.arguments, self.result, self.turn.context
         )
         safe_record(self.turn.engine.recorder, "backstop", self.action)
 
@@ -254,6 +256,8 @@ def _finish(
 ) -> PostRunReport:
     records, escapes, verdict = tally(outcomes)
     structured, changes = _rewrite(run.structured, outcomes)
-    report = PostRunReport(verdict, records, escapes, tuple(actions), changes, run.text, structured)
+    report = PostRunReport(
+        verdict, records, escapes, tuple(actions), changes, run.text, structured, turn.context
+    )
     safe_record(turn.engine.recorder, "post_run", report)
     return report

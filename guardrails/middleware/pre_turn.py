@@ -84,6 +84,7 @@ class PreTurnDecision:
     verdicts: tuple[VerdictRecord, ...] = ()
     escapes: tuple[Escape, ...] = ()
     withheld: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _EMPTY)
+    context: TurnContext | None = None
 
     @property
     def refused(self) -> bool:
@@ -212,6 +213,7 @@ def _finish(
         verdicts=records,
         escapes=escapes,
         withheld=MappingProxyType(withheld),
+        context=turn.context,
     )
     safe_record(turn.engine.recorder, "pre_turn", decision)
     return decision

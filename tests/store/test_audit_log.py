@@ -241,3 +241,28 @@ def test_a_backstop_action_row_names_its_rule_tool_outcome_and_call() -> None:
         "outcome": "ok",
     }
     assert "o-secret" not in json.dumps(row.values())
+
+
+def test_pre_turn_post_run_and_backstop_rows_carry_the_turn_context() -> None:
+    from guardrails.rules import required_action
+
+    store = MemoryStore()
+    audit = AuditLog(store)
+    rails = Guardrails(
+        [lookup],
+        [required_action("lookup", when=lambda run: True, arguments={"order_id": "o-1"})],
+        hooks=[audit],
+        recorder=[audit],
+    )
+    turn = rails.turn(tenant="acme", session="s-9", agent="support", workflow="wf-1")
+    turn.pre_turn("where is my order?", ["lookup"])
+    turn.post_run("I will look it up.")
+    kinds = {row.kind: row for row in audit.rows()}
+    assert {"pre_turn", "tool_call", "backstop", "post_run"} <= set(kinds)
+    for row in kinds.values():
+        assert (row.tenant, row.session, row.agent, row.workflow) == (
+            "acme",
+            "s-9",
+            "support",
+            "wf-1",
+        )
