@@ -14,6 +14,19 @@ T = TypeVar("T")
 _local = threading.local()
 
 
+class _ThreadLoop:
+    """This thread's private loop; closed when the thread ends and drops it."""
+
+    __slots__ = ("loop",)
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+
+    def __del__(self) -> None:
+        if not self.loop.is_closed() and not self.loop.is_running():
+            self.loop.close()
+
+
 def run_coroutine(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
     """Run ``coro`` to completion on this thread's private event loop.
 
@@ -30,10 +43,10 @@ def run_coroutine(coro: Coroutine[Any, Any, T], timeout: float | None = None) ->
             "an async guard or tool was reached from a sync entry point inside a running "
             "event loop; use the async entry point (acall) instead"
         )
-    loop: asyncio.AbstractEventLoop | None = getattr(_local, "loop", None)
-    if loop is None or loop.is_closed():
-        loop = asyncio.new_event_loop()
-        _local.loop = loop
+    holder: _ThreadLoop | None = getattr(_local, "holder", None)
+    if holder is None or holder.loop.is_closed():
+        holder = _local.holder = _ThreadLoop()
+    loop = holder.loop
     if timeout is not None:
         return loop.run_until_complete(asyncio.wait_for(coro, timeout))
     return loop.run_until_complete(coro)
