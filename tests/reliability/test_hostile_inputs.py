@@ -424,3 +424,27 @@ def test_tool_not_offered_in_the_turn_is_unavailable_whatever_the_arguments(
         assert ledger.check("hostile_names", result, DECLARED) == []
         assert result.outcome is Outcome.UNAVAILABLE and result.reason == Reason.NOT_OFFERED
     assert impl.runs == 0
+
+
+@pytest.mark.parametrize("items", [10_000, 150_000])
+def test_many_invalid_items_under_the_size_limit_name_the_parameter(
+    items: int, ledger: Any
+) -> None:
+    # Every item is an error, and every error is collected: the cost of a
+    # refusal grows with the number of errors a model can pack under the limit.
+    schema = {
+        "type": "object",
+        "properties": {"tags": {"type": "array", "items": {"type": "string"}}},
+    }
+    ran: list[Any] = []
+    rails = Guardrails([Tool("tag", lambda tags: ran.append(tags), schema)])
+    args = json.dumps({"tags": [0] * items})
+
+    start = time.perf_counter()
+    result = rails.call("tag", args)
+    elapsed = time.perf_counter() - start
+
+    ledger.note("oversized", f"refusal_seconds_{items}_invalid_items", elapsed)
+    assert ledger.check("oversized", result, ("tags",)) == []
+    assert result.outcome is Outcome.INVALID_ARGS and result.params == ("tags",)
+    assert ran == []
