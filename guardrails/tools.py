@@ -66,6 +66,7 @@ class Tool:
         "name",
         "options",
         "output_guards",
+        "plain",
         "schema",
         "secrets",
         "source_schema",
@@ -130,6 +131,9 @@ class Tool:
         self.output_guards = tuple(as_guard(g) for g in output_guards)
         self.options: Mapping[str, Any] = types.MappingProxyType(dict(options or {}))
         self.convert = convert
+        # Called inline with the validated arguments as they are: no conversion,
+        # no secrets, no timeout, not async.
+        self.plain = not self.is_async and timeout is None and convert is None and not self.secrets
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import jsonschema
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -111,3 +112,63 @@ def test_offending_names_are_declared_and_cover_every_invalid_property(data: st.
     assert expected & set(schema["properties"]) == set(names)
     if "zz" in instance and schema.get("additionalProperties") is False:
         assert undeclared
+
+
+# A schema keyword given a value of the wrong kind: the metaschema must refuse it.
+_BREAKERS: list[tuple[str, Any]] = [
+    ("type", "nope"),
+    ("type", 3),
+    ("minLength", -1),
+    ("minLength", "1"),
+    ("maximum", "ten"),
+    ("enum", "not-a-list"),
+    ("required", "a"),
+    ("required", [1]),
+    ("properties", []),
+    ("items", 5),
+    ("pattern", 7),
+    ("multipleOf", 0),
+    ("anyOf", []),
+    ("additionalProperties", "no"),
+    ("uniqueItems", "yes"),
+]
+
+
+@st.composite
+def maybe_broken_schemas(draw: st.DrawFn) -> dict[str, Any]:
+    schema = draw(tool_schemas())
+    if draw(st.booleans()):
+        keyword, value = draw(st.sampled_from(_BREAKERS))
+        props = schema["properties"]
+        if props and draw(st.booleans()):
+            props[draw(st.sampled_from(sorted(props)))][keyword] = value
+        elif keyword != "type":
+            schema[keyword] = value
+    return schema
+
+
+@settings(max_examples=300)
+@given(maybe_broken_schemas())
+def test_metaschema_check_agrees_with_jsonschema(schema: dict[str, Any]) -> None:
+    from guardrails import SchemaError
+
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+        reference_ok = True
+    except jsonschema.SchemaError:
+        reference_ok = False
+    try:
+        CompiledSchema(schema, "t")
+        ours_ok = True
+    except SchemaError:
+        ours_ok = False
+    assert ours_ok == reference_ok
+
+
+@pytest.mark.parametrize(("keyword", "value"), _BREAKERS)
+def test_every_breaker_is_refused_at_registration(keyword: str, value: Any) -> None:
+    from guardrails import SchemaError
+
+    schema = {"type": "object", "properties": {"a": {"type": "string", keyword: value}}}
+    with pytest.raises(SchemaError, match="'t'"):
+        CompiledSchema(schema, "t")

@@ -21,7 +21,7 @@ from time import perf_counter_ns
 from typing import Any, NamedTuple, Protocol
 
 from .._aio import run_coroutine
-from ..context import Escape, Invocation, ToolResult, TurnContext
+from ..context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
 from ..errors import LimitExceeded, StopRun, UsageError
 from ..guard import Guard, GuardOutcome, _pool
 from ..tools import Tool
@@ -39,6 +39,8 @@ _INVALID_ARGS = Outcome.INVALID_ARGS
 _UNAVAILABLE = Outcome.UNAVAILABLE
 _PREFIX = os.urandom(4).hex()
 _COUNTER = itertools.count(1)
+# Call ids for calls the model gave none: a per-process random prefix and a counter.
+_CALL_IDS = map(f"gr_{_PREFIX}{{:x}}".format, _COUNTER)
 
 FLAG_BOUND_ARGUMENT_SUPPLIED = "bound_argument_supplied"
 
@@ -77,11 +79,10 @@ class Plan(NamedTuple):
 # (plan, invocation, secrets): a plain tuple, this is the hot path.
 _Admitted = tuple[Plan, Invocation, "dict[str, Any] | None"]
 _new = tuple.__new__
-_NO_OUTCOMES: list[GuardOutcome] = []
 
 
 def new_call_id() -> str:
-    return f"gr_{_PREFIX}{next(_COUNTER):x}"
+    return next(_CALL_IDS)
 
 
 class ToolCallPipeline:
@@ -119,19 +120,18 @@ class ToolCallPipeline:
     def run(self, turn: Any, name: str, arguments: Any, call_id: str | None) -> ToolResult:
         start = perf_counter_ns()
         if call_id is None:
-            call_id = f"gr_{_PREFIX}{next(_COUNTER):x}"
+            call_id = next(_CALL_IDS)
         admitted = self._admit(turn, name, arguments, call_id, start)
         if admitted.__class__ is ToolResult:
             return self._finish(turn, admitted)
         plan, inv, secrets = admitted  # type: ignore[misc]
         if plan.guards:
-            outcomes = [g.evaluate(inv, _TOOL_CALL) for g in plan.guards]
-            stopped = self._after_guards(plan, inv, outcomes, start)
-            if stopped is not None:
-                return self._finish(turn, stopped)
+            judged = _judge(plan, inv, [g.evaluate(inv, _TOOL_CALL) for g in plan.guards], start)
+            if judged.__class__ is ToolResult:
+                return self._finish(turn, judged)
+            records, escapes, verdict = judged  # type: ignore[misc]
         else:
-            outcomes = _NO_OUTCOMES
-        escapes: list[Escape] = []
+            records, escapes, verdict = (), [], _NOT_EVALUATED
         stop = self._before_hooks(inv, escapes) if self.hooks else None
         value = None
         if stop is None:
@@ -139,7 +139,7 @@ class ToolCallPipeline:
                 value = self._call_sync(plan.tool, inv, secrets)
             except Exception as exc:
                 stop = _failure(exc)
-        result = self._complete(plan, inv, outcomes, escapes, stop, value, start)
+        result = self._complete(inv, records, escapes, verdict, stop, value, start)
         if result.outcome is _OK and plan.output_guards:
             checked = [g.evaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
             result = self._after_output(plan, inv, result, checked)
@@ -150,19 +150,20 @@ class ToolCallPipeline:
     async def arun(self, turn: Any, name: str, arguments: Any, call_id: str | None) -> ToolResult:
         start = perf_counter_ns()
         if call_id is None:
-            call_id = f"gr_{_PREFIX}{next(_COUNTER):x}"
+            call_id = next(_CALL_IDS)
         admitted = self._admit(turn, name, arguments, call_id, start)
         if admitted.__class__ is ToolResult:
             return self._finish(turn, admitted)
         plan, inv, secrets = admitted  # type: ignore[misc]
         if plan.guards:
-            outcomes = [await g.aevaluate(inv, _TOOL_CALL) for g in plan.guards]
-            stopped = self._after_guards(plan, inv, outcomes, start)
-            if stopped is not None:
-                return self._finish(turn, stopped)
+            judged = _judge(
+                plan, inv, [await g.aevaluate(inv, _TOOL_CALL) for g in plan.guards], start
+            )
+            if judged.__class__ is ToolResult:
+                return self._finish(turn, judged)
+            records, escapes, verdict = judged  # type: ignore[misc]
         else:
-            outcomes = _NO_OUTCOMES
-        escapes: list[Escape] = []
+            records, escapes, verdict = (), [], _NOT_EVALUATED
         stop = self._before_hooks(inv, escapes) if self.hooks else None
         value = None
         if stop is None:
@@ -170,7 +171,7 @@ class ToolCallPipeline:
                 value = await self._call_async(plan.tool, inv, secrets)
             except Exception as exc:
                 stop = _failure(exc)
-        result = self._complete(plan, inv, outcomes, escapes, stop, value, start)
+        result = self._complete(inv, records, escapes, verdict, stop, value, start)
         if result.outcome is _OK and plan.output_guards:
             checked = [await g.aevaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
             result = self._after_output(plan, inv, result, checked)
@@ -180,6 +181,8 @@ class ToolCallPipeline:
 
     @staticmethod
     def _call_sync(tool: Tool, inv: Invocation, secrets: dict[str, Any] | None) -> Any:
+        if tool.plain:
+            return tool.fn(**inv.arguments)
         kwargs = _kwargs(tool, inv, secrets)
         if tool.is_async:
             return run_coroutine(tool.fn(**kwargs), tool.timeout)
@@ -297,31 +300,6 @@ class ToolCallPipeline:
 
     # -- steps 5-9: decisions on values ---------------------------------------
 
-    @staticmethod
-    def _after_guards(
-        plan: Plan, inv: Invocation, outcomes: list[GuardOutcome], start: int
-    ) -> ToolResult | None:
-        for index, (record, _, params) in enumerate(outcomes):
-            if record[2] is _REJECT and record[6]:
-                guard = plan.guards[index]
-                props = plan.tool.compiled.properties
-                named = tuple(sorted(p for p in params if p in props))
-                records = tuple(o[0] for o in outcomes)
-                escapes = tuple(o[1] for o in outcomes if o[1] is not None)
-                return ToolResult(
-                    inv.call_id,
-                    inv.name,
-                    guard.outcome,
-                    model_sentence(guard.outcome, named),
-                    _REJECT,
-                    records,
-                    escapes,
-                    Reason.GUARD,
-                    named,
-                    duration_ns=perf_counter_ns() - start,
-                )
-        return None
-
     def _before_hooks(self, inv: Invocation, escapes: list[Escape]) -> Stop | None:
         for hook in self.hooks:
             decision = hook.before(inv)
@@ -340,32 +318,14 @@ class ToolCallPipeline:
 
     def _complete(
         self,
-        plan: Plan,
         inv: Invocation,
-        outcomes: list[GuardOutcome],
+        records: tuple[VerdictRecord, ...],
         escapes: list[Escape],
+        verdict: Verdict,
         stop: Stop | None,
         value: Any,
         start: int,
     ) -> ToolResult:
-        if outcomes:
-            records = tuple([o[0] for o in outcomes])
-            # combine() over the enforced verdicts, unrolled: this is the hot path.
-            seen = set()
-            for record, escape, _ in outcomes:
-                if escape is not None:
-                    escapes.append(escape)
-                if record[6]:
-                    seen.add(record[2])
-            if _REJECT in seen:
-                verdict = _REJECT
-            elif _NOT_EVALUATED in seen or not seen:
-                verdict = _NOT_EVALUATED
-            else:
-                verdict = _PASS
-        else:
-            records = ()
-            verdict = _NOT_EVALUATED
         exception = None
         reason = None
         if stop is not None:
@@ -465,6 +425,48 @@ class ToolCallPipeline:
         if recorder is not None:
             recorder.on_turn_result(turn, result)
         return result
+
+
+def _judge(
+    plan: Plan, inv: Invocation, outcomes: list[GuardOutcome], start: int
+) -> ToolResult | tuple[tuple[VerdictRecord, ...], list[Escape], Verdict]:
+    """Step 5 decided, in one walk: the first enforced reject ends the call with
+    its guard's outcome; otherwise (records, escapes, combined verdict) go on."""
+    records = []
+    escapes: list[Escape] = []
+    rejecting = -1
+    seen_pass = seen_not_evaluated = False
+    for record, escape, _ in outcomes:
+        records.append(record)
+        if escape is not None:
+            escapes.append(escape)
+        if record[6]:  # enforced
+            verdict = record[2]
+            if verdict is _REJECT:
+                if rejecting < 0:
+                    rejecting = len(records) - 1
+            elif verdict is _NOT_EVALUATED:
+                seen_not_evaluated = True
+            else:
+                seen_pass = True
+    if rejecting < 0:
+        combined = _PASS if seen_pass and not seen_not_evaluated else _NOT_EVALUATED
+        return tuple(records), escapes, combined
+    guard = plan.guards[rejecting]
+    props = plan.tool.compiled.properties
+    named = tuple(sorted(p for p in outcomes[rejecting][2] if p in props))
+    return ToolResult(
+        inv.call_id,
+        inv.name,
+        guard.outcome,
+        model_sentence(guard.outcome, named),
+        _REJECT,
+        tuple(records),
+        tuple(escapes),
+        Reason.GUARD,
+        named,
+        duration_ns=perf_counter_ns() - start,
+    )
 
 
 def _kwargs(tool: Tool, inv: Invocation, secrets: dict[str, Any] | None) -> dict[str, Any]:
