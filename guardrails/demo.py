@@ -280,7 +280,7 @@ def run(
                 _play(rails.turn(context), number, scene, printer)
             else:
                 _play_live(client, model or "", rails.turn(context), number, scene, printer)
-        rows = len(store.audit_rows(limit=100_000))
+        rows = len(store.audit_rows(session=session, limit=100_000))
     finally:
         store.close()
         if client is not None:
@@ -293,10 +293,10 @@ def run(
     from_exposition(metrics.read_text()).render_table(out)
     printer.line()
     database = folder / "audit.db"
-    printer.line(f"audit database (SQLite, append-only): {database}  ({rows} rows)")
+    printer.line(f"audit database (SQLite, append-only): {database}  ({rows} rows this run)")
     printer.line(
-        f'  sqlite3 {database} "SELECT id, kind, tool, outcome, reason'
-        ' FROM guardrails_audit ORDER BY id"'
+        f'  sqlite3 {database} "SELECT id, kind, tool, outcome, reason FROM guardrails_audit'
+        f" WHERE session = '{session}' ORDER BY id\""
     )
     printer.line(f"metrics (Prometheus text): {metrics}")
     printer.line(f"  guardrails coverage {metrics}")
