@@ -14,11 +14,10 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from time import perf_counter_ns
 from typing import Any, overload
 
+from ._aio import acall_with_timeout, call_with_timeout, run_coroutine
 from .context import Escape, GuardResult, VerdictRecord
 from .errors import ConfigurationError, NotConfigured, UsageError
 from .verdicts import ChokePoint, EscapeReason, Outcome, Verdict
@@ -123,13 +122,11 @@ class Guard:
                     record = _new(_Record, (self.name, point, returned, None, None, elapsed, True))
                     return record, None, ()
             elif self.is_async:
-                from ._aio import run_coroutine
-
                 returned = run_coroutine(self.fn(subject), self.timeout)
             elif self.timeout is None:
                 returned = self.fn(subject)
             else:
-                returned = _pool().submit(self.fn, subject).result(self.timeout)
+                returned = call_with_timeout(self.fn, self.timeout, subject)
         except UsageError:
             raise
         except Exception as exc:
@@ -148,7 +145,9 @@ class Guard:
             elif self.timeout is None:
                 returned = self.fn(subject)
             else:
-                returned = await asyncio.wait_for(asyncio.to_thread(self.fn, subject), self.timeout)
+                returned = await acall_with_timeout(self.fn, self.timeout, subject)
+        except UsageError:
+            raise
         except Exception as exc:
             return self._failed(point, start, exc)
         return self.interpret(returned, point, start)
@@ -195,7 +194,7 @@ class Guard:
         evidence: Any = None,
     ) -> GuardOutcome:
         if reason is None:
-            if isinstance(exc, TimeoutError | FutureTimeout):
+            if isinstance(exc, TimeoutError):
                 reason = EscapeReason.TIMEOUT
             elif isinstance(exc, NotConfigured):
                 reason = EscapeReason.NOT_CONFIGURED
@@ -285,14 +284,3 @@ def _where(fn: Any) -> str:
     if code is None:
         return "<unknown>"
     return f"{code.co_filename}:{code.co_firstlineno}"
-
-
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _pool() -> ThreadPoolExecutor:
-    # Only callables with a timeout pay for a thread; the pool is made on first use.
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="guardrails-timeout")
-    return _POOL

@@ -24,7 +24,7 @@ __all__ = ["CompiledSchema", "compile_schema", "without_params"]
 class CompiledSchema:
     """A tool's input schema, checked and compiled once."""
 
-    __slots__ = ("_validator", "properties", "required", "schema")
+    __slots__ = ("_closed", "_parts", "_validator", "properties", "required", "schema")
 
     def __init__(self, schema: Mapping[str, Any], owner: str) -> None:
         if not isinstance(schema, Mapping):
@@ -52,6 +52,13 @@ class CompiledSchema:
         # Read from the schema itself: there is no second list of required names.
         self.required: tuple[str, ...] = tuple(required)
         self._validator = validator
+        # Undeclared keys are an error of their own when the schema is closed.
+        self._closed = (
+            schema.get("additionalProperties") is False
+            or schema.get("unevaluatedProperties") is False
+        ) and not schema.get("patternProperties")
+        # One validator per declared property, compiled on first need (see offending()).
+        self._parts: dict[str, Any] = {}
 
     def is_valid(self, instance: Any) -> bool:
         try:
@@ -60,14 +67,63 @@ class CompiledSchema:
             return False
 
     def offending(self, instance: Any) -> tuple[tuple[str, ...], bool]:
-        """Every error at once, as (declared parameter names, any undeclared?).
+        """Every offending parameter at once, as (declared names, any undeclared?).
 
         Only names declared in ``properties`` are returned: a key the model
-        invented is reported as a flag, never echoed.
+        invented is reported as a flag, never echoed. Each declared property is
+        checked on its own (``is_valid``, which stops at the first error),
+        because building every error of a large invalid value can take seconds;
+        the full error list is read only when no single property explains why
+        the arguments are invalid (a constraint at the root, say).
         """
+        if not isinstance(instance, dict):
+            return (), False
+        names = {name for name in self.required if name not in instance}
+        unexpected = False
+        undecided = False
+        for key, value in instance.items():
+            if key not in self.properties:
+                unexpected = unexpected or self._closed
+                continue
+            part = self._part(key)
+            if part is None:
+                undecided = True
+            elif not part.is_valid(value):
+                names.add(key)
+        if names or unexpected:
+            return tuple(sorted(names)), unexpected
+        if undecided or not self.is_valid(instance):
+            return self._every_error(instance)
+        return (), False
+
+    def _part(self, name: str) -> Any:
+        try:
+            return self._parts[name]
+        except KeyError:
+            pass
+        sub = self.schema["properties"][name]
+        part: Any = None
+        if isinstance(sub, dict):
+            # $refs inside the property point at the root's definitions: carry them over.
+            wrapped = dict(sub)
+            for key in ("$schema", "$defs", "definitions"):
+                if key in self.schema and key not in wrapped:
+                    wrapped[key] = self.schema[key]
+            try:
+                part = jsonschema_rs.validator_for(wrapped)
+            except (jsonschema_rs.ValidationError, ValueError):
+                part = None
+        self._parts[name] = part
+        return part
+
+    def _every_error(self, instance: Any) -> tuple[tuple[str, ...], bool]:
         names: set[str] = set()
         unexpected = False
-        for error in self._validator.iter_errors(instance):
+        try:
+            errors = list(self._validator.iter_errors(instance))
+        except ValueError:  # nesting past the validator's recursion limit
+            return (), False
+        for error in errors:
             path = error.instance_path
             if path:
                 head = path[0]

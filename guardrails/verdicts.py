@@ -82,6 +82,7 @@ class Reason(StrEnum):
     UNSERIALISABLE = "unserialisable"
     OUTPUT_GUARD = "output_guard"
     REPLAYED = "replayed"
+    HOOK_FAILED = "hook_failed"
     AUDIT_UNAVAILABLE = "audit_unavailable"
     STORE_UNAVAILABLE = "store_unavailable"
     SNAPSHOT_FAILED = "snapshot_failed"

@@ -18,14 +18,15 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from time import perf_counter_ns
+from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
-from .._aio import run_coroutine
+from .._aio import acall_with_timeout, call_with_timeout, run_coroutine
 from ..context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
 from ..errors import LimitExceeded, StopRun, UsageError
-from ..guard import Guard, GuardOutcome, _pool
+from ..guard import Guard, GuardOutcome
 from ..tools import Tool
-from ..verdicts import ChokePoint, Outcome, Reason, Verdict, combine, model_sentence
+from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict, combine, model_sentence
 from ._render import render
 
 __all__ = ["CallHook", "Plan", "Stop", "ToolCallPipeline"]
@@ -79,6 +80,7 @@ class Plan(NamedTuple):
 # (plan, invocation, secrets): a plain tuple, this is the hot path.
 _Admitted = tuple[Plan, Invocation, "dict[str, Any] | None"]
 _new = tuple.__new__
+_Proxy = MappingProxyType
 
 
 def new_call_id() -> str:
@@ -188,7 +190,7 @@ class ToolCallPipeline:
             return run_coroutine(tool.fn(**kwargs), tool.timeout)
         if tool.timeout is None:
             return tool.fn(**kwargs)
-        return _pool().submit(lambda: tool.fn(**kwargs)).result(tool.timeout)
+        return call_with_timeout(lambda: tool.fn(**kwargs), tool.timeout)
 
     @staticmethod
     async def _call_async(tool: Tool, inv: Invocation, secrets: dict[str, Any] | None) -> Any:
@@ -199,7 +201,7 @@ class ToolCallPipeline:
             return await asyncio.wait_for(tool.fn(**kwargs), tool.timeout)
         if tool.timeout is None:
             return tool.fn(**kwargs)
-        return await asyncio.wait_for(asyncio.to_thread(lambda: tool.fn(**kwargs)), tool.timeout)
+        return await acall_with_timeout(lambda: tool.fn(**kwargs), tool.timeout)
 
     # -- steps 1-4: pure ----------------------------------------------------
 
@@ -261,7 +263,10 @@ class ToolCallPipeline:
                 return _refusal(
                     call_id, name, _UNAVAILABLE, Reason.BINDING_UNRESOLVED, start, exception=exc
                 )
-        inv = _new(Invocation, (name, merged, args, context, call_id, tool, turn))
+        # Read-only views: a guard cannot change what was validated.
+        frozen = _Proxy(args)
+        view = frozen if merged is args else _Proxy(merged)
+        inv = _new(Invocation, (name, view, frozen, context, call_id, tool, turn))
         return plan, inv, secrets
 
     def _as_object(self, arguments: Any) -> dict[str, Any] | Reason:
@@ -302,7 +307,13 @@ class ToolCallPipeline:
 
     def _before_hooks(self, inv: Invocation, escapes: list[Escape]) -> Stop | None:
         for hook in self.hooks:
-            decision = hook.before(inv)
+            try:
+                decision = hook.before(inv)
+            except Exception as exc:
+                # A hook guards an effect (a cap, a key, a snapshot): when it
+                # cannot say, the tool does not run.
+                escapes.append(Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.RAISED, exc))
+                return Stop(_UNAVAILABLE, Reason.HOOK_FAILED, None, exc)
             if decision is None:
                 continue
             if type(decision) is Escape:
@@ -313,7 +324,12 @@ class ToolCallPipeline:
 
     def _after_hooks(self, inv: Invocation, result: ToolResult) -> ToolResult:
         for hook in reversed(self.hooks):
-            result = hook.after(inv, result)
+            try:
+                result = hook.after(inv, result)
+            except Exception as exc:
+                # The tool has run: its result stands, and the failure is counted.
+                missed = Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.RAISED, exc)
+                result = result._replace(escapes=(*result.escapes, missed))
         return result
 
     def _complete(
@@ -427,14 +443,19 @@ class ToolCallPipeline:
         return result
 
 
+# When several enforced guards reject one call, the model is told the most
+# final of their outcomes, whatever the order the guards were registered in.
+_SEVERITY = {Outcome.INVALID_ARGS: 0, Outcome.LIMIT: 1, Outcome.UNAVAILABLE: 2}
+
+
 def _judge(
     plan: Plan, inv: Invocation, outcomes: list[GuardOutcome], start: int
 ) -> ToolResult | tuple[tuple[VerdictRecord, ...], list[Escape], Verdict]:
-    """Step 5 decided, in one walk: the first enforced reject ends the call with
-    its guard's outcome; otherwise (records, escapes, combined verdict) go on."""
+    """Step 5 decided in one walk: an enforced reject ends the call; otherwise
+    (records, escapes, combined verdict) go on."""
     records = []
     escapes: list[Escape] = []
-    rejecting = -1
+    rejecting: list[int] = []
     seen_pass = seen_not_evaluated = False
     for record, escape, _ in outcomes:
         records.append(record)
@@ -443,23 +464,33 @@ def _judge(
         if record[6]:  # enforced
             verdict = record[2]
             if verdict is _REJECT:
-                if rejecting < 0:
-                    rejecting = len(records) - 1
+                rejecting.append(len(records) - 1)
             elif verdict is _NOT_EVALUATED:
                 seen_not_evaluated = True
             else:
                 seen_pass = True
-    if rejecting < 0:
+    if not rejecting:
         combined = _PASS if seen_pass and not seen_not_evaluated else _NOT_EVALUATED
         return tuple(records), escapes, combined
-    guard = plan.guards[rejecting]
+    guards = plan.guards
+    outcome = max((guards[i].outcome for i in rejecting), key=_SEVERITY.__getitem__)
     props = plan.tool.compiled.properties
-    named = tuple(sorted(p for p in outcomes[rejecting][2] if p in props))
+    named = tuple(
+        sorted(
+            {
+                p
+                for i in rejecting
+                if guards[i].outcome is outcome
+                for p in outcomes[i][2]
+                if p in props
+            }
+        )
+    )
     return ToolResult(
         inv.call_id,
         inv.name,
-        guard.outcome,
-        model_sentence(guard.outcome, named),
+        outcome,
+        model_sentence(outcome, named),
         _REJECT,
         tuple(records),
         tuple(escapes),
@@ -467,6 +498,10 @@ def _judge(
         named,
         duration_ns=perf_counter_ns() - start,
     )
+
+
+def _hook_name(hook: Any) -> str:
+    return str(getattr(hook, "name", None) or type(hook).__name__)
 
 
 def _kwargs(tool: Tool, inv: Invocation, secrets: dict[str, Any] | None) -> dict[str, Any]:

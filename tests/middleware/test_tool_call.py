@@ -584,3 +584,107 @@ def test_every_non_ok_content_is_from_the_closed_vocabulary(transfer: Tool) -> N
     turn.call("ghost", {"x": SECRET_TEXT})
     assert all(fixed(r.content) for r in rec.results if r.outcome is not Outcome.OK)
     assert all(SECRET_TEXT not in r.content for r in rec.results)
+
+
+# -- boundaries found by the reliability suite ------------------------------------------
+
+
+class _Hook:
+    name = "flaky_hook"
+
+    def __init__(self, fail_before: bool, fail_after: bool) -> None:
+        self.fail_before, self.fail_after = fail_before, fail_after
+
+    def before(self, invocation: Invocation) -> None:
+        if self.fail_before:
+            raise ConnectionError(SECRET_TEXT)
+
+    def after(self, invocation: Invocation, result: ToolResult) -> ToolResult:
+        if self.fail_after:
+            raise ConnectionError(SECRET_TEXT)
+        return result
+
+
+def test_a_hook_that_raises_before_stops_the_tool_and_is_counted(
+    transfer: Tool, calls: Calls
+) -> None:
+    rails, _ = make(transfer, hooks=[_Hook(fail_before=True, fail_after=False)])
+    result = rails.turn(values={"account_id": "a"}).call("transfer", VALID)
+    assert (result.outcome, result.reason) == (Outcome.UNAVAILABLE, Reason.HOOK_FAILED)
+    assert [(e.guard, e.reason) for e in result.escapes] == [("flaky_hook", EscapeReason.RAISED)]
+    assert calls.args == [] and SECRET_TEXT not in result.content
+
+
+def test_a_hook_that_raises_after_keeps_the_result_and_is_counted(
+    transfer: Tool, calls: Calls
+) -> None:
+    rails, _ = make(transfer, hooks=[_Hook(fail_before=False, fail_after=True)])
+    result = rails.turn(values={"account_id": "a"}).call("transfer", VALID)
+    assert result.outcome is Outcome.OK and len(calls.args) == 1
+    assert [(e.guard, e.reason) for e in result.escapes] == [("flaky_hook", EscapeReason.RAISED)]
+
+
+@pytest.mark.parametrize("order", [0, 1], ids=["limit-first", "invalid-first"])
+def test_several_rejects_tell_the_most_final_outcome_whatever_the_order(
+    transfer: Tool, order: int
+) -> None:
+    @guard(name="too_small", outcome="invalid_args")
+    def too_small(call: Invocation) -> GuardResult:
+        return GuardResult.rejected(params=("amount",))
+
+    @guard(name="over_cap", outcome="limit")
+    def over_cap(call: Invocation) -> Verdict:
+        return Verdict.REJECT
+
+    guards = [over_cap, too_small] if order == 0 else [too_small, over_cap]
+    rails = Guardrails([transfer], guards)
+    result = rails.turn(values={"account_id": "a"}).call("transfer", VALID)
+    assert (result.outcome, result.content) == (Outcome.LIMIT, model_sentence(Outcome.LIMIT))
+    assert {r.guard for r in result.verdicts} == {"too_small", "over_cap"}
+
+
+def test_a_guard_cannot_change_the_validated_arguments(transfer: Tool, calls: Calls) -> None:
+    @guard
+    def meddle(call: Invocation) -> Verdict:
+        call.arguments["amount"] = "not a number"  # type: ignore[index]
+        return Verdict.PASS
+
+    rails = Guardrails([transfer], [meddle])
+    result = rails.turn(values={"account_id": "a"}).call("transfer", VALID)
+    assert result.outcome is Outcome.OK and calls.args[0]["amount"] == 10
+    assert [e.reason for e in result.escapes] == [EscapeReason.RAISED]
+
+
+def test_hung_guards_do_not_starve_later_guards_with_a_timeout(transfer: Tool) -> None:
+    import threading
+
+    release = threading.Event()
+
+    @guard(timeout=0.02)
+    def hangs(call: Invocation) -> Verdict:
+        release.wait(5)
+        return Verdict.PASS
+
+    @guard(timeout=2.0)
+    def quick(call: Invocation) -> Verdict:
+        return Verdict.PASS
+
+    try:
+        hung = Guardrails([transfer], [hangs]).turn(values={"account_id": "a"})
+        for _ in range(12):
+            assert hung.call("transfer", VALID).escapes[0].reason is EscapeReason.TIMEOUT
+        result = (
+            Guardrails([transfer], [quick]).turn(values={"account_id": "a"}).call("transfer", VALID)
+        )
+        assert result.escapes == () and result.verdict is Verdict.PASS
+    finally:
+        release.set()
+
+
+def test_a_large_invalid_array_names_its_parameter() -> None:
+    @tool
+    def batch(ids: list[int], note: str = "") -> int:
+        return len(ids)
+
+    result = Guardrails([batch]).call("batch", {"ids": ["x"] * 100_000, "note": 3})
+    assert result.outcome is Outcome.INVALID_ARGS and result.params == ("ids", "note")

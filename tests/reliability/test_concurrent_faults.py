@@ -135,7 +135,15 @@ class LossyStore:
         fault = self._roll()
         if fault == "before":
             raise StoreUnavailable(f"{name}: connection refused")
-        value = getattr(self.store, name)(*args)
+        try:
+            value = getattr(self.store, name)(*args)
+        except StoreUnavailable:
+            # A real failure of the server under load is a lost write too (once:
+            # a rolled "after" fault was counted already).
+            if fault is None:
+                with self.lock:
+                    self.injected += 1
+            raise
         if fault == "after":
             raise StoreUnavailable(f"{name}: connection reset after the write")
         return value
