@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from ..context import ToolResult
 from ..engine import Guardrails, Turn
 from ..middleware.pre_turn import PreTurnDecision
 from ..tools import Tool
 
-__all__ = ["Offer", "aoffer", "field", "offer", "tools_of"]
+__all__ = ["Call", "Offer", "aanswer", "answer", "aoffer", "call_of", "field", "offer", "tools_of"]
+
+# One tool call as the model asked for it: (name, arguments, the model's call id).
+Call = tuple[Any, Any, "str | None"]
 
 
 def field(obj: Any, name: str, default: Any = None) -> Any:
@@ -17,6 +21,30 @@ def field(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, dict):
         return obj.get(name, default)
     return getattr(obj, name, default)
+
+
+def call_of(name: Any, arguments: Any, call_id: Any) -> Call:
+    """A ``Call``; a call id that is not a string is dropped (one is generated)."""
+    return name, arguments, call_id if isinstance(call_id, str) else None
+
+
+def answer(
+    turn: Turn, calls: Iterable[Call], reply: Callable[[ToolResult, str | None], Any]
+) -> list[Any]:
+    """Each call through tool_call, in order; ``reply`` formats each result for the SDK."""
+    return [
+        reply(turn.call(name, arguments, call_id), call_id) for name, arguments, call_id in calls
+    ]
+
+
+async def aanswer(
+    turn: Turn, calls: Iterable[Call], reply: Callable[[ToolResult, str | None], Any]
+) -> list[Any]:
+    """``answer`` for async tools and guards."""
+    return [
+        reply(await turn.acall(name, arguments, call_id), call_id)
+        for name, arguments, call_id in calls
+    ]
 
 
 def tools_of(source: Guardrails | Turn | Iterable[Tool]) -> list[Tool]:

@@ -29,7 +29,7 @@ from ..context import ToolResult
 from ..engine import Guardrails, Turn
 from ..errors import UsageError
 from ..tools import Tool
-from ._common import Offer, aoffer, field, offer, tools_of
+from ._common import Call, Offer, aanswer, answer, aoffer, call_of, field, offer, tools_of
 
 __all__ = [
     "Run",
@@ -77,35 +77,22 @@ def tool_result_block(result: ToolResult, tool_use_id: str | None = None) -> dic
     return block
 
 
-def _tool_uses(message: Any) -> list[tuple[Any, Any, str | None]]:
-    uses = []
-    for block in field(message, "content") or ():
-        if field(block, "type") == "tool_use":
-            use_id = field(block, "id")
-            uses.append(
-                (
-                    field(block, "name"),
-                    field(block, "input"),
-                    use_id if isinstance(use_id, str) else None,
-                )
-            )
-    return uses
+def _tool_uses(message: Any) -> list[Call]:
+    return [
+        call_of(field(block, "name"), field(block, "input"), field(block, "id"))
+        for block in field(message, "content") or ()
+        if field(block, "type") == "tool_use"
+    ]
 
 
 def tool_results(turn: Turn, message: Any) -> list[dict[str, Any]]:
     """Run each ``tool_use`` block of ``message`` through tool_call; the ``tool_result`` blocks."""
-    return [
-        tool_result_block(turn.call(name, arguments, use_id), use_id)
-        for name, arguments, use_id in _tool_uses(message)
-    ]
+    return answer(turn, _tool_uses(message), tool_result_block)
 
 
 async def atool_results(turn: Turn, message: Any) -> list[dict[str, Any]]:
     """``tool_results`` for async tools and guards."""
-    return [
-        tool_result_block(await turn.acall(name, arguments, use_id), use_id)
-        for name, arguments, use_id in _tool_uses(message)
-    ]
+    return await aanswer(turn, _tool_uses(message), tool_result_block)
 
 
 # -- the tool loop ------------------------------------------------------------

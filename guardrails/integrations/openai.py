@@ -21,7 +21,7 @@ from ..context import ToolResult
 from ..engine import Guardrails, Turn
 from ..errors import ConfigurationError
 from ..tools import Tool
-from ._common import field, offer, tools_of
+from ._common import Call, aanswer, answer, call_of, field, offer, tools_of
 
 __all__ = [
     "afunction_call_outputs",
@@ -90,53 +90,36 @@ def tool_message(result: ToolResult, call_id: str | None = None) -> dict[str, An
     return {"role": "tool", "tool_call_id": answered, "content": result.content}
 
 
-def _calls(message: Any) -> list[tuple[Any, Any, str | None]]:
-    calls = []
-    for call in field(message, "tool_calls") or ():
-        function = field(call, "function") or {}
-        call_id = field(call, "id")
-        calls.append(
-            (
-                field(function, "name"),
-                field(function, "arguments"),
-                call_id if isinstance(call_id, str) else None,
-            )
+def _calls(message: Any) -> list[Call]:
+    return [
+        call_of(
+            field(field(call, "function") or {}, "name"),
+            field(field(call, "function") or {}, "arguments"),
+            field(call, "id"),
         )
-    return calls
+        for call in field(message, "tool_calls") or ()
+    ]
 
 
 def tool_messages(turn: Turn, message: Any) -> list[dict[str, Any]]:
     """Run every tool call of an assistant message through tool_call, in order."""
-    return [
-        tool_message(turn.call(name, arguments, call_id), call_id)
-        for name, arguments, call_id in _calls(message)
-    ]
+    return answer(turn, _calls(message), tool_message)
 
 
 async def atool_messages(turn: Turn, message: Any) -> list[dict[str, Any]]:
     """``tool_messages`` for async tools and guards."""
-    return [
-        tool_message(await turn.acall(name, arguments, call_id), call_id)
-        for name, arguments, call_id in _calls(message)
-    ]
+    return await aanswer(turn, _calls(message), tool_message)
 
 
 # -- the Responses API: function_call items -------------------------------------------
 
 
-def _function_calls(items: Any) -> list[tuple[Any, Any, str | None]]:
-    calls = []
-    for item in field(items, "output", items) or ():
-        if field(item, "type") == "function_call":
-            call_id = field(item, "call_id")
-            calls.append(
-                (
-                    field(item, "name"),
-                    field(item, "arguments"),
-                    call_id if isinstance(call_id, str) else None,
-                )
-            )
-    return calls
+def _function_calls(items: Any) -> list[Call]:
+    return [
+        call_of(field(item, "name"), field(item, "arguments"), field(item, "call_id"))
+        for item in field(items, "output", items) or ()
+        if field(item, "type") == "function_call"
+    ]
 
 
 def _output_item(result: ToolResult, call_id: str | None) -> dict[str, Any]:
@@ -147,15 +130,9 @@ def _output_item(result: ToolResult, call_id: str | None) -> dict[str, Any]:
 def function_call_outputs(turn: Turn, response: Any) -> list[dict[str, Any]]:
     """Responses API: each ``function_call`` item (of a response, or a list of items)
     through tool_call; the ``function_call_output`` items to send back."""
-    return [
-        _output_item(turn.call(name, arguments, call_id), call_id)
-        for name, arguments, call_id in _function_calls(response)
-    ]
+    return answer(turn, _function_calls(response), _output_item)
 
 
 async def afunction_call_outputs(turn: Turn, response: Any) -> list[dict[str, Any]]:
     """``function_call_outputs`` for async tools and guards."""
-    return [
-        _output_item(await turn.acall(name, arguments, call_id), call_id)
-        for name, arguments, call_id in _function_calls(response)
-    ]
+    return await aanswer(turn, _function_calls(response), _output_item)
