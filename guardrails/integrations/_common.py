@@ -10,7 +10,18 @@ from ..engine import Guardrails, Turn
 from ..middleware.pre_turn import PreTurnDecision
 from ..tools import Tool
 
-__all__ = ["Call", "Offer", "aanswer", "answer", "aoffer", "call_of", "field", "offer", "tools_of"]
+__all__ = [
+    "Call",
+    "Offer",
+    "aanswer",
+    "answer",
+    "aoffer",
+    "call_of",
+    "field",
+    "items",
+    "offer",
+    "tools_of",
+]
 
 # One tool call as the model asked for it: (name, arguments, the model's call id).
 Call = tuple[Any, Any, "str | None"]
@@ -21,6 +32,13 @@ def field(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, dict):
         return obj.get(name, default)
     return getattr(obj, name, default)
+
+
+def items(value: Any) -> list[Any]:
+    """The elements of a list-like SDK field; anything else (a number, a string) has none."""
+    if isinstance(value, list | tuple):
+        return list(value)
+    return []
 
 
 def call_of(name: Any, arguments: Any, call_id: Any) -> Call:

@@ -29,7 +29,7 @@ from ..context import ToolResult
 from ..engine import Guardrails, Turn
 from ..errors import UsageError
 from ..tools import Tool
-from ._common import Call, Offer, aanswer, answer, aoffer, call_of, field, offer, tools_of
+from ._common import Call, Offer, aanswer, answer, aoffer, call_of, field, items, offer, tools_of
 
 __all__ = [
     "Run",
@@ -80,7 +80,7 @@ def tool_result_block(result: ToolResult, tool_use_id: str | None = None) -> dic
 def _tool_uses(message: Any) -> list[Call]:
     return [
         call_of(field(block, "name"), field(block, "input"), field(block, "id"))
-        for block in field(message, "content") or ()
+        for block in items(field(message, "content"))
         if field(block, "type") == "tool_use"
     ]
 

@@ -21,7 +21,7 @@ from ..context import ToolResult
 from ..engine import Guardrails, Turn
 from ..errors import ConfigurationError
 from ..tools import Tool
-from ._common import Call, aanswer, answer, call_of, field, offer, tools_of
+from ._common import Call, aanswer, answer, call_of, field, items, offer, tools_of
 
 __all__ = [
     "afunction_call_outputs",
@@ -97,7 +97,7 @@ def _calls(message: Any) -> list[Call]:
             field(field(call, "function") or {}, "arguments"),
             field(call, "id"),
         )
-        for call in field(message, "tool_calls") or ()
+        for call in items(field(message, "tool_calls"))
     ]
 
 
@@ -114,10 +114,10 @@ async def atool_messages(turn: Turn, message: Any) -> list[dict[str, Any]]:
 # -- the Responses API: function_call items -------------------------------------------
 
 
-def _function_calls(items: Any) -> list[Call]:
+def _function_calls(response_items: Any) -> list[Call]:
     return [
         call_of(field(item, "name"), field(item, "arguments"), field(item, "call_id"))
-        for item in field(items, "output", items) or ()
+        for item in items(field(response_items, "output", response_items))
         if field(item, "type") == "function_call"
     ]
 

@@ -197,3 +197,15 @@ async def test_responses_sdk_items_are_read_and_async_matches_sync() -> None:
             }
         ]
     )
+
+
+@pytest.mark.parametrize("odd", [5, "text", None, {"k": 1}, b"bytes"])
+def test_a_message_whose_lists_are_not_lists_has_no_tool_calls(odd: object) -> None:
+    from guardrails.integrations.anthropic import tool_results
+    from guardrails.integrations.openai import function_call_outputs
+
+    turn = Guardrails([explode]).turn()
+    assert tool_messages(turn, {"tool_calls": odd}) == []
+    assert tool_results(turn, {"content": odd}) == []
+    assert function_call_outputs(turn, {"output": odd}) == []
+    assert turn.results == []
