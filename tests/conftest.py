@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from guardrails.store import MemoryStore, PostgresStore, SQLiteStore, Store
+from guardrails.store.testing import postgres_dsn, postgres_required, temporary_schema
 
 settings.register_profile(
     "default", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -13,3 +18,40 @@ settings.register_profile(
     "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+# -- stores: one of each kind, and locations that other processes can open ------------
+
+
+@pytest.fixture
+def pg_dsn() -> Iterator[str]:
+    """A fresh schema on the PostgreSQL server (mandatory when GUARDRAILS_REQUIRE_POSTGRES=1)."""
+    dsn = postgres_dsn()
+    if dsn is None:
+        if postgres_required():
+            pytest.fail("GUARDRAILS_REQUIRE_POSTGRES=1 but GUARDRAILS_POSTGRES_DSN is not set")
+        pytest.skip("no PostgreSQL server: set GUARDRAILS_POSTGRES_DSN")
+    with temporary_schema(dsn) as scoped:
+        yield scoped
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path: object) -> Iterator[Store]:
+    kind = request.param
+    opened: Store
+    if kind == "memory":
+        opened = MemoryStore()
+    elif kind == "sqlite":
+        opened = SQLiteStore(f"{tmp_path}/store.db")
+    else:
+        opened = PostgresStore(request.getfixturevalue("pg_dsn"))
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def shared_url(request: pytest.FixtureRequest, tmp_path: object) -> str:
+    """A store location that several processes can open."""
+    if request.param == "sqlite":
+        return f"{tmp_path}/shared.db"
+    return str(request.getfixturevalue("pg_dsn"))

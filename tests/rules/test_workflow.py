@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardrails import Guardrails, GuardResult, Invocation, Outcome, Verdict, tool
 from guardrails.rules.workflow import Step, Workflow
 from guardrails.store import MemoryStore, PostgresStore, SQLiteStore, Store
-from guardrails.store.testing import postgres_dsn, postgres_required, temporary_schema
 
 STEPS = [
     "start_building",
@@ -25,27 +22,6 @@ STEPS = [
 ]
 INSTRUCTIONS = {name: f"<<{name} done: instructions #{i}>>" for i, name in enumerate(STEPS)}
 SENTENCE = "This tool is not available now."
-
-
-@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "memory":
-        yield MemoryStore()
-    elif request.param == "sqlite":
-        with SQLiteStore(tmp_path / "flow.db") as opened:
-            yield opened
-    else:
-        with temporary_schema(_pg_or_skip()) as dsn, PostgresStore(dsn) as pg:
-            yield pg
-
-
-def _pg_or_skip() -> str:
-    dsn = postgres_dsn()
-    if dsn is None:
-        if postgres_required():
-            pytest.fail("GUARDRAILS_REQUIRE_POSTGRES=1 but GUARDRAILS_POSTGRES_DSN is not set")
-        pytest.skip("no PostgreSQL server: set GUARDRAILS_POSTGRES_DSN")
-    return dsn
 
 
 def plan_has_tests(call: Invocation) -> GuardResult | Verdict:
@@ -197,16 +173,8 @@ def _next_step_in_child(url: str, queue: Any) -> None:
     store.close()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def shared(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield str(tmp_path / "flow.db")
-        return
-    with temporary_schema(_pg_or_skip()) as scoped:
-        yield scoped
-
-
-def test_the_phase_survives_a_restart_and_is_shared_between_processes(shared: str) -> None:
+def test_the_phase_survives_a_restart_and_is_shared_between_processes(shared_url: str) -> None:
+    shared = shared_url
     first: Store = SQLiteStore(shared) if shared.endswith(".db") else PostgresStore(shared)
     rails, _ = _rails(first)
     rails.turn(session="s-1").call("start_building", {})
