@@ -94,7 +94,6 @@ class ToolCallPipeline:
         "hooks",
         "max_argument_chars",
         "max_result_chars",
-        "on_result",
         "plans",
         "recorder",
         "secrets",
