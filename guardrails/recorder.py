@@ -34,11 +34,13 @@ class Recorder(Protocol):
 class Recorders:
     """Several recorders as one. One failing does not stop the others."""
 
-    __slots__ = ("failures", "recorders")
+    __slots__ = ("_with_turn", "failures", "recorders")
 
     def __init__(self, recorders: Iterable[Recorder]) -> None:
         self.recorders = tuple(recorders)
         self.failures = 0
+        # Looked up once: which recorders also want the turn with each result.
+        self._with_turn = tuple(getattr(r, "on_turn_result", None) for r in self.recorders)
 
     def on_tool_result(self, result: ToolResult, /) -> None:
         for recorder in self.recorders:
@@ -51,9 +53,8 @@ class Recorders:
     def on_turn_result(self, turn: Any, result: ToolResult, /) -> None:
         """``on_tool_result``, except that a recorder defining ``on_turn_result(turn,
         result)`` gets the turn too (the audit log reads its tenant and session)."""
-        for recorder in self.recorders:
+        for recorder, with_turn in zip(self.recorders, self._with_turn, strict=True):
             try:
-                with_turn = getattr(recorder, "on_turn_result", None)
                 if with_turn is None:
                     recorder.on_tool_result(result)
                 else:
