@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     target = os.environ.get("GUARDRAILS_RELIABILITY_REPORT")
     if target and _LEDGER.families:
         Path(target).write_text(json.dumps(_LEDGER.summary(), indent=2) + "\n")
+
+
+@pytest.fixture
+def release() -> Iterator[threading.Event]:
+    """Set at teardown so that threads left hanging by a fault can finish."""
+    event = threading.Event()
+    yield event
+    event.set()
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -35,13 +34,6 @@ NOTIFY_SCHEMA = {
     "properties": {"ticket": {"type": "string"}, "reason": {"type": "string"}},
     "required": ["ticket", "reason"],
 }
-
-
-@pytest.fixture
-def release() -> Iterator[threading.Event]:
-    event = threading.Event()
-    yield event
-    event.set()
 
 
 def _raise(exc: BaseException) -> Any:

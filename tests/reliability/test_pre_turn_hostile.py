@@ -13,7 +13,6 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterator
 from typing import Any
 from unittest import mock
 
@@ -191,13 +190,6 @@ def test_cross_script_look_alikes_are_a_documented_gap(kind: str, ledger: Any) -
 
 
 # -- failing pre_turn guards -------------------------------------------------------------
-
-
-@pytest.fixture
-def release() -> Iterator[threading.Event]:
-    event = threading.Event()
-    yield event
-    event.set()
 
 
 def _raise(exc: BaseException) -> Any:

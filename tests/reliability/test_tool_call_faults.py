@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -49,14 +49,6 @@ SCHEMA = {
 }
 DECLARED = ("q",)
 OUTPUT_MARK = "tool-output-c41e"
-
-
-@pytest.fixture
-def release() -> Iterator[threading.Event]:
-    """Set at teardown so that threads left hanging by a fault can finish."""
-    event = threading.Event()
-    yield event
-    event.set()
 
 
 def call(rails: Guardrails, driver: str, args: Any, name: str = "lookup") -> ToolResult:
