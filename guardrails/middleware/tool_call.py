@@ -77,8 +77,6 @@ class Plan(NamedTuple):
     output_guards: tuple[Guard, ...]
 
 
-# (plan, invocation, secrets): a plain tuple, this is the hot path.
-_Admitted = tuple[Plan, Invocation, "dict[str, Any] | None"]
 _new = tuple.__new__
 _Proxy = MappingProxyType
 
