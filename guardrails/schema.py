@@ -80,21 +80,17 @@ class CompiledSchema:
             return (), False
         names = {name for name in self.required if name not in instance}
         unexpected = False
-        undecided = False
         for key, value in instance.items():
             if key not in self.properties:
                 unexpected = unexpected or self._closed
                 continue
             part = self._part(key)
-            if part is None:
-                undecided = True
-            elif not part.is_valid(value):
+            if part is not None and not part.is_valid(value):
                 names.add(key)
         if names or unexpected:
             return tuple(sorted(names)), unexpected
-        if undecided or not self.is_valid(instance):
-            return self._every_error(instance)
-        return (), False
+        # No single property explains it (or one could not be checked alone).
+        return self._every_error(instance)
 
     def _part(self, name: str) -> Any:
         try:
