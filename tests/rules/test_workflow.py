@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import multiprocessing
+import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardrails import Guardrails, GuardResult, Invocation, Outcome, Verdict, tool
+from guardrails.errors import ConfigurationError
 from guardrails.rules.workflow import Step, Workflow
 from guardrails.store import MemoryStore, PostgresStore, SQLiteStore, Store
 
@@ -189,3 +192,156 @@ def test_the_phase_survives_a_restart_and_is_shared_between_processes(shared_url
         ("confirm_plan", "ok", INSTRUCTIONS["confirm_plan"]),
         ("submit_for_review", "ok", INSTRUCTIONS["submit_for_review"]),
     ]
+
+
+# -- exactly once ------------------------------------------------------------------
+
+
+def _held_rails(store: Store, entered: Any, release: Any) -> tuple[Guardrails, Workflow]:
+    """The first step blocks inside the tool until ``release`` is set."""
+
+    def start_building(note: str = "") -> None:
+        entered.set()
+        assert release.wait(60)
+
+    flow = _workflow(store)
+    steps = [tool(start_building), *(_step_tool(n) for n in STEPS[1:])]
+    return Guardrails(steps, hooks=[flow]), flow
+
+
+def test_a_step_running_in_one_call_is_in_progress_for_a_concurrent_call(store: Store) -> None:
+    entered, release = threading.Event(), threading.Event()
+    rails, flow = _held_rails(store, entered, release)
+    results: list[Any] = []
+    first = threading.Thread(
+        target=lambda: results.append(rails.turn(session="s").call("start_building", {}))
+    )
+    first.start()
+    assert entered.wait(60)
+    second = rails.turn(session="s").call("start_building", {})
+    assert (second.outcome, second.reason, second.content) == (
+        Outcome.UNAVAILABLE,
+        "in_progress",
+        SENTENCE,
+    )
+    assert flow.running(rails.turn(session="s").context) == "start_building"
+    release.set()
+    first.join(60)
+    assert results[0].outcome is Outcome.OK
+    assert results[0].content == INSTRUCTIONS["start_building"]
+    assert flow.current(rails.turn(session="s").context) == "confirm_plan"
+    assert flow.running(rails.turn(session="s").context) is None
+
+
+def test_a_failed_or_rejected_step_gives_the_phase_back(store: Store) -> None:
+    rails, flow = _rails(store)
+    turn = rails.turn(session="s")
+    assert turn.call("start_building", {"note": "explode"}).outcome is Outcome.ERROR
+    assert (flow.current(turn.context), flow.running(turn.context)) == ("start_building", None)
+    assert turn.call("start_building", {}).outcome is Outcome.OK
+    assert turn.call("confirm_plan", {"note": "no"}).outcome is Outcome.INVALID_ARGS
+    assert turn.call("confirm_plan", _args("confirm_plan")).outcome is Outcome.OK
+
+
+class _FailsToSave(MemoryStore):
+    """Lets a step claim the phase, then cannot save the step's success."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = False
+
+    def compare_and_set(self, key: str, expected: str | None, new: str, /) -> bool:
+        if self.broken and expected is not None and expected.startswith("__running__:"):
+            raise OSError("disk full")
+        return super().compare_and_set(key, expected, new)
+
+
+def test_a_step_whose_success_was_not_saved_never_runs_again_until_resolved() -> None:
+    store = _FailsToSave()
+    runs: list[str] = []
+
+    def start_building(note: str = "") -> None:
+        runs.append("ran")
+
+    flow = _workflow(store)
+    rails = Guardrails([tool(start_building), *(_step_tool(n) for n in STEPS[1:])], hooks=[flow])
+    turn = rails.turn(session="s")
+    store.broken = True
+    lost = turn.call("start_building", {})
+    assert (lost.outcome, lost.reason, lost.content) == (
+        Outcome.UNAVAILABLE,
+        "store_unavailable",
+        SENTENCE,
+    )
+    store.broken = False
+    again = turn.call("start_building", {})
+    assert (again.outcome, again.reason) == (Outcome.UNAVAILABLE, "in_progress")
+    assert runs == ["ran"]
+    assert flow.running(turn.context) == "start_building"
+    assert flow.resolve(turn.context, completed=True)
+    assert flow.current(turn.context) == "confirm_plan"
+    assert not flow.resolve(turn.context, completed=True)
+    assert turn.call("confirm_plan", _args("confirm_plan")).outcome is Outcome.OK
+
+
+def test_resolve_not_completed_lets_the_step_run_again() -> None:
+    store = _FailsToSave()
+    rails, flow = _rails(store)
+    turn = rails.turn(session="s")
+    turn.call("start_building", {})
+    store.broken = True
+    turn.call("confirm_plan", _args("confirm_plan"))
+    store.broken = False
+    assert flow.running(turn.context) == "confirm_plan"
+    assert flow.resolve(turn.context, completed=False)
+    assert turn.call("confirm_plan", _args("confirm_plan")).outcome is Outcome.OK
+
+
+def test_step_tools_may_not_use_the_reserved_phase_names() -> None:
+    for name in ("__done__", "__running__:x"):
+        with pytest.raises(ConfigurationError, match="reserved"):
+            Workflow("w", [(name, "go")], MemoryStore())
+
+
+def _race_in_child(url: str, barrier: Any, queue: Any, marker: str) -> None:
+    store: Store = SQLiteStore(url) if url.endswith(".db") else PostgresStore(url)
+
+    def start_building(note: str = "") -> None:
+        with open(marker, "a") as f:
+            f.write("ran\n")
+
+    flow = _workflow(store)
+    rails = Guardrails([tool(start_building), *(_step_tool(n) for n in STEPS[1:])], hooks=[flow])
+    barrier.wait(60)
+    result = rails.turn(session="race").call("start_building", {})
+    queue.put((str(result.outcome), result.reason, result.content))
+    store.close()
+
+
+def test_concurrent_processes_run_one_step_exactly_once(shared_url: str, tmp_path: Path) -> None:
+    setup: Store = (
+        SQLiteStore(shared_url) if shared_url.endswith(".db") else PostgresStore(shared_url)
+    )
+    _rails(setup)[1].reset(_rails(setup)[0].turn(session="race").context)
+    setup.close()
+    marker = str(tmp_path / "ran.txt")
+    workers = 6
+    barrier, queue = _ctx.Barrier(workers), _ctx.Queue()
+    children = [
+        _ctx.Process(target=_race_in_child, args=(shared_url, barrier, queue, marker))
+        for _ in range(workers)
+    ]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(timeout=120)
+        assert child.exitcode == 0
+    results = [queue.get(timeout=5) for _ in range(workers)]
+    oks = [r for r in results if r[0] == "ok"]
+    assert oks == [("ok", None, INSTRUCTIONS["start_building"])]
+    assert all(
+        r[0] == "unavailable" and r[1] in ("in_progress", "out_of_order")
+        for r in results
+        if r[0] != "ok"
+    )
+    assert Path(marker).read_text() == "ran\n"
