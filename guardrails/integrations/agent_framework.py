@@ -128,10 +128,8 @@ def guard(
             turn = _RUN.get(None)
             if turn is not None:
                 await _answer_unknown_calls(turn, ctx.messages, _names(ctx.options))
-                if turn.offered is not None and ctx.options:
-                    offered = turn.offered
-                    tools = [t for t in ctx.options.get("tools") or () if _name(t) in offered]
-                    ctx.options = {**ctx.options, "tools": tools}
+                if ctx.options:
+                    ctx.options = {**ctx.options, "tools": _shown(ctx.options, turn.offered, rails)}
             await call_next()
 
     class CallGuard(FunctionMiddleware):
@@ -170,6 +168,28 @@ def _known(rails: Guardrails, names: list[str]) -> list[str]:
 
 def _name(tool: Any) -> Any:
     return tool.get("name") if isinstance(tool, Mapping) else getattr(tool, "name", None)
+
+
+def _shown(options: Any, offered: frozenset[str] | None, rails: Guardrails) -> list[Any]:
+    """The tools a request offers: those pre_turn offered, with the engine's schema when it hides bound ones.
+
+    Only what is sent to the model changes: the framework runs the tools it already holds.
+    """
+    from agent_framework import FunctionTool
+
+    shown = []
+    for tool in options.get("tools") or ():
+        engine_tool = rails.tools.get(_name(tool))
+        if engine_tool is None:
+            shown.append(tool)  # not the engine's to decide (hosted or MCP tools)
+        elif offered is None or engine_tool.name in offered:
+            if engine_tool.bound and isinstance(tool, FunctionTool):
+                schema = engine_tool.to_mcp()["inputSchema"]
+                tool = FunctionTool(
+                    name=tool.name, description=tool.description, input_model=schema
+                )
+            shown.append(tool)
+    return shown
 
 
 def _names(options: Any) -> frozenset[Any]:

@@ -22,7 +22,14 @@ from typing import Any
 
 from ..engine import Guardrails, Turn
 from ..tools import Tool
-from ._frameworks import ContextSource, ReportSink, ToolOptions, check_tool_options, register, start_turn
+from ._frameworks import (
+    ContextSource,
+    ReportSink,
+    ToolOptions,
+    check_tool_options,
+    register,
+    start_turn,
+)
 
 __all__ = ["plugin", "tool_from"]
 
@@ -114,7 +121,9 @@ def plugin(
             if run is None:
                 session = getattr(invocation.session, "id", None)
                 turn = start_turn(rails, context, invocation, session)
-                run = self.runs[invocation.invocation_id] = _Run(turn, _text(invocation.user_content))
+                run = self.runs[invocation.invocation_id] = _Run(
+                    turn, _text(invocation.user_content)
+                )
             return run
 
         async def before_run_callback(self, *, invocation_context: Any) -> Any:
@@ -131,7 +140,9 @@ def plugin(
             _restrict(llm_request, run.turn.offered, rails)
             return None
 
-        async def before_tool_callback(self, *, tool: Any, tool_args: Any, tool_context: Any) -> Any:
+        async def before_tool_callback(
+            self, *, tool: Any, tool_args: Any, tool_context: Any
+        ) -> Any:
             run = self.run_of(tool_context._invocation_context)
             token = _CALL.set((tool, tool_context))
             try:
@@ -169,19 +180,25 @@ class _Run:
 
 
 def _restrict(llm_request: Any, offered: frozenset[str] | None, rails: Guardrails) -> None:
-    if offered is None:
-        return
+    """Only offered tools in the request, each declared with the engine's schema (bound ones hidden)."""
 
     def keep(tool_name: Any) -> bool:
-        return tool_name in offered or tool_name not in rails.tools
+        return offered is None or tool_name in offered or tool_name not in rails.tools
 
     tools_dict = llm_request.tools_dict
     for tool_name in [n for n in tools_dict if not keep(n)]:
         del tools_dict[tool_name]
     for declared in getattr(llm_request.config, "tools", None) or ():
         declarations = getattr(declared, "function_declarations", None)
-        if declarations:
-            declared.function_declarations = [d for d in declarations if keep(d.name)]
+        if not declarations:
+            continue
+        kept = [d for d in declarations if keep(d.name)]
+        for d in kept:
+            engine_tool = rails.tools.get(d.name)
+            if engine_tool is not None and engine_tool.bound:
+                d.parameters = None
+                d.parameters_json_schema = engine_tool.to_mcp()["inputSchema"]
+        declared.function_declarations = kept
 
 
 def _final_text(invocation: Any) -> str:

@@ -146,6 +146,16 @@ async def test_the_schema_is_the_tools_own_and_bound_parameters_are_hidden() -> 
     assert tool_from(get_orders).schema["required"] == get_orders.parameters()["required"]
 
 
+async def test_the_model_is_offered_the_schema_without_bound_parameters() -> None:
+    client = ScriptedClient(answer())
+    agent, _ = guarded(client)
+    await agent.run("hello")
+    shown = {t.name: t.parameters() for t in client.requests[0][1]["tools"]}
+    assert sorted(shown) == ["dump_log", "explode", "get_orders", "slow_echo"]
+    assert "account" not in shown["get_orders"]["properties"]
+    assert shown["get_orders"]["required"] == ["status"]
+
+
 async def test_a_per_turn_ceiling_answers_limit() -> None:
     client = ScriptedClient(calls(*[("slow_echo", {"text": str(i)}) for i in range(3)]), answer())
     agent, recorder = guarded(client, max_calls_per_turn=2)
