@@ -104,14 +104,14 @@ class _Hooks:
             turn = self.turns[key] = start_turn(self.rails, self.context, hook_input, session)
         return turn
 
-    async def prompt(self, hook_input: Any, tool_use_id: Any, ctx: Any) -> dict[str, Any]:
+    async def prompt(self, hook_input: Any, tool_use_id: Any, ctx: Any) -> Any:
         self.turns.pop(str(hook_input.get("session_id") or ""), None)
         decision = await self.turn_of(hook_input).apre_turn(hook_input.get("prompt") or "")
         if decision.refusal is not None:
             return {"decision": "block", "reason": str(decision.refusal.code)}
         return {}
 
-    async def pre_tool(self, hook_input: Any, tool_use_id: Any, ctx: Any) -> dict[str, Any]:
+    async def pre_tool(self, hook_input: Any, tool_use_id: Any, ctx: Any) -> Any:
         full_name = hook_input.get("tool_name")
         if not (isinstance(full_name, str) and full_name.startswith(self.prefix)):
             return {}  # not a served tool: the CLI's own permissions decide
@@ -126,7 +126,7 @@ class _Hooks:
         self.waiting[(name, _key(arguments))].append((result.content, result.is_error))
         return _ALLOW
 
-    async def stop(self, hook_input: Any, tool_use_id: Any, ctx: Any) -> dict[str, Any]:
+    async def stop(self, hook_input: Any, tool_use_id: Any, ctx: Any) -> Any:
         turn = self.turns.pop(str(hook_input.get("session_id") or ""), None)
         if turn is not None:
             report = await turn.apost_run(hook_input.get("last_assistant_message") or "")

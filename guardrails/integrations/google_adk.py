@@ -52,7 +52,8 @@ def tool_from(adk_tool: Any, **options: Any) -> Tool:
 
 
 def _as_adk_tool(item: Any) -> Any:
-    from google.adk.tools import BaseTool, FunctionTool
+    from google.adk.tools.base_tool import BaseTool
+    from google.adk.tools.function_tool import FunctionTool
 
     return item if isinstance(item, BaseTool) else FunctionTool(item)
 
@@ -72,7 +73,7 @@ async def _through_adk(**arguments: Any) -> Any:
 
 
 def _agent_tools(agent: Any) -> Iterator[Any]:
-    from google.adk.tools import BaseTool
+    from google.adk.tools.base_tool import BaseTool
 
     for item in getattr(agent, "tools", None) or ():
         if isinstance(item, BaseTool) or (callable(item) and not hasattr(item, "get_tools")):
@@ -111,7 +112,7 @@ def plugin(
     for tool_name, adk_tool in found.items():
         register(rails, tool_name, lambda t=adk_tool, **o: tool_from(t, **o), tools)
 
-    class GuardrailsPlugin(BasePlugin):  # type: ignore[misc]
+    class GuardrailsPlugin(BasePlugin):
         def __init__(self) -> None:
             super().__init__(name=name)
             self.runs: dict[str, _Run] = {}
