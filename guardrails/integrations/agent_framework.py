@@ -83,13 +83,13 @@ def guard(
     agent: Any,
     rails: Guardrails,
     *,
-    tools: ToolOptions | None = None,
+    tool_options: ToolOptions | None = None,
     context: ContextSource = None,
     on_report: ReportSink = None,
 ) -> Any:
     """Guard ``agent`` (an ``agent_framework.Agent``) with ``rails``; returns the same agent.
 
-    ``tools`` gives per-tool ``Tool`` options (``{"transfer": {"bind": {...},
+    ``tool_options`` gives per-tool ``Tool`` options (``{"transfer": {"bind": {...},
     "effect": True}}``); ``context`` a ``TurnContext`` or a function of the
     framework's ``AgentContext`` returning one (default: the session id of the
     run); ``on_report`` receives each run's post_run report.
@@ -98,9 +98,9 @@ def guard(
 
     declared = (getattr(agent, "default_options", None) or {}).get("tools") or []
     function_tools = [t for t in declared if isinstance(t, FunctionTool)]
-    check_tool_options(tools, [t.name for t in function_tools], "guard(agent)")
+    check_tool_options(tool_options, [t.name for t in function_tools], "guard(agent)")
     for ft in function_tools:
-        register(rails, ft.name, lambda ft=ft, **o: tool_from(ft, **o), tools)
+        register(rails, ft.name, lambda ft=ft, **o: tool_from(ft, **o), tool_options)
 
     class RunGuard(AgentMiddleware):
         async def process(self, ctx: Any, call_next: Callable[[], Awaitable[None]]) -> None:

@@ -93,14 +93,14 @@ def plugin(
     agent: Any,
     rails: Guardrails,
     *,
-    tools: ToolOptions | None = None,
+    tool_options: ToolOptions | None = None,
     context: ContextSource = None,
     on_report: ReportSink = None,
     name: str = "guardrails",
 ) -> Any:
     """A ``BasePlugin`` that guards ``agent`` (and its sub-agents) with ``rails``.
 
-    ``tools`` gives per-tool ``Tool`` options (``{"transfer": {"bind": {...},
+    ``tool_options`` gives per-tool ``Tool`` options (``{"transfer": {"bind": {...},
     "effect": True}}``); ``context`` a ``TurnContext`` or a function of the
     ADK ``InvocationContext`` returning one (default: the ADK session id);
     ``on_report`` receives each run's post_run report.
@@ -108,9 +108,9 @@ def plugin(
     from google.adk.plugins.base_plugin import BasePlugin
 
     found = {t.name: t for t in _agent_tools(agent)}
-    check_tool_options(tools, found, "plugin(agent)")
+    check_tool_options(tool_options, found, "plugin(agent)")
     for tool_name, adk_tool in found.items():
-        register(rails, tool_name, lambda t=adk_tool, **o: tool_from(t, **o), tools)
+        register(rails, tool_name, lambda t=adk_tool, **o: tool_from(t, **o), tool_options)
 
     class GuardrailsPlugin(BasePlugin):
         def __init__(self) -> None:

@@ -108,7 +108,7 @@ def guarded(client: ScriptedClient, **engine: Any) -> tuple[Any, MemoryRecorder]
     agent = guard(
         af.Agent(client=client, tools=ALL),
         rails,
-        tools={"get_orders": {"bind": {"account": "tenant"}}},
+        tool_options={"get_orders": {"bind": {"account": "tenant"}}},
         context=TurnContext(tenant="acme"),
     )
     return agent, recorder
@@ -138,7 +138,7 @@ async def test_the_schema_is_the_tools_own_and_bound_parameters_are_hidden() -> 
     guard(
         af.Agent(client=ScriptedClient(), tools=[get_orders]),
         rails,
-        tools={"get_orders": {"bind": {"account": "tenant"}}},
+        tool_options={"get_orders": {"bind": {"account": "tenant"}}},
     )
     registered = rails.tools["get_orders"]
     assert registered.schema["required"] == ["status"]
@@ -205,7 +205,7 @@ def test_options_for_a_tool_the_agent_lacks_are_rejected_naming_it() -> None:
         guard(
             af.Agent(client=ScriptedClient(), tools=[slow_echo]),
             Guardrails(),
-            tools={"transfer": {}},
+            tool_options={"transfer": {}},
         )
 
 
@@ -214,7 +214,7 @@ def test_a_binding_that_is_not_a_parameter_fails_when_guarding() -> None:
         guard(
             af.Agent(client=ScriptedClient(), tools=[get_orders]),
             Guardrails(),
-            tools={"get_orders": {"bind": {"nope": "tenant"}}},
+            tool_options={"get_orders": {"bind": {"nope": "tenant"}}},
         )
 
 

@@ -138,7 +138,7 @@ def guarded(llm: ScriptedModel, **engine: Any) -> tuple[InMemoryRunner, MemoryRe
     guard = plugin(
         agent,
         rails,
-        tools={"get_orders": {"bind": {"account": "tenant"}}},
+        tool_options={"get_orders": {"bind": {"account": "tenant"}}},
         context=lambda invocation: TurnContext(tenant="acme", session=invocation.session.id),
         on_report=reports.append,
     )
@@ -168,7 +168,7 @@ async def test_every_call_is_answered_by_tool_call() -> None:
 async def test_the_schema_is_the_tools_own_and_bound_parameters_are_hidden() -> None:
     rails = Guardrails()
     agent = LlmAgent(name="shop", model=model(), tools=[get_orders])
-    plugin(agent, rails, tools={"get_orders": {"bind": {"account": "tenant"}}})
+    plugin(agent, rails, tool_options={"get_orders": {"bind": {"account": "tenant"}}})
     assert rails.tools["get_orders"].schema["required"] == ["status"]
     assert "account" not in rails.tools["get_orders"].schema["properties"]
     declared = FunctionTool(get_orders)._get_declaration().parameters_json_schema
@@ -238,7 +238,7 @@ async def test_a_secret_reaches_an_action_tool_and_nothing_else() -> None:
     rails = Guardrails(recorder=recorder, secrets=lambda name: "sk-secret-1")
     agent = LlmAgent(name="shop", model=llm, tools=[charge])
     options = {"charge": {"bind": {"api_key": Secret("stripe")}, "effect": True}}
-    runner = runner_for(agent, plugin(agent, rails, tools=options))
+    runner = runner_for(agent, plugin(agent, rails, tool_options=options))
     await run(runner)
     assert seen == ["sk-secret-1"]
     assert results_sent(llm)["c0"] == {"result": "charged 5"}
@@ -249,7 +249,7 @@ async def test_a_secret_reaches_an_action_tool_and_nothing_else() -> None:
 def test_options_for_a_tool_the_agent_lacks_are_rejected_naming_it() -> None:
     agent = LlmAgent(name="shop", model=model(), tools=[shout])
     with pytest.raises(ConfigurationError, match="'transfer'"):
-        plugin(agent, Guardrails(), tools={"transfer": {}})
+        plugin(agent, Guardrails(), tool_options={"transfer": {}})
 
 
 async def test_without_the_plugin_adk_runs_what_the_model_chose() -> None:
