@@ -175,20 +175,31 @@ def _shown(options: Any, offered: frozenset[str] | None, rails: Guardrails) -> l
 
     Only what is sent to the model changes: the framework runs the tools it already holds.
     """
-    from agent_framework import FunctionTool
-
     shown = []
     for tool in options.get("tools") or ():
         engine_tool = rails.tools.get(_name(tool))
         if engine_tool is None:
             shown.append(tool)  # not the engine's to decide (hosted or MCP tools)
         elif offered is None or engine_tool.name in offered:
-            if engine_tool.bound and isinstance(tool, FunctionTool):
-                schema = engine_tool.to_mcp()["inputSchema"]
-                tool = FunctionTool(
-                    name=tool.name, description=tool.description, input_model=schema
-                )
-            shown.append(tool)
+            shown.append(_declared(tool, engine_tool) if engine_tool.bound else tool)
+    return shown
+
+
+# Per tool name: (framework tool, engine tool, the declaration-only copy the model is shown).
+_DECLARED: dict[str, tuple[Any, Tool, Any]] = {}
+
+
+def _declared(tool: Any, engine_tool: Tool) -> Any:
+    from agent_framework import FunctionTool
+
+    if not isinstance(tool, FunctionTool):
+        return tool
+    cached = _DECLARED.get(engine_tool.name)
+    if cached is not None and cached[0] is tool and cached[1] is engine_tool:
+        return cached[2]
+    schema = engine_tool.to_mcp()["inputSchema"]
+    shown = FunctionTool(name=tool.name, description=tool.description, input_model=schema)
+    _DECLARED[engine_tool.name] = (tool, engine_tool, shown)
     return shown
 
 

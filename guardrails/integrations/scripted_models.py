@@ -7,7 +7,7 @@ a turn is either the final text, or a list of tool calls ``(name, arguments)``
     client = chat_client([("get_orders", {"status": "open"})], "done")  # Agent Framework
     llm = adk_model([("get_orders", {"status": "open"})], "done")       # Google ADK
 
-After a run, ``.requests`` holds every request the framework sent, and
+After a run, ``.requests`` holds every request the framework sent (none are kept with ``repeat``), and
 ``tool_results(model)`` what the model was sent back for each call id in the
 last one. (For the Claude Agent SDK, the CLI talks to the Messages API: use
 ``scripted.ScriptedMessagesAPI``.)
@@ -24,8 +24,20 @@ __all__ = ["Turn", "adk_model", "chat_client", "tool_results"]
 Turn = str | Sequence[tuple[str, dict[str, Any]]]
 
 
-def chat_client(*turns: Turn) -> Any:
-    """An Agent Framework chat client (with function invocation and middleware) reading ``turns``."""
+def _next(script: list[Any], repeat: bool) -> Any:
+    if not script:
+        return "(the script has ended)"
+    turn = script.pop(0)
+    if repeat:
+        script.append(turn)
+    return turn
+
+
+def chat_client(*turns: Turn, repeat: bool = False) -> Any:
+    """An Agent Framework chat client (with function invocation and middleware) reading ``turns``.
+
+    With ``repeat`` the script starts again when it ends (for benchmarks).
+    """
     import agent_framework as af
     from agent_framework.observability import ChatTelemetryLayer
 
@@ -40,8 +52,9 @@ def chat_client(*turns: Turn) -> Any:
         async def _inner_get_response(
             self, *, messages: Any, stream: bool, options: Any, **kwargs: Any
         ) -> Any:
-            self.requests.append((list(messages), dict(options)))
-            turn = self.script.pop(0) if self.script else "(the script has ended)"
+            if not repeat:
+                self.requests.append((list(messages), dict(options)))
+            turn = _next(self.script, repeat)
             if isinstance(turn, str):
                 contents: list[Any] = [turn]
             else:
@@ -54,8 +67,8 @@ def chat_client(*turns: Turn) -> Any:
     return ScriptedChatClient()
 
 
-def adk_model(*turns: Turn) -> Any:
-    """A Google ADK ``BaseLlm`` reading ``turns``."""
+def adk_model(*turns: Turn, repeat: bool = False) -> Any:
+    """A Google ADK ``BaseLlm`` reading ``turns`` (with ``repeat``, again and again)."""
     from google.adk.models.base_llm import BaseLlm
     from google.adk.models.llm_response import LlmResponse
     from google.genai import types
@@ -65,8 +78,9 @@ def adk_model(*turns: Turn) -> Any:
         requests: list[Any]
 
         async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
-            self.requests.append(llm_request.model_copy(deep=True))
-            turn = self.script.pop(0) if self.script else "(the script has ended)"
+            if not repeat:
+                self.requests.append(llm_request.model_copy(deep=True))
+            turn = _next(self.script, repeat)
             if isinstance(turn, str):
                 parts = [types.Part(text=turn)]
             else:
