@@ -102,7 +102,7 @@ def guard(
     for ft in function_tools:
         register(rails, ft.name, lambda ft=ft, **o: tool_from(ft, **o), tool_options)
 
-    class RunGuard(AgentMiddleware):
+    class RunGuard(AgentMiddleware):  # type: ignore[misc, unused-ignore]
         async def process(self, ctx: Any, call_next: Callable[[], Awaitable[None]]) -> None:
             session = getattr(ctx.session, "session_id", None)
             turn = start_turn(rails, context, ctx, session)
@@ -123,7 +123,7 @@ def guard(
                     _RUN.reset(token)
             await _after_run(ctx, turn, on_report)
 
-    class RequestGuard(ChatMiddleware):
+    class RequestGuard(ChatMiddleware):  # type: ignore[misc, unused-ignore]
         async def process(self, ctx: Any, call_next: Callable[[], Awaitable[None]]) -> None:
             turn = _RUN.get(None)
             if turn is not None:
@@ -132,7 +132,7 @@ def guard(
                     ctx.options = {**ctx.options, "tools": _shown(ctx.options, turn.offered, rails)}
             await call_next()
 
-    class CallGuard(FunctionMiddleware):
+    class CallGuard(FunctionMiddleware):  # type: ignore[misc, unused-ignore]
         async def process(self, ctx: Any, call_next: Callable[[], Awaitable[None]]) -> None:
             turn = ctx.kwargs.get(RUN_KEY)
             if not isinstance(turn, Turn):

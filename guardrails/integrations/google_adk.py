@@ -112,7 +112,7 @@ def plugin(
     for tool_name, adk_tool in found.items():
         register(rails, tool_name, lambda t=adk_tool, **o: tool_from(t, **o), tool_options)
 
-    class GuardrailsPlugin(BasePlugin):
+    class GuardrailsPlugin(BasePlugin):  # type: ignore[misc, unused-ignore]
         def __init__(self) -> None:
             super().__init__(name=name)
             self.runs: dict[str, _Run] = {}

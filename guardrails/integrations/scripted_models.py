@@ -41,7 +41,7 @@ def chat_client(*turns: Turn, repeat: bool = False) -> Any:
     import agent_framework as af
     from agent_framework.observability import ChatTelemetryLayer
 
-    class ScriptedChatClient(  # type: ignore[misc]
+    class ScriptedChatClient(  # type: ignore[misc, unused-ignore]
         af.FunctionInvocationLayer, af.ChatMiddlewareLayer, ChatTelemetryLayer, af.BaseChatClient
     ):
         def __init__(self) -> None:
@@ -73,7 +73,7 @@ def adk_model(*turns: Turn, repeat: bool = False) -> Any:
     from google.adk.models.llm_response import LlmResponse
     from google.genai import types
 
-    class ScriptedLlm(BaseLlm):
+    class ScriptedLlm(BaseLlm):  # type: ignore[misc, unused-ignore]
         script: list[Any]
         requests: list[Any]
 
