@@ -147,7 +147,22 @@ _ALLOW = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecis
 
 
 def _key(arguments: Any) -> str:
-    return json.dumps(arguments, sort_keys=True, default=str)
+    """The same text for the arguments the hook saw and those the server got.
+
+    Both were parsed from JSON the CLI wrote; a number written ``1.0`` on one
+    side may be ``1`` on the other, so integral floats count as integers.
+    """
+    return json.dumps(_canonical(arguments), sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    return value
 
 
 def _server(hooks: _Hooks, rails: Guardrails, name: str) -> Any:

@@ -176,8 +176,13 @@ async def test_each_run_is_a_new_turn_so_the_ceiling_starts_again() -> None:
 
 
 async def test_pre_turn_decides_what_each_request_offers() -> None:
+    seen: list[str] = []
+
     @make_guard(at="pre_turn")
     def no_logs(request: Any) -> Any:
+        seen.append(request.text.raw)
+        if "logs" in request.text.raw:
+            return GuardResult.passed()
         return GuardResult.rejected("no_logs", evidence=Restrict(frozenset({"dump_log"})))
 
     client = ScriptedClient(calls(("dump_log", {})), answer())
@@ -188,6 +193,10 @@ async def test_pre_turn_decides_what_each_request_offers() -> None:
     offered = [t.name for t in client.requests[0][1]["tools"]]
     assert offered == ["slow_echo"]
     assert results_sent(client)["c0"] == model_sentence(Outcome.UNAVAILABLE)
+    client = ScriptedClient(answer())
+    await guard(af.Agent(client=client, tools=[dump_log, slow_echo]), rails).run("my logs please")
+    assert [t.name for t in client.requests[0][1]["tools"]] == ["dump_log", "slow_echo"]
+    assert seen == ["hello", "my logs please"]
 
 
 async def test_the_session_id_of_the_run_is_the_turns_session() -> None:

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from guardrails import ConfigurationError, Guardrails, Outcome, TurnContext
 from guardrails.integrations.scripted import ScriptedMessagesAPI, text_message, tool_use_message
@@ -21,7 +23,7 @@ if os.environ.get("GUARDRAILS_REQUIRE_FRAMEWORKS") != "1":
 from claude_agent_sdk import ClaudeAgentOptions, create_sdk_mcp_server, query, tool
 from mcp import Client
 
-from guardrails.integrations.claude_agent import guard, tool_from
+from guardrails.integrations.claude_agent import _key, guard, tool_from
 
 SECRET = "token=sk-live-123"
 BIG = "x" * 5_000
@@ -307,3 +309,70 @@ async def test_a_real_cli_run_without_the_adapter_leaks_and_runs_what_the_model_
     assert sent[call[1]] == ("someone-else:open", False)
     assert sent[call[2]] == (SECRET, True)
     assert sent[call[3]] == (BIG, False)
+
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def as_javascript_writes_it(value: Any) -> Any:
+    """JSON.stringify writes 1.0 as 1: the server may get the hook's numbers so."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: as_javascript_writes_it(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_javascript_writes_it(v) for v in value]
+    return value
+
+
+@given(st.dictionaries(st.text(), JSON, max_size=5))
+def test_the_hook_and_the_server_find_the_same_call(arguments: dict[str, Any]) -> None:
+    import json
+
+    assert _key(arguments) == _key(json.loads(json.dumps(arguments)))
+    assert _key(arguments) == _key(as_javascript_writes_it(arguments))
+
+
+def test_integral_floats_and_integers_are_the_same_call() -> None:
+    assert _key({"a": [1.0, {"b": 2.0}]}) == _key({"a": [1, {"b": 2}]})
+    assert _key({"a": 1.5}) != _key({"a": 1})
+
+
+async def test_hostile_tool_input_is_answered_and_recorded() -> None:
+    options, recorder, _ = guarded()
+    for i, hostile in enumerate([[1, 2], "text", None, {"status": {"$ref": "#"}}]):
+        decided = await hook(options, "PreToolUse")(
+            pre_tool_input("get_orders", hostile, f"h{i}"), f"h{i}", {"signal": None}
+        )
+        assert decided["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert recorder.outcomes == [Outcome.INVALID_ARGS] * 4
+
+
+async def test_an_engine_tool_of_our_own_is_served_too() -> None:
+    from guardrails import tool as make_tool
+
+    @make_tool
+    def add(a: int, b: int = 1) -> int:
+        """Add two numbers."""
+        return a + b
+
+    options = guard(ClaudeAgentOptions(), Guardrails([add]), server="calc")
+    decided = await hook(options, "PreToolUse")(
+        {**pre_tool_input("add", {"a": 2}, "t1"), "tool_name": "mcp__calc__add"},
+        "t1",
+        {"signal": None},
+    )
+    assert decided["hookSpecificOutput"]["permissionDecision"] == "allow"
+    async with Client(options.mcp_servers["calc"]["instance"]) as client:
+        listed = (await client.list_tools()).tools
+        result = await client.call_tool("add", {"a": 2})
+    assert listed[0].input_schema["required"] == ["a"]
+    assert (result.content[0].text, result.is_error) == ("3", False)

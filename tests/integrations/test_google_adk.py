@@ -210,8 +210,13 @@ async def test_each_run_is_a_new_turn() -> None:
 
 
 async def test_pre_turn_decides_what_each_request_offers() -> None:
+    seen: list[str] = []
+
     @make_guard(at="pre_turn")
     def no_logs(request: Any) -> Any:
+        seen.append(request.text.raw)
+        if "logs" in request.text.raw:
+            return GuardResult.passed()
         return GuardResult.rejected("no_logs", evidence=Restrict(frozenset({"dump_log"})))
 
     llm = model(calls(("dump_log", {})), answer())
@@ -223,6 +228,11 @@ async def test_pre_turn_decides_what_each_request_offers() -> None:
     [tool] = llm.requests[0].config.tools
     assert [d.name for d in tool.function_declarations] == ["shout"]
     assert results_sent(llm)["c0"] == {"error": model_sentence(Outcome.UNAVAILABLE)}
+    llm = model(answer())
+    agent = LlmAgent(name="shop", model=llm, tools=[dump_log, shout])
+    await run(runner_for(agent, plugin(agent, rails)), "my logs please")
+    assert offered(llm.requests[0]) == ["dump_log", "shout"]
+    assert seen == ["show my orders", "my logs please"]
 
 
 async def test_a_secret_reaches_an_action_tool_and_nothing_else() -> None:
