@@ -11,9 +11,11 @@ in-process MCP server ``server`` (bound parameters hidden), and adds hooks:
 
 - ``UserPromptSubmit`` starts a ``Turn`` for the session and runs pre_turn over
   the prompt (a refused prompt is blocked with the refusal code);
-- ``PreToolUse`` runs each call of a served tool through tool_call, and the
-  server answers the call with that result's content (``isError`` unless ok):
-  the model reads exactly our outcome, never the CLI's or the SDK's words;
+- ``PreToolUse`` lets each call of a served tool through (no permission
+  prompt) and notes its session and call id; the served tool then runs the
+  call through tool_call in that session's turn and answers with the result's
+  content (``isError`` unless ok): the model reads exactly our outcome, never
+  the CLI's or the SDK's words;
 - ``Stop`` runs post_run over the last assistant message.
 
 The CLI answers calls of tools that do not exist at all before any hook runs
@@ -94,7 +96,11 @@ class _Hooks:
         self.context = context
         self.on_report = on_report
         self.turns: dict[str, Turn] = {}
-        self.waiting: defaultdict[tuple[str, str], deque[tuple[str, bool]]] = defaultdict(deque)
+        # Calls PreToolUse let through, by tool and arguments: the turn and call id
+        # the served tool runs them in (the server is not told the session).
+        self.waiting: defaultdict[tuple[str, str], deque[tuple[Turn, str | None]]] = defaultdict(
+            deque
+        )
 
     def turn_of(self, hook_input: dict[str, Any]) -> Turn:
         session = hook_input.get("session_id")
@@ -116,31 +122,42 @@ class _Hooks:
         if not (isinstance(full_name, str) and full_name.startswith(self.prefix)):
             return {}  # not a served tool: the CLI's own permissions decide
         name = full_name[len(self.prefix) :]
-        arguments = hook_input.get("tool_input")
         call_id = hook_input.get("tool_use_id") or tool_use_id
-        result = await self.turn_of(hook_input).acall(
-            name, arguments, call_id if isinstance(call_id, str) else None
+        turn = self.turn_of(hook_input)
+        self.waiting[(name, _key(hook_input.get("tool_input")))].append(
+            (turn, call_id if isinstance(call_id, str) else None)
         )
-        # Every outcome is answered by the server, so the model reads exactly our
-        # content (a denial would reach it wrapped in the CLI's own words).
-        self.waiting[(name, _key(arguments))].append((result.content, result.is_error))
+        # The call itself runs when the CLI calls the served tool, so a hook of
+        # the application that denies it stops it before anything runs.
         return _ALLOW
 
     async def stop(self, hook_input: Any, tool_use_id: Any, ctx: Any) -> Any:
         turn = self.turns.pop(str(hook_input.get("session_id") or ""), None)
-        if turn is not None:
-            report = await turn.apost_run(hook_input.get("last_assistant_message") or "")
-            if self.on_report is not None:
-                self.on_report(report)
+        if turn is None:
+            return {}
+        for key, queue in list(self.waiting.items()):
+            # Calls let through but never made (another hook denied them).
+            kept = deque(entry for entry in queue if entry[0] is not turn)
+            if kept:
+                self.waiting[key] = kept
+            else:
+                del self.waiting[key]
+        report = await turn.apost_run(hook_input.get("last_assistant_message") or "")
+        if self.on_report is not None:
+            self.on_report(report)
         return {}
 
-    def answer(self, name: str, arguments: Any) -> tuple[str, bool]:
-        """What the server sends for a call PreToolUse decided: (content, is_error)."""
+    async def call(self, name: str, arguments: Any) -> tuple[str, bool]:
+        """Run a call PreToolUse let through, in its turn: (content, is_error)."""
         queue = self.waiting.get((name, _key(arguments)))
         if not queue:
-            # Not decided by the hook (the server used without it): nothing runs.
+            # Not seen by the hook (the server used without it): nothing runs.
             return model_sentence(Outcome.UNAVAILABLE), True
-        return queue.popleft()
+        turn, call_id = queue.popleft()
+        if not queue:
+            del self.waiting[(name, _key(arguments))]
+        result = await turn.acall(name, arguments, call_id)
+        return result.content, result.is_error
 
 
 _ALLOW = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
@@ -176,7 +193,7 @@ def _server(hooks: _Hooks, rails: Guardrails, name: str) -> Any:
         )
 
     async def call_tool(ctx: Any, params: Any) -> CallToolResult:
-        text, is_error = hooks.answer(params.name, params.arguments or {})
+        text, is_error = await hooks.call(params.name, params.arguments or {})
         return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
 
     return Server(name, on_list_tools=list_tools, on_call_tool=call_tool)
@@ -191,7 +208,6 @@ def guard(
     tool_options: ToolOptions | None = None,
     context: ContextSource = None,
     on_report: ReportSink = None,
-    hook_timeout: float | None = None,
 ) -> Any:
     """A copy of ``options`` (``ClaudeAgentOptions``) whose tools ``server`` are guarded by ``rails``.
 
@@ -200,8 +216,7 @@ def guard(
     served as ``mcp__<server>__<name>``, replacing any server of that name.
     ``context`` is a ``TurnContext`` or a function of the hook input returning
     one (default: the SDK session id); ``on_report`` receives each run's
-    post_run report. ``hook_timeout`` (seconds) bounds a call's hook, tool
-    included; the SDK's default is 60.
+    post_run report.
     """
     from claude_agent_sdk import HookMatcher
     from claude_agent_sdk.types import McpSdkServerConfig
@@ -215,7 +230,7 @@ def guard(
     hooks = _Hooks(rails, server, context, on_report)
     added = {
         "UserPromptSubmit": [HookMatcher(hooks=[hooks.prompt])],
-        "PreToolUse": [HookMatcher(hooks=[hooks.pre_tool], timeout=hook_timeout)],
+        "PreToolUse": [HookMatcher(hooks=[hooks.pre_tool])],
         "Stop": [HookMatcher(hooks=[hooks.stop])],
     }
     existing = dict(options.hooks or {})

@@ -346,14 +346,40 @@ def test_integral_floats_and_integers_are_the_same_call() -> None:
     assert _key({"a": 1.5}) != _key({"a": 1})
 
 
-async def test_hostile_tool_input_is_answered_and_recorded() -> None:
+async def test_hostile_tool_input_is_let_through_and_answered_by_tool_call() -> None:
     options, recorder, _ = guarded()
     for i, hostile in enumerate([[1, 2], "text", None, {"status": {"$ref": "#"}}]):
         decided = await hook(options, "PreToolUse")(
             pre_tool_input("get_orders", hostile, f"h{i}"), f"h{i}", {"signal": None}
         )
         assert decided["hookSpecificOutput"]["permissionDecision"] == "allow"
-    assert recorder.outcomes == [Outcome.INVALID_ARGS] * 4
+    assert recorder.results == []  # nothing runs in the hook
+    async with Client(options.mcp_servers["shop"]["instance"]) as client:
+        result = await client.call_tool("get_orders", {"status": {"$ref": "#"}})
+    assert (result.content[0].text, result.is_error) == (
+        model_sentence(Outcome.INVALID_ARGS, ["status"]),
+        True,
+    )
+    assert [r.call_id for r in recorder.results] == ["h3"]
+
+
+async def test_a_call_the_cli_never_made_is_forgotten_at_stop() -> None:
+    ran: list[Any] = []
+
+    @tool("note", "Write a note.", {"text": str})
+    async def note(args: dict[str, Any]) -> dict[str, Any]:
+        ran.append(args)
+        return {"content": [{"type": "text", "text": "ok"}]}
+
+    options = guard(ClaudeAgentOptions(), Guardrails(), server="shop", sdk_tools=[note])
+    await hook(options, "PreToolUse")(
+        pre_tool_input("note", {"text": "x"}, "t1"), "t1", {"signal": None}
+    )
+    stop = {"session_id": "s1", "hook_event_name": "Stop", "last_assistant_message": ""}
+    await hook(options, "Stop")(stop, None, {"signal": None})
+    async with Client(options.mcp_servers["shop"]["instance"]) as client:
+        result = await client.call_tool("note", {"text": "x"})
+    assert result.is_error and ran == []
 
 
 async def test_an_engine_tool_of_our_own_is_served_too() -> None:
