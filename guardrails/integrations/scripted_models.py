@@ -49,7 +49,7 @@ def chat_client(*turns: Turn, repeat: bool = False) -> Any:
             self.script = list(turns)
             self.requests: list[tuple[list[Any], dict[str, Any]]] = []
 
-        async def _inner_get_response(
+        def _inner_get_response(
             self, *, messages: Any, stream: bool, options: Any, **kwargs: Any
         ) -> Any:
             if not repeat:
@@ -62,7 +62,18 @@ def chat_client(*turns: Turn, repeat: bool = False) -> Any:
                     af.Content.from_function_call(call_id=f"call_{i}", name=name, arguments=args)
                     for i, (name, args) in enumerate(turn)
                 ]
-            return af.ChatResponse(messages=[af.Message(role="assistant", contents=contents)])
+            message = af.Message(role="assistant", contents=contents)
+            if stream:
+
+                async def updates() -> Any:
+                    yield af.ChatResponseUpdate(role="assistant", contents=message.contents)
+
+                return af.ResponseStream(updates(), finalizer=af.ChatResponse.from_updates)
+
+            async def response() -> Any:
+                return af.ChatResponse(messages=[message])
+
+            return response()
 
     return ScriptedChatClient()
 

@@ -21,6 +21,7 @@ else:
 from agent_framework.observability import ChatTelemetryLayer
 
 from guardrails.integrations.agent_framework import guard, tool_from
+from guardrails.integrations.scripted_models import chat_client, tool_results
 
 SECRET = "token=sk-live-123"
 BIG = "x" * 5_000
@@ -241,3 +242,33 @@ async def test_without_the_adapter_the_framework_leaks_and_uses_what_the_model_c
     assert "no_such_tool" in sent["c3"]
     assert sent["c4"] == "someone-else:open:10"
     assert sent["c6"] == BIG
+
+
+async def test_a_streamed_run_is_guarded_and_checked_at_its_end() -> None:
+    client = chat_client([("slow_echo", {"text": "hi"}), ("no_such_tool", {})], "done")
+    reports: list[Any] = []
+    agent = guard(
+        af.Agent(client=client, tools=[slow_echo]), Guardrails(), on_report=reports.append
+    )
+    stream = agent.run("hello", stream=True)
+    async for _ in stream:
+        pass
+    final = await stream.get_final_response()
+    assert tool_results(client) == {"call_0": "HI", "call_1": model_sentence(Outcome.UNAVAILABLE)}
+    assert final.text == "done"
+    assert [r.text for r in reports] == ["done"]
+
+
+async def test_a_refused_turn_never_calls_the_model() -> None:
+    @make_guard(at="pre_turn")
+    def no_deletions(request: Any) -> Any:
+        if "delete" in request.text.raw:
+            return GuardResult.rejected("deletion_requested")
+        return GuardResult.passed()
+
+    client = chat_client("done")
+    agent = guard(af.Agent(client=client, tools=[slow_echo]), Guardrails(guards=[no_deletions]))
+    response = await agent.run("delete everything")
+    assert client.requests == []
+    assert response.messages == []
+    assert response.additional_properties["guardrails_refusal"] == "deletion_requested"

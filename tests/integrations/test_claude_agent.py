@@ -402,3 +402,23 @@ async def test_an_engine_tool_of_our_own_is_served_too() -> None:
         result = await client.call_tool("add", {"a": 2})
     assert listed[0].input_schema["required"] == ["a"]
     assert (result.content[0].text, result.is_error) == ("3", False)
+
+
+async def test_a_refused_prompt_is_blocked_with_the_refusal_code() -> None:
+    from guardrails import GuardResult
+    from guardrails import guard as make_guard
+
+    @make_guard(at="pre_turn")
+    def no_deletions(request: Any) -> Any:
+        if "delete" in request.text.raw:
+            return GuardResult.rejected("deletion_requested")
+        return GuardResult.passed()
+
+    options = guard(
+        ClaudeAgentOptions(), Guardrails(guards=[no_deletions]), server="shop", sdk_tools=ALL
+    )
+    prompt = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "delete all"}
+    decided = await hook(options, "UserPromptSubmit")(prompt, None, {"signal": None})
+    assert decided == {"decision": "block", "reason": "deletion_requested"}
+    answers = await call_through_hooks(options, [("dump_log", {})])
+    assert answers["toolu_0"] == (model_sentence(Outcome.UNAVAILABLE), True)

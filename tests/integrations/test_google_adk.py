@@ -286,3 +286,32 @@ async def test_without_the_plugin_a_raising_tool_aborts_the_run_with_its_text() 
     agent = LlmAgent(name="shop", model=llm, tools=ALL)
     with pytest.raises(RuntimeError, match=SECRET):
         await run(runner_for(agent))
+
+
+def test_the_sync_runner_is_guarded_too() -> None:
+    llm = model(calls(("get_orders", {"status": "open"}), ("get_orders", {})), answer())
+    runner, recorder, reports = guarded(llm)
+    session = runner.session_service.create_session_sync(app_name="shop", user_id="u")
+    message = types.Content(role="user", parts=[types.Part(text="orders")])
+    for _ in runner.run(user_id="u", session_id=session.id, new_message=message):
+        pass
+    assert results_sent(llm) == {
+        "c0": {"result": "acme:open:10"},
+        "c1": {"error": model_sentence(Outcome.INVALID_ARGS, ["status"])},
+    }
+    assert len(reports) == 1
+    assert recorder.outcomes == [Outcome.OK, Outcome.INVALID_ARGS]
+
+
+async def test_a_refused_turn_offers_no_tool() -> None:
+    @make_guard(at="pre_turn")
+    def no_deletions(request: Any) -> Any:
+        if "delete" in request.text.raw:
+            return GuardResult.rejected("deletion_requested")
+        return GuardResult.passed()
+
+    llm = model(calls(("shout", {"text": "x"})), answer())
+    agent = LlmAgent(name="shop", model=llm, tools=[shout, dump_log])
+    await run(runner_for(agent, plugin(agent, Guardrails(guards=[no_deletions]))), "delete all")
+    assert offered(llm.requests[0]) == []
+    assert results_sent(llm)["c0"] == {"error": model_sentence(Outcome.UNAVAILABLE)}
