@@ -238,6 +238,8 @@ async def test_without_the_adapter_the_framework_leaks_and_uses_what_the_model_c
     client.function_invocation_configuration["include_detailed_errors"] = True
     await agent.run("show my orders")
     sent = results_sent(client)
+    assert sent["c1"].startswith("Error: Argument parsing failed.")
+    assert "input_value=3" in sent["c2"]
     assert SECRET in sent["c5"]
     assert "no_such_tool" in sent["c3"]
     assert sent["c4"] == "someone-else:open:10"
