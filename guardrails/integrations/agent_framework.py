@@ -94,60 +94,86 @@ def guard(
     framework's ``AgentContext`` returning one (default: the session id of the
     run); ``on_report`` receives each run's post_run report.
     """
-    from agent_framework import AgentMiddleware, ChatMiddleware, FunctionMiddleware, FunctionTool
+    from agent_framework import FunctionTool
 
     declared = (getattr(agent, "default_options", None) or {}).get("tools") or []
     function_tools = [t for t in declared if isinstance(t, FunctionTool)]
     check_tool_options(tool_options, [t.name for t in function_tools], "guard(agent)")
     for ft in function_tools:
         register(rails, ft.name, lambda ft=ft, **o: tool_from(ft, **o), tool_options)
+    middleware = list(getattr(agent, "middleware", None) or [])
+    agent.middleware = [*middleware, *_middleware(_Guarding(rails, context, on_report))]
+    return agent
+
+
+class _Guarding:
+    """What the three middleware do, with the engine, the context source and the report sink."""
+
+    def __init__(self, rails: Guardrails, context: ContextSource, on_report: ReportSink) -> None:
+        self.rails = rails
+        self.context = context
+        self.on_report = on_report
+
+    async def run(self, ctx: Any, call_next: Callable[[], Awaitable[None]]) -> None:
+        """One agent run: a turn, pre_turn over the input, post_run over the answer."""
+        turn = start_turn(self.rails, self.context, ctx, getattr(ctx.session, "session_id", None))
+        candidates = _known(self.rails, [t.name for t in _tools_of(ctx)])
+        decision = await turn.apre_turn(_input_messages(ctx.messages), candidates)
+        if decision.refusal is not None:
+            ctx.result = _refused(str(decision.refusal.code))
+            return
+        ctx.function_invocation_kwargs[RUN_KEY] = turn
+        token = _RUN.set(turn)
+        try:
+            await call_next()
+        finally:
+            if not ctx.stream:
+                # A streamed run goes on while the caller reads the stream.
+                _RUN.reset(token)
+        await _after_run(ctx, turn, self.on_report)
+
+    async def request(self, ctx: Any, call_next: Callable[[], Awaitable[None]]) -> None:
+        """One model request: unknown calls answered by tool_call, only offered tools sent."""
+        turn = _RUN.get(None)
+        if turn is not None:
+            await _answer_unknown_calls(turn, ctx.messages, _names(ctx.options))
+            if ctx.options:
+                tools = _shown(ctx.options, turn.offered, self.rails)
+                ctx.options = {**ctx.options, "tools": tools}
+        await call_next()
+
+    async def call(self, ctx: Any, call_next: Callable[[], Awaitable[None]]) -> None:
+        """One tool call through tool_call; the tool runs through ``call_next``."""
+        turn = ctx.kwargs.get(RUN_KEY)
+        if not isinstance(turn, Turn):  # a call outside a guarded run: a turn of its own
+            session = getattr(ctx.session, "session_id", None)
+            turn = start_turn(self.rails, self.context, ctx, session)
+        token = _CALL.set((ctx, call_next))
+        try:
+            result = await turn.acall(
+                ctx.function.name, _arguments(ctx.arguments), ctx.metadata.get("call_id")
+            )
+        finally:
+            _CALL.reset(token)
+        ctx.result = result.content
+
+
+def _middleware(guarding: _Guarding) -> list[Any]:
+    from agent_framework import AgentMiddleware, ChatMiddleware, FunctionMiddleware
 
     class RunGuard(AgentMiddleware):  # type: ignore[misc, unused-ignore]
         async def process(self, ctx: Any, call_next: Callable[[], Awaitable[None]]) -> None:
-            session = getattr(ctx.session, "session_id", None)
-            turn = start_turn(rails, context, ctx, session)
-            candidates = [t.name for t in _tools_of(ctx)]
-            decision = await turn.apre_turn(
-                _input_messages(ctx.messages), _known(rails, candidates)
-            )
-            if decision.refused:
-                ctx.result = _refused(ctx, str(decision.refusal.code) if decision.refusal else "")
-                return
-            ctx.function_invocation_kwargs[RUN_KEY] = turn
-            token = _RUN.set(turn)
-            try:
-                await call_next()
-            finally:
-                if not ctx.stream:
-                    # A streamed run goes on while the caller reads the stream.
-                    _RUN.reset(token)
-            await _after_run(ctx, turn, on_report)
+            await guarding.run(ctx, call_next)
 
     class RequestGuard(ChatMiddleware):  # type: ignore[misc, unused-ignore]
         async def process(self, ctx: Any, call_next: Callable[[], Awaitable[None]]) -> None:
-            turn = _RUN.get(None)
-            if turn is not None:
-                await _answer_unknown_calls(turn, ctx.messages, _names(ctx.options))
-                if ctx.options:
-                    ctx.options = {**ctx.options, "tools": _shown(ctx.options, turn.offered, rails)}
-            await call_next()
+            await guarding.request(ctx, call_next)
 
     class CallGuard(FunctionMiddleware):  # type: ignore[misc, unused-ignore]
         async def process(self, ctx: Any, call_next: Callable[[], Awaitable[None]]) -> None:
-            turn = ctx.kwargs.get(RUN_KEY)
-            if not isinstance(turn, Turn):
-                turn = start_turn(rails, context, ctx, getattr(ctx.session, "session_id", None))
-            call_id = ctx.metadata.get("call_id")
-            token = _CALL.set((ctx, call_next))
-            try:
-                result = await turn.acall(ctx.function.name, _arguments(ctx.arguments), call_id)
-            finally:
-                _CALL.reset(token)
-            ctx.result = result.content
+            await guarding.call(ctx, call_next)
 
-    middleware = list(getattr(agent, "middleware", None) or [])
-    agent.middleware = [*middleware, RunGuard(), RequestGuard(), CallGuard()]
-    return agent
+    return [RunGuard(), RequestGuard(), CallGuard()]
 
 
 def _tools_of(ctx: Any) -> list[Any]:
@@ -242,7 +268,7 @@ def _arguments(arguments: Any) -> Any:
     return arguments
 
 
-def _refused(ctx: Any, code: str) -> Any:
+def _refused(code: str) -> Any:
     from agent_framework import AgentResponse
 
     return AgentResponse(messages=[], additional_properties={"guardrails_refusal": code})

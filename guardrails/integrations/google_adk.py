@@ -105,62 +105,82 @@ def plugin(
     ADK ``InvocationContext`` returning one (default: the ADK session id);
     ``on_report`` receives each run's post_run report.
     """
-    from google.adk.plugins.base_plugin import BasePlugin
-
     found = {t.name: t for t in _agent_tools(agent)}
     check_tool_options(tool_options, found, "plugin(agent)")
     for tool_name, adk_tool in found.items():
         register(rails, tool_name, lambda t=adk_tool, **o: tool_from(t, **o), tool_options)
+    return _plugin(_Guarding(rails, context, on_report), name)
+
+
+class _Guarding:
+    """What the plugin does, with the engine, the context source and the report sink.
+
+    The ADK contexts (``InvocationContext``, and the callback and tool contexts)
+    all carry ``invocation_id``, ``session`` and ``user_content``.
+    """
+
+    def __init__(self, rails: Guardrails, context: ContextSource, on_report: ReportSink) -> None:
+        self.rails = rails
+        self.context = context
+        self.on_report = on_report
+        self.runs: dict[str, _Run] = {}
+
+    def run_of(self, adk_context: Any) -> _Run:
+        run = self.runs.get(adk_context.invocation_id)
+        if run is None:
+            session = getattr(adk_context.session, "id", None)
+            turn = start_turn(self.rails, self.context, adk_context, session)
+            run = _Run(turn, _text(adk_context.user_content))
+            self.runs[adk_context.invocation_id] = run
+        return run
+
+    async def request(self, callback_context: Any, llm_request: Any) -> None:
+        run = self.run_of(callback_context)
+        for tool_name, adk_tool in (llm_request.tools_dict or {}).items():
+            if tool_name not in self.rails.tools and hasattr(adk_tool, "_get_declaration"):
+                # A toolset's tools are known only now; they get default options.
+                self.rails.add_tool(tool_from(adk_tool))
+        await run.decide(list(llm_request.tools_dict or {}))
+        _restrict(llm_request, run.turn.offered, self.rails)
+
+    async def call(self, tool: Any, tool_args: Any, tool_context: Any) -> dict[str, Any]:
+        run = self.run_of(tool_context)
+        token = _CALL.set((tool, tool_context))
+        try:
+            result = await run.turn.acall(tool.name, tool_args, tool_context.function_call_id)
+        finally:
+            _CALL.reset(token)
+        return {"result" if result.ok else "error": result.content}
+
+    async def finish(self, invocation_context: Any) -> None:
+        run = self.runs.pop(invocation_context.invocation_id, None)
+        if run is not None:
+            report = await run.turn.apost_run(_final_text(invocation_context))
+            if self.on_report is not None:
+                self.on_report(report)
+
+
+def _plugin(guarding: _Guarding, name: str) -> Any:
+    from google.adk.plugins.base_plugin import BasePlugin
 
     class GuardrailsPlugin(BasePlugin):  # type: ignore[misc, unused-ignore]
-        def __init__(self) -> None:
-            super().__init__(name=name)
-            self.runs: dict[str, _Run] = {}
-
-        def run_of(self, invocation: Any) -> _Run:
-            run = self.runs.get(invocation.invocation_id)
-            if run is None:
-                session = getattr(invocation.session, "id", None)
-                turn = start_turn(rails, context, invocation, session)
-                run = self.runs[invocation.invocation_id] = _Run(
-                    turn, _text(invocation.user_content)
-                )
-            return run
-
         async def before_run_callback(self, *, invocation_context: Any) -> Any:
-            self.run_of(invocation_context)
+            guarding.run_of(invocation_context)
             return None
 
         async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> Any:
-            run = self.run_of(callback_context._invocation_context)
-            for tool_name, adk_tool in (llm_request.tools_dict or {}).items():
-                if tool_name not in rails.tools and hasattr(adk_tool, "_get_declaration"):
-                    # A toolset's tools are known only now; they get default options.
-                    rails.add_tool(tool_from(adk_tool))
-            await run.decide(list(llm_request.tools_dict or {}))
-            _restrict(llm_request, run.turn.offered, rails)
+            await guarding.request(callback_context, llm_request)
             return None
 
         async def before_tool_callback(
             self, *, tool: Any, tool_args: Any, tool_context: Any
         ) -> Any:
-            run = self.run_of(tool_context._invocation_context)
-            token = _CALL.set((tool, tool_context))
-            try:
-                result = await run.turn.acall(tool.name, tool_args, tool_context.function_call_id)
-            finally:
-                _CALL.reset(token)
-            return {"result" if result.ok else "error": result.content}
+            return await guarding.call(tool, tool_args, tool_context)
 
         async def after_run_callback(self, *, invocation_context: Any) -> None:
-            run = self.runs.pop(invocation_context.invocation_id, None)
-            if run is None:
-                return
-            report = await run.turn.apost_run(_final_text(invocation_context))
-            if on_report is not None:
-                on_report(report)
+            await guarding.finish(invocation_context)
 
-    return GuardrailsPlugin()
+    return GuardrailsPlugin(name=name)
 
 
 class _Run:
