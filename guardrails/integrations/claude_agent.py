@@ -1,4 +1,4 @@
-"""Claude Agent SDK: the engine's tools served in process, every call decided by hooks.
+"""Claude Agent SDK: the engine's tools served in process, every call through tool_call.
 
 ::
 
