@@ -6,6 +6,8 @@ import os
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from guardrails import ConfigurationError, Guardrails, GuardResult, Outcome, TurnContext
 from guardrails import guard as make_guard
@@ -274,3 +276,46 @@ async def test_a_refused_turn_never_calls_the_model() -> None:
     assert client.requests == []
     assert response.messages == []
     assert response.additional_properties["guardrails_refusal"] == "deletion_requested"
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+MODEL_ARGUMENTS = st.one_of(
+    st.fixed_dictionaries({"status": st.text(max_size=8)}),
+    st.fixed_dictionaries(
+        {"status": st.text(max_size=8)}, optional={"limit": JSON_VALUES, "account": JSON_VALUES}
+    ),
+    st.dictionaries(
+        st.sampled_from(["status", "limit", "account", "other"]), JSON_VALUES, max_size=4
+    ),
+)
+SENTENCES = {model_sentence(o) for o in Outcome if o is not Outcome.OK}
+
+
+def test_whatever_arguments_the_model_sends_it_reads_a_result_or_a_fixed_sentence() -> None:
+    import asyncio
+
+    seen: set[Outcome] = set()
+
+    @settings(max_examples=80, deadline=None)
+    @given(arguments=MODEL_ARGUMENTS)
+    def check(arguments: dict[str, Any]) -> None:
+        client = ScriptedClient(calls(("get_orders", arguments)), answer())
+        agent, recorder = guarded(client)
+        asyncio.run(agent.run("orders"))
+        [result] = recorder.results
+        seen.add(result.outcome)
+        sent = results_sent(client)["c0"]
+        assert sent == result.content
+        if result.outcome is Outcome.OK:
+            assert sent.startswith("acme:")
+        else:
+            assert sent.split(" Check these parameters:")[0].split(" Send only")[0] in SENTENCES
+
+    check()
+    assert {Outcome.OK, Outcome.INVALID_ARGS} <= seen
