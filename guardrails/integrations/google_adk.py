@@ -164,6 +164,8 @@ def _plugin(guarding: _Guarding, name: str) -> Any:
     from google.adk.plugins.base_plugin import BasePlugin
 
     class GuardrailsPlugin(BasePlugin):  # type: ignore[misc, unused-ignore]
+        runs = guarding.runs  # the runs in progress, by invocation id
+
         async def before_run_callback(self, *, invocation_context: Any) -> Any:
             guarding.run_of(invocation_context)
             return None
@@ -179,6 +181,10 @@ def _plugin(guarding: _Guarding, name: str) -> Any:
 
         async def after_run_callback(self, *, invocation_context: Any) -> None:
             await guarding.finish(invocation_context)
+
+        async def on_run_error_callback(self, *, invocation_context: Any, error: Exception) -> None:
+            # A run that failed is not checked: its turn is dropped.
+            guarding.runs.pop(invocation_context.invocation_id, None)
 
     return GuardrailsPlugin(name=name)
 

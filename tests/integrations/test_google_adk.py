@@ -315,3 +315,16 @@ async def test_a_refused_turn_offers_no_tool() -> None:
     await run(runner_for(agent, plugin(agent, Guardrails(guards=[no_deletions]))), "delete all")
     assert offered(llm.requests[0]) == []
     assert results_sent(llm)["c0"] == {"error": model_sentence(Outcome.UNAVAILABLE)}
+
+
+async def test_a_failed_run_leaves_no_turn_behind() -> None:
+    class Broken(ScriptedModel):
+        async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
+            raise ConnectionError("model down")
+            yield  # an async generator
+
+    agent = LlmAgent(name="shop", model=Broken(model="broken"), tools=[shout])
+    guard = plugin(agent, Guardrails())
+    with pytest.raises(ConnectionError):
+        await run(runner_for(agent, guard))
+    assert guard.runs == {}
