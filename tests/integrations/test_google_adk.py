@@ -328,3 +328,11 @@ async def test_a_failed_run_leaves_no_turn_behind() -> None:
     with pytest.raises(ConnectionError):
         await run(runner_for(agent, guard))
     assert guard.runs == {}
+
+
+def test_the_tools_of_sub_agents_are_registered_too() -> None:
+    helper = LlmAgent(name="helper", model=model(), tools=[dump_log])
+    root = LlmAgent(name="shop", model=model(), tools=[shout], sub_agents=[helper])
+    rails = Guardrails()
+    plugin(root, rails)
+    assert sorted(rails.tools) == ["dump_log", "shout"]
