@@ -9,7 +9,6 @@ run context (its session id) unless the application says otherwise.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -26,7 +25,6 @@ __all__ = [
     "check_tool_options",
     "register",
     "start_turn",
-    "text_of",
 ]
 
 # Per tool name, the options of ``Tool`` (``bind=``, ``effect=``, ``guards=``, ``timeout=`` ...).
@@ -81,13 +79,3 @@ def start_turn(rails: Guardrails, context: ContextSource, source: Any, session: 
     if turn_context.session is None and isinstance(session, str) and session:
         turn_context = turn_context.evolve(session=session)
     return rails.turn(turn_context)
-
-
-def text_of(value: Any) -> str:
-    """A tool result as the text a framework expects (JSON for anything but a string)."""
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return str(value)
