@@ -319,3 +319,25 @@ def test_whatever_arguments_the_model_sends_it_reads_a_result_or_a_fixed_sentenc
 
     check()
     assert {Outcome.OK, Outcome.INVALID_ARGS} <= seen
+
+
+async def test_a_secret_reaches_an_action_tool_and_nothing_else() -> None:
+    from guardrails import Secret
+
+    seen: list[str] = []
+
+    @af.tool
+    def charge(amount: int, api_key: str) -> str:
+        """Charge the card."""
+        seen.append(api_key)
+        return f"charged {amount}"
+
+    client = ScriptedClient(calls(("charge", {"amount": 5})), answer())
+    recorder = MemoryRecorder()
+    rails = Guardrails(recorder=recorder, secrets=lambda name: "sk-secret-1")
+    options = {"charge": {"bind": {"api_key": Secret("stripe")}, "effect": True}}
+    await guard(af.Agent(client=client, tools=[charge]), rails, tool_options=options).run("pay")
+    assert seen == ["sk-secret-1"]
+    assert results_sent(client)["c0"] == "charged 5"
+    assert "sk-secret-1" not in repr(recorder.results)
+    assert "api_key" not in str([t.parameters() for t in client.requests[0][1]["tools"]])
