@@ -8,6 +8,9 @@ kept for assertions::
         client = anthropic.Anthropic(api_key="test", base_url=api.base_url)
         ...
         api.requests[0]["tools"]
+
+A request with ``"stream": true`` (the Claude Code CLI sends them) is answered
+with the same message as server-sent events.
 """
 
 from __future__ import annotations
@@ -54,6 +57,34 @@ def tool_use_message(*calls: tuple[str, dict[str, Any]], text: str = "") -> dict
     return _message(content, "tool_use")
 
 
+def _events(message: dict[str, Any]) -> bytes:
+    """``message`` as the Messages API streams it."""
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"message": {**message, "content": [], "stop_reason": None}})
+    ]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "tool_use":
+            start = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            start = {**block, "text": ""}
+            delta = {"type": "text_delta", "text": block.get("text", "")}
+        events += [
+            ("content_block_start", {"index": index, "content_block": start}),
+            ("content_block_delta", {"index": index, "delta": delta}),
+            ("content_block_stop", {"index": index}),
+        ]
+    stop = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    events += [
+        ("message_delta", {"delta": stop, "usage": {"output_tokens": 0}}),
+        ("message_stop", {}),
+    ]
+    return b"".join(
+        f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
+        for kind, data in events
+    )
+
+
 class ScriptedMessagesAPI:
     """Serves scripted messages, in order, on an ephemeral port. A context manager."""
 
@@ -88,10 +119,19 @@ class ScriptedMessagesAPI:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path.split("?")[0] != "/v1/messages":
+                    # Token counting and the like: not a model turn.
+                    self._send(200, "application/json", b'{"input_tokens": 0}')
+                    return
                 status, reply = api._next(body)
-                data = json.dumps(reply).encode()
+                if status == 200 and body.get("stream"):
+                    self._send(status, "text/event-stream", _events(reply))
+                else:
+                    self._send(status, "application/json", json.dumps(reply).encode())
+
+            def _send(self, status: int, kind: str, data: bytes) -> None:
                 self.send_response(status)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", kind)
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

@@ -1,0 +1,246 @@
+"""Claude Agent SDK: the engine's tools served in process, every call through tool_call.
+
+::
+
+    options = guard(ClaudeAgentOptions(...), rails, server="shop", sdk_tools=[get_orders])
+    async for message in query(prompt="...", options=options): ...
+
+``guard`` registers the SDK's ``@tool`` functions (``sdk_tools``) in the engine
+(schema read the way the SDK builds it), serves all the engine's tools as the
+in-process MCP server ``server`` (bound parameters hidden), and adds hooks:
+
+- ``UserPromptSubmit`` starts a ``Turn`` for the session and runs pre_turn over
+  the prompt (a refused prompt is blocked with the refusal code);
+- ``PreToolUse`` lets each call of a served tool through (no permission
+  prompt) and notes its session and call id; the served tool then runs the
+  call through tool_call in that session's turn and answers with the result's
+  content (``isError`` unless ok): the model reads exactly our outcome, never
+  the CLI's or the SDK's words;
+- ``Stop`` runs post_run over the last assistant message.
+
+The CLI answers calls of tools that do not exist at all before any hook runs
+(``No such tool available: <name>``); that text cannot be replaced from here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import defaultdict, deque
+from collections.abc import Iterable
+from typing import Any
+
+from ..engine import Guardrails, Turn
+from ..errors import ConfigurationError
+from ..tools import Tool
+from ..verdicts import Outcome, model_sentence
+from ._frameworks import (
+    ContextSource,
+    ReportSink,
+    ToolOptions,
+    check_tool_options,
+    register,
+    start_turn,
+)
+
+__all__ = ["ToolReportedError", "guard", "tool_from"]
+
+_MCP = "mcp__"
+
+
+class ToolReportedError(Exception):
+    """An SDK tool answered ``is_error``: the call's outcome is ``error`` (its text stays here)."""
+
+
+def tool_from(sdk_tool: Any, **options: Any) -> Tool:
+    """A guarded ``Tool`` for a Claude Agent SDK ``@tool`` function (an ``SdkMcpTool``).
+
+    The schema is the one the SDK would send (a ``{"name": type}`` mapping makes
+    every key required, as the SDK does); ``options`` are those of ``Tool``.
+    """
+    from claude_agent_sdk import _build_input_schema
+
+    handler = sdk_tool.handler
+
+    async def run(**arguments: Any) -> Any:
+        answer = await handler(arguments)
+        if not isinstance(answer, dict) or answer.get("is_error"):
+            raise ToolReportedError(f"tool {sdk_tool.name!r} answered with an error")
+        return _text_of(answer.get("content") or [])
+
+    options.setdefault("description", sdk_tool.description or "")
+    return Tool(sdk_tool.name, run, _build_input_schema(sdk_tool), **options)
+
+
+def _text_of(content: list[Any]) -> str:
+    return "\n".join(
+        block["text"]
+        if isinstance(block, dict) and block.get("type") == "text"
+        else json.dumps(block, default=str)
+        for block in content
+    )
+
+
+class _Hooks:
+    """The state the hooks share: one turn per session, and ok results waiting for the server."""
+
+    def __init__(
+        self,
+        rails: Guardrails,
+        server: str,
+        context: ContextSource,
+        on_report: ReportSink,
+    ) -> None:
+        self.rails = rails
+        self.prefix = f"{_MCP}{server}__"
+        self.context = context
+        self.on_report = on_report
+        self.turns: dict[str, Turn] = {}
+        # Calls PreToolUse let through, by tool and arguments: the turn and call id
+        # the served tool runs them in (the server is not told the session).
+        self.waiting: defaultdict[tuple[str, str], deque[tuple[Turn, str | None]]] = defaultdict(
+            deque
+        )
+
+    def turn_of(self, hook_input: dict[str, Any]) -> Turn:
+        session = hook_input.get("session_id")
+        key = session if isinstance(session, str) else ""
+        turn = self.turns.get(key)
+        if turn is None:
+            turn = self.turns[key] = start_turn(self.rails, self.context, hook_input, session)
+        return turn
+
+    async def prompt(self, hook_input: Any, tool_use_id: Any, ctx: Any) -> Any:
+        self.turns.pop(str(hook_input.get("session_id") or ""), None)
+        decision = await self.turn_of(hook_input).apre_turn(hook_input.get("prompt") or "")
+        if decision.refusal is not None:
+            return {"decision": "block", "reason": str(decision.refusal.code)}
+        return {}
+
+    async def pre_tool(self, hook_input: Any, tool_use_id: Any, ctx: Any) -> Any:
+        full_name = hook_input.get("tool_name")
+        if not (isinstance(full_name, str) and full_name.startswith(self.prefix)):
+            return {}  # not a served tool: the CLI's own permissions decide
+        name = full_name[len(self.prefix) :]
+        call_id = hook_input.get("tool_use_id") or tool_use_id
+        turn = self.turn_of(hook_input)
+        self.waiting[(name, _key(hook_input.get("tool_input")))].append(
+            (turn, call_id if isinstance(call_id, str) else None)
+        )
+        # The call itself runs when the CLI calls the served tool, so a hook of
+        # the application that denies it stops it before anything runs.
+        return _ALLOW
+
+    async def stop(self, hook_input: Any, tool_use_id: Any, ctx: Any) -> Any:
+        turn = self.turns.pop(str(hook_input.get("session_id") or ""), None)
+        if turn is None:
+            return {}
+        for key, queue in list(self.waiting.items()):
+            # Calls let through but never made (another hook denied them).
+            kept = deque(entry for entry in queue if entry[0] is not turn)
+            if kept:
+                self.waiting[key] = kept
+            else:
+                del self.waiting[key]
+        report = await turn.apost_run(hook_input.get("last_assistant_message") or "")
+        if self.on_report is not None:
+            self.on_report(report)
+        return {}
+
+    async def call(self, name: str, arguments: Any) -> tuple[str, bool]:
+        """Run a call PreToolUse let through, in its turn: (content, is_error)."""
+        queue = self.waiting.get((name, _key(arguments)))
+        if not queue:
+            # Not seen by the hook (the server used without it): nothing runs.
+            return model_sentence(Outcome.UNAVAILABLE), True
+        turn, call_id = queue.popleft()
+        if not queue:
+            del self.waiting[(name, _key(arguments))]
+        result = await turn.acall(name, arguments, call_id)
+        return result.content, result.is_error
+
+
+_ALLOW = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
+
+
+def _key(arguments: Any) -> str:
+    """The same text for the arguments the hook saw and those the server got.
+
+    Both were parsed from JSON the CLI wrote; a number written ``1.0`` on one
+    side may be ``1`` on the other, so integral floats count as integers.
+    """
+    return json.dumps(_canonical(arguments), sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def _server(hooks: _Hooks, rails: Guardrails, name: str) -> Any:
+    from mcp.server import Server
+    from mcp.types import CallToolResult, ListToolsResult, TextContent
+    from mcp.types import Tool as McpTool
+
+    async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
+        return ListToolsResult(
+            tools=[McpTool.model_validate(t.to_mcp()) for t in rails.tools.values()]
+        )
+
+    async def call_tool(ctx: Any, params: Any) -> CallToolResult:
+        text, is_error = await hooks.call(params.name, params.arguments or {})
+        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
+
+    return Server(name, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def guard(
+    options: Any,
+    rails: Guardrails,
+    *,
+    server: str,
+    sdk_tools: Iterable[Any] = (),
+    tool_options: ToolOptions | None = None,
+    context: ContextSource = None,
+    on_report: ReportSink = None,
+) -> Any:
+    """A copy of ``options`` (``ClaudeAgentOptions``) whose tools ``server`` are guarded by ``rails``.
+
+    ``sdk_tools`` are ``@tool`` functions to register in the engine (with
+    ``tool_options[name]``: ``bind=``, ``effect=`` ...); every engine tool is
+    served as ``mcp__<server>__<name>``, replacing any server of that name.
+    ``context`` is a ``TurnContext`` or a function of the hook input returning
+    one (default: the SDK session id); ``on_report`` receives each run's
+    post_run report.
+    """
+    from claude_agent_sdk import HookMatcher
+    from claude_agent_sdk.types import McpSdkServerConfig
+
+    sdk_tools = list(sdk_tools)
+    check_tool_options(tool_options, [t.name for t in sdk_tools], "guard(options)")
+    for sdk_tool in sdk_tools:
+        register(rails, sdk_tool.name, lambda t=sdk_tool, **o: tool_from(t, **o), tool_options)
+    if not rails.tools:
+        raise ConfigurationError("guard(options): the engine has no tools to serve")
+    hooks = _Hooks(rails, server, context, on_report)
+    added = {
+        "UserPromptSubmit": [HookMatcher(hooks=[hooks.prompt])],
+        "PreToolUse": [HookMatcher(hooks=[hooks.pre_tool])],
+        "Stop": [HookMatcher(hooks=[hooks.stop])],
+    }
+    existing = dict(options.hooks or {})
+    merged = {event: [*existing.get(event, []), *matchers] for event, matchers in added.items()}
+    if not isinstance(options.mcp_servers, dict):
+        raise ConfigurationError(
+            "guard(options): mcp_servers must be a dict to add the guarded server"
+        )
+    servers = dict(options.mcp_servers)
+    servers[server] = McpSdkServerConfig(
+        type="sdk", name=server, instance=_server(hooks, rails, server)
+    )
+    return dataclasses.replace(options, hooks={**existing, **merged}, mcp_servers=servers)

@@ -1,0 +1,240 @@
+"""Google ADK: an existing agent guarded by one plugin on its ``Runner``.
+
+::
+
+    runner = InMemoryRunner(agent=agent, plugins=[plugin(agent, rails)])
+
+The plugin registers the agent tree's function tools in the engine (schema
+from each tool's own declaration) and, for every run of the runner: starts a
+``Turn`` (session from the ADK session), runs pre_turn over the user's message
+before each model request (only offered tools are sent), answers every tool
+call through tool_call in ``before_tool_callback`` (unknown tools included:
+ADK asks the plugin before it fails on them), and runs post_run when the run
+ends. The tool itself still runs through ADK (``run_async``), with the
+arguments tool_call admitted and the bound ones added.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from typing import Any
+
+from ..engine import Guardrails, Turn
+from ..tools import Tool
+from ._frameworks import (
+    ContextSource,
+    ReportSink,
+    ToolOptions,
+    check_tool_options,
+    register,
+    start_turn,
+)
+
+__all__ = ["plugin", "tool_from"]
+
+_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+# The ADK tool and ToolContext of the call being run, for ``_through_adk``.
+_CALL: contextvars.ContextVar[tuple[Any, Any]] = contextvars.ContextVar("guardrails_adk_call")
+
+
+def tool_from(adk_tool: Any, **options: Any) -> Tool:
+    """A guarded ``Tool`` for an ADK tool (a ``FunctionTool`` or a plain function).
+
+    The schema is the tool's own declaration (``required`` lists the
+    parameters without a default); ``options`` are those of ``Tool``.
+    """
+    adk_tool = _as_adk_tool(adk_tool)
+    declaration = adk_tool._get_declaration()  # ADK exposes it only through this method
+    options.setdefault("description", adk_tool.description or "")
+    return Tool(adk_tool.name, _through_adk, _schema_of(declaration), **options)
+
+
+def _as_adk_tool(item: Any) -> Any:
+    from google.adk.tools.base_tool import BaseTool
+    from google.adk.tools.function_tool import FunctionTool
+
+    return item if isinstance(item, BaseTool) else FunctionTool(item)
+
+
+def _schema_of(declaration: Any) -> dict[str, Any]:
+    if declaration is None:
+        return dict(_EMPTY_SCHEMA)
+    schema = declaration.parameters_json_schema
+    if schema is None and declaration.parameters is not None:
+        schema = declaration.parameters.json_schema.model_dump(mode="json", exclude_none=True)
+    return dict(schema) if isinstance(schema, dict) else dict(_EMPTY_SCHEMA)
+
+
+async def _through_adk(**arguments: Any) -> Any:
+    adk_tool, tool_context = _CALL.get()
+    return await adk_tool.run_async(args=arguments, tool_context=tool_context)
+
+
+def _agent_tools(agent: Any) -> Iterator[Any]:
+    from google.adk.tools.base_tool import BaseTool
+
+    for item in getattr(agent, "tools", None) or ():
+        if isinstance(item, BaseTool) or (callable(item) and not hasattr(item, "get_tools")):
+            yielded = _as_adk_tool(item)
+            if hasattr(yielded, "_get_declaration"):
+                yield yielded
+    for sub in getattr(agent, "sub_agents", None) or ():
+        yield from _agent_tools(sub)
+
+
+def _text(content: Any) -> str:
+    parts = getattr(content, "parts", None) or ()
+    return "\n".join(p.text for p in parts if getattr(p, "text", None))
+
+
+def plugin(
+    agent: Any,
+    rails: Guardrails,
+    *,
+    tool_options: ToolOptions | None = None,
+    context: ContextSource = None,
+    on_report: ReportSink = None,
+    name: str = "guardrails",
+) -> Any:
+    """A ``BasePlugin`` that guards ``agent`` (and its sub-agents) with ``rails``.
+
+    ``tool_options`` gives per-tool ``Tool`` options (``{"transfer": {"bind": {...},
+    "effect": True}}``); ``context`` a ``TurnContext`` or a function of the
+    ADK ``InvocationContext`` returning one (default: the ADK session id);
+    ``on_report`` receives each run's post_run report.
+    """
+    found = {t.name: t for t in _agent_tools(agent)}
+    check_tool_options(tool_options, found, "plugin(agent)")
+    for tool_name, adk_tool in found.items():
+        register(rails, tool_name, lambda t=adk_tool, **o: tool_from(t, **o), tool_options)
+    return _plugin(_Guarding(rails, context, on_report), name)
+
+
+class _Guarding:
+    """What the plugin does, with the engine, the context source and the report sink.
+
+    The ADK contexts (``InvocationContext``, and the callback and tool contexts)
+    all carry ``invocation_id``, ``session`` and ``user_content``.
+    """
+
+    def __init__(self, rails: Guardrails, context: ContextSource, on_report: ReportSink) -> None:
+        self.rails = rails
+        self.context = context
+        self.on_report = on_report
+        self.runs: dict[str, _Run] = {}
+
+    def run_of(self, adk_context: Any) -> _Run:
+        run = self.runs.get(adk_context.invocation_id)
+        if run is None:
+            session = getattr(adk_context.session, "id", None)
+            turn = start_turn(self.rails, self.context, adk_context, session)
+            run = _Run(turn, _text(adk_context.user_content))
+            self.runs[adk_context.invocation_id] = run
+        return run
+
+    async def request(self, callback_context: Any, llm_request: Any) -> None:
+        run = self.run_of(callback_context)
+        for tool_name, adk_tool in (llm_request.tools_dict or {}).items():
+            if tool_name not in self.rails.tools and hasattr(adk_tool, "_get_declaration"):
+                # A toolset's tools are known only now; they get default options.
+                self.rails.add_tool(tool_from(adk_tool))
+        await run.decide(list(llm_request.tools_dict or {}))
+        _restrict(llm_request, run.turn.offered, self.rails)
+
+    async def call(self, tool: Any, tool_args: Any, tool_context: Any) -> dict[str, Any]:
+        run = self.run_of(tool_context)
+        token = _CALL.set((tool, tool_context))
+        try:
+            result = await run.turn.acall(tool.name, tool_args, tool_context.function_call_id)
+        finally:
+            _CALL.reset(token)
+        return {"result" if result.ok else "error": result.content}
+
+    async def finish(self, invocation_context: Any) -> None:
+        run = self.runs.pop(invocation_context.invocation_id, None)
+        if run is not None:
+            report = await run.turn.apost_run(_final_text(invocation_context))
+            if self.on_report is not None:
+                self.on_report(report)
+
+
+def _plugin(guarding: _Guarding, name: str) -> Any:
+    from google.adk.plugins.base_plugin import BasePlugin
+
+    class GuardrailsPlugin(BasePlugin):  # type: ignore[misc, unused-ignore]
+        runs = guarding.runs  # the runs in progress, by invocation id
+
+        async def before_run_callback(self, *, invocation_context: Any) -> Any:
+            guarding.run_of(invocation_context)
+            return None
+
+        async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> Any:
+            await guarding.request(callback_context, llm_request)
+            return None
+
+        async def before_tool_callback(
+            self, *, tool: Any, tool_args: Any, tool_context: Any
+        ) -> Any:
+            return await guarding.call(tool, tool_args, tool_context)
+
+        async def after_run_callback(self, *, invocation_context: Any) -> None:
+            await guarding.finish(invocation_context)
+
+        async def on_run_error_callback(self, *, invocation_context: Any, error: Exception) -> None:
+            # A run that failed is not checked: its turn is dropped.
+            guarding.runs.pop(invocation_context.invocation_id, None)
+
+    return GuardrailsPlugin(name=name)
+
+
+class _Run:
+    """One runner invocation: its turn, the user's text, and the tools pre_turn decided on."""
+
+    def __init__(self, turn: Turn, text: str) -> None:
+        self.turn = turn
+        self.text = text
+        self.decided: frozenset[str] = frozenset()
+
+    async def decide(self, names: list[str]) -> None:
+        # A sub-agent's request may bring tools not decided yet: decide on all of them again.
+        wanted = frozenset(n for n in names if n in self.turn.engine.tools)
+        if wanted <= self.decided:
+            return
+        self.decided |= wanted
+        await self.turn.apre_turn(self.text, sorted(self.decided))
+
+
+def _restrict(llm_request: Any, offered: frozenset[str] | None, rails: Guardrails) -> None:
+    """Only offered tools in the request, each declared with the engine's schema (bound ones hidden)."""
+
+    def keep(tool_name: Any) -> bool:
+        return offered is None or tool_name in offered or tool_name not in rails.tools
+
+    tools_dict = llm_request.tools_dict
+    for tool_name in [n for n in tools_dict if not keep(n)]:
+        del tools_dict[tool_name]
+    for declared in getattr(llm_request.config, "tools", None) or ():
+        declarations = getattr(declared, "function_declarations", None)
+        if not declarations:
+            continue
+        kept = [d for d in declarations if keep(d.name)]
+        for d in kept:
+            engine_tool = rails.tools.get(d.name)
+            if engine_tool is not None and engine_tool.bound:
+                d.parameters = None
+                d.parameters_json_schema = engine_tool.to_mcp()["inputSchema"]
+        declared.function_declarations = kept
+
+
+def _final_text(invocation: Any) -> str:
+    texts = [
+        _text(event.content)
+        for event in getattr(invocation.session, "events", None) or ()
+        if event.invocation_id == invocation.invocation_id
+        and event.author != "user"
+        and event.content is not None
+    ]
+    texts = [t for t in texts if t]
+    return texts[-1] if texts else ""
