@@ -31,7 +31,8 @@ from opentelemetry.trace import (
 
 from ._version import __version__
 from .context import Escape, Invocation, ToolResult, VerdictRecord
-from .metrics import UNKNOWN_TOOL, _backstop_rule, _field, _log_failure, _performed
+from .metrics import UNKNOWN_TOOL, _backstop_rule, _field, _performed
+from .recorder import log_failure
 from .verdicts import Outcome, Verdict, combine
 
 __all__ = [
@@ -230,7 +231,7 @@ class OpenTelemetryRecorder:
 
     def _failed(self) -> None:
         self.failures += 1
-        _log_failure(self.name, self.failures)
+        log_failure(self.name, self.failures)
 
 
 class ToolSpans:
