@@ -38,7 +38,9 @@ from .errors import UsageError
 from .verdicts import Reason
 
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
-_OURS = frozenset(EXPORTED)
+# A source is read as guardrails metrics when it has a series of a guard or a
+# tool; the recorder's own failure counter alone does not count.
+_OURS = frozenset(EXPORTED) - {TELEMETRY_FAILURES}
 # Seconds to wait for a PostgreSQL server before saying it cannot be reached.
 PG_CONNECT_TIMEOUT = 3
 
@@ -140,7 +142,9 @@ def tally_exposition(text: str, source: str = "source") -> Tally:
             f"{source}: not a Prometheus exposition of guardrails metrics"
         ) from None
     if not t.seen:
-        raise CoverageError(f"{source}: no guardrails metrics (guardrails_*) in this exposition")
+        raise CoverageError(
+            f"{source}: no guardrails metrics (no guard or tool series) in this exposition"
+        )
     return t
 
 

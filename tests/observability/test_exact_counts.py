@@ -169,15 +169,17 @@ def samples(text: str, name: str) -> dict[tuple[str, ...], float]:
 
 def test_exposition_has_the_exact_counts(run: str) -> None:
     evaluations = samples(run, "guardrails_guard_evaluations_total")
-    # labels sorted by name: choke_point, guard, verdict
+    # labels sorted by name: choke_point, guard, mode, verdict
     expected = {
-        (point, guard, verdict): float(n)
+        (point, guard, "enforce", verdict): float(n)
         for (guard, point), by_verdict in EVALUATIONS.items()
         for verdict, n in by_verdict.items()
     }
     assert evaluations == expected
-    escapes = samples(run, "guardrails_fail_open_escapes_total")
+    escapes = {k: v for k, v in samples(run, "guardrails_fail_open_escapes_total").items() if v}
     assert escapes == {(p, g, r): float(n) for (g, p, r), n in ESCAPES.items()}
+    faults = samples(run, "guardrails_fail_closed_faults_total")
+    assert set(faults.values()) == {0.0}  # no guard here is fail-closed
     outcomes = {k: v for k, v in samples(run, "guardrails_tool_outcomes_total").items() if v}
     assert outcomes == {(o, t): float(n) for (t, o), n in OUTCOMES.items()}
     assert samples(run, "guardrails_backstop_actions_total") == {
