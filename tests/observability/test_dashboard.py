@@ -29,6 +29,7 @@ PROMQL = frozenset(
         "avg",
         "rate",
         "increase",
+        "max_over_time",
         "histogram_quantile",
         "vector",
         "by",
