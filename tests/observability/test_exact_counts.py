@@ -217,15 +217,15 @@ def test_spans_have_the_exact_counts(run: str, exporter: InMemorySpanExporter) -
     }
     tool_spans = [s for s in spans if s.name.startswith("execute_tool ")]
     errors = Counter((s.attributes or {}).get("error.type") for s in tool_spans)
-    assert errors == {None: 700, "invalid_args": 100, "unavailable": 100, "error": 100}
+    assert errors == {None: 700, "invalid_args": 100, "unavailable": 100, "RuntimeError": 100}
     verdicts: Counter[tuple[str, str, str]] = Counter()
     escapes: Counter[tuple[str, str, str]] = Counter()
     for span in spans:
         for event in span.events:
             a = event.attributes or {}
-            key = (str(a["guardrails.guard"]), str(a["guardrails.choke_point"]))
-            if event.name == "guardrails.guard_verdict":
-                verdicts[(*key, str(a["guardrails.verdict"]))] += 1
+            key = (str(a["gen_ai.evaluation.name"]), str(a["guardrails.choke_point"]))
+            if event.name == "gen_ai.evaluation.result":
+                verdicts[(*key, str(a["gen_ai.evaluation.score.label"]))] += 1
             elif event.name == "guardrails.escape":
                 escapes[(*key, str(a["guardrails.reason"]))] += 1
     expected = Counter(
