@@ -232,6 +232,7 @@ def test_coverage_counts_equal_what_was_recorded(
                 got_verdicts[(row.guard, row.choke_point, verdict)] = n
         for reason, n in row.escapes.items():
             got_escapes[(row.guard, row.choke_point, reason)] = n
+
     # A reject with an escape that a fail-closed guard gives when it could not
     # decide is a fault: not evaluated, and not an escape (the action stopped).
     def fault(v: Verdict, r: EscapeReason | None) -> bool:

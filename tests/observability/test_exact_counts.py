@@ -223,11 +223,12 @@ def test_spans_have_the_exact_counts(run: str, exporter: InMemorySpanExporter) -
     for span in spans:
         for event in span.events:
             a = event.attributes or {}
-            key = (str(a["gen_ai.evaluation.name"]), str(a["guardrails.choke_point"]))
+            point = str(a["guardrails.choke_point"])
             if event.name == "gen_ai.evaluation.result":
+                key = (str(a["gen_ai.evaluation.name"]), point)
                 verdicts[(*key, str(a["gen_ai.evaluation.score.label"]))] += 1
             elif event.name == "guardrails.escape":
-                escapes[(*key, str(a["guardrails.reason"]))] += 1
+                escapes[(str(a["guardrails.guard"]), point, str(a["guardrails.reason"]))] += 1
     expected = Counter(
         {(g, p, v): n for (g, p), by in EVALUATIONS.items() for v, n in by.items() if n}
     )

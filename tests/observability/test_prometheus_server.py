@@ -111,7 +111,9 @@ def prometheus(prometheus_bin: str, workload: Any, tmp_path: Path) -> Iterator[S
         json.dumps(
             {
                 "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-                "scrape_configs": [{"job_name": "agent", "static_configs": [{"targets": [target]}]}],
+                "scrape_configs": [
+                    {"job_name": "agent", "static_configs": [{"targets": [target]}]}
+                ],
             }
         )
     )

@@ -231,7 +231,9 @@ def test_pre_turn_post_run_and_backstop_have_spans(
     (event,) = pre.events
     assert pre.start_time is not None and pre.end_time is not None
     assert pre.start_time < pre.end_time == event.timestamp  # as long as its one guard took
-    assert [dict(e.attributes or {})["gen_ai.evaluation.name"] for e in pre.events] == ["no_weather"]
+    assert [dict(e.attributes or {})["gen_ai.evaluation.name"] for e in pre.events] == [
+        "no_weather"
+    ]
     backstop = spans["guardrails backstop"].attributes or {}
     call = spans["execute_tool lookup"].attributes or {}
     assert backstop["guardrails.rule"] == "promised_call"
@@ -239,4 +241,6 @@ def test_pre_turn_post_run_and_backstop_have_spans(
     assert backstop["gen_ai.tool.call.id"] == call["gen_ai.tool.call.id"]
     post = spans["guardrails post_run"]
     assert (post.attributes or {})["guardrails.choke_point"] == "post_run"
-    assert [dict(e.attributes or {})["gen_ai.evaluation.score.label"] for e in post.events] == ["reject"]
+    assert [dict(e.attributes or {})["gen_ai.evaluation.score.label"] for e in post.events] == [
+        "reject"
+    ]
