@@ -11,8 +11,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import NoOpTracerProvider
 
 from guardrails import Guardrails, Outcome, Verdict, guard, tool
-from guardrails.rules.ceiling import TurnCeiling
 from guardrails._tool_spans import _OPEN
+from guardrails.rules.ceiling import TurnCeiling
 from guardrails.telemetry import OpenTelemetryRecorder
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from guardrails import GuardResult, Guardrails, NotConfigured, Verdict, guard, tool
+from guardrails import Guardrails, GuardResult, NotConfigured, Verdict, guard, tool
 from guardrails.metrics import PrometheusRecorder
 
 
