@@ -172,17 +172,16 @@ class OpenTelemetryRecorder:
     # -- the Recorder protocol ------------------------------------------------
 
     def on_tool_result(self, result: ToolResult, /) -> None:
-        span = take_open_span(result.call_id)  # opened by hook(), if any
         tracer = self._tracer or self._resolve()
-        if tracer is None and span is None:
+        if tracer is None:  # hook() opens spans only once a tracer is known
             return
         try:
+            span = take_open_span(result.call_id)  # opened by hook(), if any
             end = time_ns()
             start = end - result.duration_ns
             tool = result.tool if result.known_tool else UNKNOWN_TOOL
             attributes, fault = self._attributes(result, tool)
             if span is None:
-                assert tracer is not None
                 span = tracer.start_span(
                     f"{EXECUTE_TOOL} {tool}",
                     kind=SpanKind.INTERNAL,
