@@ -107,41 +107,49 @@ class Mirror:
         _check(os.environ.get(ENV))
         self._m = _metrics()
         self._synced: dict[str, int] = {}
+        # Children by (metric, labels): prometheus_client's labels() takes a
+        # lock and checks the values on every call.
+        self._children: dict[tuple[str, ...], Any] = {}
+
+    def _child(self, name: str, *labels: str) -> Any:
+        key = (name, *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self._m[name].labels(*labels)
+        return child
 
     def guard(self, guard: str, point: str, mode: str) -> None:
         """A registered guard: its gauge at 1 and every series it can have, at zero."""
         from ._metric_names import FAULT_REASONS
         from .verdicts import EscapeReason, Verdict
 
-        m = self._m
-        m[GUARD_REGISTERED].labels(guard, point).set(1)
+        child = self._child
+        child(GUARD_REGISTERED, guard, point).set(1)
         for verdict in Verdict:
-            m[GUARD_EVALUATIONS].labels(guard, point, verdict.value, mode)
+            child(GUARD_EVALUATIONS, guard, point, verdict.value, mode)
         for reason in EscapeReason:
-            m[FAIL_OPEN_ESCAPES].labels(guard, point, reason.value)
+            child(FAIL_OPEN_ESCAPES, guard, point, reason.value)
         for reason in FAULT_REASONS:
-            m[FAIL_CLOSED_FAULTS].labels(guard, point, reason.value)
-        m[GUARD_DURATION].labels(guard, point)
+            child(FAIL_CLOSED_FAULTS, guard, point, reason.value)
+        child(GUARD_DURATION, guard, point)
 
     def verdict(self, guard: str, point: str, verdict: str, mode: str) -> None:
-        self._m[GUARD_EVALUATIONS].labels(guard, point, verdict, mode).inc()
+        self._child(GUARD_EVALUATIONS, guard, point, verdict, mode).inc()
 
     def duration(self, guard: str, point: str, seconds: float) -> None:
-        self._m[GUARD_DURATION].labels(guard, point).observe(seconds)
+        self._child(GUARD_DURATION, guard, point).observe(seconds)
 
     def escape(self, guard: str, point: str, reason: str, fault: bool) -> None:
-        self._m[FAIL_CLOSED_FAULTS if fault else FAIL_OPEN_ESCAPES].labels(
-            guard, point, reason
-        ).inc()
+        self._child(FAIL_CLOSED_FAULTS if fault else FAIL_OPEN_ESCAPES, guard, point, reason).inc()
 
     def outcome(self, tool: str, outcome: str, n: int) -> None:
-        self._m[TOOL_OUTCOMES].labels(tool, outcome).inc(n)
+        self._child(TOOL_OUTCOMES, tool, outcome).inc(n)
 
     def backstop(self, rule: str, tool: str, n: int) -> None:
-        self._m[BACKSTOP_ACTIONS].labels(rule, tool).inc(n)
+        self._child(BACKSTOP_ACTIONS, rule, tool).inc(n)
 
     def failures(self, recorder: str, n: int) -> None:
-        self._m[TELEMETRY_FAILURES].labels(recorder).inc(n)
+        self._child(TELEMETRY_FAILURES, recorder).inc(n)
 
     def sync_failures(self, totals: dict[str, int]) -> None:
         """Add what each watched recorder failed since the last sync."""
