@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from contextlib import suppress
 from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from opentelemetry import context, trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind
+from opentelemetry.trace import Span
 
-from ._span_fields import call_id_value
 from .context import Invocation, ToolResult
 
 if TYPE_CHECKING:
@@ -69,19 +68,7 @@ class ToolSpans:
         if tracer is None or len(stack) >= _MAX_DEPTH:
             return None
         try:
-            attributes: dict[str, Any] = {
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": invocation.name,
-            }
-            call_id = call_id_value(invocation.call_id)
-            if call_id is not None:
-                attributes["gen_ai.tool.call.id"] = call_id
-            description = getattr(invocation.tool, "description", None)
-            if isinstance(description, str) and description:
-                attributes["gen_ai.tool.description"] = description
-            span = tracer.start_span(
-                f"execute_tool {invocation.name}", kind=SpanKind.INTERNAL, attributes=attributes
-            )
+            span = rec._start_hook_span(tracer, invocation)
             token = context.attach(trace.set_span_in_context(span))
             _OPEN.set((*stack, (invocation.call_id, span, token)))
         except Exception:  # telemetry never breaks a call

@@ -340,7 +340,10 @@ class PrometheusRecorder:
     def families(self) -> list[Metric]:
         """The metric families as of now (what a scrape of the registry returns)."""
         if self._engines:
-            self.refresh()
+            try:
+                self.refresh()
+            except Exception:  # a scrape still returns what was counted
+                self._failed()
         with self._lock:
             snapshot = Snapshot(
                 guards=[(key, s.copy()) for key, s in sorted(self._guards.items())],

@@ -31,7 +31,7 @@ from opentelemetry.trace import (
 from ._span_fields import MAX_CALL_ID, call_id_value, error_type, fail_closed_faults, fault_of
 from ._tool_spans import ToolSpans, take_open_span
 from ._version import __version__
-from .context import Escape, ToolResult, VerdictRecord
+from .context import Escape, Invocation, ToolResult, VerdictRecord
 from .metrics import UNKNOWN_TOOL, _backstop_rule, _field, _performed
 from .recorder import log_failure
 from .verdicts import EscapeReason, Outcome, Verdict, combine
@@ -147,6 +147,22 @@ class OpenTelemetryRecorder:
         ``Guardrails(..., hooks=[spans.hook()], recorder=[spans])``.
         """
         return ToolSpans(self)
+
+    def _start_hook_span(self, tracer: Tracer, invocation: Invocation) -> Span:
+        """The span ``hook()`` opens before the tool runs; the result completes it."""
+        attributes: dict[str, Any] = {
+            GEN_AI_OPERATION_NAME: EXECUTE_TOOL,
+            GEN_AI_TOOL_NAME: invocation.name,
+        }
+        call_id = call_id_value(invocation.call_id)
+        if call_id is not None:
+            attributes[GEN_AI_TOOL_CALL_ID] = call_id
+        description = getattr(invocation.tool, "description", None)
+        if isinstance(description, str) and description:
+            attributes[GEN_AI_TOOL_DESCRIPTION] = description
+        return tracer.start_span(
+            f"{EXECUTE_TOOL} {invocation.name}", kind=SpanKind.INTERNAL, attributes=attributes
+        )
 
     def _resolve(self) -> Tracer | None:
         # Called only while no SDK tracer is known; rate-limited because

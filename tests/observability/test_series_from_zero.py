@@ -182,3 +182,22 @@ def test_observe_mode_verdicts_are_labelled_observe(
     assert found[escape] == 1
     (region, shadow_row) = from_exposition(scrape()).guards
     assert (shadow_row.guard, shadow_row.observed, region.observed) == ("shadow", 1, 0)
+
+
+def test_a_registration_that_cannot_be_read_at_scrape_is_counted_not_raised(
+    registry: CollectorRegistry, scrape: Callable[[], str]
+) -> None:
+    class Engine:
+        recorder = None
+
+        def __init__(self) -> None:
+            self.tools: dict[str, Any] = {"lookup": lookup}
+            self.guards: dict[str, Any] = {}
+
+    engine = Engine()
+    metrics = PrometheusRecorder(registry, engine=engine)
+    engine.tools = {object(): lookup}  # type: ignore[dict-item]
+    text = scrape()
+    assert 'guardrails_telemetry_failures_total{recorder="prometheus"} 1.0' in text
+    assert 'tool="lookup"' in text
+    assert metrics.failures == 1
