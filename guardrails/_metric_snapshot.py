@@ -19,6 +19,7 @@ from prometheus_client.core import (
 from ._metric_names import (
     BACKSTOP_ACTIONS,
     DURATION_BUCKETS,
+    ENFORCE,
     EXPORTED,
     FAIL_CLOSED_FAULTS,
     FAIL_OPEN_ESCAPES,
@@ -27,7 +28,7 @@ from ._metric_names import (
     GUARD_EVALUATIONS,
     GUARD_REGISTERED,
     HELP,
-    MODES,
+    OBSERVE,
     TELEMETRY_FAILURES,
     TOOL_OUTCOMES,
 )
@@ -41,19 +42,26 @@ SERIES_PER_GUARD = len(Verdict) + len(EscapeReason) + len(FAULT_REASONS) + 22 + 
 class GuardSeries:
     """The counts of one (guard, choke-point): verdicts by mode, duration, escapes, faults."""
 
-    __slots__ = ("buckets", "escapes", "faults", "modes", "nanos", "verdicts")
+    __slots__ = ("buckets", "enforced", "escapes", "faults", "modes", "nanos", "observed")
 
     def __init__(self) -> None:
-        self.verdicts: dict[str, dict[Verdict, int]] = {m: dict.fromkeys(Verdict, 0) for m in MODES}
+        self.enforced = dict.fromkeys(Verdict, 0)
+        self.observed = dict.fromkeys(Verdict, 0)
         self.modes: set[str] = set()  # the modes whose verdicts are exposed even at zero
         self.buckets = [0] * (len(DURATION_BUCKETS) + 1)  # the last one is +Inf
         self.nanos = 0  # the sum, kept exact in integer nanoseconds
         self.escapes: dict[EscapeReason, int] = {}
         self.faults: dict[EscapeReason, int] = {}
 
+    @property
+    def verdicts(self) -> dict[str, dict[Verdict, int]]:
+        """The verdict counts by mode."""
+        return {ENFORCE: self.enforced, OBSERVE: self.observed}
+
     def copy(self) -> GuardSeries:
         new = GuardSeries()
-        new.verdicts = {m: v.copy() for m, v in self.verdicts.items()}
+        new.enforced = self.enforced.copy()
+        new.observed = self.observed.copy()
         new.modes = set(self.modes)
         new.buckets = self.buckets.copy()
         new.nanos = self.nanos

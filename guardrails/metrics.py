@@ -120,7 +120,9 @@ class PrometheusRecorder:
         from ._multiprocess import Mirror, multiprocess_enabled
 
         self.failures = 0
-        self._lock = threading.Lock()
+        # Reentrant: a tool added after bind() is read from the engines at its
+        # first call, under the lock.
+        self._lock = threading.RLock()
         self._guards: dict[tuple[str, ChokePoint], GuardSeries] = {}
         self._outcomes: dict[tuple[str, Outcome], int] = {}
         self._backstop: dict[tuple[str, str], int] = {}
@@ -206,21 +208,20 @@ class PrometheusRecorder:
         try:
             key = (result.tool if result.known_tool else UNKNOWN_TOOL, result.outcome)
             verdicts, escapes = result.verdicts, result.escapes
-            if self._engines:
-                if self._mirror is not None:
-                    self._maybe_refresh()
-                elif key not in self._outcomes and key[0] not in self._known.tools:
-                    self.refresh()  # a tool added after bind(), at its first call
+            mirror = self._mirror
+            if mirror is not None:
+                self._maybe_refresh()
             lock = self._lock
             lock.acquire()  # cheaper than ``with`` on the hot path
             try:
                 outcomes = self._outcomes
                 count = outcomes.get(key)
                 if count is None:  # first of its kind: check it once
-                    key, count = self._outcome_key(*key), 0
+                    key = self._outcome_key(*key)
+                    count = outcomes.get(key, 0)
                 outcomes[key] = count + 1
-                if self._mirror is not None:
-                    self._mirror.outcome(key[0], key[1].value, 1)
+                if mirror is not None:
+                    mirror.outcome(key[0], key[1].value, 1)
                 if verdicts:
                     self._count_verdicts(verdicts)
                 if escapes:
@@ -262,13 +263,13 @@ class PrometheusRecorder:
             series = guards.get((record.guard, record.choke_point))
             if series is None:
                 series = self._series(record.guard, record.choke_point)
-            mode = ENFORCE if record.enforced is True else OBSERVE
-            counts = series.verdicts[mode]
+            counts = series.enforced if record.enforced is True else series.observed
             counts[record.verdict] += 1  # KeyError for a non-verdict: counted as a failure
             nanos = record.duration_ns
             series.buckets[bisect_left(_BUCKETS_NS, nanos)] += 1
             series.nanos += nanos
             if mirror is not None:
+                mode = ENFORCE if record.enforced is True else OBSERVE
                 mirror.verdict(record.guard, record.choke_point.value, record.verdict.value, mode)
                 mirror.duration(record.guard, record.choke_point.value, nanos / 1e9)
 
@@ -304,6 +305,8 @@ class PrometheusRecorder:
     def _outcome_key(self, tool: str, outcome: Outcome | str) -> tuple[str, Outcome]:
         if type(tool) is not str:
             raise TypeError(f"tool name must be a str, not {type(tool).__name__}")
+        if self._engines and tool != UNKNOWN_TOOL and tool not in self._known.tools:
+            self.refresh()  # a tool added after bind(), at its first call
         if self._engines and tool not in self._known.tools:
             tool = UNKNOWN_TOOL  # bound: only registered names are label values
         return tool, Outcome(outcome)
