@@ -14,6 +14,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -117,31 +118,42 @@ def prometheus(prometheus_bin: str, workload: Any, tmp_path: Path) -> Iterator[S
             }
         )
     )
-    port = free_port()
     log = (tmp_path / "prometheus.log").open("w")
-    process = subprocess.Popen(
-        [
-            prometheus_bin,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={tmp_path / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    process = server = None
     try:
-        server = Server(port)
-        wait_for("become ready", lambda: server.ready() or process.poll() is not None)
-        assert process.poll() is None, (tmp_path / "prometheus.log").read_text()[-2000:]
+        for attempt in range(3):  # another process may take the free port first
+            port = free_port()
+            process = subprocess.Popen(
+                [
+                    prometheus_bin,
+                    f"--config.file={config}",
+                    f"--storage.tsdb.path={tmp_path / f'data{attempt}'}",
+                    f"--web.listen-address=127.0.0.1:{port}",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+            server = Server(port)
+            wait_for("become ready", partial(_up_or_gone, server, process))
+            if process.poll() is None:
+                break
+        assert process is not None and server is not None and process.poll() is None, (
+            tmp_path / "prometheus.log"
+        ).read_text()[-2000:]
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
         log.close()
+
+
+def _up_or_gone(server: Server, process: subprocess.Popen[bytes]) -> bool:
+    return server.ready() or process.poll() is not None
 
 
 def panel_expr(title: str) -> str:
