@@ -103,6 +103,8 @@ EVENT_FAULT = "guardrails.fail_closed_fault"
 """A fail-closed guard could not decide and the action was stopped."""
 
 _SPAN_NAMES = {"pre_turn": SPAN_PRE_TURN, "post_run": SPAN_POST_RUN}
+# What hook() already set on the span it opened: not set (and cleaned by the SDK) twice.
+_SET_AT_START = (GEN_AI_OPERATION_NAME, GEN_AI_TOOL_CALL_ID, GEN_AI_TOOL_DESCRIPTION)
 _NO_SDK = (ProxyTracerProvider, NoOpTracerProvider)
 _RECHECK_NS = 1_000_000_000
 _OK = Outcome.OK
@@ -204,7 +206,9 @@ class OpenTelemetryRecorder:
                     start_time=start,
                     attributes=attributes,
                 )
-            else:
+            else:  # opened by hook() with the call's name, id and description
+                for key in _SET_AT_START:
+                    attributes.pop(key, None)
                 span.set_attributes(attributes)
             if span.is_recording():
                 _add_events(span, result.verdicts, result.escapes, start, end)
