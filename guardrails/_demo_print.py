@@ -7,6 +7,7 @@ import textwrap
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ._metric_names import FAIL_OPEN_ESCAPES
 from .context import ToolResult
 from .coverage import CoverageReport
 from .verdicts import Reason, Verdict
@@ -70,7 +71,7 @@ class Printer:
             self.line(
                 "        its verdict is not_evaluated; a fail-open guard does not stop the call,"
             )
-            self.line("        and the escape is counted (guardrails_fail_open_escapes_total)")
+            self.line(f"        and the escape is counted ({FAIL_OPEN_ESCAPES})")
 
 
 def _why(result: ToolResult) -> str:
