@@ -27,6 +27,8 @@ SERIES = {
     'guardrails_guard_evaluations_total{guard="region_rules",choke_point="tool_call",verdict="not_evaluated",mode="enforce",instance="a"}': "0x90",
     'guardrails_fail_open_escapes_total{guard="region_rules",choke_point="tool_call",reason="raised",instance="a"}': "0x59 1x30",
     'guardrails_fail_open_escapes_total{guard="region_rules",choke_point="tool_call",reason="raised",instance="b"}': "0x90",
+    # An observe-mode guard: its deliberate escapes stay out of the headline stat.
+    'guardrails_fail_open_escapes_total{guard="shadow",choke_point="tool_call",reason="observe_only",instance="a"}': "0+1x90",
     'guardrails_guard_evaluations_total{guard="strict",choke_point="tool_call",verdict="reject",mode="enforce",instance="a"}': "0+1x90",
     'guardrails_fail_closed_faults_total{guard="strict",choke_point="tool_call",reason="raised",instance="a"}': "0+1x90",
     'guardrails_guard_evaluations_total{guard="idle",choke_point="tool_call",verdict="pass",mode="enforce",instance="a"}': "0x90",
@@ -42,9 +44,10 @@ SERIES = {
 # In the hour before 90m: region_rules made 2 x 600 passes, strict 60 rejects
 # that were all faults, and one escape happened.
 EXPECTED: dict[str, list[dict[str, Any]]] = {
-    "Fail-open escapes (range)": [{"labels": "{}", "value": 1}],
+    "Fail-open escapes, observe mode aside (range)": [{"labels": "{}", "value": 1}],
     "Fail-open escapes by guard and reason (range)": [
-        {"labels": '{guard="region_rules",choke_point="tool_call",reason="raised"}', "value": 1}
+        {"labels": '{guard="region_rules",choke_point="tool_call",reason="raised"}', "value": 1},
+        {"labels": '{guard="shadow",choke_point="tool_call",reason="observe_only"}', "value": 60},
     ],
     "Registered guards that never ran (range)": [],  # two panels, checked below
     "Not evaluated, faults included (share, range)": [{"labels": "{}", "value": 60 / 1260}],

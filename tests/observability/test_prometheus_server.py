@@ -25,9 +25,10 @@ from prometheus_client import CollectorRegistry, start_http_server
 
 from guardrails import Guardrails, NotConfigured, Verdict, guard, tool
 from guardrails.metrics import PrometheusRecorder
+from guardrails.rules.required_action import required_action
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "dashboards" / "guardrails-coverage.json"
-ESCAPE_PANEL = "Fail-open escapes (range)"
+ESCAPE_PANEL = "Fail-open escapes, observe mode aside (range)"
 VARIABLES = {"$__rate_interval": "1m", "$__range": "1h", "$guard": ".*", "$choke_point": ".*"}
 ESCAPES = 'guardrails_fail_open_escapes_total{guard="region_rules",reason="not_configured"}'
 DEADLINE = 90.0  # seconds for the server to be ready or to have scraped what we wait for
@@ -93,9 +94,30 @@ def workload() -> Iterator[tuple[Guardrails, str]]:
             raise NotConfigured("no region for this tenant")
         return Verdict.PASS
 
+    @tool
+    def notify(reason: str) -> str:
+        """Page a human."""
+        return reason
+
+    @tool
+    def unused(key: str) -> str:
+        """Never called."""
+        return key
+
+    @guard(observe=True, tools=["lookup"])
+    def shadow(call: Any) -> Verdict:
+        return Verdict.REJECT
+
+    @guard(tools=["unused"])
+    def idle(call: Any) -> Verdict:
+        return Verdict.PASS
+
+    page = required_action("notify", when=lambda run: True, arguments={"reason": "promised"})
     registry = CollectorRegistry()
     metrics = PrometheusRecorder(registry)
-    rails = Guardrails([lookup], [region_rules], recorder=metrics)
+    rails = Guardrails(
+        [lookup, notify, unused], [region_rules, shadow, idle, page], recorder=metrics
+    )
     metrics.bind(rails)
     server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
     yield rails, f"127.0.0.1:{server.server_port}"
@@ -191,15 +213,20 @@ def test_every_dashboard_query_runs_on_the_server(
     workload: tuple[Guardrails, str], prometheus: Server
 ) -> None:
     rails, _ = workload
-    rails.turn(tenant="acme").call("lookup", {"key": "k"})
-    rails.turn().call("lookup", {"key": "k"})
-    wait_for(
-        "scrape the workload twice",
-        lambda: (prometheus.value(f"count_over_time({ESCAPES}[1h])") or 0) >= 2,
-    )
+    scrapes = f"count_over_time({ESCAPES}[1h])"
+    wait_for("scrape the series at zero", lambda: (prometheus.value(scrapes) or 0) >= 2)
+    turn = rails.turn(tenant="acme")
+    turn.call("lookup", {"key": "k"})
+    turn.post_run("done")  # the backstop calls notify
+    rails.turn().call("lookup", {"key": "k"})  # an escape
+    seen = prometheus.value(scrapes) or 0
+    wait_for("scrape the workload twice", lambda: (prometheus.value(scrapes) or 0) >= seen + 2)
+    empty = []
     for panel in json.loads(DASHBOARD.read_text())["panels"]:
         for target in panel["targets"]:
             expr = target["expr"]
             for variable, value in VARIABLES.items():
                 expr = expr.replace(variable, value)
-            prometheus.query(expr)  # asserts status success
+            if not prometheus.query(expr):  # asserts status success
+                empty.append(panel["title"])
+    assert empty == []  # every panel has something to show for this workload
