@@ -57,8 +57,8 @@ class GuardCoverage:
     passed: int = 0
     rejected: int = 0
     not_evaluated: int = 0
-    observed: int = 0
     escapes: Mapping[str, int] = field(default_factory=dict)
+    observed: int = 0
     faults: Mapping[str, int] = field(default_factory=dict)
 
     @property
