@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from time import monotonic_ns
 from typing import Any
 
@@ -56,6 +56,9 @@ from ._metric_names import (
 )
 from ._metric_registry import Registration, registered, registered_guards
 from ._metric_snapshot import GuardSeries, Snapshot, build_families
+from ._payload import backstop_rule as _backstop_rule
+from ._payload import field as _field
+from ._payload import performed as _performed
 from .context import Escape, ToolResult, VerdictRecord
 from .recorder import log_failure
 from .verdicts import ChokePoint, EscapeReason, Outcome, Verdict
@@ -374,30 +377,6 @@ def _failures_of(recorders: Iterable[Any]) -> int:
         value = getattr(r, "failures", 0)
         total += value if type(value) is int and value >= 0 else 0
     return total
-
-
-def _backstop_rule(action: Any) -> str:
-    """The rule (or guard) that asked for a backstop action; ``UNKNOWN`` if none is named."""
-    rule = _field(action, "rule") or _field(action, "guard")
-    rule = getattr(rule, "name", rule)
-    return rule if isinstance(rule, str) and rule else UNKNOWN
-
-
-def _performed(action: Any) -> bool:
-    """False for a backstop action that declined to call its tool again (``result`` None)."""
-    missing = object()
-    result = (
-        action.get("result", missing)
-        if isinstance(action, Mapping)
-        else getattr(action, "result", missing)
-    )
-    return result is not None
-
-
-def _field(payload: Any, name: str) -> Any:
-    if isinstance(payload, Mapping):
-        return payload.get(name)
-    return getattr(payload, name, None)
 
 
 class _Collector(Collector):

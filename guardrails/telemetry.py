@@ -28,11 +28,14 @@ from opentelemetry.trace import (
     TracerProvider,
 )
 
+from ._metric_names import UNKNOWN_TOOL
+from ._payload import backstop_rule as _backstop_rule
+from ._payload import field as _field
+from ._payload import performed as _performed
 from ._span_fields import MAX_CALL_ID, call_id_value, error_type, fail_closed_faults, fault_of
 from ._tool_spans import ToolSpans, take_open_span
 from ._version import __version__
 from .context import Escape, Invocation, ToolResult, VerdictRecord
-from .metrics import UNKNOWN_TOOL, _backstop_rule, _field, _performed
 from .recorder import log_failure
 from .verdicts import EscapeReason, Outcome, Verdict, combine
 
