@@ -3,25 +3,44 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from ._version import __version__
 
 __all__ = ["main"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line (``guardrails coverage: error: ...``), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="guardrails",
         description="Guards for LLM agents at three choke-points: pre_turn, tool_call, post_run.",
     )
     parser.add_argument("--version", action="version", version=f"guardrails {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    example = sub.add_parser("example", help="run a small guarded tool-call example")
+    example = sub.add_parser(
+        "example",
+        help="run a small guarded tool-call example",
+        description="Run a small guarded tool-call example and print what each call returned.",
+    )
     example.set_defaults(func=_example)
     demo = sub.add_parser(
-        "demo", help="a scripted agent, turn by turn: what the guards decided (no network)"
+        "demo",
+        help="a scripted agent, turn by turn: what the guards decided (no network)",
+        description=(
+            "A scripted banking agent, turn by turn: each guard's verdict (pass, reject, "
+            "not_evaluated), the outcome the model saw, the audit rows and the metrics. "
+            "No network unless --live."
+        ),
     )
     demo.add_argument(
         "--dir",
@@ -43,6 +62,7 @@ def _build_parser() -> argparse.ArgumentParser:
         sub.add_parser(
             "coverage",
             help="guard coverage from Prometheus metrics (a file or a 127.0.0.1 URL) or the audit log",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
     )
     return parser
@@ -64,6 +84,10 @@ def _demo(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"guardrails demo: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # --dir is a file, or cannot be created
+        where = exc.filename if exc.filename is not None else args.dir
+        print(f"guardrails demo: {where}: {exc.strerror or type(exc).__name__}", file=sys.stderr)
+        return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,7 +97,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 0
-    return int(func(args))
+    try:
+        return int(func(args))
+    except BrokenPipeError:  # the reader went away (``| head``): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,20 +8,19 @@ model asked for and exactly what the model was told.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import sys
 import tempfile
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry, generate_latest
 
+from ._demo_print import INTRO, Printer, reading, wrapped
 from .audit import AuditLog
-from .context import Invocation, ToolResult, TurnContext
+from .context import Invocation, TurnContext
 from .coverage import from_exposition
 from .effects import PaidCall, Usage
 from .engine import Guardrails, Turn
@@ -34,7 +33,7 @@ from .rules import required_action, trigger
 from .rules.workflow import Step, Workflow
 from .store import SQLiteStore, Store
 from .tools import tool
-from .verdicts import Reason, Verdict
+from .verdicts import Verdict
 
 __all__ = ["Scene", "main", "run"]
 
@@ -77,7 +76,7 @@ SCENES = (
         "Your balance is 250.00 EUR.",
     ),
     Scene(
-        "bad arguments never reach the tool; a guard that raises is a counted escape",
+        "bad arguments never reach the tool; a guard that cannot decide says not_evaluated",
         "I was charged twice for order 1138, please refund me.",
         (
             ("refund", {"amount": 40}),
@@ -187,61 +186,6 @@ def _promised_escalation(run: RunRecord) -> bool:
     return "escalate" in (run.text or "").lower()
 
 
-# -- printing ---------------------------------------------------------------------
-
-_WHY: Mapping[str, str] = {
-    Reason.MISSING_REQUIRED: "a required argument is missing; the tool did not run",
-    Reason.BOUND_ARGUMENT_SUPPLIED: (
-        "the model chose the account id, which comes from the session; refused and recorded"
-    ),
-    Reason.NOT_OFFERED: "the tool was not offered in this turn; it did not run",
-    Reason.UNKNOWN_TOOL: "no such tool",
-    Reason.SCHEMA: "the arguments do not match the schema",
-    Reason.RAISED: "the tool raised; the exception is kept for the audit trail only",
-    Reason.LIMIT: "the daily refund cap (in the store) is reached; no money moved",
-    Reason.OUT_OF_ORDER: "the session's phase, kept in the store, expects another step",
-}
-
-
-class Printer:
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-
-    def line(self, text: str = "") -> None:
-        self.out.write(text + "\n")
-
-    def scene(self, number: int, scene: Scene, offered: tuple[str, ...], withheld: Any) -> None:
-        self.line(f"[{number}] {scene.title}")
-        self.line(f"    user: {scene.user}")
-        self.line(f"    offered to the model: {', '.join(offered) or '(nothing)'}")
-        if withheld:
-            parts = [f"{name} (by {', '.join(guards)})" for name, guards in withheld.items()]
-            self.line(f"    withheld: {', '.join(parts)}")
-
-    def call(self, name: str, arguments: dict[str, Any], result: ToolResult) -> None:
-        self.line(f"    model calls {name}({json.dumps(arguments)})")
-        first, *rest = result.content.splitlines() or [""]
-        self.line(f"      model sees: {result.outcome:<12}  {first}")
-        for line in rest:
-            if line:
-                self.line(f"{'':<32}{line}")
-        why = _why(result)
-        if why:
-            self.line(f"      why: {why}")
-        for escape in result.escapes:
-            self.line(
-                f"      fail-open escape: guard {escape.guard} {escape.reason}; "
-                "the call went on, and the escape is counted"
-            )
-
-
-def _why(result: ToolResult) -> str:
-    if result.reason == Reason.GUARD:
-        rejecting = [v.guard for v in result.verdicts if v.verdict is Verdict.REJECT]
-        return f"rejected by guard {', '.join(rejecting)}"
-    return _WHY.get(result.reason or "", "")
-
-
 # -- the run ------------------------------------------------------------------------
 
 
@@ -271,7 +215,8 @@ def run(
     else:
         printer.line(f"guardrails demo: a support agent played by {model}.")
     printer.line(f"Tenant acme, account {ACCOUNT}, session {session}.")
-    printer.line("Every line below is what the guards decided.")
+    for line in INTRO:
+        printer.line(line)
     try:
         for number, scene in enumerate(SCENES, 1):
             printer.line()
@@ -290,13 +235,18 @@ def run(
     printer.line()
     printer.line("Guard coverage (the same table as `guardrails coverage`):")
     printer.line()
-    from_exposition(metrics.read_text()).render_table(out)
+    report = from_exposition(metrics.read_text())
+    report.render_table(out)
+    printer.line()
+    calls = sum(len(scene.calls) for scene in SCENES) if client is None else None
+    for line in reading(report, calls, len(SCENES)):
+        printer.line(wrapped(line))
     printer.line()
     database = folder / "audit.db"
     printer.line(f"audit database (SQLite, append-only): {database}  ({rows} rows this run)")
     printer.line(
-        f'  sqlite3 {database} "SELECT id, kind, tool, outcome, reason FROM guardrails_audit'
-        f" WHERE session = '{session}' ORDER BY id\""
+        f'  sqlite3 {database} "SELECT id, kind, tool, outcome, verdict, reason, escapes'
+        f" FROM guardrails_audit WHERE session = '{session}' ORDER BY id\""
     )
     printer.line(f"metrics (Prometheus text): {metrics}")
     printer.line(f"  guardrails coverage {metrics}")

@@ -1,183 +1,159 @@
 """Prometheus metrics: the public names and labels, and the recorder that fills them.
 
-Every label value comes from a closed set: guard names and tool names as
-registered in code, and the values of ``Verdict``, ``Outcome``, ``ChokePoint``
-and ``EscapeReason``. A tool name the model invented is counted under
+Every label value comes from a closed set: guard, tool and rule names as
+registered in code, and the values of ``Verdict``, ``Outcome``, ``ChokePoint``,
+``EscapeReason`` and ``MODES``. A tool name the model invented is counted under
 ``UNKNOWN_TOOL``, so a hostile model cannot create series.
 
 The recorder keeps plain integers behind one lock per recorder and builds the
 families when Prometheus scrapes (a prometheus_client ``Collector``): one lock
 per call instead of one per counter child keeps the cost of a call with a
-guard under a microsecond. The price: prometheus_client's multiprocess mode
-does not see these series; run one registry per process.
+guard under a microsecond. Under prometheus_client's multiprocess mode
+(``PROMETHEUS_MULTIPROC_DIR``) every count is also written through to
+prometheus_client's own metrics (``_multiprocess.py``), so that one scrape
+sums all the worker processes.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
+from time import monotonic_ns
 from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry
-from prometheus_client.core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    HistogramMetricFamily,
-    Metric,
-)
+from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
+from ._metric_names import (
+    BACKSTOP_ACTIONS,
+    CHOKE_POINT,
+    DURATION_BUCKETS,
+    ENFORCE,
+    EXPORTED,
+    FAIL_CLOSED_FAULTS,
+    FAIL_OPEN_ESCAPES,
+    FAULT_REASONS,
+    GUARD,
+    GUARD_DURATION,
+    GUARD_EVALUATIONS,
+    GUARD_REGISTERED,
+    HELP,
+    MODE,
+    MODES,
+    OBSERVE,
+    OUTCOME,
+    REASON,
+    RECORDER,
+    RULE,
+    TELEMETRY_FAILURES,
+    TOOL,
+    TOOL_OUTCOMES,
+    UNKNOWN,
+    UNKNOWN_TOOL,
+    VERDICT,
+)
+from ._metric_registry import Registration, registered, registered_guards
+from ._metric_snapshot import GuardSeries, Snapshot, build_families
+from ._payload import backstop_rule as _backstop_rule
+from ._payload import field as _field
+from ._payload import performed as _performed
 from .context import Escape, ToolResult, VerdictRecord
+from .recorder import log_failure
 from .verdicts import ChokePoint, EscapeReason, Outcome, Verdict
 
 __all__ = [
     "BACKSTOP_ACTIONS",
+    "CHOKE_POINT",
     "DURATION_BUCKETS",
+    "ENFORCE",
     "EXPORTED",
+    "FAIL_CLOSED_FAULTS",
     "FAIL_OPEN_ESCAPES",
+    "FAULT_REASONS",
+    "GUARD",
     "GUARD_DURATION",
     "GUARD_EVALUATIONS",
     "GUARD_REGISTERED",
+    "HELP",
+    "MODE",
+    "MODES",
+    "OBSERVE",
+    "OUTCOME",
+    "REASON",
+    "RECORDER",
+    "RULE",
     "TELEMETRY_FAILURES",
+    "TOOL",
     "TOOL_OUTCOMES",
     "UNKNOWN",
     "UNKNOWN_TOOL",
+    "VERDICT",
     "PrometheusRecorder",
+    "multiprocess_registry",
     "registered_guards",
 ]
 
-log = logging.getLogger("guardrails")
-
-# -- names and labels (public API) --------------------------------------------
-
-GUARD_EVALUATIONS = "guardrails_guard_evaluations_total"
-FAIL_OPEN_ESCAPES = "guardrails_fail_open_escapes_total"
-TOOL_OUTCOMES = "guardrails_tool_outcomes_total"
-BACKSTOP_ACTIONS = "guardrails_backstop_actions_total"
-GUARD_DURATION = "guardrails_guard_duration_seconds"
-GUARD_REGISTERED = "guardrails_guard_registered"
-TELEMETRY_FAILURES = "guardrails_telemetry_failures_total"
-
-GUARD = "guard"
-CHOKE_POINT = "choke_point"
-VERDICT = "verdict"
-REASON = "reason"
-TOOL = "tool"
-OUTCOME = "outcome"
-RULE = "rule"
-RECORDER = "recorder"
-
-# Every family and its labels, as exposed (histograms also expose _bucket with
-# ``le``, _sum and _count).
-EXPORTED: Mapping[str, tuple[str, ...]] = {
-    GUARD_EVALUATIONS: (GUARD, CHOKE_POINT, VERDICT),
-    FAIL_OPEN_ESCAPES: (GUARD, CHOKE_POINT, REASON),
-    TOOL_OUTCOMES: (TOOL, OUTCOME),
-    BACKSTOP_ACTIONS: (RULE, TOOL),
-    GUARD_DURATION: (GUARD, CHOKE_POINT),
-    GUARD_REGISTERED: (GUARD, CHOKE_POINT),
-    TELEMETRY_FAILURES: (RECORDER,),
-}
-
-UNKNOWN_TOOL = "_unknown"
-"""The ``tool`` label value of every call to a tool that is not registered."""
-
-UNKNOWN = "_unknown"
-"""The label value for a backstop rule or tool that the payload did not name."""
-
-# Guards run in microseconds to seconds.
-DURATION_BUCKETS = (
-    0.00001,
-    0.000025,
-    0.00005,
-    0.0001,
-    0.00025,
-    0.0005,
-    0.001,
-    0.0025,
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-)
 _BUCKETS_NS = tuple(round(b * 1e9) for b in DURATION_BUCKETS)
-
-
-def registered_guards(engine: Any) -> frozenset[tuple[str, ChokePoint]]:
-    """Every (guard name, choke-point) an engine will evaluate."""
-    pairs: set[tuple[str, ChokePoint]] = set()
-    for g in getattr(engine, "guards", {}).values():
-        pairs.update((g.name, ChokePoint(cp)) for cp in g.choke_points)
-    for t in getattr(engine, "tools", {}).values():
-        for g in (*getattr(t, "guards", ()), *getattr(t, "output_guards", ())):
-            pairs.add((g.name, ChokePoint.TOOL_CALL))
-    return frozenset(pairs)
-
-
-class _GuardSeries:
-    """The counts of one (guard, choke-point): verdicts, duration histogram, escapes."""
-
-    __slots__ = ("buckets", "escapes", "nanos", "verdicts")
-
-    def __init__(self) -> None:
-        self.verdicts: dict[Verdict, int] = dict.fromkeys(Verdict, 0)
-        self.buckets = [0] * (len(DURATION_BUCKETS) + 1)  # the last one is +Inf
-        self.nanos = 0  # the sum, kept exact in integer nanoseconds
-        self.escapes: dict[EscapeReason, int] = {}
+_REFRESH_NS = 1_000_000_000
+_REJECT = Verdict.REJECT
 
 
 class PrometheusRecorder:
-    """A recorder that counts verdicts, escapes, outcomes and backstop actions.
+    """A recorder that counts verdicts, escapes, faults, outcomes and backstop actions.
 
     ``registry`` defaults to prometheus_client's default registry. ``bind``
-    (or ``engine=``) learns the registered guards and tools: their series are
-    exposed at zero, and ``guardrails_guard_registered`` lists the guards, so
-    ``guardrails coverage`` can flag the ones that never ran.
+    (or ``engine=``) learns the registered guards, tools and backstop rules:
+    their series are exposed at zero, and so are those of guards and tools the
+    engine gets later. ``multiprocess`` defaults to whether
+    ``PROMETHEUS_MULTIPROC_DIR`` is set; then the counts are also written to
+    that directory, to be scraped through ``multiprocess_registry()``.
     """
 
     name = "prometheus"
 
-    def __init__(self, registry: CollectorRegistry | None = None, *, engine: Any = None) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry | None = None,
+        *,
+        engine: Any = None,
+        multiprocess: bool | None = None,
+    ) -> None:
+        from ._multiprocess import Mirror, multiprocess_enabled
+
         self.failures = 0
-        self._lock = threading.Lock()
-        self._guards: dict[tuple[str, ChokePoint], _GuardSeries] = {}
+        # Reentrant: a tool added after bind() is read from the engines at its
+        # first call, under the lock.
+        self._lock = threading.RLock()
+        self._guards: dict[tuple[str, ChokePoint], GuardSeries] = {}
         self._outcomes: dict[tuple[str, Outcome], int] = {}
         self._backstop: dict[tuple[str, str], int] = {}
-        self._registered: frozenset[tuple[str, ChokePoint]] = frozenset()
-        self._tools: frozenset[str] | None = None
+        self._known = Registration()
+        self._engines: list[Any] = []
         self._watched: dict[str, list[Any]] = {self.name: [self]}
+        self._next_refresh = 0
+        enabled = multiprocess_enabled() if multiprocess is None else multiprocess
+        self._mirror: Mirror | None = Mirror() if enabled else None
         self.registry = REGISTRY if registry is None else registry
         self.collector = _Collector(self)
-        self.registry.register(self.collector)
+        if self._mirror is None:  # in multiprocess mode the scrape reads the files
+            self.registry.register(self.collector)
         if engine is not None:
             self.bind(engine)
 
     # -- configuration --------------------------------------------------------
 
     def bind(self, engine: Any) -> PrometheusRecorder:
-        """Learn an engine's guards and tools, and count its recorders' failures.
+        """Learn an engine's guards, tools and backstop rules, and count its recorders' failures.
 
         Several engines may share one recorder: their guards and tools add up.
+        Guards and tools the engine gets after ``bind`` are picked up at the
+        next scrape (or, in multiprocess mode, within a second of the next call).
         """
-        pairs = registered_guards(engine)
-        tools = frozenset(getattr(engine, "tools", {}))
-        with self._lock:
-            self._registered |= pairs
-            self._tools = tools if self._tools is None else self._tools | tools
-            for guard, point in pairs:
-                self._series(guard, point)
-            for tool in tools:
-                for outcome in Outcome:
-                    self._outcomes.setdefault((tool, outcome), 0)
+        if not any(e is engine for e in self._engines):
+            self._engines.append(engine)
+        self.refresh()
         fanout = getattr(engine, "recorder", None)
         if fanout is not None:
             self.watch(fanout, "recorders")
@@ -186,6 +162,14 @@ class PrometheusRecorder:
                 if rec is not self and isinstance(name, str) and isinstance(failures, int):
                     self.watch(rec, name)
         return self
+
+    def refresh(self) -> None:
+        """Read the bound engines' registrations again; new ones are exposed at zero."""
+        found = Registration()
+        for engine in tuple(self._engines):
+            found.add(registered(engine))
+        with self._lock:
+            self._register(found)
 
     def watch(self, recorder: Any, name: str) -> None:
         """Export ``recorder.failures`` as ``guardrails_telemetry_failures_total{recorder=name}``.
@@ -196,6 +180,30 @@ class PrometheusRecorder:
             watched = self._watched.setdefault(name, [])
             if not any(r is recorder for r in watched):
                 watched.append(recorder)
+            if self._mirror is not None:
+                self._mirror.failures(name, 0)
+
+    def _register(self, found: Registration) -> None:
+        # Under the lock. Every series an alert or panel reads, at zero.
+        known = self._known
+        for (guard, point), mode in found.guards.items():
+            if known.guards.get((guard, point)) is None:
+                known.guards[(guard, point)] = mode
+            series = self._series(guard, point)
+            series.modes.add(mode)
+            if self._mirror is not None:
+                self._mirror.guard(guard, point.value, mode)
+        for tool in found.tools - known.tools:
+            known.tools.add(tool)
+            for outcome in Outcome:
+                self._outcomes.setdefault((tool, outcome), 0)
+                if self._mirror is not None:
+                    self._mirror.outcome(tool, outcome.value, 0)
+        for rule_tool in found.backstop:
+            key = (rule_tool[0], rule_tool[1] if rule_tool[1] in known.tools else UNKNOWN_TOOL)
+            self._backstop.setdefault(key, 0)
+            if self._mirror is not None:
+                self._mirror.backstop(*key, 0)
 
     # -- the Recorder protocol ------------------------------------------------
 
@@ -203,78 +211,106 @@ class PrometheusRecorder:
         try:
             key = (result.tool if result.known_tool else UNKNOWN_TOOL, result.outcome)
             verdicts, escapes = result.verdicts, result.escapes
+            mirror = self._mirror
+            if mirror is not None:
+                self._maybe_refresh()
             lock = self._lock
             lock.acquire()  # cheaper than ``with`` on the hot path
             try:
                 outcomes = self._outcomes
                 count = outcomes.get(key)
                 if count is None:  # first of its kind: check it once
-                    key, count = self._outcome_key(*key), 0
+                    key = self._outcome_key(*key)
+                    count = outcomes.get(key, 0)
                 outcomes[key] = count + 1
+                if mirror is not None:
+                    mirror.outcome(key[0], key[1].value, 1)
                 if verdicts:
                     self._count_verdicts(verdicts)
                 if escapes:
-                    self._count_escapes(escapes)
+                    self._count_escapes(escapes, verdicts)
             finally:
                 lock.release()
         except Exception:  # telemetry never breaks a call
             self._failed()
+        if self._mirror is not None:
+            self._sync_failures()
 
     def on_event(self, kind: str, payload: Any, /) -> None:
         try:
             if kind == "backstop":
                 if not _performed(payload):
                     return
-                key = self._backstop_key(payload)
                 with self._lock:
+                    key = self._backstop_key(payload)
                     self._backstop[key] = self._backstop.get(key, 0) + 1
+                    if self._mirror is not None:
+                        self._mirror.backstop(*key, 1)
                 return
             verdicts = tuple(getattr(payload, "verdicts", ()))
             escapes = tuple(getattr(payload, "escapes", ()))
             with self._lock:
                 self._count_verdicts(verdicts)
-                self._count_escapes(escapes)
+                self._count_escapes(escapes, verdicts)
         except Exception:  # telemetry never breaks a call
             self._failed()
+        if self._mirror is not None:
+            self._sync_failures()
 
     # -- counting (under the lock) ----------------------------------------------
 
     def _count_verdicts(self, records: Iterable[VerdictRecord]) -> None:
         guards = self._guards
+        mirror = self._mirror
         for record in records:
             series = guards.get((record.guard, record.choke_point))
             if series is None:
                 series = self._series(record.guard, record.choke_point)
-            series.verdicts[record.verdict] += 1  # KeyError for a non-verdict: counted
+            counts = series.enforced if record.enforced is True else series.observed
+            counts[record.verdict] += 1  # KeyError for a non-verdict: counted as a failure
             nanos = record.duration_ns
             series.buckets[bisect_left(_BUCKETS_NS, nanos)] += 1
             series.nanos += nanos
+            if mirror is not None:
+                mode = ENFORCE if record.enforced is True else OBSERVE
+                mirror.verdict(record.guard, record.choke_point.value, record.verdict.value, mode)
+                mirror.duration(record.guard, record.choke_point.value, nanos / 1e9)
 
-    def _count_escapes(self, escapes: Iterable[Escape]) -> None:
+    def _count_escapes(self, escapes: Iterable[Escape], verdicts: Iterable[VerdictRecord]) -> None:
+        # A fail-closed guard that could not decide answers an enforced
+        # ``reject`` and records an escape all the same: the action was
+        # stopped, so it is a fault, not an escape.
+        stopped = {
+            (r.guard, r.choke_point) for r in verdicts if r.verdict is _REJECT and r.enforced
+        }
         guards = self._guards
         for escape in escapes:
-            series = guards.get((escape.guard, escape.choke_point))
+            point = ChokePoint(escape.choke_point)
+            series = guards.get((escape.guard, point))
             if series is None:
-                series = self._series(escape.guard, escape.choke_point)
-            reason = escape.reason
-            count = series.escapes.get(reason)
-            if count is None:
-                reason, count = EscapeReason(reason), 0
-            series.escapes[reason] = count + 1
+                series = self._series(escape.guard, point)
+            reason = EscapeReason(escape.reason)
+            fault = reason in FAULT_REASONS and (escape.guard, point) in stopped
+            counts = series.faults if fault else series.escapes
+            counts[reason] = counts.get(reason, 0) + 1
+            if self._mirror is not None:
+                self._mirror.escape(escape.guard, point.value, reason.value, fault)
 
-    def _series(self, guard: str, point: ChokePoint | str) -> _GuardSeries:
+    def _series(self, guard: str, point: ChokePoint | str) -> GuardSeries:
         if type(guard) is not str:
             raise TypeError(f"guard name must be a str, not {type(guard).__name__}")
         key = (guard, ChokePoint(point))
         series = self._guards.get(key)
         if series is None:
-            series = self._guards[key] = _GuardSeries()
+            series = self._guards[key] = GuardSeries()
         return series
 
     def _outcome_key(self, tool: str, outcome: Outcome | str) -> tuple[str, Outcome]:
         if type(tool) is not str:
             raise TypeError(f"tool name must be a str, not {type(tool).__name__}")
-        if self._tools is not None and tool not in self._tools:
+        if self._engines and tool != UNKNOWN_TOOL and tool not in self._known.tools:
+            self.refresh()  # a tool added after bind(), at its first call
+        if self._engines and tool not in self._known.tools:
             tool = UNKNOWN_TOOL  # bound: only registered names are label values
         return tool, Outcome(outcome)
 
@@ -282,112 +318,65 @@ class PrometheusRecorder:
         rule = _backstop_rule(action)
         tool = _field(action, "tool")
         tool = getattr(tool, "name", tool)
-        if not isinstance(tool, str) or (self._tools is not None and tool not in self._tools):
+        if not isinstance(tool, str) or (self._engines and tool not in self._known.tools):
             tool = UNKNOWN_TOOL
         return rule, tool
 
+    def _maybe_refresh(self) -> None:
+        now = monotonic_ns()
+        if now >= self._next_refresh and self._engines:
+            self._next_refresh = now + _REFRESH_NS
+            self.refresh()
+
+    def _sync_failures(self) -> None:
+        try:
+            with self._lock:
+                totals = {k: _failures_of(v) for k, v in self._watched.items()}
+                assert self._mirror is not None
+                self._mirror.sync_failures(totals)
+        except Exception:
+            self.failures += 1
+
     def _failed(self) -> None:
         self.failures += 1
-        _log_failure(self.name, self.failures)
+        log_failure(self.name, self.failures)
 
     # -- scrape ---------------------------------------------------------------------
 
     def families(self) -> list[Metric]:
         """The metric families as of now (what a scrape of the registry returns)."""
+        if self._engines:
+            try:
+                self.refresh()
+            except Exception:  # a scrape still returns what was counted
+                self._failed()
         with self._lock:
-            guards = [
-                (key, s.verdicts.copy(), s.buckets.copy(), s.nanos / 1e9, s.escapes.copy())
-                for key, s in sorted(self._guards.items())
-            ]
-            outcomes = sorted(self._outcomes.items())
-            backstop = sorted(self._backstop.items())
-            registered = sorted(self._registered)
-            watched = sorted((k, tuple(v)) for k, v in self._watched.items())
-        evaluations = _counter(
-            GUARD_EVALUATIONS, "Guard evaluations by guard, choke-point and verdict."
-        )
-        escapes = _counter(
-            FAIL_OPEN_ESCAPES,
-            "Actions that went on without a guard's decision, by guard, choke-point and reason.",
-        )
-        duration = HistogramMetricFamily(
-            GUARD_DURATION,
-            "Time one guard took to decide, by guard and choke-point.",
-            labels=EXPORTED[GUARD_DURATION],
-        )
-        for (guard, point), verdicts, buckets, seconds, reasons in guards:
-            for verdict, count in verdicts.items():
-                evaluations.add_metric((guard, point.value, verdict.value), count)
-            for reason, count in sorted(reasons.items()):
-                escapes.add_metric((guard, point.value, reason.value), count)
-            cumulative, total = [], 0
-            for bound, count in zip((*DURATION_BUCKETS, float("inf")), buckets, strict=True):
-                total += count
-                cumulative.append((_le(bound), total))
-            duration.add_metric((guard, point.value), cumulative, seconds)
-        tool_outcomes = _counter(TOOL_OUTCOMES, "Tool calls by tool and the outcome the model saw.")
-        for (tool, outcome), count in outcomes:
-            tool_outcomes.add_metric((tool, outcome.value), count)
-        actions = _counter(
-            BACKSTOP_ACTIONS, "Tools the post_run backstop invoked, by rule and tool."
-        )
-        for labels, count in backstop:
-            actions.add_metric(labels, count)
-        listed = GaugeMetricFamily(
-            GUARD_REGISTERED,
-            "1 for every guard registered at a choke-point.",
-            labels=EXPORTED[GUARD_REGISTERED],
-        )
-        for guard, point in registered:
-            listed.add_metric((guard, point.value), 1)
-        failures = _counter(
-            TELEMETRY_FAILURES,
-            "Recorder failures: logged and counted, never raised into a tool call.",
-        )
-        for name, recorders in watched:
-            failures.add_metric((name,), sum(getattr(r, "failures", 0) for r in recorders))
-        return [evaluations, escapes, tool_outcomes, actions, duration, listed, failures]
+            snapshot = Snapshot(
+                guards=[(key, s.copy()) for key, s in sorted(self._guards.items())],
+                outcomes=sorted(self._outcomes.items()),
+                backstop=sorted(self._backstop.items()),
+                registered=sorted(self._known.guards),
+                failures=sorted((k, _failures_of(v)) for k, v in self._watched.items()),
+            )
+        return build_families(snapshot)
 
 
-def _counter(name: str, documentation: str) -> CounterMetricFamily:
-    return CounterMetricFamily(name, documentation, labels=EXPORTED[name])
+def multiprocess_registry() -> CollectorRegistry:
+    """A registry that sums the files of every worker in ``PROMETHEUS_MULTIPROC_DIR``.
+
+    Serve it from one ``/metrics`` endpoint (any worker, or a sidecar).
+    """
+    from ._multiprocess import collecting_registry
+
+    return collecting_registry()
 
 
-def _le(bound: float) -> str:
-    return "+Inf" if bound == float("inf") else repr(float(bound))
-
-
-def _backstop_rule(action: Any) -> str:
-    """The rule (or guard) that asked for a backstop action; ``UNKNOWN`` if none is named."""
-    rule = _field(action, "rule") or _field(action, "guard")
-    rule = getattr(rule, "name", rule)
-    return rule if isinstance(rule, str) and rule else UNKNOWN
-
-
-def _performed(action: Any) -> bool:
-    """False for a backstop action that declined to call its tool again (``result`` None)."""
-    missing = object()
-    result = (
-        action.get("result", missing)
-        if isinstance(action, Mapping)
-        else getattr(action, "result", missing)
-    )
-    return result is not None
-
-
-def _field(payload: Any, name: str) -> Any:
-    if isinstance(payload, Mapping):
-        return payload.get(name)
-    return getattr(payload, name, None)
-
-
-def _log_failure(recorder: str, failures: int) -> None:
-    # Logged with the traceback at the 1st, 10th, 100th, ... failure: a broken
-    # exporter must not flood the log at the rate of tool calls.
-    if str(failures).rstrip("0") == "1":
-        log.warning("%s recorder failed (%d failures so far)", recorder, failures, exc_info=True)
-    else:
-        log.debug("%s recorder failed", recorder, exc_info=True)
+def _failures_of(recorders: Iterable[Any]) -> int:
+    total = 0
+    for r in recorders:
+        value = getattr(r, "failures", 0)
+        total += value if type(value) is int and value >= 0 else 0
+    return total
 
 
 class _Collector(Collector):

@@ -81,6 +81,17 @@ def combine_recorders(recorder: Recorder | Iterable[Recorder] | None) -> Recorde
     return Recorders(items) if items else None
 
 
+def log_failure(recorder: str, failures: int) -> None:
+    """Log a recorder's failure: with its traceback at the 1st, 10th, 100th, ... one.
+
+    A broken exporter must not flood the log at the rate of tool calls.
+    """
+    if str(failures).rstrip("0") == "1":
+        log.warning("%s recorder failed (%d failures so far)", recorder, failures, exc_info=True)
+    else:
+        log.debug("%s recorder failed", recorder, exc_info=True)
+
+
 def safe_record(recorders: Recorders | None, kind: str, payload: Any) -> None:
     if recorders is not None:
         recorders.on_event(kind, payload)

@@ -6,18 +6,17 @@ and end times, so nothing is done when no SDK is configured: the global
 provider is looked up at first use, and again at most once a second until an
 SDK provider appears. ``OpenTelemetryRecorder.hook()`` is the opt-in call hook
 that opens the span before the tool runs instead, so that the tool's own spans
-become its children.
+become its children (``_tool_spans.py``). Which outcomes set the span status
+to ``ERROR``, and why, is in ``_span_fields.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from contextvars import Token
 from time import monotonic_ns, time_ns
 from typing import Any
 
-from opentelemetry import context, trace
-from opentelemetry.context import Context
+from opentelemetry import trace
 from opentelemetry.trace import (
     NoOpTracerProvider,
     ProxyTracerProvider,
@@ -29,10 +28,16 @@ from opentelemetry.trace import (
     TracerProvider,
 )
 
+from ._metric_names import UNKNOWN_TOOL
+from ._payload import backstop_rule as _backstop_rule
+from ._payload import field as _field
+from ._payload import performed as _performed
+from ._span_fields import MAX_CALL_ID, call_id_value, error_type, fail_closed_faults, fault_of
+from ._tool_spans import ToolSpans, take_open_span
 from ._version import __version__
 from .context import Escape, Invocation, ToolResult, VerdictRecord
-from .metrics import UNKNOWN_TOOL, _backstop_rule, _field, _log_failure, _performed
-from .verdicts import Outcome, Verdict, combine
+from .recorder import log_failure
+from .verdicts import EscapeReason, Outcome, Verdict, combine
 
 __all__ = [
     "ATTR_CHOKE_POINT",
@@ -47,12 +52,17 @@ __all__ = [
     "ATTR_VERDICT",
     "ERROR_TYPE",
     "EVENT_ESCAPE",
+    "EVENT_FAULT",
     "EVENT_VERDICT",
     "EXECUTE_TOOL",
+    "GEN_AI_EVALUATION_NAME",
+    "GEN_AI_EVALUATION_SCORE_LABEL",
     "GEN_AI_OPERATION_NAME",
     "GEN_AI_TOOL_CALL_ID",
+    "GEN_AI_TOOL_DESCRIPTION",
     "GEN_AI_TOOL_NAME",
     "GEN_AI_TOOL_TYPE",
+    "MAX_CALL_ID",
     "SPAN_BACKSTOP",
     "SPAN_POST_RUN",
     "SPAN_PRE_TURN",
@@ -72,6 +82,9 @@ GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
 GEN_AI_TOOL_NAME = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
 GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
+GEN_AI_TOOL_DESCRIPTION = "gen_ai.tool.description"
+GEN_AI_EVALUATION_NAME = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
 ERROR_TYPE = "error.type"
 
 ATTR_OUTCOME = "guardrails.outcome"
@@ -85,34 +98,51 @@ ATTR_EXCEPTION_TYPE = "exception.type"
 ATTR_RULE = "guardrails.rule"
 ATTR_REFUSED = "guardrails.refused"
 
-EVENT_VERDICT = "guardrails.guard_verdict"
+EVENT_VERDICT = "gen_ai.evaluation.result"
+"""One guard's verdict: the GenAI conventions' evaluation event."""
 EVENT_ESCAPE = "guardrails.escape"
+"""A fail-open escape: the action went on without an enforced decision."""
+EVENT_FAULT = "guardrails.fail_closed_fault"
+"""A fail-closed guard could not decide and the action was stopped."""
 
 _SPAN_NAMES = {"pre_turn": SPAN_PRE_TURN, "post_run": SPAN_POST_RUN}
+# What hook() already set on the span it opened: not set (and cleaned by the SDK) twice.
+_SET_AT_START = (GEN_AI_OPERATION_NAME, GEN_AI_TOOL_CALL_ID, GEN_AI_TOOL_DESCRIPTION)
 _NO_SDK = (ProxyTracerProvider, NoOpTracerProvider)
 _RECHECK_NS = 1_000_000_000
-_MAX_OPEN = 10_000
 _OK = Outcome.OK
+# Failures whose cause is not an exception still get an error.type.
+_ERROR_REASONS = frozenset({EscapeReason.TIMEOUT, EscapeReason.INVALID_RETURN})
 
 
 class OpenTelemetryRecorder:
     """A recorder that writes one span per tool call, pre_turn, post_run and backstop.
 
-    ``tracer_provider`` defaults to the global one. Guard verdicts and
-    fail-open escapes are span events. Spans are children of whatever span is
-    current when the call is recorded (the agent's turn, for example).
+    ``tracer_provider`` defaults to the global one. Guard verdicts, fail-open
+    escapes and fail-closed faults are span events. Spans are children of
+    whatever span is current when the call is recorded (the agent's turn, for
+    example). ``bind(engine)`` (or ``engine=``) lets the spans carry each
+    tool's description.
     """
 
     name = "opentelemetry"
 
-    def __init__(self, tracer_provider: TracerProvider | None = None) -> None:
+    def __init__(
+        self, tracer_provider: TracerProvider | None = None, *, engine: Any = None
+    ) -> None:
         self.failures = 0
         self._provider = tracer_provider
         self._tracer: Tracer | None = None
         self._next_check = 0
-        # Spans opened by ``hook()`` before their tool ran, by call id, until
-        # the call's result arrives.
-        self._open: dict[str, Span] = {}
+        self._engines: list[Any] = []
+        if engine is not None:
+            self.bind(engine)
+
+    def bind(self, engine: Any) -> OpenTelemetryRecorder:
+        """Read tool descriptions from ``engine`` (tools added later included)."""
+        if not any(e is engine for e in self._engines):
+            self._engines.append(engine)
+        return self
 
     def hook(self) -> ToolSpans:
         """A call hook that opens each tool's span before the tool runs.
@@ -122,6 +152,22 @@ class OpenTelemetryRecorder:
         ``Guardrails(..., hooks=[spans.hook()], recorder=[spans])``.
         """
         return ToolSpans(self)
+
+    def _start_hook_span(self, tracer: Tracer, invocation: Invocation) -> Span:
+        """The span ``hook()`` opens before the tool runs; the result completes it."""
+        attributes: dict[str, Any] = {
+            GEN_AI_OPERATION_NAME: EXECUTE_TOOL,
+            GEN_AI_TOOL_NAME: invocation.name,
+        }
+        call_id = call_id_value(invocation.call_id)
+        if call_id is not None:
+            attributes[GEN_AI_TOOL_CALL_ID] = call_id
+        description = getattr(invocation.tool, "description", None)
+        if isinstance(description, str) and description:
+            attributes[GEN_AI_TOOL_DESCRIPTION] = description
+        return tracer.start_span(
+            f"{EXECUTE_TOOL} {invocation.name}", kind=SpanKind.INTERNAL, attributes=attributes
+        )
 
     def _resolve(self) -> Tracer | None:
         # Called only while no SDK tracer is known; rate-limited because
@@ -136,32 +182,26 @@ class OpenTelemetryRecorder:
         self._tracer = provider.get_tracer("guardrails", __version__)
         return self._tracer
 
+    def description(self, tool: str) -> str | None:
+        for engine in self._engines:
+            spec = getattr(engine, "tools", {}).get(tool)
+            text = getattr(spec, "description", None)
+            if isinstance(text, str) and text:
+                return text
+        return None
+
     # -- the Recorder protocol ------------------------------------------------
 
     def on_tool_result(self, result: ToolResult, /) -> None:
         tracer = self._tracer or self._resolve()
-        if tracer is None:
+        if tracer is None:  # hook() opens spans only once a tracer is known
             return
         try:
+            span = take_open_span(result.call_id)  # opened by hook(), if any
             end = time_ns()
             start = end - result.duration_ns
             tool = result.tool if result.known_tool else UNKNOWN_TOOL
-            outcome = result.outcome
-            attributes: dict[str, Any] = {
-                GEN_AI_OPERATION_NAME: EXECUTE_TOOL,
-                GEN_AI_TOOL_NAME: tool,
-                GEN_AI_TOOL_CALL_ID: result.call_id,
-                GEN_AI_TOOL_TYPE: "function",
-                ATTR_OUTCOME: outcome.value,
-                ATTR_VERDICT: result.verdict.value,
-            }
-            if result.reason is not None:
-                attributes[ATTR_REASON] = str(result.reason)
-            if result.truncated:
-                attributes[ATTR_TRUNCATED] = True
-            if outcome is not _OK:
-                attributes[ERROR_TYPE] = outcome.value
-            span = self._open.pop(result.call_id, None) if self._open else None
+            attributes, fault = self._attributes(result, tool)
             if span is None:
                 span = tracer.start_span(
                     f"{EXECUTE_TOOL} {tool}",
@@ -169,15 +209,42 @@ class OpenTelemetryRecorder:
                     start_time=start,
                     attributes=attributes,
                 )
-            else:
+            else:  # opened by hook() with the call's name, id and description
+                for key in _SET_AT_START:
+                    attributes.pop(key, None)
                 span.set_attributes(attributes)
             if span.is_recording():
                 _add_events(span, result.verdicts, result.escapes, start, end)
-                if outcome is not _OK:
-                    span.set_status(Status(StatusCode.ERROR, outcome.value))
+                if fault is not None:
+                    span.set_status(Status(StatusCode.ERROR, result.outcome.value))
             span.end(end_time=end)
         except Exception:  # telemetry never breaks a call
             self._failed()
+
+    def _attributes(self, result: ToolResult, tool: str) -> tuple[dict[str, Any], str | None]:
+        outcome = result.outcome
+        attributes: dict[str, Any] = {
+            GEN_AI_OPERATION_NAME: EXECUTE_TOOL,
+            GEN_AI_TOOL_NAME: tool,
+            GEN_AI_TOOL_TYPE: "function",
+            ATTR_OUTCOME: outcome.value,
+            ATTR_VERDICT: result.verdict.value,
+        }
+        call_id = call_id_value(result.call_id)
+        if call_id is not None:
+            attributes[GEN_AI_TOOL_CALL_ID] = call_id
+        if self._engines and result.known_tool:
+            text = self.description(tool)
+            if text is not None:
+                attributes[GEN_AI_TOOL_DESCRIPTION] = text
+        if result.reason is not None:
+            attributes[ATTR_REASON] = str(result.reason)
+        if result.truncated:
+            attributes[ATTR_TRUNCATED] = True
+        fault = fault_of(result)
+        if outcome is not _OK:
+            attributes[ERROR_TYPE] = fault or outcome.value
+        return attributes, fault
 
     def on_event(self, kind: str, payload: Any, /) -> None:
         tracer = self._tracer or self._resolve()
@@ -224,65 +291,19 @@ class OpenTelemetryRecorder:
         result = _field(action, "result")
         if isinstance(result, ToolResult):
             # The call itself has its own execute_tool span; this links to it.
-            attributes[GEN_AI_TOOL_CALL_ID] = result.call_id
+            call_id = call_id_value(result.call_id)
+            if call_id is not None:
+                attributes[GEN_AI_TOOL_CALL_ID] = call_id
             attributes[ATTR_OUTCOME] = result.outcome.value
         tracer.start_span(SPAN_BACKSTOP, attributes=attributes).end()
 
     def _failed(self) -> None:
         self.failures += 1
-        _log_failure(self.name, self.failures)
-
-
-class ToolSpans:
-    """The call hook of ``OpenTelemetryRecorder.hook()``.
-
-    ``before`` opens the ``execute_tool`` span and makes it current while the
-    tool runs; ``after`` restores the context; the recorder's
-    ``on_tool_result`` adds the verdicts and escapes and ends the span. Calls
-    refused before the hooks run (unknown tool, bad arguments, a guard's
-    reject) get their span after the fact, as without the hook.
-    """
-
-    __slots__ = ("_recorder", "_tokens")
-
-    def __init__(self, recorder: OpenTelemetryRecorder) -> None:
-        self._recorder = recorder
-        self._tokens: dict[str, Token[Context]] = {}
-
-    def before(self, invocation: Invocation, /) -> None:
-        rec = self._recorder
-        tracer = rec._tracer or rec._resolve()
-        if tracer is None or len(rec._open) >= _MAX_OPEN:
-            return None  # no SDK; or results that never came: fall back to after the fact
-        try:
-            call_id = invocation.call_id
-            span = tracer.start_span(
-                f"{EXECUTE_TOOL} {invocation.name}",
-                kind=SpanKind.INTERNAL,
-                attributes={
-                    GEN_AI_OPERATION_NAME: EXECUTE_TOOL,
-                    GEN_AI_TOOL_NAME: invocation.name,
-                    GEN_AI_TOOL_CALL_ID: call_id,
-                },
-            )
-            self._tokens[call_id] = context.attach(trace.set_span_in_context(span))
-            rec._open[call_id] = span
-        except Exception:  # telemetry never breaks a call
-            rec._failed()
-        return None
-
-    def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
-        token = self._tokens.pop(invocation.call_id, None) if self._tokens else None
-        if token is not None:
-            try:
-                context.detach(token)
-            except Exception:  # telemetry never breaks a call
-                self._recorder._failed()
-        return result
+        log_failure(self.name, self.failures)
 
 
 def _add_events(
-    span: trace.Span,
+    span: Span,
     verdicts: Iterable[VerdictRecord],
     escapes: Iterable[Escape],
     start: int,
@@ -290,20 +311,29 @@ def _add_events(
 ) -> None:
     # Guards run one after the other, so a verdict's time is about the start
     # plus the durations of the guards before it and its own.
+    verdicts, escapes = tuple(verdicts), tuple(escapes)
+    faults = fail_closed_faults(verdicts, escapes)
+    failed = {(e.guard, e.choke_point): e for e in escapes}
     at = start
     decided: dict[tuple[str, str], Verdict] = {}
     for record in verdicts:
         at = min(at + record.duration_ns, end)
+        key = (record.guard, record.choke_point)
         attributes: dict[str, Any] = {
-            ATTR_GUARD: record.guard,
+            GEN_AI_EVALUATION_NAME: record.guard,
+            GEN_AI_EVALUATION_SCORE_LABEL: record.verdict.value,
             ATTR_CHOKE_POINT: record.choke_point.value,
-            ATTR_VERDICT: record.verdict.value,
             ATTR_ENFORCED: record.enforced,
         }
         if isinstance(record.reason, str):
             attributes[ATTR_REASON] = record.reason
+        cause = failed.get(key)
+        if cause is not None and cause.exception is not None:
+            attributes[ERROR_TYPE] = error_type(cause.exception)  # the evaluation failed
+        elif cause is not None and cause.reason in _ERROR_REASONS:
+            attributes[ERROR_TYPE] = cause.reason.value
         span.add_event(EVENT_VERDICT, attributes, timestamp=at)
-        decided[(record.guard, record.choke_point)] = record.verdict
+        decided[key] = record.verdict
     for escape in escapes:
         attributes = {
             ATTR_GUARD: escape.guard,
@@ -316,4 +346,5 @@ def _add_events(
         if escape.exception is not None:
             # The type only: an exception's text may hold data that must not leave.
             attributes[ATTR_EXCEPTION_TYPE] = type(escape.exception).__qualname__
-        span.add_event(EVENT_ESCAPE, attributes, timestamp=end)
+        is_fault = any(escape is f for f in faults)
+        span.add_event(EVENT_FAULT if is_fault else EVENT_ESCAPE, attributes, timestamp=end)

@@ -28,7 +28,7 @@ from guardrails import (
 )
 from guardrails.cli import main as cli
 from guardrails.coverage import CoverageError, from_exposition, read_source
-from guardrails.metrics import EXPORTED, PrometheusRecorder
+from guardrails.metrics import EXPORTED, FAULT_REASONS, PrometheusRecorder
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,9 @@ def test_the_table_shows_each_guard_and_flags_one_that_never_ran(
         "REJECT",
         "NOT_EVAL",
         "NOT_EVAL%",
+        "OBSERVED",
         "ESCAPES",
+        "FAULTS",
     ]
     assert out[1].split() == [
         "idle",
@@ -170,6 +172,8 @@ def test_the_table_shows_each_guard_and_flags_one_that_never_ran(
         "0",
         "0",
         "0",
+        "0",
+        "-",
         "0",
         "-",
         "-",
@@ -210,7 +214,12 @@ def test_coverage_counts_equal_what_was_recorded(
         metrics.on_event(
             "post_run", Decision((VerdictRecord(guard_name, point, verdict),), escapes)
         )
-    report = from_exposition(generate_latest(registry).decode())
+    text = generate_latest(registry).decode()
+    if not records:
+        with pytest.raises(CoverageError, match="no guardrails metrics"):
+            from_exposition(text)
+        return
+    report = from_exposition(text)
     got_verdicts: Counter[tuple[str, str, str]] = Counter()
     got_escapes: Counter[tuple[str, str, str]] = Counter()
     for row in report.guards:
@@ -223,8 +232,22 @@ def test_coverage_counts_equal_what_was_recorded(
                 got_verdicts[(row.guard, row.choke_point, verdict)] = n
         for reason, n in row.escapes.items():
             got_escapes[(row.guard, row.choke_point, reason)] = n
-    assert got_verdicts == Counter((g, p.value, v.value) for g, p, v, _ in records)
-    assert got_escapes == Counter((g, p.value, r.value) for g, p, _, r in records if r is not None)
+
+    # A reject with an escape that a fail-closed guard gives when it could not
+    # decide is a fault: not evaluated, and not an escape (the action stopped).
+    def fault(v: Verdict, r: EscapeReason | None) -> bool:
+        return v is Verdict.REJECT and r in FAULT_REASONS
+
+    want = Counter(
+        (g, p.value, "not_evaluated" if fault(v, r) else v.value) for g, p, v, r in records
+    )
+    assert got_verdicts == want
+    assert got_escapes == Counter(
+        (g, p.value, r.value) for g, p, v, r in records if r is not None and not fault(v, r)
+    )
+    assert sum(sum(row.faults.values()) for row in report.guards) == sum(
+        fault(v, r) for _, _, v, r in records
+    )
     for row in report.guards:
         share = row.not_evaluated_share
         assert share is None or 0 <= share <= 1

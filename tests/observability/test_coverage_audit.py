@@ -105,7 +105,13 @@ def test_the_audit_log_gives_the_same_coverage_as_the_metrics(store_url: tuple[s
         g.to_json() | {"registered": False} for g in metrics.guards
     ]
     assert audit.tools == metrics.tools
-    assert audit.tools["_unknown"] == {"unavailable": 40}
+    assert audit.tools["_unknown"] == {
+        "error": 0,
+        "invalid_args": 0,
+        "limit": 0,
+        "ok": 0,
+        "unavailable": 40,
+    }
     # Promised a call (i % 4 == 0) in a turn where lookup never ran (refused: i % 5 == 0).
     assert metrics.backstop == {("promised_call", "lookup"): 2}
     assert audit.backstop == metrics.backstop

@@ -29,6 +29,7 @@ PROMQL = frozenset(
         "avg",
         "rate",
         "increase",
+        "max_over_time",
         "histogram_quantile",
         "vector",
         "by",
@@ -167,3 +168,27 @@ def test_the_checker_catches_a_wrong_metric_or_label(exported: dict[str, set[str
         "label le is not exported by ['guardrails_tool_outcomes_total']"
     ]
     assert problems("vector(1)", exported) == ["no guardrails metric"]
+
+
+def test_the_import_dialog_asks_for_the_data_source_and_every_panel_uses_it() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    (source,) = dashboard["__inputs"]
+    assert (source["type"], source["pluginId"]) == ("datasource", "prometheus")
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["datasource"]["current"]["value"] == "${" + source["name"] + "}"
+    for panel in walk(dashboard["panels"]):
+        if "datasource" in panel:
+            assert panel["datasource"]["uid"] == "${datasource}", panel
+
+
+def test_guard_panels_follow_the_variables_and_count_guards_not_instances() -> None:
+    for expr in queries():
+        if "label_values(" in expr:
+            continue
+        if "guard" in expr and "guardrails_tool_outcomes" not in expr:
+            if "backstop" in expr or "telemetry_failures" in expr:
+                continue
+            assert 'guard=~"$guard"' in expr and 'choke_point=~"$choke_point"' in expr, expr
+        if "guardrails_guard_registered" in expr:
+            assert "max by (guard, choke_point)" in expr, expr
+        assert "increase(" not in expr or "[$__range]" in expr, expr  # no zoom-dependent sums

@@ -169,15 +169,17 @@ def samples(text: str, name: str) -> dict[tuple[str, ...], float]:
 
 def test_exposition_has_the_exact_counts(run: str) -> None:
     evaluations = samples(run, "guardrails_guard_evaluations_total")
-    # labels sorted by name: choke_point, guard, verdict
+    # labels sorted by name: choke_point, guard, mode, verdict
     expected = {
-        (point, guard, verdict): float(n)
+        (point, guard, "enforce", verdict): float(n)
         for (guard, point), by_verdict in EVALUATIONS.items()
         for verdict, n in by_verdict.items()
     }
     assert evaluations == expected
-    escapes = samples(run, "guardrails_fail_open_escapes_total")
+    escapes = {k: v for k, v in samples(run, "guardrails_fail_open_escapes_total").items() if v}
     assert escapes == {(p, g, r): float(n) for (g, p, r), n in ESCAPES.items()}
+    faults = samples(run, "guardrails_fail_closed_faults_total")
+    assert set(faults.values()) == {0.0}  # no guard here is fail-closed
     outcomes = {k: v for k, v in samples(run, "guardrails_tool_outcomes_total").items() if v}
     assert outcomes == {(o, t): float(n) for (t, o), n in OUTCOMES.items()}
     assert samples(run, "guardrails_backstop_actions_total") == {
@@ -215,17 +217,18 @@ def test_spans_have_the_exact_counts(run: str, exporter: InMemorySpanExporter) -
     }
     tool_spans = [s for s in spans if s.name.startswith("execute_tool ")]
     errors = Counter((s.attributes or {}).get("error.type") for s in tool_spans)
-    assert errors == {None: 700, "invalid_args": 100, "unavailable": 100, "error": 100}
+    assert errors == {None: 700, "invalid_args": 100, "unavailable": 100, "RuntimeError": 100}
     verdicts: Counter[tuple[str, str, str]] = Counter()
     escapes: Counter[tuple[str, str, str]] = Counter()
     for span in spans:
         for event in span.events:
             a = event.attributes or {}
-            key = (str(a["guardrails.guard"]), str(a["guardrails.choke_point"]))
-            if event.name == "guardrails.guard_verdict":
-                verdicts[(*key, str(a["guardrails.verdict"]))] += 1
+            point = str(a["guardrails.choke_point"])
+            if event.name == "gen_ai.evaluation.result":
+                key = (str(a["gen_ai.evaluation.name"]), point)
+                verdicts[(*key, str(a["gen_ai.evaluation.score.label"]))] += 1
             elif event.name == "guardrails.escape":
-                escapes[(*key, str(a["guardrails.reason"]))] += 1
+                escapes[(str(a["guardrails.guard"]), point, str(a["guardrails.reason"]))] += 1
     expected = Counter(
         {(g, p, v): n for (g, p), by in EVALUATIONS.items() for v, n in by.items() if n}
     )

@@ -124,8 +124,9 @@ def test_guards_an_unbound_recorder_has_not_seen_get_series_on_first_use(
     rails.turn().call("lookup", {"key": "abcdef"})
     evaluations = series(scrape(), GUARD_EVALUATIONS)
     key = {("guard", "short_key"), ("choke_point", "tool_call")}
-    assert evaluations[frozenset({*key, ("verdict", "pass")})] == 1
-    assert evaluations[frozenset({*key, ("verdict", "reject")})] == 1
+    mode = ("mode", "enforce")
+    assert evaluations[frozenset({*key, ("verdict", "pass"), mode})] == 1
+    assert evaluations[frozenset({*key, ("verdict", "reject"), mode})] == 1
     assert "guardrails_guard_registered{" not in scrape()
 
 
@@ -216,8 +217,8 @@ def test_counts_are_exact_when_many_threads_call_at_once(
         t.join()
     get = registry.get_sample_value
     labels = {"guard": "short_key", "choke_point": "tool_call"}
-    assert get(GUARD_EVALUATIONS, {**labels, "verdict": "pass"}) == 6000
-    assert get(GUARD_EVALUATIONS, {**labels, "verdict": "reject"}) == 2000
+    assert get(GUARD_EVALUATIONS, {**labels, "verdict": "pass", "mode": "enforce"}) == 6000
+    assert get(GUARD_EVALUATIONS, {**labels, "verdict": "reject", "mode": "enforce"}) == 2000
     assert get("guardrails_guard_duration_seconds_count", labels) == 8000
 
 
@@ -245,10 +246,10 @@ def test_pre_turn_post_run_and_backstop_are_counted(
     turn.post_run("we will call you")
     get = registry.get_sample_value
     pre = {"guard": "no_weather", "choke_point": "pre_turn"}
-    assert get(GUARD_EVALUATIONS, {**pre, "verdict": "reject"}) == 1
-    assert get(GUARD_EVALUATIONS, {**pre, "verdict": "pass"}) == 1
+    assert get(GUARD_EVALUATIONS, {**pre, "verdict": "reject", "mode": "enforce"}) == 1
+    assert get(GUARD_EVALUATIONS, {**pre, "verdict": "pass", "mode": "enforce"}) == 1
     post = {"guard": "promised_call", "choke_point": "post_run"}
-    assert get(GUARD_EVALUATIONS, {**post, "verdict": "reject"}) == 1
+    assert get(GUARD_EVALUATIONS, {**post, "verdict": "reject", "mode": "enforce"}) == 1
     assert (
         get("guardrails_backstop_actions_total", {"rule": "promised_call", "tool": "lookup"}) == 1
     )

@@ -75,7 +75,7 @@ def test_tool_span_follows_the_genai_conventions(
     assert span.start_time is not None and span.end_time is not None
     assert before <= span.start_time <= span.end_time <= after
     assert span.end_time - span.start_time == result.duration_ns
-    assert [e.name for e in span.events] == ["guardrails.guard_verdict"] * 2
+    assert [e.name for e in span.events] == ["gen_ai.evaluation.result"] * 2
 
 
 def test_a_rejected_call_has_error_type_and_an_event_per_verdict(
@@ -88,13 +88,13 @@ def test_a_rejected_call_has_error_type_and_an_event_per_verdict(
     assert attributes["error.type"] == "invalid_args"
     assert attributes["guardrails.verdict"] == "reject"
     assert attributes["guardrails.reason"] == "guard"
-    assert span.status.status_code is StatusCode.ERROR
-    assert span.status.description == "invalid_args"
+    # A guard's refusal is policy, not a fault: the status stays unset.
+    assert span.status.status_code is StatusCode.UNSET
     events = [dict(e.attributes or {}) for e in span.events]
     assert events[0] == {
-        "guardrails.guard": "short_key",
+        "gen_ai.evaluation.name": "short_key",
+        "gen_ai.evaluation.score.label": "reject",
         "guardrails.choke_point": "tool_call",
-        "guardrails.verdict": "reject",
         "guardrails.enforced": True,
         "guardrails.reason": "too_long",
     }
@@ -128,8 +128,10 @@ def test_a_failed_tool_has_error_type_error_and_no_exception_text(
     rails = engine(OpenTelemetryRecorder(provider))
     assert rails.turn().call("lookup", {"key": "crash"}).outcome is Outcome.ERROR
     (span,) = exporter.get_finished_spans()
-    assert (span.attributes or {})["error.type"] == "error"
+    # The exception's type, never its text; a fault sets the status.
+    assert (span.attributes or {})["error.type"] == "RuntimeError"
     assert (span.attributes or {})["guardrails.reason"] == "raised"
+    assert span.status.status_code is StatusCode.ERROR
     assert SECRET not in str(span.to_json())
 
 
@@ -229,7 +231,9 @@ def test_pre_turn_post_run_and_backstop_have_spans(
     (event,) = pre.events
     assert pre.start_time is not None and pre.end_time is not None
     assert pre.start_time < pre.end_time == event.timestamp  # as long as its one guard took
-    assert [dict(e.attributes or {})["guardrails.guard"] for e in pre.events] == ["no_weather"]
+    assert [dict(e.attributes or {})["gen_ai.evaluation.name"] for e in pre.events] == [
+        "no_weather"
+    ]
     backstop = spans["guardrails backstop"].attributes or {}
     call = spans["execute_tool lookup"].attributes or {}
     assert backstop["guardrails.rule"] == "promised_call"
@@ -237,4 +241,6 @@ def test_pre_turn_post_run_and_backstop_have_spans(
     assert backstop["gen_ai.tool.call.id"] == call["gen_ai.tool.call.id"]
     post = spans["guardrails post_run"]
     assert (post.attributes or {})["guardrails.choke_point"] == "post_run"
-    assert [dict(e.attributes or {})["guardrails.verdict"] for e in post.events] == ["reject"]
+    assert [dict(e.attributes or {})["gen_ai.evaluation.score.label"] for e in post.events] == [
+        "reject"
+    ]

@@ -1,0 +1,288 @@
+"""Reading coverage sources: a Prometheus exposition (file or loopback URL), or an audit store.
+
+Every failure is a ``CoverageError`` with one short line: no exception text
+from a parser or driver (it can quote kilobytes of the input), no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from ._metric_names import (
+    BACKSTOP_ACTIONS,
+    CHOKE_POINT,
+    ENFORCE,
+    EXPORTED,
+    FAIL_CLOSED_FAULTS,
+    FAIL_OPEN_ESCAPES,
+    FAULT_REASONS,
+    GUARD,
+    GUARD_EVALUATIONS,
+    GUARD_REGISTERED,
+    MODE,
+    OUTCOME,
+    REASON,
+    RECORDER,
+    RULE,
+    TELEMETRY_FAILURES,
+    TOOL,
+    TOOL_OUTCOMES,
+    UNKNOWN,
+    UNKNOWN_TOOL,
+    VERDICT,
+)
+from .errors import UsageError
+from .verdicts import Reason
+
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+# A source is read as guardrails metrics when it has a series of a guard or a
+# tool; the recorder's own failure counter alone does not count.
+_OURS = frozenset(EXPORTED) - {TELEMETRY_FAILURES}
+# Seconds to wait for a PostgreSQL server before saying it cannot be reached.
+PG_CONNECT_TIMEOUT = 3
+
+
+class CoverageError(UsageError):
+    """The source could not be read, or holds no guardrails data."""
+
+
+class Tally:
+    """Counts gathered from one source, summed over every other label."""
+
+    def __init__(self) -> None:
+        self.verdicts: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+        self.observed: dict[tuple[str, str], int] = defaultdict(int)
+        self.escapes: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+        self.faults: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+        self.registered: set[tuple[str, str]] = set()
+        self.tools: dict[str, dict[str, int]] = defaultdict(dict)
+        self.backstop: dict[tuple[str, str], int] = defaultdict(int)
+        self.failures: dict[str, int] = defaultdict(int)
+        self.seen = False  # any guardrails series at all
+
+
+def add(counts: dict[str, int], key: str, value: float) -> None:
+    counts[key] = counts.get(key, 0) + count(value)
+
+
+def count(value: float) -> int:
+    if not 0 <= value < 2**63:  # also NaN
+        raise ValueError("a count must be a non-negative finite number")
+    return round(value)
+
+
+def read_source(source: str, *, timeout: float = 5.0) -> str:
+    """The text of a file, or of an ``http://127.0.0.1...`` (loopback only) URL."""
+    if source.startswith(("http://", "https://")):
+        return _read_url(source, timeout)
+    try:
+        with open(source, "rb") as f:
+            body = f.read()
+    except OSError as exc:
+        raise CoverageError(f"{source}: {exc.strerror or type(exc).__name__}") from None
+    return _decode(source, body)
+
+
+def _read_url(source: str, timeout: float) -> str:
+    from urllib.error import HTTPError, URLError
+    from urllib.parse import urlsplit
+    from urllib.request import Request, urlopen
+
+    try:
+        host = urlsplit(source).hostname
+    except ValueError:
+        host = None
+    if host not in _LOOPBACK:
+        raise CoverageError(
+            f"{source}: only a loopback address (127.0.0.1, localhost, ::1) is read; "
+            "save a remote exposition to a file first"
+        )
+    request = Request(source, headers={"Accept": "text/plain; version=0.0.4"})
+    try:
+        with urlopen(request, timeout=timeout) as response:
+            body: bytes = response.read()
+    except HTTPError as exc:
+        raise CoverageError(f"{source}: HTTP {exc.code}") from None
+    except URLError as exc:
+        reason = exc.reason
+        text = reason.strerror if isinstance(reason, OSError) else None
+        raise CoverageError(f"{source}: {text or type(reason).__name__}") from None
+    except (OSError, ValueError) as exc:
+        raise CoverageError(f"{source}: {type(exc).__name__}") from None
+    return _decode(source, body)
+
+
+def _decode(source: str, body: bytes) -> str:
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CoverageError(
+            f"{source}: not a Prometheus text exposition (not UTF-8 text)"
+        ) from None
+
+
+def tally_exposition(text: str, source: str = "source") -> Tally:
+    """Sum the guardrails samples of a Prometheus text (or OpenMetrics) exposition."""
+    from prometheus_client.openmetrics.parser import (
+        text_string_to_metric_families as parse_openmetrics,
+    )
+    from prometheus_client.parser import text_string_to_metric_families as parse_text
+
+    parse = parse_openmetrics if text.rstrip().endswith("# EOF") else parse_text
+    t = Tally()
+    try:
+        for family in parse(text):
+            for sample in family.samples:
+                _sample(t, sample.name, sample.labels, sample.value)
+    except (ValueError, KeyError, TypeError, IndexError):
+        raise CoverageError(
+            f"{source}: not a Prometheus exposition of guardrails metrics"
+        ) from None
+    if not t.seen:
+        raise CoverageError(
+            f"{source}: no guardrails metrics (no guard or tool series) in this exposition"
+        )
+    return t
+
+
+def _sample(t: Tally, name: str, labels: dict[str, str], value: float) -> None:
+    if name in _OURS:
+        t.seen = True
+    if name == GUARD_EVALUATIONS:
+        key = (labels[GUARD], labels[CHOKE_POINT])
+        add(t.verdicts[key], labels[VERDICT], value)
+        if labels.get(MODE, ENFORCE) != ENFORCE:
+            t.observed[key] += count(value)
+    elif name == FAIL_OPEN_ESCAPES:
+        add(t.escapes[(labels[GUARD], labels[CHOKE_POINT])], labels[REASON], value)
+    elif name == FAIL_CLOSED_FAULTS:
+        add(t.faults[(labels[GUARD], labels[CHOKE_POINT])], labels[REASON], value)
+    elif name == GUARD_REGISTERED:
+        if count(value) > 0:
+            t.registered.add((labels[GUARD], labels[CHOKE_POINT]))
+    elif name == TOOL_OUTCOMES:
+        add(t.tools[labels[TOOL]], labels[OUTCOME], value)
+    elif name == BACKSTOP_ACTIONS:
+        t.backstop[(labels[RULE], labels[TOOL])] += count(value)
+    elif name == TELEMETRY_FAILURES:
+        t.failures[labels[RECORDER]] += count(value)
+
+
+def tally_audit(rows: Iterable[Any]) -> Tally:
+    """Sum the verdicts, escapes, faults, outcomes and backstop actions of audit rows."""
+    from .audit import decode_escapes, decode_verdicts
+
+    t = Tally()
+    try:
+        for row in rows:
+            t.seen = True
+            verdicts = decode_verdicts(row)
+            stopped = set()
+            for v in verdicts:
+                key = (v["guard"], v["choke_point"])
+                add(t.verdicts[key], v["verdict"], 1)
+                enforced = v.get("enforced", True) is not False
+                if not enforced:
+                    t.observed[key] += 1
+                elif v["verdict"] == "reject":
+                    stopped.add(key)
+            for e in decode_escapes(row):
+                key = (e["guard"], e["choke_point"])
+                fault = e["reason"] in FAULT_REASONS and key in stopped
+                add((t.faults if fault else t.escapes)[key], e["reason"], 1)
+            _audit_action(t, row)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise CoverageError("the audit log holds rows this version cannot read") from None
+    return t
+
+
+def _audit_action(t: Tally, row: Any) -> None:
+    if row.kind == "tool_call" and row.outcome is not None:
+        tool = UNKNOWN_TOOL if row.reason == Reason.UNKNOWN_TOOL else row.tool
+        add(t.tools[tool or UNKNOWN_TOOL], row.outcome, 1)
+    elif row.kind == "backstop":
+        detail = json.loads(row.detail) if row.detail else {}
+        if detail.get("outcome") is not None:  # None: declined to call again
+            rule = detail.get("rule") or detail.get("guard") or UNKNOWN
+            t.backstop[(str(rule), str(detail.get("tool") or UNKNOWN_TOOL))] += 1
+
+
+def sqlite_path(url: str) -> str | None:
+    """The file of a ``sqlite:`` URL, after SQLAlchemy's convention; None for another scheme.
+
+    ``sqlite:///audit.db`` is relative to the working directory,
+    ``sqlite:////var/lib/agent/audit.db`` is absolute (four slashes).
+    """
+    if not url.startswith("sqlite:"):
+        return None
+    rest = url.removeprefix("sqlite:")
+    if not rest.startswith("///") or len(rest) == 3:
+        raise CoverageError(
+            f"{url}: write sqlite:///relative/path.db or sqlite:////absolute/path.db"
+        )
+    return rest[3:]
+
+
+def audit_rows(url: str) -> list[Any]:
+    """Every audit row of the store at ``url``: a ``sqlite:`` URL, a ``postgresql://`` DSN, a path."""
+    import os
+
+    from .audit import AuditLog
+    from .store import StoreError, open_store
+
+    path = sqlite_path(url)
+    options: dict[str, Any] = {}
+    if path is None and url.startswith(("postgresql://", "postgres://")):
+        options = {
+            "connect_timeout": PG_CONNECT_TIMEOUT,
+            "timeout": PG_CONNECT_TIMEOUT,
+            "min_size": 0,
+        }
+        target, shown = url, _redacted(url)
+    elif path is None and "://" in url:
+        raise CoverageError(f"{url}: not a store URL (sqlite:///..., postgresql://...)")
+    else:
+        target = shown = path if path is not None else url
+        if not os.path.isfile(target):
+            raise CoverageError(f"{url}: no such file")  # opening would create an empty store
+    try:
+        if options:
+            _probe(target)
+        store = open_store(target, **options)
+        try:
+            return list(AuditLog(store).rows())
+        finally:
+            store.close()
+    except ImportError:
+        raise CoverageError(
+            f"{shown}: reading PostgreSQL needs psycopg: pip install 'guardrails-kit[postgres]'"
+        ) from None
+    except (StoreError, OSError) as exc:
+        raise CoverageError(f"{shown}: cannot read the audit log ({type(exc).__name__})") from None
+    except Exception as exc:  # a driver's own errors (psycopg, sqlite3)
+        raise CoverageError(f"{shown}: cannot read the audit log ({type(exc).__name__})") from None
+
+
+def _probe(dsn: str) -> None:
+    # One direct connection first: an unreachable server fails within the
+    # connect timeout, once, instead of a pool retrying until its own timeout.
+    import psycopg
+
+    psycopg.connect(dsn, connect_timeout=PG_CONNECT_TIMEOUT, autocommit=True).close()
+
+
+def _redacted(dsn: str) -> str:
+    """A DSN without its password."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(dsn)
+        if parts.password is None:
+            return dsn
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+        return parts._replace(netloc=netloc).geturl()
+    except ValueError:
+        return "postgresql://..."

@@ -1,0 +1,111 @@
+"""The Prometheus names, labels, label values and HELP texts (public API).
+
+Re-exported by ``guardrails.metrics``; ``docs/observability.md`` quotes them
+and a test compares the two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .verdicts import EscapeReason
+
+GUARD_EVALUATIONS = "guardrails_guard_evaluations_total"
+FAIL_OPEN_ESCAPES = "guardrails_fail_open_escapes_total"
+FAIL_CLOSED_FAULTS = "guardrails_fail_closed_faults_total"
+TOOL_OUTCOMES = "guardrails_tool_outcomes_total"
+BACKSTOP_ACTIONS = "guardrails_backstop_actions_total"
+GUARD_DURATION = "guardrails_guard_duration_seconds"
+GUARD_REGISTERED = "guardrails_guard_registered"
+TELEMETRY_FAILURES = "guardrails_telemetry_failures_total"
+
+GUARD = "guard"
+CHOKE_POINT = "choke_point"
+VERDICT = "verdict"
+MODE = "mode"
+REASON = "reason"
+TOOL = "tool"
+OUTCOME = "outcome"
+RULE = "rule"
+RECORDER = "recorder"
+
+ENFORCE = "enforce"
+"""``mode`` of a verdict that was enforced."""
+OBSERVE = "observe"
+"""``mode`` of a verdict of a guard in observe mode (recorded, never enforced)."""
+MODES = (ENFORCE, OBSERVE)
+
+# Every family and its labels, as exposed (histograms also expose _bucket with
+# ``le``, _sum and _count).
+EXPORTED: Mapping[str, tuple[str, ...]] = {
+    GUARD_EVALUATIONS: (GUARD, CHOKE_POINT, VERDICT, MODE),
+    FAIL_OPEN_ESCAPES: (GUARD, CHOKE_POINT, REASON),
+    FAIL_CLOSED_FAULTS: (GUARD, CHOKE_POINT, REASON),
+    TOOL_OUTCOMES: (TOOL, OUTCOME),
+    BACKSTOP_ACTIONS: (RULE, TOOL),
+    GUARD_DURATION: (GUARD, CHOKE_POINT),
+    GUARD_REGISTERED: (GUARD, CHOKE_POINT),
+    TELEMETRY_FAILURES: (RECORDER,),
+}
+
+HELP: Mapping[str, str] = {
+    GUARD_EVALUATIONS: (
+        "Guard verdicts by guard, choke-point, verdict and mode "
+        "(enforce, or observe: recorded and never enforced)."
+    ),
+    FAIL_OPEN_ESCAPES: (
+        "Actions that went on without an enforced decision of the guard, "
+        "by guard, choke-point and reason."
+    ),
+    FAIL_CLOSED_FAULTS: (
+        "Actions stopped because a fail-closed guard could not decide, "
+        "by guard, choke-point and reason."
+    ),
+    TOOL_OUTCOMES: "Tool calls by tool and the outcome the model saw.",
+    BACKSTOP_ACTIONS: "Tool calls the post_run backstop made, by rule and tool.",
+    GUARD_DURATION: "Time one guard took to decide, by guard and choke-point.",
+    GUARD_REGISTERED: "1 for every guard registered at a choke-point.",
+    TELEMETRY_FAILURES: "Recorder failures: logged and counted, never raised into a tool call.",
+}
+
+# Why a fail-closed guard could not decide: the reasons of
+# guardrails_fail_closed_faults_total. The others (pass_on_retry,
+# observe_only, audit_unavailable, store_unavailable) only ever let an action on.
+FAULT_REASONS = frozenset(
+    {
+        EscapeReason.RAISED,
+        EscapeReason.TIMEOUT,
+        EscapeReason.INVALID_RETURN,
+        EscapeReason.NOT_CONFIGURED,
+        EscapeReason.DECLINED,
+    }
+)
+
+UNKNOWN_TOOL = "_unknown"
+"""The ``tool`` label value of every call to a tool that is not registered."""
+
+UNKNOWN = "_unknown"
+"""The label value for a backstop rule or tool that the payload did not name."""
+
+# Guards run in microseconds to seconds.
+DURATION_BUCKETS = (
+    0.00001,
+    0.000025,
+    0.00005,
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)

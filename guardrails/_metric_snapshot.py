@@ -1,0 +1,133 @@
+"""The counts of one guard, and the metric families built from a snapshot of all counts.
+
+Every registered guard gets all its series at zero: 3 verdicts in its mode,
+every escape reason, every fault reason, the histogram and the registered
+gauge (``SERIES_PER_GUARD``), so ``increase()`` sees the first event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+
+from ._metric_names import (
+    BACKSTOP_ACTIONS,
+    DURATION_BUCKETS,
+    ENFORCE,
+    EXPORTED,
+    FAIL_CLOSED_FAULTS,
+    FAIL_OPEN_ESCAPES,
+    FAULT_REASONS,
+    GUARD_DURATION,
+    GUARD_EVALUATIONS,
+    GUARD_REGISTERED,
+    HELP,
+    OBSERVE,
+    TELEMETRY_FAILURES,
+    TOOL_OUTCOMES,
+)
+from .verdicts import ChokePoint, EscapeReason, Outcome, Verdict
+
+# 3 verdicts + 9 escape reasons + 5 fault reasons + the histogram's 20 buckets,
+# _sum and _count + 1 registered gauge.
+SERIES_PER_GUARD = len(Verdict) + len(EscapeReason) + len(FAULT_REASONS) + 22 + 1
+
+
+class GuardSeries:
+    """The counts of one (guard, choke-point): verdicts by mode, duration, escapes, faults."""
+
+    __slots__ = ("buckets", "enforced", "escapes", "faults", "modes", "nanos", "observed")
+
+    def __init__(self) -> None:
+        self.enforced = dict.fromkeys(Verdict, 0)
+        self.observed = dict.fromkeys(Verdict, 0)
+        self.modes: set[str] = set()  # the modes whose verdicts are exposed even at zero
+        self.buckets = [0] * (len(DURATION_BUCKETS) + 1)  # the last one is +Inf
+        self.nanos = 0  # the sum, kept exact in integer nanoseconds
+        self.escapes: dict[EscapeReason, int] = {}
+        self.faults: dict[EscapeReason, int] = {}
+
+    @property
+    def verdicts(self) -> dict[str, dict[Verdict, int]]:
+        """The verdict counts by mode."""
+        return {ENFORCE: self.enforced, OBSERVE: self.observed}
+
+    def copy(self) -> GuardSeries:
+        new = GuardSeries()
+        new.enforced = self.enforced.copy()
+        new.observed = self.observed.copy()
+        new.modes = set(self.modes)
+        new.buckets = self.buckets.copy()
+        new.nanos = self.nanos
+        new.escapes = self.escapes.copy()
+        new.faults = self.faults.copy()
+        return new
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    guards: list[tuple[tuple[str, ChokePoint], GuardSeries]]
+    outcomes: list[tuple[tuple[str, Outcome], int]]
+    backstop: list[tuple[tuple[str, str], int]]
+    registered: list[tuple[str, ChokePoint]]
+    failures: list[tuple[str, int]]
+
+
+def build_families(s: Snapshot) -> list[Metric]:
+    """The families of one scrape, every registered guard's series included at zero."""
+    evaluations = _counter(GUARD_EVALUATIONS)
+    escapes = _counter(FAIL_OPEN_ESCAPES)
+    faults = _counter(FAIL_CLOSED_FAULTS)
+    duration = HistogramMetricFamily(
+        GUARD_DURATION, HELP[GUARD_DURATION], labels=EXPORTED[GUARD_DURATION]
+    )
+    registered = set(s.registered)
+    for (guard, point), series in s.guards:
+        cp = point.value
+        for mode, counts in series.verdicts.items():
+            if mode in series.modes or any(counts.values()):
+                for verdict, count in counts.items():
+                    evaluations.add_metric((guard, cp, verdict.value, mode), count)
+        zero = (guard, point) in registered
+        for reason in EscapeReason:
+            count = series.escapes.get(reason, 0)
+            if zero or count:
+                escapes.add_metric((guard, cp, reason.value), count)
+        for reason in sorted(FAULT_REASONS):
+            count = series.faults.get(reason, 0)
+            if zero or count:
+                faults.add_metric((guard, cp, reason.value), count)
+        cumulative, total = [], 0
+        for bound, count in zip((*DURATION_BUCKETS, float("inf")), series.buckets, strict=True):
+            total += count
+            cumulative.append((_le(bound), total))
+        duration.add_metric((guard, cp), cumulative, series.nanos / 1e9)
+    outcomes = _counter(TOOL_OUTCOMES)
+    for (tool, outcome), count in s.outcomes:
+        outcomes.add_metric((tool, outcome.value), count)
+    actions = _counter(BACKSTOP_ACTIONS)
+    for labels, count in s.backstop:
+        actions.add_metric(labels, count)
+    listed = GaugeMetricFamily(
+        GUARD_REGISTERED, HELP[GUARD_REGISTERED], labels=EXPORTED[GUARD_REGISTERED]
+    )
+    for guard, point in s.registered:
+        listed.add_metric((guard, point.value), 1)
+    failures = _counter(TELEMETRY_FAILURES)
+    for name, count in s.failures:
+        failures.add_metric((name,), count)
+    return [evaluations, escapes, faults, outcomes, actions, duration, listed, failures]
+
+
+def _counter(name: str) -> CounterMetricFamily:
+    return CounterMetricFamily(name, HELP[name], labels=EXPORTED[name])
+
+
+def _le(bound: float) -> str:
+    return "+Inf" if bound == float("inf") else repr(float(bound))

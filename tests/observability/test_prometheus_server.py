@@ -1,0 +1,232 @@
+"""A real Prometheus server scrapes a guarded workload: one escape after clean scrapes is seen.
+
+The server (Debian's ``prometheus``) is started by the test on a free port with
+its own data directory, scrapes an exposition this test serves on 127.0.0.1,
+and is stopped by the test. Mandatory where ``GUARDRAILS_REQUIRE_PROMTOOL=1``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+from urllib.request import urlopen
+
+import pytest
+from prometheus_client import CollectorRegistry, start_http_server
+
+from guardrails import Guardrails, NotConfigured, Verdict, guard, tool
+from guardrails.metrics import PrometheusRecorder
+from guardrails.rules.required_action import required_action
+
+DASHBOARD = Path(__file__).resolve().parents[2] / "dashboards" / "guardrails-coverage.json"
+ESCAPE_PANEL = "Fail-open escapes, observe mode aside (range)"
+VARIABLES = {"$__rate_interval": "1m", "$__range": "1h", "$guard": ".*", "$choke_point": ".*"}
+ESCAPES = 'guardrails_fail_open_escapes_total{guard="region_rules",reason="not_configured"}'
+DEADLINE = 90.0  # seconds for the server to be ready or to have scraped what we wait for
+
+
+@pytest.fixture
+def prometheus_bin() -> str:
+    path = shutil.which("prometheus")
+    if path is None:
+        if os.environ.get("GUARDRAILS_REQUIRE_PROMTOOL") == "1":
+            pytest.fail("prometheus is required (GUARDRAILS_REQUIRE_PROMTOOL=1) but not installed")
+        pytest.skip("prometheus is not installed (Debian package prometheus)")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(what: str, check: Callable[[], bool]) -> None:
+    """Poll ``check`` until it holds; fail with ``what`` at the deadline."""
+    end = time.monotonic() + DEADLINE
+    while not check():
+        if time.monotonic() > end:
+            pytest.fail(f"Prometheus did not {what} within {DEADLINE:.0f} s")
+        time.sleep(0.2)
+
+
+class Server:
+    def __init__(self, port: int) -> None:
+        self.base = f"http://127.0.0.1:{port}"
+
+    def ready(self) -> bool:
+        try:
+            with urlopen(f"{self.base}/-/ready", timeout=2) as r:
+                return bool(r.status == 200)
+        except OSError:
+            return False
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        with urlopen(f"{self.base}/api/v1/query?{urlencode({'query': expr})}", timeout=10) as r:
+            body = json.load(r)
+        assert body["status"] == "success", body
+        return list(body["data"]["result"])
+
+    def value(self, expr: str) -> float | None:
+        result = self.query(expr)
+        return float(result[0]["value"][1]) if result else None
+
+
+@pytest.fixture
+def workload() -> Iterator[tuple[Guardrails, str]]:
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    @guard
+    def region_rules(call: Any) -> Verdict:
+        if call.context.tenant is None:
+            raise NotConfigured("no region for this tenant")
+        return Verdict.PASS
+
+    @tool
+    def notify(reason: str) -> str:
+        """Page a human."""
+        return reason
+
+    @tool
+    def unused(key: str) -> str:
+        """Never called."""
+        return key
+
+    @guard(observe=True, tools=["lookup"])
+    def shadow(call: Any) -> Verdict:
+        return Verdict.REJECT
+
+    @guard(tools=["unused"])
+    def idle(call: Any) -> Verdict:
+        return Verdict.PASS
+
+    page = required_action("notify", when=lambda run: True, arguments={"reason": "promised"})
+    registry = CollectorRegistry()
+    metrics = PrometheusRecorder(registry)
+    rails = Guardrails(
+        [lookup, notify, unused], [region_rules, shadow, idle, page], recorder=metrics
+    )
+    metrics.bind(rails)
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    yield rails, f"127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+@pytest.fixture
+def prometheus(prometheus_bin: str, workload: Any, tmp_path: Path) -> Iterator[Server]:
+    _, target = workload
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        json.dumps(
+            {
+                "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                "scrape_configs": [
+                    {"job_name": "agent", "static_configs": [{"targets": [target]}]}
+                ],
+            }
+        )
+    )
+    log = (tmp_path / "prometheus.log").open("w")
+    process = server = None
+    try:
+        for attempt in range(3):  # another process may take the free port first
+            port = free_port()
+            process = subprocess.Popen(
+                [
+                    prometheus_bin,
+                    f"--config.file={config}",
+                    f"--storage.tsdb.path={tmp_path / f'data{attempt}'}",
+                    f"--web.listen-address=127.0.0.1:{port}",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+            server = Server(port)
+            wait_for("become ready", partial(_up_or_gone, server, process))
+            if process.poll() is None:
+                break
+        assert process is not None and server is not None and process.poll() is None, (
+            tmp_path / "prometheus.log"
+        ).read_text()[-2000:]
+        yield server
+    finally:
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        log.close()
+
+
+def _up_or_gone(server: Server, process: subprocess.Popen[bytes]) -> bool:
+    return server.ready() or process.poll() is not None
+
+
+def panel_expr(title: str) -> str:
+    for panel in json.loads(DASHBOARD.read_text())["panels"]:
+        if panel["title"] == title:
+            expr: str = panel["targets"][0]["expr"]
+            for variable, value in VARIABLES.items():
+                expr = expr.replace(variable, value)
+            return expr
+    raise AssertionError(f"no panel {title!r}")
+
+
+def test_a_single_escape_after_clean_scrapes_shows_on_the_escape_panel(
+    workload: tuple[Guardrails, str], prometheus: Server
+) -> None:
+    rails, _ = workload
+    clean = rails.turn(tenant="acme")
+    scrapes = f"count_over_time({ESCAPES}[1h])"
+
+    def clean_scrapes() -> bool:
+        clean.call("lookup", {"key": "k"})
+        return (prometheus.value(scrapes) or 0) >= 5
+
+    wait_for("scrape the escape series at zero five times", clean_scrapes)
+    assert prometheus.value(panel_expr(ESCAPE_PANEL)) == 0
+
+    rails.turn().call("lookup", {"key": "k"})  # no tenant: one escape
+
+    wait_for("scrape the escape", lambda: prometheus.value(f"max_over_time({ESCAPES}[1h])") == 1)
+    seen = prometheus.value(panel_expr(ESCAPE_PANEL))
+    assert seen is not None and round(seen) == 1
+
+
+def test_every_dashboard_query_runs_on_the_server(
+    workload: tuple[Guardrails, str], prometheus: Server
+) -> None:
+    rails, _ = workload
+    scrapes = f"count_over_time({ESCAPES}[1h])"
+    wait_for("scrape the series at zero", lambda: (prometheus.value(scrapes) or 0) >= 2)
+    turn = rails.turn(tenant="acme")
+    turn.call("lookup", {"key": "k"})
+    turn.post_run("done")  # the backstop calls notify
+    rails.turn().call("lookup", {"key": "k"})  # an escape
+    seen = prometheus.value(scrapes) or 0
+    wait_for("scrape the workload twice", lambda: (prometheus.value(scrapes) or 0) >= seen + 2)
+    empty = []
+    for panel in json.loads(DASHBOARD.read_text())["panels"]:
+        for target in panel["targets"]:
+            expr = target["expr"]
+            for variable, value in VARIABLES.items():
+                expr = expr.replace(variable, value)
+            if not prometheus.query(expr):  # asserts status success
+                empty.append(panel["title"])
+    assert empty == []  # every panel has something to show for this workload
