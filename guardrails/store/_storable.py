@@ -1,0 +1,143 @@
+"""Make any audit row storable: every column becomes a value SQLite and PostgreSQL accept.
+
+A row is built from what the model sent (tool names, call ids) and what guards
+returned (reasons), so a column may hold a lone surrogate, a NUL, a megabyte,
+a ``str`` subclass with hostile methods, or no string at all. ``storable``
+rewrites each column deterministically and lists what it did in ``altered``
+(JSON: column -> actions), so the row is written and the change is visible:
+
+- text: a ``str`` subclass is read as plain ``str`` (none of its methods run);
+  lone surrogates become ``\\udXXX`` and NUL becomes ``\\x00`` (``escaped``);
+  past ``TEXT_LIMIT`` (``JSON_LIMIT`` for JSON and error columns) the value is
+  cut (``truncated``); a value that is not text becomes ``<not text: Type>``
+  (``not_text``);
+- numbers: anything but an ``int`` (``float`` for ``at`` and ``cost``) becomes
+  NULL (``not_number``); an integer outside 64 bits or a non-finite float too
+  (``out_of_range``); ``at`` is never NULL (0.0 instead).
+
+Only built-in ``str``/``int``/``float`` code runs on the values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from ._base import AuditRow
+
+__all__ = ["JSON_LIMIT", "TEXT_LIMIT", "storable"]
+
+TEXT_LIMIT = 1024
+"""Longest identifier or code kept (tool, call id, tenant, reason, ...), in characters."""
+JSON_LIMIT = 65_536
+"""Longest JSON or error text kept (verdicts, escapes, detail, error), in characters."""
+
+_INT64 = 2**63
+_JSON_COLUMNS = frozenset({"verdicts", "escapes", "detail", "error", "altered"})
+_INT_COLUMNS = frozenset({"duration_us", "tokens_in", "tokens_out"})
+_FLOAT_COLUMNS = frozenset({"at", "cost"})
+_FIELDS = AuditRow._fields
+_ALTERED = _FIELDS.index("altered")
+_str_len = str.__len__
+_type_name = type.__dict__["__qualname__"].__get__
+
+
+def storable(row: AuditRow) -> AuditRow:
+    """``row`` with every column storable; unchanged (the same object) when it already was."""
+    changes: dict[str, list[str]] | None = None
+    values = list(row)
+    dirty = False
+    for index, value in enumerate(values[:-1]):  # not the id: the store gives it
+        kind = type(value)
+        if value is None or (kind is str and value.isascii() and "\x00" not in value):
+            if kind is not str or _str_len(value) <= _limit(_FIELDS[index]):
+                continue
+        elif (kind is int or kind is float) and _FIELDS[index] not in _TEXT_SET:
+            if _fits(_FIELDS[index], value):
+                continue
+        values[index], actions = _fix(_FIELDS[index], value)
+        dirty = True
+        if actions:
+            changes = {} if changes is None else changes
+            changes[_FIELDS[index]] = actions
+    if not dirty:
+        return row
+    if changes is not None:
+        values[_ALTERED] = json.dumps(changes, sort_keys=True)
+    return AuditRow._make(values)
+
+
+_TEXT_SET = frozenset(_FIELDS) - _INT_COLUMNS - _FLOAT_COLUMNS - {"id"}
+
+
+def _limit(column: str) -> int:
+    return JSON_LIMIT if column in _JSON_COLUMNS else TEXT_LIMIT
+
+
+def _fits(column: str, value: Any) -> bool:
+    if column in _INT_COLUMNS:
+        return type(value) is int and -_INT64 <= value < _INT64
+    return type(value) is float and math.isfinite(value)
+
+
+def _fix(column: str, value: Any) -> tuple[Any, list[str]]:
+    if column in _INT_COLUMNS:
+        return _integer(value)
+    if column in _FLOAT_COLUMNS:
+        number, actions = _real(value)
+        if number is None and column == "at":
+            return 0.0, actions
+        return number, actions
+    if value is None:
+        return (("", ["not_text"]) if column == "kind" else (None, []))
+    return _text(value, _limit(column))
+
+
+def _integer(value: Any) -> tuple[int | None, list[str]]:
+    if value is None:
+        return None, []
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None, ["not_number"]
+    number = int.__int__(value)
+    if not -_INT64 <= number < _INT64:
+        return None, ["out_of_range"]
+    return number, ([] if type(value) is int else ["not_number"])
+
+
+def _real(value: Any) -> tuple[float | None, list[str]]:
+    if value is None:
+        return None, []
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None, ["not_number"]
+    try:
+        number = int.__int__(value) if isinstance(value, int) else float.__float__(value)
+        number = float(number)
+    except OverflowError:
+        return None, ["out_of_range"]
+    if not math.isfinite(number):
+        return None, ["out_of_range"]
+    return number, ([] if type(value) in (int, float) else ["not_number"])
+
+
+def _text(value: Any, limit: int) -> tuple[str, list[str]]:
+    actions: list[str] = []
+    if isinstance(value, str):
+        text = str.__str__(value)  # a plain copy: the subclass's own methods never run
+    else:
+        text = f"<not text: {_type_name(type(value))}>"
+        actions.append("not_text")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+            actions.append("escaped")
+    if "\x00" in text:
+        text = text.replace("\x00", "\\x00")
+        if "escaped" not in actions:
+            actions.append("escaped")
+    if len(text) > limit:
+        text = text[:limit]
+        actions.append("truncated")
+    return text, actions
