@@ -45,6 +45,9 @@ def _build_parser() -> argparse.ArgumentParser:
             help="guard coverage from Prometheus metrics (a file or a 127.0.0.1 URL) or the audit log",
         )
     )
+    from ._cli_audit import add_arguments as audit_arguments
+
+    audit_arguments(sub.add_parser("audit", help="check the audit log (hash chain)"))
     return parser
 
 

@@ -37,9 +37,8 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, *_: str | None) 
         table = arg1 if where == 0 else arg2
         if table is not None and table.lower() == AUDIT_TABLE:
             return sqlite3.SQLITE_DENY
-    elif action == sqlite3.SQLITE_PRAGMA and arg1 is not None:
-        if arg1.lower() in _PRAGMAS:
-            return sqlite3.SQLITE_DENY
+    elif action == sqlite3.SQLITE_PRAGMA and arg1 is not None and arg1.lower() in _PRAGMAS:
+        return sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK
 
 

@@ -39,7 +39,6 @@ _INT_COLUMNS = frozenset({"duration_us", "tokens_in", "tokens_out"})
 _FLOAT_COLUMNS = frozenset({"at", "cost"})
 _FIELDS = AuditRow._fields
 _ALTERED = _FIELDS.index("altered")
-_str_len = str.__len__
 _type_name = type.__dict__["__qualname__"].__get__
 
 
@@ -48,19 +47,25 @@ def storable(row: AuditRow) -> AuditRow:
     changes: dict[str, list[str]] | None = None
     values = list(row)
     dirty = False
-    for index, value in enumerate(values[:-1]):  # not the id: the store gives it
+    for index, (column, shape, limit) in enumerate(_PLAN):  # not the id: the store gives it
+        value = values[index]
         kind = type(value)
-        if value is None or (kind is str and value.isascii() and "\x00" not in value):
-            if kind is not str or _str_len(value) <= _limit(_FIELDS[index]):
+        if shape is _TEXT:
+            if value is None and column != "kind":
                 continue
-        elif (kind is int or kind is float) and _FIELDS[index] not in _TEXT_SET:
-            if _fits(_FIELDS[index], value):
+            if kind is str and value.isascii() and "\x00" not in value and len(value) <= limit:
                 continue
-        values[index], actions = _fix(_FIELDS[index], value)
+        elif (
+            (value is None and column != "at")
+            or (shape is _INT and kind is int and -_INT64 <= value < _INT64)
+            or (shape is _FLOAT and kind is float and math.isfinite(value))
+        ):
+            continue
+        values[index], actions = _fix(column, value)
         dirty = True
         if actions:
             changes = {} if changes is None else changes
-            changes[_FIELDS[index]] = actions
+            changes[column] = actions
     if not dirty:
         return row
     if changes is not None:
@@ -68,17 +73,18 @@ def storable(row: AuditRow) -> AuditRow:
     return AuditRow._make(values)
 
 
-_TEXT_SET = frozenset(_FIELDS) - _INT_COLUMNS - _FLOAT_COLUMNS - {"id"}
+_TEXT, _INT, _FLOAT = "text", "int", "float"
+
+
+def _shape(column: str) -> str:
+    return _INT if column in _INT_COLUMNS else _FLOAT if column in _FLOAT_COLUMNS else _TEXT
 
 
 def _limit(column: str) -> int:
     return JSON_LIMIT if column in _JSON_COLUMNS else TEXT_LIMIT
 
 
-def _fits(column: str, value: Any) -> bool:
-    if column in _INT_COLUMNS:
-        return type(value) is int and -_INT64 <= value < _INT64
-    return type(value) is float and math.isfinite(value)
+_PLAN = tuple((c, _shape(c), _limit(c)) for c in _FIELDS[:-1])
 
 
 def _fix(column: str, value: Any) -> tuple[Any, list[str]]:
@@ -87,10 +93,10 @@ def _fix(column: str, value: Any) -> tuple[Any, list[str]]:
     if column in _FLOAT_COLUMNS:
         number, actions = _real(value)
         if number is None and column == "at":
-            return 0.0, actions
+            return 0.0, actions or ["not_number"]
         return number, actions
     if value is None:
-        return (("", ["not_text"]) if column == "kind" else (None, []))
+        return ("", ["not_text"]) if column == "kind" else (None, [])
     return _text(value, _limit(column))
 
 

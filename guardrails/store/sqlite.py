@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
+from ._append_only import refuse_audit_changes
 from ._base import (
     AUDIT_COLUMNS,
     AuditRow,
@@ -30,7 +31,6 @@ from ._base import (
     check_filters,
     row_from,
 )
-from ._append_only import refuse_audit_changes
 from ._chain import GENESIS, content, link, link_rows
 from ._migrations import migrations, split_statements
 from ._storable import storable

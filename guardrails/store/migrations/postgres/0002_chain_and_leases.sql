@@ -14,3 +14,11 @@ CREATE TABLE guardrails_leases (
     PRIMARY KEY (key, holder)
 );
 CREATE INDEX guardrails_leases_holder ON guardrails_leases (holder);
+-- The chain head: the last row's id and hash. Appends lock this one row, so
+-- concurrent writers extend one chain; ids are given from it, not the sequence.
+CREATE TABLE guardrails_audit_head (
+    one  BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one),
+    id   BIGINT NOT NULL,
+    hash TEXT NOT NULL
+);
+INSERT INTO guardrails_audit_head (id, hash) SELECT COALESCE(MAX(id), 0), '' FROM guardrails_audit;
