@@ -85,7 +85,11 @@ class AuditLog:
         return None
 
     def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
-        row = self.tool_row(result, invocation.context, leave(invocation, self))
+        state = leave(invocation, self)
+        try:
+            row = self.tool_row(result, invocation.context, state)
+        except Exception:  # a value nothing could encode: keep the row, without it
+            row = self._minimal_row(result, invocation.context)
         try:
             self.store.append(row)
         except Exception as exc:
@@ -100,15 +104,35 @@ class AuditLog:
 
     def on_tool_result(self, result: ToolResult, /) -> None:
         if AUDITED not in result.flags:
-            self.store.append(self.tool_row(result, None, None))
+            self.store.append(self._row_of(result, None))
 
     def on_turn_result(self, turn: Any, result: ToolResult, /) -> None:
         """What ``Recorders`` calls: the turn gives refused calls their tenant and session."""
         if AUDITED not in result.flags:
-            self.store.append(self.tool_row(result, getattr(turn, "context", None), None))
+            self.store.append(self._row_of(result, getattr(turn, "context", None)))
 
     def on_event(self, kind: str, payload: Any, /) -> None:
-        self.store.append(self.event_row(kind, payload))
+        try:
+            row = self.event_row(kind, payload)
+        except Exception:
+            row = AuditRow(kind, self.clock(), detail=_INCOMPLETE)
+        self.store.append(row)
+
+    def _row_of(self, result: ToolResult, context: TurnContext | None) -> AuditRow:
+        try:
+            return self.tool_row(result, context, None)
+        except Exception:
+            return self._minimal_row(result, context)
+
+    def _minimal_row(self, result: ToolResult, context: TurnContext | None) -> AuditRow:
+        """The columns that cannot fail; ``detail`` says the rest was unencodable."""
+        ctx = context if isinstance(context, TurnContext) else _NO_CONTEXT
+        return AuditRow(
+            "tool_call", self.clock(), _code(getattr(result, "call_id", None)), ctx.tenant,
+            ctx.session, ctx.agent, ctx.workflow, _code(getattr(result, "tool", None)),
+            _code(getattr(result, "outcome", None)), _code(getattr(result, "verdict", None)),
+            detail=_INCOMPLETE,
+        )  # fmt: skip
 
     # -- rows -------------------------------------------------------------------------
 
@@ -133,18 +157,18 @@ class AuditLog:
             ctx.agent,
             ctx.workflow,
             result.tool,
-            str(result.outcome),
-            str(result.verdict),
-            None if result.reason is None else str(result.reason),
+            _code(result.outcome),
+            _code(result.verdict),
+            _code(result.reason),
             encode_verdicts(result.verdicts),
             encode_escapes(result.escapes),
             result.duration_ns // 1000,
             state.tokens_in if paid else None,  # type: ignore[union-attr]
             state.tokens_out if paid else None,  # type: ignore[union-attr]
             state.cost if paid else None,  # type: ignore[union-attr]
-            None if exc is None else type(exc).__name__,
+            None if exc is None else _type_name(exc),
             _error_text(exc) if self.exception_text else None,
-            json.dumps(detail, default=str) if detail else None,
+            _json(detail) if detail else None,
         )
 
     def event_row(self, kind: str, payload: Any) -> AuditRow:
@@ -164,11 +188,11 @@ class AuditLog:
             ctx.workflow,
             detail.get("tool") if isinstance(detail.get("tool"), str) else None,
             None,
-            None if verdict is None else str(verdict),
+            _code(verdict),
             None,
             encode_verdicts(records),
             encode_escapes(getattr(payload, "escapes", None) or ()),
-            detail=json.dumps(detail, default=str) if detail else None,
+            detail=_json(detail) if detail else None,
         )
 
     # -- queries --------------------------------------------------------------------
@@ -189,6 +213,8 @@ class AuditLog:
 
 
 _NO_CONTEXT = TurnContext()
+_INCOMPLETE = '{"row": "incomplete: a value could not be encoded"}'
+_type_qualname = type.__dict__["__qualname__"].__get__
 _FLAGS = ToolResult._fields.index("flags")
 
 
@@ -204,12 +230,12 @@ def encode_verdicts(records: Iterable[VerdictRecord]) -> str | None:
             "guard": r.guard,
             "choke_point": str(r.choke_point),
             "verdict": str(r.verdict),
-            "reason": r.reason,
-            "enforced": r.enforced,
+            "reason": _code(r.reason),
+            "enforced": r.enforced is True,
         }
         for r in records
     ]
-    return json.dumps(out) if out else None
+    return _json(out) if out else None
 
 
 def encode_escapes(escapes: Iterable[Escape]) -> str | None:
@@ -217,12 +243,12 @@ def encode_escapes(escapes: Iterable[Escape]) -> str | None:
         {
             "guard": e.guard,
             "choke_point": str(e.choke_point),
-            "reason": str(e.reason),
-            "exception": None if e.exception is None else type(e.exception).__name__,
+            "reason": _code(e.reason),
+            "exception": None if e.exception is None else _type_name(e.exception),
         }
         for e in escapes
     ]
-    return json.dumps(out) if out else None
+    return _json(out) if out else None
 
 
 def decode_verdicts(row: AuditRow) -> list[dict[str, Any]]:
@@ -238,7 +264,37 @@ def decode_escapes(row: AuditRow) -> list[dict[str, Any]]:
 def _error_text(exc: BaseException | None) -> str | None:
     if exc is None:
         return None
-    return str(exc)[:_MAX_ERROR_CHARS]
+    try:
+        text = str(exc)
+    except Exception:  # an exception whose __str__ raises
+        return f"<unprintable {_type_name(exc)}>"
+    return str.__str__(text)[:_MAX_ERROR_CHARS] if isinstance(text, str) else None
+
+
+def _type_name(value: object) -> str:
+    """The class name, read without running anything the class defines."""
+    return str(_type_qualname(type(value)))
+
+
+def _code(value: Any) -> str | None:
+    """A code or name as plain text: a ``str`` (subclass) read as ``str``, anything else marked."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return str.__str__(value)
+    return f"<not text: {_type_name(value)}>"
+
+
+def _opaque(value: Any) -> str:
+    return f"<not JSON: {_type_name(value)}>"
+
+
+def _json(value: Any) -> str:
+    """JSON text of ``value``; what JSON cannot hold is named by its type, never printed."""
+    try:
+        return json.dumps(value, default=_opaque)
+    except (ValueError, RecursionError):  # a cycle, or nesting too deep
+        return json.dumps({"unencodable": _type_name(value)})
 
 
 def _plain(value: Any) -> Any:
