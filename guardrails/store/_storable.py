@@ -45,7 +45,7 @@ _type_name = type.__dict__["__qualname__"].__get__
 def storable(row: AuditRow) -> AuditRow:
     """``row`` with every column storable; unchanged (the same object) when it already was."""
     changes: dict[str, list[str]] | None = None
-    values = list(row)
+    values: list[Any] = list(row)
     dirty = False
     for index, (column, shape, limit) in enumerate(_PLAN):  # not the id: the store gives it
         value = values[index]

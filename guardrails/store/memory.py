@@ -95,8 +95,8 @@ class MemoryStore:
             if used >= cap or used + amount > cap:
                 return False
             entry[1] += amount
-            held = self._leases.get((key, holder), [0, until])
-            self._leases[(key, holder)] = [held[0] + amount, until]
+            before = self._leases.get((key, holder), [0.0, until])[0]
+            self._leases[(key, holder)] = [before + amount, until]
             return True
 
     def renew_leases(self, holder: str, until: float, /) -> int:

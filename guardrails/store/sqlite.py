@@ -50,6 +50,9 @@ _INSERT = (
     f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) "
     f"VALUES (?, {', '.join('?' for _ in AUDIT_COLUMNS)}, ?)"
 )
+# What a value the driver cannot bind (a lone surrogate in a key, an integer
+# past 64 bits) raises, besides the driver's own errors.
+_FAILURES = (sqlite3.Error, UnicodeEncodeError, OverflowError)
 _HEAD = "SELECT id, hash FROM guardrails_audit ORDER BY id DESC LIMIT 1"
 _SELECT = f"SELECT id, {_COLUMNS} FROM guardrails_audit"
 _SELECT_CHAIN = f"SELECT id, {_COLUMNS}, hash FROM guardrails_audit"
@@ -131,13 +134,13 @@ class SQLiteStore:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except _FAILURES as exc:
             raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
 
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         try:
             return self._conn().execute(sql, params)
-        except sqlite3.Error as exc:
+        except _FAILURES as exc:
             raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
 
     # -- audit ----------------------------------------------------------------
