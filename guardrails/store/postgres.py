@@ -410,7 +410,7 @@ def _migrate(conn: Any) -> None:
                         "INSERT INTO guardrails_schema VALUES (%s, %s)", (version, time.time())
                     )
     except Exception as exc:
-        if type(exc).__name__ == "InsufficientPrivilege":
+        if type(exc).__name__ in ("InsufficientPrivilege", "InvalidSchemaName"):
             raise StoreUnavailable(
                 f"PostgreSQL store: the schema needs migrations up to version {wanted[-1][0]} "
                 "and this role may not run them; run PostgresStore(owner_dsn).migrate() "
