@@ -52,7 +52,7 @@ def test_the_sqlite_stores_own_connection_cannot_rewrite_or_remove_a_row(
     sqlite_store: SQLiteStore, statement: str
 ) -> None:
     conn = sqlite_store._conn()
-    with pytest.raises(sqlite3.DatabaseError, match="not authorized|append-only"):
+    with pytest.raises(sqlite3.DatabaseError, match=r"not authorized|append-only"):
         conn.execute(statement)
     rows = sqlite_store.audit_rows()
     assert [(r.id, r.kind, r.call_id, r.outcome) for r in rows] == [
@@ -188,9 +188,11 @@ def test_the_application_role_cannot_rewrite_remove_or_unprotect_rows(
         assert app.complete("key", "o", "1", 99.0)
         assert app.put_snapshot("s", b"x", 1.0) == 1
     for statement in PG_ATTACKS:
-        with psycopg.connect(app_dsn, autocommit=True) as conn:
-            with pytest.raises(psycopg.errors.InsufficientPrivilege):
-                conn.execute(statement)
+        with (
+            psycopg.connect(app_dsn, autocommit=True) as conn,
+            pytest.raises(psycopg.errors.InsufficientPrivilege),
+        ):
+            conn.execute(statement)
     with PostgresStore(app_dsn) as app:
         assert len(app.audit_rows()) == 6
         assert verify(app).ok
