@@ -62,7 +62,7 @@ def storable(row: AuditRow) -> AuditRow:
         ):
             continue
         values[index], actions = _fix(column, value)
-        dirty = True
+        dirty = dirty or values[index] is not value
         if actions:
             changes = {} if changes is None else changes
             changes[column] = actions
