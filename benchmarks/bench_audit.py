@@ -119,7 +119,7 @@ def _worker(kind: str, dsn: str, seconds: float, barrier: Any, queue: Any) -> No
         import psycopg
 
         conn = psycopg.connect(dsn, autocommit=True)
-        sql = f"INSERT INTO guardrails_audit ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join(['%s'] * len(AUDIT_COLUMNS))})"
+        sql = f"INSERT INTO bare_audit ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join(['%s'] * len(AUDIT_COLUMNS))})"
 
         def append() -> None:
             conn.execute(sql, _VALUES)
@@ -168,6 +168,11 @@ def _rows_per_second(kind: str, dsn: str, seconds: float) -> float:
 def _workers(dsn: str, quick: bool) -> list[dict[str, Any]]:
     with PostgresStore(dsn) as store:
         store.audit_rows(limit=1)  # the schema, before the workers start
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:  # the floor's own table, same columns
+        conn.execute("CREATE TABLE bare_audit (LIKE guardrails_audit INCLUDING ALL)")
+        conn.execute("ALTER TABLE bare_audit ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY")
     seconds, repeats = (0.5, 1) if quick else (2.0, 3)
     names = {
         "bare": "bare INSERT, commit per row (8 processes)",

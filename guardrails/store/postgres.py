@@ -12,7 +12,7 @@ its row is committed, so a returned call always has its row.
 
 from __future__ import annotations
 
-import functools
+import json
 import os
 import threading
 import time
@@ -29,7 +29,7 @@ from ._base import (
     check_filters,
     row_from,
 )
-from ._chain import GENESIS, content, link_rows
+from ._chain import content
 from ._group_commit import Batcher
 from ._migrations import migrations
 from ._storable import storable
@@ -37,28 +37,21 @@ from ._storable import storable
 __all__ = ["PostgresStore"]
 
 _COLUMNS = ", ".join(AUDIT_COLUMNS)
-_ROW_PLACEHOLDERS = f"(%s, {', '.join('%s' for _ in AUDIT_COLUMNS)}, %s)"
-# One statement: the chain head's row lock orders concurrent appends (an
-# UPDATE that waited re-reads the head its predecessor committed), and the new
-# row takes the id and hash the head moved to. The hash is the one
-# ``_chain.link`` computes: sha256 of "previous|id|content", in hex.
-_APPEND = (
-    "WITH head AS (UPDATE guardrails_audit_head SET id = id + 1, hash = encode(sha256("
-    "convert_to(hash || '|' || (id + 1)::text || '|' || %s, 'UTF8')), 'hex') "
-    "RETURNING id, hash) "
-    f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) "
-    f"SELECT head.id, {', '.join('%s' for _ in AUDIT_COLUMNS)}, head.hash FROM head RETURNING id"
-)
+# The server-side function of migration 2 locks the chain head, hashes the
+# rows (sha256 of "previous|id|content", as ``_chain.link``), inserts them and
+# moves the head: one statement, so the lock is held for the shortest time.
+_APPEND = "SELECT guardrails_audit_append(%s, %s::jsonb)"
 _SELECT = f"SELECT id, {_COLUMNS} FROM guardrails_audit"
 _SELECT_CHAIN = f"SELECT id, {_COLUMNS}, hash FROM guardrails_audit"
 _MIGRATION_LOCK = 0x6775617264  # pg_advisory_xact_lock key for schema changes
-_CHUNK = 500  # rows per multi-row INSERT (23 parameters each; the limit is 65,535)
+_CHUNK = 1000  # rows per call of the append function
 
 
-@functools.lru_cache(maxsize=64)
-def _insert_many(n: int) -> str:
-    values = ", ".join([_ROW_PLACEHOLDERS] * n)
-    return f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) VALUES {values}"
+def _payload(rows: list[AuditRow]) -> tuple[list[str], str]:
+    """The function's two arguments: each row's canonical content, and the rows as JSON."""
+    return [content(r) for r in rows], json.dumps(
+        [dict(zip(AUDIT_COLUMNS, r, strict=False)) for r in rows]
+    )
 
 
 class PostgresStore:
@@ -171,28 +164,13 @@ class PostgresStore:
         if self._batcher is not None:
             self._batcher.submit(row)
             return 0
-        row = storable(row)
-        found = self._one(_APPEND, (content(row), *row.values()))
+        found = self._one(_APPEND, _payload([storable(row)]))
         return int(found[0])
 
     def append_many(self, rows: list[AuditRow], /) -> None:
-        # One transaction: the head's row lock, then multi-row INSERTs of
-        # rows whose hashes are computed here, then the new head.
         ready = [storable(r) for r in rows]
-        if not ready:
-            return
-        with self._transaction() as conn:
-            last, previous = conn.execute(
-                "SELECT id, hash FROM guardrails_audit_head FOR UPDATE"
-            ).fetchone()
-            links = link_rows(previous or GENESIS, last + 1, ready)
-            for start in range(0, len(ready), _CHUNK):
-                chunk = zip(
-                    links[start : start + _CHUNK], ready[start : start + _CHUNK], strict=True
-                )
-                params = tuple(v for (i, h), r in chunk for v in (i, *r.values(), h))
-                conn.execute(_insert_many(len(params) // (len(AUDIT_COLUMNS) + 2)), params)
-            conn.execute("UPDATE guardrails_audit_head SET id = %s, hash = %s", links[-1])
+        for start in range(0, len(ready), _CHUNK):
+            self._run(_APPEND, _payload(ready[start : start + _CHUNK]))
 
     def audit_chain(
         self, *, after_id: int = 0, limit: int = 1000

@@ -22,3 +22,32 @@ CREATE TABLE guardrails_audit_head (
     hash TEXT NOT NULL
 );
 INSERT INTO guardrails_audit_head (id, hash) SELECT COALESCE(MAX(id), 0), '' FROM guardrails_audit;
+-- Every row comes through the chain head: an INSERT without an id fails
+-- instead of taking one from the sequence.
+ALTER TABLE guardrails_audit ALTER COLUMN id DROP DEFAULT;
+-- Appends go through one function: it locks the chain head, hashes each row
+-- after the previous one (sha256 of "previous|id|content", the text the client
+-- computed with _chain.content), inserts the rows and moves the head, all in
+-- one statement, so the head's lock is held for one round trip at most.
+CREATE FUNCTION guardrails_audit_append(contents TEXT[], payload JSONB) RETURNS BIGINT
+LANGUAGE plpgsql AS $$
+DECLARE
+    last_id   BIGINT;
+    last_hash TEXT;
+    hashes    TEXT[] := '{}';
+    n         INTEGER := COALESCE(array_length(contents, 1), 0);
+BEGIN
+    SELECT h.id, h.hash INTO last_id, last_hash FROM guardrails_audit_head h FOR UPDATE;
+    FOR i IN 1 .. n LOOP
+        last_hash := encode(sha256(convert_to(
+            last_hash || '|' || (last_id + i)::text || '|' || contents[i], 'UTF8')), 'hex');
+        hashes := hashes || last_hash;
+    END LOOP;
+    INSERT INTO guardrails_audit (id, kind, at, call_id, tenant, session, agent, workflow, tool, outcome, verdict, reason, verdicts, escapes, duration_us, tokens_in, tokens_out, cost, exception, error, detail, altered, hash)
+    SELECT last_id + r.ordinality, r.kind, r.at, r.call_id, r.tenant, r.session, r.agent, r.workflow, r.tool, r.outcome, r.verdict, r.reason, r.verdicts, r.escapes, r.duration_us, r.tokens_in, r.tokens_out, r.cost, r.exception, r.error, r.detail, r.altered, hashes[r.ordinality]
+    FROM jsonb_populate_recordset(NULL::guardrails_audit, payload) WITH ORDINALITY AS r
+    ORDER BY r.ordinality;
+    UPDATE guardrails_audit_head SET id = last_id + n, hash = last_hash;
+    RETURN last_id + n;
+END;
+$$;
