@@ -10,7 +10,14 @@ Groups:
 - ``audit.postgres.workers``: rows per second in total with 8 workers: bare
   ``INSERT`` per row, ``PostgresStore.append`` per row (8 processes), and
   grouped commits (``group_commit=True``: 8 processes of 8 threads each, one
-  writer per process committing the rows its threads queued).
+  writer per process committing the rows its threads queued), and
+  ``append_many`` of 100 rows per commit (8 processes).
+- ``audit.chain``: ``guardrails audit verify`` over a SQLite file, per row;
+  a hostile row (surrogate, NUL, object reason) through ``SQLiteStore.append``;
+  ``WithDeadline`` around ``SQLiteStore.append`` (the thread hand-off).
+
+Every store append makes the row storable and extends the hash chain inside
+its write transaction.
 
 Run: ``python benchmarks/run.py --only audit [--quick]``.
 """
@@ -31,8 +38,16 @@ from _harness import compare, row
 
 from guardrails import Guardrails, tool
 from guardrails.audit import AuditLog
-from guardrails.store import AUDIT_COLUMNS, AuditRow, PostgresStore, SQLiteStore, Store
+from guardrails.store import (
+    AUDIT_COLUMNS,
+    AuditRow,
+    PostgresStore,
+    SQLiteStore,
+    Store,
+    WithDeadline,
+)
 from guardrails.store.testing import postgres_dsn, temporary_schema
+from guardrails.store.verify import verify
 
 WORKERS = 8
 _ROW = AuditRow(
@@ -125,6 +140,15 @@ def _worker(kind: str, dsn: str, seconds: float, barrier: Any, queue: Any) -> No
             conn.execute(sql, _VALUES)
 
         threads = 1
+    elif kind == "many":
+        store = PostgresStore(dsn, max_size=2)
+        store.audit_rows(limit=1)
+        batch = [_ROW] * 100
+
+        def append() -> None:
+            store.append_many(batch)
+
+        threads = 1
     else:
         grouped = kind == "grouped"
         store = PostgresStore(dsn, max_size=2, group_commit=grouped)
@@ -147,7 +171,7 @@ def _worker(kind: str, dsn: str, seconds: float, barrier: Any, queue: Any) -> No
         t.start()
     for t in pool:
         t.join()
-    queue.put(sum(counts))
+    queue.put(sum(counts) * (100 if kind == "many" else 1))
 
 
 def _rows_per_second(kind: str, dsn: str, seconds: float) -> float:
@@ -178,6 +202,7 @@ def _workers(dsn: str, quick: bool) -> list[dict[str, Any]]:
         "bare": "bare INSERT, commit per row (8 processes)",
         "per_row": "PostgresStore.append, commit per row (8 processes)",
         "grouped": "PostgresStore group_commit (8 processes x 8 threads)",
+        "many": "PostgresStore.append_many, 100 rows per commit (8 processes)",
     }
     rates = {
         k: statistics.median(_rows_per_second(k, dsn, seconds) for _ in range(repeats))
@@ -198,8 +223,36 @@ def _workers(dsn: str, quick: bool) -> list[dict[str, Any]]:
     ]
 
 
+_HOSTILE = AuditRow(
+    "tool_call", 1.0, "gr_\udc80\x00", "acme", "s-1", "agent", "wf-1", "lookup", "ok", "pass",
+    object(),  # type: ignore[arg-type]
+)  # fmt: skip
+
+
+def _chain(quick: bool) -> list[dict[str, Any]]:
+    folder = tempfile.mkdtemp(prefix="guardrails-bench-")
+    try:
+        store = SQLiteStore(os.path.join(folder, "chain.db"))
+        bounded = WithDeadline(SQLiteStore(os.path.join(folder, "bounded.db")), 5.0)
+        hostile = SQLiteStore(os.path.join(folder, "hostile.db"))
+        store.append_many([_ROW] * 1000)
+        cases = {
+            "SQLiteStore.append": lambda: store.append(_ROW),
+            "SQLiteStore.append, hostile row (escaped, named)": lambda: hostile.append(_HOSTILE),
+            "WithDeadline(SQLiteStore).append": lambda: bounded.append(_ROW),
+            "verify, per 1,000 rows": lambda: verify(store, page=1000) and None,
+        }
+        rows = compare("audit.chain", cases, floor="SQLiteStore.append", quick=quick)
+        for s in (store, bounded, hostile):
+            s.close()
+        return rows
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def run(quick: bool = False) -> list[dict[str, Any]]:
     rows = _sqlite(quick)
+    rows.extend(_chain(quick))
     dsn = postgres_dsn()
     if dsn is None:
         rows.append(row("audit.postgres", "skipped: GUARDRAILS_POSTGRES_DSN is not set", 0.0))
