@@ -226,3 +226,61 @@ def test_eight_processes_appending_at_once_keep_one_valid_chain(shared_url: str)
         found = verify(store)
         assert found.ok, found.line()
         assert found.rows == 8 * 50
+
+
+# -- a store written before the chain existed ---------------------------------------------------
+
+
+def _version_one_sqlite(path: str) -> None:
+    from guardrails.store._migrations import migrations, split_statements
+
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE guardrails_schema (version INTEGER PRIMARY KEY, applied_at REAL)")
+    for statement in split_statements(migrations("sqlite")[0][1]):
+        conn.execute(statement)
+    conn.execute("INSERT INTO guardrails_schema VALUES (1, 0)")
+    conn.executemany(
+        "INSERT INTO guardrails_audit (kind, at) VALUES ('tool_call', ?)", [(1.0,), (2.0,)]
+    )
+    conn.commit()
+    conn.close()
+
+
+def test_an_upgraded_sqlite_file_chains_after_its_old_rows(tmp_path: Path) -> None:
+    path = str(tmp_path / "old.db")
+    _version_one_sqlite(path)
+    with SQLiteStore(path) as store:
+        store.append(_row(0))
+        store.append_many([_row(1)])
+        found = verify(store)
+        assert [r.id for r in store.audit_rows()] == [1, 2, 3, 4]
+    assert (found.ok, found.rows, found.unhashed) == (True, 2, 2)
+    assert found.line().endswith("; 2 older rows have no hash")
+
+
+@pytest.mark.postgres
+def test_an_upgraded_postgresql_schema_chains_after_its_old_rows(pg_dsn: str) -> None:
+    import psycopg
+
+    from guardrails.store._migrations import migrations
+
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE guardrails_schema (version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION)"
+        )
+        conn.execute(migrations("postgres")[0][1].encode())
+        conn.execute("INSERT INTO guardrails_schema VALUES (1, 0)")
+        conn.execute(
+            "INSERT INTO guardrails_audit (kind, at) VALUES ('tool_call', 1.0), ('tool_call', 2.0)"
+        )
+    with PostgresStore(pg_dsn) as store:
+        store.append(_row(0))
+        store.append_many([_row(1)])
+        assert [r.id for r in store.audit_rows()] == [1, 2, 3, 4]
+        found = verify(store)
+    assert (found.ok, found.rows, found.unhashed) == (True, 2, 2)
+    with (
+        psycopg.connect(pg_dsn, autocommit=True) as conn,
+        pytest.raises(psycopg.errors.NotNullViolation),
+    ):
+        conn.execute("INSERT INTO guardrails_audit (kind, at) VALUES ('forged', 1.0)")
