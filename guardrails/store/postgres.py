@@ -87,7 +87,13 @@ class PostgresStore:
         self.dsn = dsn
         self._psycopg = psycopg
         self._pool_cls = psycopg_pool.ConnectionPool
-        self._errors: tuple[type[BaseException], ...] = (psycopg.Error, psycopg_pool.PoolTimeout)
+        # A value the driver cannot encode (a lone surrogate in a key) counts as a
+        # refused write too.
+        self._errors: tuple[type[BaseException], ...] = (
+            psycopg.Error,
+            psycopg_pool.PoolTimeout,
+            UnicodeEncodeError,
+        )
         self._options: dict[str, Any] = {
             "min_size": min_size,
             "max_size": max_size,

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
 
-from guardrails.store import AuditRow, Claim, Store, StoreError, from_micros, to_micros
+from guardrails.store import (
+    AuditRow,
+    Claim,
+    Store,
+    StoreError,
+    StoreUnavailable,
+    from_micros,
+    to_micros,
+)
 
 
 def _row(n: int, **fields: object) -> AuditRow:
@@ -196,3 +205,17 @@ def test_audit_chain_returns_each_row_with_its_hash(store: Store) -> None:
     ((row, digest),) = store.audit_chain()
     assert row.id == 1 and isinstance(digest, str) and len(digest) == 64
     assert store.audit_chain(after_id=1) == []
+
+
+@pytest.mark.parametrize("key", ["k\udc80", "\ud800"])
+def test_a_key_the_backend_cannot_hold_is_kept_or_store_unavailable(store: Store, key: str) -> None:
+    for method, args in [
+        (store.incr, (key,)),
+        (store.reserve_leased, (key, "h", 1, 5, 0.0, 1.0)),
+        (store.claim, (key, "o", 0.0, 1.0)),
+        (store.compare_and_set, (key, None, "v")),
+    ]:
+        with contextlib.suppress(StoreUnavailable):
+            method(*args)  # type: ignore[operator]
+    store.append(_row(0))  # the store still works
+    assert len(store.audit_rows()) == 1
