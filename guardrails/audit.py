@@ -268,7 +268,7 @@ def _error_text(exc: BaseException | None) -> str | None:
         text = str(exc)
     except Exception:  # an exception whose __str__ raises
         return f"<unprintable {_type_name(exc)}>"
-    return str.__str__(text)[:_MAX_ERROR_CHARS] if isinstance(text, str) else None
+    return str.__str__(text)[:_MAX_ERROR_CHARS] if issubclass(type(text), str) else None
 
 
 def _type_name(value: object) -> str:
@@ -280,7 +280,7 @@ def _code(value: Any) -> str | None:
     """A code or name as plain text: a ``str`` (subclass) read as ``str``, anything else marked."""
     if value is None:
         return None
-    if isinstance(value, str):
+    if issubclass(type(value), str):  # not isinstance: it may read a hostile __class__
         return str.__str__(value)
     return f"<not text: {_type_name(value)}>"
 

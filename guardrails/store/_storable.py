@@ -103,7 +103,8 @@ def _fix(column: str, value: Any) -> tuple[Any, list[str]]:
 def _integer(value: Any) -> tuple[int | None, list[str]]:
     if value is None:
         return None, []
-    if not isinstance(value, int) or isinstance(value, bool):
+    kind = type(value)  # never isinstance: it may read a hostile __class__
+    if not issubclass(kind, int) or issubclass(kind, bool):
         return None, ["not_number"]
     number = int.__int__(value)
     if not -_INT64 <= number < _INT64:
@@ -114,10 +115,11 @@ def _integer(value: Any) -> tuple[int | None, list[str]]:
 def _real(value: Any) -> tuple[float | None, list[str]]:
     if value is None:
         return None, []
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    kind = type(value)
+    if issubclass(kind, bool) or not issubclass(kind, int | float):
         return None, ["not_number"]
     try:
-        number = int.__int__(value) if isinstance(value, int) else float.__float__(value)
+        number = int.__int__(value) if issubclass(kind, int) else float.__float__(value)
         number = float(number)
     except OverflowError:
         return None, ["out_of_range"]
@@ -128,7 +130,7 @@ def _real(value: Any) -> tuple[float | None, list[str]]:
 
 def _text(value: Any, limit: int) -> tuple[str, list[str]]:
     actions: list[str] = []
-    if isinstance(value, str):
+    if issubclass(type(value), str):
         text = str.__str__(value)  # a plain copy: the subclass's own methods never run
     else:
         text = f"<not text: {_type_name(type(value))}>"
