@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -31,7 +30,7 @@ from ._base import (
 )
 from ._chain import content
 from ._group_commit import Batcher
-from ._migrations import migrations
+from ._pg_migrate import migrate as _migrate
 from ._storable import storable
 
 __all__ = ["PostgresStore"]
@@ -53,7 +52,6 @@ _APPEND = (
 )
 _SELECT = f"SELECT id, {_COLUMNS} FROM guardrails_audit"
 _SELECT_CHAIN = f"SELECT id, {_COLUMNS}, hash FROM guardrails_audit"
-_MIGRATION_LOCK = 0x6775617264  # pg_advisory_xact_lock key for schema changes
 _CHUNK = 1000  # rows per call of the append function
 
 
@@ -382,42 +380,3 @@ class PostgresStore:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def _migrate(conn: Any) -> None:
-    wanted = migrations("postgres")
-    # Read the version first, without DDL: a role that may only read and write
-    # (the application role of a two-role set-up) opens an up-to-date store.
-    if _version(conn) >= wanted[-1][0]:
-        return
-    try:
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS guardrails_schema "
-                "(version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
-            )
-            current = _version(conn)
-            for version, sql in wanted:
-                if version > current:
-                    conn.execute(sql.encode())
-                    conn.execute(
-                        "INSERT INTO guardrails_schema VALUES (%s, %s)", (version, time.time())
-                    )
-    except Exception as exc:
-        if type(exc).__name__ in ("InsufficientPrivilege", "InvalidSchemaName"):
-            raise StoreUnavailable(
-                f"PostgreSQL store: the schema needs migrations up to version {wanted[-1][0]} "
-                "and this role may not run them; run PostgresStore(owner_dsn).migrate() "
-                "as the owner role (docs/store.md, two roles)"
-            ) from exc
-        raise
-
-
-def _version(conn: Any) -> int:
-    row = conn.execute("SELECT to_regclass('guardrails_schema') IS NOT NULL").fetchone()
-    if not row[0]:
-        return 0
-    return int(
-        conn.execute("SELECT COALESCE(MAX(version), 0) FROM guardrails_schema").fetchone()[0]
-    )
