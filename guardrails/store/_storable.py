@@ -26,7 +26,25 @@ from typing import Any
 
 from ._base import AuditRow
 
-__all__ = ["JSON_LIMIT", "TEXT_LIMIT", "storable"]
+__all__ = [
+    "ACTIONS",
+    "ESCAPED",
+    "JSON_LIMIT",
+    "NOT_NUMBER",
+    "NOT_TEXT",
+    "OUT_OF_RANGE",
+    "TEXT_LIMIT",
+    "TRUNCATED",
+    "storable",
+]
+
+# What ``altered`` can say about a column (public: post-mortems query them).
+ESCAPED = "escaped"
+TRUNCATED = "truncated"
+NOT_TEXT = "not_text"
+NOT_NUMBER = "not_number"
+OUT_OF_RANGE = "out_of_range"
+ACTIONS = (ESCAPED, TRUNCATED, NOT_TEXT, NOT_NUMBER, OUT_OF_RANGE)
 
 TEXT_LIMIT = 1024
 """Longest identifier or code kept (tool, call id, tenant, reason, ...), in characters."""
@@ -93,10 +111,10 @@ def _fix(column: str, value: Any) -> tuple[Any, list[str]]:
     if column in _FLOAT_COLUMNS:
         number, actions = _real(value)
         if number is None and column == "at":
-            return 0.0, actions or ["not_number"]
+            return 0.0, actions or [NOT_NUMBER]
         return number, actions
     if value is None:
-        return ("", ["not_text"]) if column == "kind" else (None, [])
+        return ("", [NOT_TEXT]) if column == "kind" else (None, [])
     return _text(value, _limit(column))
 
 
@@ -105,11 +123,11 @@ def _integer(value: Any) -> tuple[int | None, list[str]]:
         return None, []
     kind = type(value)  # never isinstance: it may read a hostile __class__
     if not issubclass(kind, int) or issubclass(kind, bool):
-        return None, ["not_number"]
+        return None, [NOT_NUMBER]
     number = int.__int__(value)
     if not -_INT64 <= number < _INT64:
-        return None, ["out_of_range"]
-    return number, ([] if type(value) is int else ["not_number"])
+        return None, [OUT_OF_RANGE]
+    return number, ([] if type(value) is int else [NOT_NUMBER])
 
 
 def _real(value: Any) -> tuple[float | None, list[str]]:
@@ -117,15 +135,15 @@ def _real(value: Any) -> tuple[float | None, list[str]]:
         return None, []
     kind = type(value)
     if issubclass(kind, bool) or not issubclass(kind, int | float):
-        return None, ["not_number"]
+        return None, [NOT_NUMBER]
     try:
         number = int.__int__(value) if issubclass(kind, int) else float.__float__(value)
         number = float(number)
     except OverflowError:
-        return None, ["out_of_range"]
+        return None, [OUT_OF_RANGE]
     if not math.isfinite(number):
-        return None, ["out_of_range"]
-    return number, ([] if type(value) in (int, float) else ["not_number"])
+        return None, [OUT_OF_RANGE]
+    return number, ([] if type(value) in (int, float) else [NOT_NUMBER])
 
 
 def _text(value: Any, limit: int) -> tuple[str, list[str]]:
@@ -134,18 +152,18 @@ def _text(value: Any, limit: int) -> tuple[str, list[str]]:
         text = str.__str__(value)  # a plain copy: the subclass's own methods never run
     else:
         text = f"<not text: {_type_name(type(value))}>"
-        actions.append("not_text")
+        actions.append(NOT_TEXT)
     if not text.isascii():
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
             text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-            actions.append("escaped")
+            actions.append(ESCAPED)
     if "\x00" in text:
         text = text.replace("\x00", "\\x00")
-        if "escaped" not in actions:
-            actions.append("escaped")
+        if ESCAPED not in actions:
+            actions.append(ESCAPED)
     if len(text) > limit:
         text = text[:limit]
-        actions.append("truncated")
+        actions.append(TRUNCATED)
     return text, actions

@@ -144,6 +144,20 @@ def test_verify_names_the_first_row_edited_by_hand(
     assert (code, out) == (1, line + "\n")
 
 
+def test_the_lines_in_the_docs_are_the_lines_verify_prints() -> None:
+    from guardrails.store.verify import Verified
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "store.md").read_text()
+    changed = Verified(False, 16, 0, "h", 17, _CHANGED).line()
+    assert f"\n{changed}\n" in page
+    assert "\nok: 18342 rows, chain head 5c51" in page
+    assert Verified(True, 18342, 0, "5c51").line() == "ok: 18342 rows, chain head 5c51"
+    assert "(`row 4 was removed`)" in page
+
+
+_CHANGED = "was changed or inserted out of order: its hash does not match the chain"
+
+
 def test_a_rehashed_row_is_found_at_the_next_row(sqlite_file: str) -> None:
     # Whoever recomputes the hash of the row they changed breaks the link to the next one.
     with SQLiteStore(sqlite_file) as store:

@@ -5,16 +5,17 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import find, given
 from hypothesis import strategies as st
 
 from guardrails import Guardrails, GuardResult, Verdict, guard, tool
 from guardrails.audit import AuditLog
 from guardrails.store import AuditRow, Store
-from guardrails.store._storable import JSON_LIMIT, TEXT_LIMIT, storable
+from guardrails.store._storable import ACTIONS, JSON_LIMIT, TEXT_LIMIT, storable
 from guardrails.store.verify import verify
 
 
@@ -132,7 +133,32 @@ def test_json_columns_have_the_larger_limit() -> None:
     assert _altered(row) == {"detail": ["truncated"], "tool": ["truncated"]}
 
 
-@given(st.text(st.characters(codec=None, categories=None), max_size=1500))
+_ANY_CHAR = st.characters(codec=None, categories=None)  # surrogates and NUL included
+TEXTS = st.one_of(
+    st.text(_ANY_CHAR, max_size=40),
+    st.builds(lambda a, b: a + "\udc80" + b, st.text(_ANY_CHAR, max_size=8), st.text(max_size=8)),
+    st.builds(lambda a, b: a + "\x00" + b, st.text(max_size=8), st.text(_ANY_CHAR, max_size=8)),
+    st.builds(
+        lambda a, n: a * n, st.text(_ANY_CHAR, min_size=1, max_size=3), st.integers(300, 1100)
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    "reaches",
+    [
+        lambda t: any("\ud800" <= c <= "\udfff" for c in t),
+        lambda t: "\x00" in t,
+        lambda t: len(t) > TEXT_LIMIT,
+        lambda t: len(t) > 0 and t.isascii() and "\x00" not in t,
+    ],
+    ids=["surrogate", "nul", "too_long", "plain"],
+)
+def test_the_generated_texts_reach_every_branch(reaches: Any) -> None:
+    assert find(TEXTS, reaches) is not None
+
+
+@given(TEXTS)
 def test_any_text_becomes_valid_utf8_without_nul_within_the_limit(text: str) -> None:
     row = storable(AuditRow("tool_call", 1.0, text))
     stored = row.call_id or ""
@@ -141,6 +167,13 @@ def test_any_text_becomes_valid_utf8_without_nul_within_the_limit(text: str) -> 
     assert storable(row) is row  # storing twice changes nothing
     assert storable(AuditRow("tool_call", 1.0, text)) == row  # deterministic
     assert (row.altered is None) == (stored == text)  # every change is marked
+
+
+def test_every_action_and_limit_is_the_one_the_docs_name() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "store.md").read_text()
+    for action in ACTIONS:
+        assert f"| `{action}` |" in page
+    assert f"longer than {TEXT_LIMIT:,} characters ({JSON_LIMIT:,} for" in page
 
 
 # -- 10,000 hostile rows, every one written --------------------------------------------------
