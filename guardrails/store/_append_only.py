@@ -3,8 +3,8 @@
 SQLite has no roles, so the store's own connections carry an authorizer
 (``sqlite3.Connection.set_authorizer``), installed after the migrations ran:
 it refuses, at prepare time, every statement that would update, delete,
-drop, alter or re-trigger ``guardrails_audit``, and the pragmas that would
-switch off the schema's defences. The triggers refuse the rest (``REPLACE``
+drop or alter ``guardrails_audit``, create or drop any trigger, and the
+pragmas that would switch off the schema's defences. The triggers refuse the rest (``REPLACE``
 and upserts on an existing id). Another program opening the file is not
 bound by this: the hash chain makes its edits visible (``guardrails audit verify``).
 """
@@ -23,15 +23,23 @@ _ON_TABLE = {  # action -> position of the table name among the callback's argum
     sqlite3.SQLITE_DROP_TABLE: 0,
     sqlite3.SQLITE_DROP_TEMP_TABLE: 0,
     sqlite3.SQLITE_ALTER_TABLE: 1,
-    sqlite3.SQLITE_DROP_TRIGGER: 1,
-    sqlite3.SQLITE_DROP_TEMP_TRIGGER: 1,
-    sqlite3.SQLITE_CREATE_TRIGGER: 1,
-    sqlite3.SQLITE_CREATE_TEMP_TRIGGER: 1,
 }
+# No trigger may be created or dropped on any table: a trigger elsewhere could
+# write to the audit log, and the audit log's own triggers are its defence.
+_TRIGGERS = frozenset(
+    {
+        sqlite3.SQLITE_CREATE_TRIGGER,
+        sqlite3.SQLITE_CREATE_TEMP_TRIGGER,
+        sqlite3.SQLITE_DROP_TRIGGER,
+        sqlite3.SQLITE_DROP_TEMP_TRIGGER,
+    }
+)
 _PRAGMAS = frozenset({"writable_schema", "recursive_triggers", "trusted_schema"})
 
 
 def _authorize(action: int, arg1: str | None, arg2: str | None, *_: str | None) -> int:
+    if action in _TRIGGERS:
+        return sqlite3.SQLITE_DENY
     where = _ON_TABLE.get(action)
     if where is not None:
         table = arg1 if where == 0 else arg2

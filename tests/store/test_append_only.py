@@ -36,6 +36,8 @@ SQLITE_ATTACKS = [
     "PRAGMA recursive_triggers = OFF",
     "CREATE TEMP TRIGGER t AFTER INSERT ON main.guardrails_audit BEGIN DELETE FROM main.guardrails_audit; END",
     "CREATE TRIGGER t AFTER INSERT ON guardrails_audit BEGIN DELETE FROM guardrails_audit; END",
+    "CREATE TRIGGER t AFTER INSERT ON guardrails_kv BEGIN DELETE FROM guardrails_audit; END",
+    "CREATE TEMP TRIGGER t AFTER INSERT ON guardrails_kv BEGIN UPDATE guardrails_audit SET tool = 'x'; END",
 ]
 
 
