@@ -173,10 +173,11 @@ class AuditLog:
 
     def event_row(self, kind: str, payload: Any) -> AuditRow:
         """The row of a pre_turn, post_run or backstop decision."""
-        ctx = getattr(payload, "context", None) or _NO_CONTEXT
+        found = getattr(payload, "context", None)
+        ctx: TurnContext = found if issubclass(type(found), TurnContext) else _NO_CONTEXT
         verdict = getattr(payload, "verdict", None)
         records = getattr(payload, "verdicts", None) or getattr(payload, "records", None) or ()
-        detail = {k: _plain(getattr(payload, k)) for k in _EVENT_DETAIL if hasattr(payload, k)}
+        detail = {k: v for k in _EVENT_DETAIL if (v := _read(payload, k)) is not _ABSENT}
         result = getattr(payload, "result", None)
         return AuditRow(
             kind,
@@ -186,7 +187,7 @@ class AuditLog:
             ctx.session,
             ctx.agent,
             ctx.workflow,
-            detail.get("tool") if isinstance(detail.get("tool"), str) else None,
+            detail.get("tool") if type(detail.get("tool")) is str else None,
             None,
             _code(verdict),
             None,
@@ -297,15 +298,46 @@ def _json(value: Any) -> str:
         return json.dumps({"unencodable": _type_name(value)})
 
 
-def _plain(value: Any) -> Any:
-    """Names and codes only: strings, and containers or codes built from them."""
-    if value is None or isinstance(value, str | int | float | bool):
+_ABSENT = object()
+
+
+def _read(payload: Any, name: str) -> Any:
+    try:
+        return _plain(getattr(payload, name))
+    except AttributeError:
+        return _ABSENT
+    except Exception:  # a property that raises: say it could not be read
+        return "<unreadable>"
+
+
+_SCALARS = (str, int, float, bool)
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """Names and codes only: strings, and containers or codes built from them.
+
+    Types are read with ``type()``, never ``isinstance`` (which may run a
+    hostile ``__class__``); whatever is not one of these is named by its type.
+    """
+    kind = type(value)
+    if value is None or kind in _SCALARS:
         return value
-    if isinstance(value, dict) or hasattr(value, "items"):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | frozenset | set):
-        return [_plain(v) for v in value]
+    if depth > 32:
+        return _type_name(value)
+    if issubclass(kind, str):
+        return str.__str__(value)
+    if issubclass(kind, list | tuple | frozenset | set):
+        return [_plain(v, depth + 1) for v in value]
+    if issubclass(kind, dict) or hasattr(value, "items"):
+        return {_key(k): _plain(v, depth + 1) for k, v in value.items()}
     code = getattr(value, "code", None)
-    if isinstance(code, str):
-        return {"code": code, "guard": getattr(value, "guard", None)}
-    return type(value).__name__
+    if type(code) is str:
+        return {"code": code, "guard": _code(getattr(value, "guard", None))}
+    return _type_name(value)
+
+
+def _key(key: Any) -> str:
+    kind = type(key)
+    if kind in (int, float, bool):
+        return str(key)
+    return _code(key) or "None"

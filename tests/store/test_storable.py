@@ -276,3 +276,54 @@ def test_a_guard_reason_that_is_no_string_does_not_lose_the_row_of_an_effect(
     assert kinds == [("call_started", "publish"), ("tool_call", "publish")]
     (verdict,) = json.loads(store.audit_rows()[-1].verdicts or "[]")
     assert verdict["reason"] == "<not text: object>"
+
+
+def test_a_row_that_cannot_be_built_is_written_with_what_can(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import guardrails.audit as audit_module
+
+    def broken(records: Any) -> str:
+        raise RecursionError("encoder")
+
+    monkeypatch.setattr(audit_module, "encode_verdicts", broken)
+    audit = AuditLog(store)
+    rails = Guardrails([publish], [odd_reason], hooks=[audit], recorder=[audit])
+    result = rails.turn(tenant="acme", session="s").call("publish", {"q": "x"}, "c-1")
+    assert result.content == "published" and not result.escapes
+    audit.on_event("post_run", object())  # an event whose payload has nothing to read
+    rows = store.audit_rows()
+    assert [(r.kind, r.call_id, r.tenant, r.tool, r.outcome) for r in rows[:2]] == [
+        ("call_started", "c-1", "acme", "publish", None),
+        ("tool_call", "c-1", "acme", "publish", "ok"),
+    ]
+    assert json.loads(rows[1].detail or "{}") == {"row": "incomplete: a value could not be encoded"}
+    assert rows[2].kind == "post_run"
+
+
+def test_detail_values_json_cannot_hold_are_named_not_printed(store: Store) -> None:
+    audit = AuditLog(store)
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)
+
+    class Payload:
+        context = None
+        verdict = Masked()
+        tool = Loud()
+
+        @property
+        def offered(self) -> dict[str, Any]:
+            return {"a": Loud(), "b": [Masked(), 1.5, cyclic], Loud(): 1}
+
+        @property
+        def withheld(self) -> Any:
+            raise RuntimeError("sk-live-withheld")
+
+    audit.on_event("pre_turn", Payload())
+    (row,) = store.audit_rows()
+    assert row.verdict == "<not text: Masked>"
+    detail = json.loads(row.detail or "{}")
+    assert detail["tool"] == "Loud" and detail["withheld"] == "<unreadable>"
+    assert detail["offered"]["a"] == "Loud" and detail["offered"]["b"][:2] == ["Masked", 1.5]
+    assert "<not text: Loud>" in detail["offered"]
+    assert "sk-live" not in (row.detail or "")
