@@ -173,7 +173,7 @@ class AuditLog:
 
     def event_row(self, kind: str, payload: Any) -> AuditRow:
         """The row of a pre_turn, post_run or backstop decision."""
-        found = getattr(payload, "context", None)
+        found: Any = getattr(payload, "context", None)
         ctx: TurnContext = found if issubclass(type(found), TurnContext) else _NO_CONTEXT
         verdict = getattr(payload, "verdict", None)
         records = getattr(payload, "verdicts", None) or getattr(payload, "records", None) or ()
