@@ -25,13 +25,17 @@ INSERT INTO guardrails_audit_head (id, hash) SELECT COALESCE(MAX(id), 0), '' FRO
 -- Every row comes through the chain head: an INSERT without an id fails
 -- instead of taking one from the sequence.
 ALTER TABLE guardrails_audit ALTER COLUMN id DROP DEFAULT;
--- Appends go through one function: it locks the chain head, hashes each row
--- after the previous one (sha256 of "previous|id|content", the text the client
--- computed with _chain.content), inserts the rows and moves the head, all in
--- one statement, so the head's lock is held for one round trip at most.
+-- Appends of many rows go through one function: it reads the rows, then
+-- locks the chain head, hashes each row after the previous one (sha256 of
+-- "previous|id|content", the text the client computed with _chain.content),
+-- inserts the rows and moves the head, all in one statement, so the head's
+-- lock is held for the hashing and the insert only.
 CREATE FUNCTION guardrails_audit_append(contents TEXT[], payload JSONB) RETURNS BIGINT
 LANGUAGE plpgsql AS $$
 DECLARE
+    incoming  guardrails_audit[] := ARRAY(
+        SELECT jsonb_populate_record(NULL::guardrails_audit, e.value)
+        FROM jsonb_array_elements(payload) WITH ORDINALITY AS e ORDER BY e.ordinality);
     last_id   BIGINT;
     last_hash TEXT;
     hashes    TEXT[] := '{}';
@@ -45,8 +49,7 @@ BEGIN
     END LOOP;
     INSERT INTO guardrails_audit (id, kind, at, call_id, tenant, session, agent, workflow, tool, outcome, verdict, reason, verdicts, escapes, duration_us, tokens_in, tokens_out, cost, exception, error, detail, altered, hash)
     SELECT last_id + r.ordinality, r.kind, r.at, r.call_id, r.tenant, r.session, r.agent, r.workflow, r.tool, r.outcome, r.verdict, r.reason, r.verdicts, r.escapes, r.duration_us, r.tokens_in, r.tokens_out, r.cost, r.exception, r.error, r.detail, r.altered, hashes[r.ordinality]
-    FROM jsonb_populate_recordset(NULL::guardrails_audit, payload) WITH ORDINALITY AS r
-    ORDER BY r.ordinality;
+    FROM unnest(incoming) WITH ORDINALITY AS r;
     UPDATE guardrails_audit_head SET id = last_id + n, hash = last_hash;
     RETURN last_id + n;
 END;
