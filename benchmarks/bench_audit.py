@@ -10,7 +10,14 @@ Groups:
 - ``audit.postgres.workers``: rows per second in total with 8 workers: bare
   ``INSERT`` per row, ``PostgresStore.append`` per row (8 processes), and
   grouped commits (``group_commit=True``: 8 processes of 8 threads each, one
-  writer per process committing the rows its threads queued).
+  writer per process committing the rows its threads queued), and
+  ``append_many`` of 100 rows per commit (8 processes).
+- ``audit.chain``: ``guardrails audit verify`` over a SQLite file, per row;
+  a hostile row (surrogate, NUL, object reason) through ``SQLiteStore.append``;
+  ``WithDeadline`` around ``SQLiteStore.append`` (the thread hand-off).
+
+Every store append makes the row storable and extends the hash chain inside
+its write transaction.
 
 Run: ``python benchmarks/run.py --only audit [--quick]``.
 """
@@ -31,8 +38,16 @@ from _harness import compare, row
 
 from guardrails import Guardrails, tool
 from guardrails.audit import AuditLog
-from guardrails.store import AUDIT_COLUMNS, AuditRow, PostgresStore, SQLiteStore, Store
+from guardrails.store import (
+    AUDIT_COLUMNS,
+    AuditRow,
+    PostgresStore,
+    SQLiteStore,
+    Store,
+    WithDeadline,
+)
 from guardrails.store.testing import postgres_dsn, temporary_schema
+from guardrails.store.verify import verify
 
 WORKERS = 8
 _ROW = AuditRow(
@@ -119,10 +134,19 @@ def _worker(kind: str, dsn: str, seconds: float, barrier: Any, queue: Any) -> No
         import psycopg
 
         conn = psycopg.connect(dsn, autocommit=True)
-        sql = f"INSERT INTO guardrails_audit ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join(['%s'] * len(AUDIT_COLUMNS))})"
+        sql = f"INSERT INTO bare_audit ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join(['%s'] * len(AUDIT_COLUMNS))})"
 
         def append() -> None:
             conn.execute(sql, _VALUES)
+
+        threads = 1
+    elif kind == "many":
+        store = PostgresStore(dsn, max_size=2)
+        store.audit_rows(limit=1)
+        batch = [_ROW] * 100
+
+        def append() -> None:
+            store.append_many(batch)
 
         threads = 1
     else:
@@ -147,7 +171,7 @@ def _worker(kind: str, dsn: str, seconds: float, barrier: Any, queue: Any) -> No
         t.start()
     for t in pool:
         t.join()
-    queue.put(sum(counts))
+    queue.put(sum(counts) * (100 if kind == "many" else 1))
 
 
 def _rows_per_second(kind: str, dsn: str, seconds: float) -> float:
@@ -168,11 +192,17 @@ def _rows_per_second(kind: str, dsn: str, seconds: float) -> float:
 def _workers(dsn: str, quick: bool) -> list[dict[str, Any]]:
     with PostgresStore(dsn) as store:
         store.audit_rows(limit=1)  # the schema, before the workers start
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:  # the floor's own table, same columns
+        conn.execute("CREATE TABLE bare_audit (LIKE guardrails_audit INCLUDING ALL)")
+        conn.execute("ALTER TABLE bare_audit ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY")
     seconds, repeats = (0.5, 1) if quick else (2.0, 3)
     names = {
         "bare": "bare INSERT, commit per row (8 processes)",
         "per_row": "PostgresStore.append, commit per row (8 processes)",
         "grouped": "PostgresStore group_commit (8 processes x 8 threads)",
+        "many": "PostgresStore.append_many, 100 rows per commit (8 processes)",
     }
     rates = {
         k: statistics.median(_rows_per_second(k, dsn, seconds) for _ in range(repeats))
@@ -193,8 +223,36 @@ def _workers(dsn: str, quick: bool) -> list[dict[str, Any]]:
     ]
 
 
+_HOSTILE = AuditRow(
+    "tool_call", 1.0, "gr_\udc80\x00", "acme", "s-1", "agent", "wf-1", "lookup", "ok", "pass",
+    object(),  # type: ignore[arg-type]
+)  # fmt: skip
+
+
+def _chain(quick: bool) -> list[dict[str, Any]]:
+    folder = tempfile.mkdtemp(prefix="guardrails-bench-")
+    try:
+        store = SQLiteStore(os.path.join(folder, "chain.db"))
+        bounded = WithDeadline(SQLiteStore(os.path.join(folder, "bounded.db")), 5.0)
+        hostile = SQLiteStore(os.path.join(folder, "hostile.db"))
+        store.append_many([_ROW] * 1000)
+        cases = {
+            "SQLiteStore.append": lambda: store.append(_ROW),
+            "SQLiteStore.append, hostile row (escaped, named)": lambda: hostile.append(_HOSTILE),
+            "WithDeadline(SQLiteStore).append": lambda: bounded.append(_ROW),
+            "verify, per 1,000 rows": lambda: verify(store, page=1000) and None,
+        }
+        rows = compare("audit.chain", cases, floor="SQLiteStore.append", quick=quick)
+        for s in (store, bounded, hostile):
+            s.close()
+        return rows
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def run(quick: bool = False) -> list[dict[str, Any]]:
     rows = _sqlite(quick)
+    rows.extend(_chain(quick))
     dsn = postgres_dsn()
     if dsn is None:
         rows.append(row("audit.postgres", "skipped: GUARDRAILS_POSTGRES_DSN is not set", 0.0))

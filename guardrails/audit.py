@@ -85,7 +85,11 @@ class AuditLog:
         return None
 
     def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
-        row = self.tool_row(result, invocation.context, leave(invocation, self))
+        state = leave(invocation, self)
+        try:
+            row = self.tool_row(result, invocation.context, state)
+        except Exception:  # a value nothing could encode: keep the row, without it
+            row = self._minimal_row(result, invocation.context)
         try:
             self.store.append(row)
         except Exception as exc:
@@ -100,15 +104,35 @@ class AuditLog:
 
     def on_tool_result(self, result: ToolResult, /) -> None:
         if AUDITED not in result.flags:
-            self.store.append(self.tool_row(result, None, None))
+            self.store.append(self._row_of(result, None))
 
     def on_turn_result(self, turn: Any, result: ToolResult, /) -> None:
         """What ``Recorders`` calls: the turn gives refused calls their tenant and session."""
         if AUDITED not in result.flags:
-            self.store.append(self.tool_row(result, getattr(turn, "context", None), None))
+            self.store.append(self._row_of(result, getattr(turn, "context", None)))
 
     def on_event(self, kind: str, payload: Any, /) -> None:
-        self.store.append(self.event_row(kind, payload))
+        try:
+            row = self.event_row(kind, payload)
+        except Exception:
+            row = AuditRow(kind, self.clock(), detail=_INCOMPLETE)
+        self.store.append(row)
+
+    def _row_of(self, result: ToolResult, context: TurnContext | None) -> AuditRow:
+        try:
+            return self.tool_row(result, context, None)
+        except Exception:
+            return self._minimal_row(result, context)
+
+    def _minimal_row(self, result: ToolResult, context: TurnContext | None) -> AuditRow:
+        """The columns that cannot fail; ``detail`` says the rest was unencodable."""
+        ctx = context if isinstance(context, TurnContext) else _NO_CONTEXT
+        return AuditRow(
+            "tool_call", self.clock(), _code(getattr(result, "call_id", None)), ctx.tenant,
+            ctx.session, ctx.agent, ctx.workflow, _code(getattr(result, "tool", None)),
+            _code(getattr(result, "outcome", None)), _code(getattr(result, "verdict", None)),
+            detail=_INCOMPLETE,
+        )  # fmt: skip
 
     # -- rows -------------------------------------------------------------------------
 
@@ -133,26 +157,27 @@ class AuditLog:
             ctx.agent,
             ctx.workflow,
             result.tool,
-            str(result.outcome),
-            str(result.verdict),
-            None if result.reason is None else str(result.reason),
+            _code(result.outcome),
+            _code(result.verdict),
+            _code(result.reason),
             encode_verdicts(result.verdicts),
             encode_escapes(result.escapes),
             result.duration_ns // 1000,
             state.tokens_in if paid else None,  # type: ignore[union-attr]
             state.tokens_out if paid else None,  # type: ignore[union-attr]
             state.cost if paid else None,  # type: ignore[union-attr]
-            None if exc is None else type(exc).__name__,
+            None if exc is None else _type_name(exc),
             _error_text(exc) if self.exception_text else None,
-            json.dumps(detail, default=str) if detail else None,
+            _json(detail) if detail else None,
         )
 
     def event_row(self, kind: str, payload: Any) -> AuditRow:
         """The row of a pre_turn, post_run or backstop decision."""
-        ctx = getattr(payload, "context", None) or _NO_CONTEXT
+        found: Any = getattr(payload, "context", None)
+        ctx: TurnContext = found if issubclass(type(found), TurnContext) else _NO_CONTEXT
         verdict = getattr(payload, "verdict", None)
         records = getattr(payload, "verdicts", None) or getattr(payload, "records", None) or ()
-        detail = {k: _plain(getattr(payload, k)) for k in _EVENT_DETAIL if hasattr(payload, k)}
+        detail = {k: v for k in _EVENT_DETAIL if (v := _read(payload, k)) is not _ABSENT}
         result = getattr(payload, "result", None)
         return AuditRow(
             kind,
@@ -162,13 +187,13 @@ class AuditLog:
             ctx.session,
             ctx.agent,
             ctx.workflow,
-            detail.get("tool") if isinstance(detail.get("tool"), str) else None,
+            detail.get("tool") if type(detail.get("tool")) is str else None,
             None,
-            None if verdict is None else str(verdict),
+            _code(verdict),
             None,
             encode_verdicts(records),
             encode_escapes(getattr(payload, "escapes", None) or ()),
-            detail=json.dumps(detail, default=str) if detail else None,
+            detail=_json(detail) if detail else None,
         )
 
     # -- queries --------------------------------------------------------------------
@@ -189,6 +214,8 @@ class AuditLog:
 
 
 _NO_CONTEXT = TurnContext()
+_INCOMPLETE = '{"row": "incomplete: a value could not be encoded"}'
+_type_qualname = type.__dict__["__qualname__"].__get__
 _FLAGS = ToolResult._fields.index("flags")
 
 
@@ -204,12 +231,12 @@ def encode_verdicts(records: Iterable[VerdictRecord]) -> str | None:
             "guard": r.guard,
             "choke_point": str(r.choke_point),
             "verdict": str(r.verdict),
-            "reason": r.reason,
-            "enforced": r.enforced,
+            "reason": _code(r.reason),
+            "enforced": r.enforced is True,
         }
         for r in records
     ]
-    return json.dumps(out) if out else None
+    return _json(out) if out else None
 
 
 def encode_escapes(escapes: Iterable[Escape]) -> str | None:
@@ -217,12 +244,12 @@ def encode_escapes(escapes: Iterable[Escape]) -> str | None:
         {
             "guard": e.guard,
             "choke_point": str(e.choke_point),
-            "reason": str(e.reason),
-            "exception": None if e.exception is None else type(e.exception).__name__,
+            "reason": _code(e.reason),
+            "exception": None if e.exception is None else _type_name(e.exception),
         }
         for e in escapes
     ]
-    return json.dumps(out) if out else None
+    return _json(out) if out else None
 
 
 def decode_verdicts(row: AuditRow) -> list[dict[str, Any]]:
@@ -238,18 +265,79 @@ def decode_escapes(row: AuditRow) -> list[dict[str, Any]]:
 def _error_text(exc: BaseException | None) -> str | None:
     if exc is None:
         return None
-    return str(exc)[:_MAX_ERROR_CHARS]
+    try:
+        text = str(exc)
+    except Exception:  # an exception whose __str__ raises
+        return f"<unprintable {_type_name(exc)}>"
+    return str.__str__(text)[:_MAX_ERROR_CHARS] if issubclass(type(text), str) else None
 
 
-def _plain(value: Any) -> Any:
-    """Names and codes only: strings, and containers or codes built from them."""
-    if value is None or isinstance(value, str | int | float | bool):
+def _type_name(value: object) -> str:
+    """The class name, read without running anything the class defines."""
+    return str(_type_qualname(type(value)))
+
+
+def _code(value: Any) -> str | None:
+    """A code or name as plain text: a ``str`` (subclass) read as ``str``, anything else marked."""
+    if value is None:
+        return None
+    if issubclass(type(value), str):  # not isinstance: it may read a hostile __class__
+        return str.__str__(value)
+    return f"<not text: {_type_name(value)}>"
+
+
+def _opaque(value: Any) -> str:
+    return f"<not JSON: {_type_name(value)}>"
+
+
+def _json(value: Any) -> str:
+    """JSON text of ``value``; what JSON cannot hold is named by its type, never printed."""
+    try:
+        return json.dumps(value, default=_opaque)
+    except (ValueError, RecursionError):  # a cycle, or nesting too deep
+        return json.dumps({"unencodable": _type_name(value)})
+
+
+_ABSENT = object()
+
+
+def _read(payload: Any, name: str) -> Any:
+    try:
+        return _plain(getattr(payload, name))
+    except AttributeError:
+        return _ABSENT
+    except Exception:  # a property that raises: say it could not be read
+        return "<unreadable>"
+
+
+_SCALARS = (str, int, float, bool)
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """Names and codes only: strings, and containers or codes built from them.
+
+    Types are read with ``type()``, never ``isinstance`` (which may run a
+    hostile ``__class__``); whatever is not one of these is named by its type.
+    """
+    kind = type(value)
+    if value is None or kind in _SCALARS:
         return value
-    if isinstance(value, dict) or hasattr(value, "items"):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | frozenset | set):
-        return [_plain(v) for v in value]
+    if depth > 32:
+        return _type_name(value)
+    if issubclass(kind, str):
+        return str.__str__(value)
+    if issubclass(kind, list | tuple | frozenset | set):
+        return [_plain(v, depth + 1) for v in value]
+    if issubclass(kind, dict) or hasattr(value, "items"):
+        return {_key(k): _plain(v, depth + 1) for k, v in value.items()}
     code = getattr(value, "code", None)
-    if isinstance(code, str):
-        return {"code": code, "guard": getattr(value, "guard", None)}
-    return type(value).__name__
+    if type(code) is str:
+        return {"code": code, "guard": _code(getattr(value, "guard", None))}
+    return _type_name(value)
+
+
+def _key(key: Any) -> str:
+    kind = type(key)
+    if kind in (int, float, bool):
+        return str(key)
+    return _code(key) or "None"

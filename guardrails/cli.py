@@ -65,6 +65,9 @@ def _build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
     )
+    from ._cli_audit import add_arguments as audit_arguments
+
+    audit_arguments(sub.add_parser("audit", help="check the audit log (hash chain)"))
     return parser
 
 

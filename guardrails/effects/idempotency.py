@@ -7,7 +7,9 @@ A tool opts in with ``options={"idempotency_key": ...}``:
 - a function of the arguments returning a string;
 - ``True``: every argument the tool receives.
 
-The key is scoped by tenant and tool. The first call claims it in the store
+The key is scoped by tenant and tool: the stored key is the JSON array
+``[tenant, tool, key]``, so no two (tenant, tool, key) triples share one, and
+tenant ``None`` differs from tenant ``""``. The first call claims it in the store
 (atomically), runs, and stores its result; a replay returns that result with
 reason ``replayed`` without running the tool; a concurrent replay waits for
 the first to finish. A failed call releases the key. Keys expire after
@@ -55,7 +57,12 @@ def idempotency_key(invocation: Invocation) -> str | None:
         key = str(spec(args))
     else:
         raise ConfigurationError(f"tool {invocation.name!r}: bad idempotency_key {spec!r}")
-    return f"{invocation.context.tenant or ''}:{invocation.name}:{key}"
+    return scoped_key(invocation.context.tenant, invocation.name, key)
+
+
+def scoped_key(tenant: str | None, tool: str, key: str) -> str:
+    """The stored key of ``key`` for ``tenant`` and ``tool``: one JSON array, unambiguous."""
+    return json.dumps([tenant, tool, key], separators=(",", ":"))
 
 
 def _digest(value: Any) -> str:

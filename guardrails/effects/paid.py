@@ -11,6 +11,9 @@ The bound under concurrency: a call is admitted only while
 spent never exceeds the cap by more than the sum, over calls already admitted,
 of ``actual cost - estimate``; with an estimate at least the actual cost
 (for example ``max_tokens`` times the output price), never.
+
+Reservations are leased (``_leases``): renewed while the call runs, given
+back at most ``lease`` seconds after the holding process died.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import inspect
 import logging
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,6 +30,7 @@ from typing import Any, NamedTuple
 
 from ..errors import ConfigurationError, LimitExceeded, UsageError
 from ..store import AuditRow, Store, StoreUnavailable, from_micros, to_micros
+from ._leases import Held, renewer
 from ._state import current
 
 __all__ = ["CapExceeded", "PaidCall", "TokenPrices", "Usage"]
@@ -85,6 +90,7 @@ class _Ticket(NamedTuple):
     reserved: int
     instance: str | None
     start: int
+    holder: str
 
 
 class PaidCall:
@@ -101,7 +107,10 @@ class PaidCall:
         scope: str = "default",
         name: str = "paid_call",
         clock: Callable[[], float] = time.time,
+        lease: float = 60.0,
     ) -> None:
+        if not lease > 0:
+            raise ConfigurationError(f"{name}: lease must be positive, not {lease!r}")
         for label, cap in (("daily_cap", daily_cap), ("instance_cap", instance_cap)):
             if cap is not None and not cap > 0:
                 raise ConfigurationError(f"{name}: {label} must be positive, not {cap!r}")
@@ -115,6 +124,7 @@ class PaidCall:
         self.scope = scope
         self.name = name
         self.clock = clock
+        self.lease = lease
 
     # -- the two drivers ------------------------------------------------------------
 
@@ -195,16 +205,21 @@ class PaidCall:
         if self.instance_cap is not None and instance is not None:
             keys.append(self._instance_key(instance))
             caps.append(to_micros(self.instance_cap))
+        holder = uuid.uuid4().hex
         admitted: list[str] = []
         for key, cap in zip(keys, caps, strict=True):
-            if not self.store.reserve(key, reserved, cap):
+            now = self.clock()
+            if not self.store.reserve_leased(key, holder, reserved, cap, now, now + self.lease):
                 for done in admitted:
-                    self.store.settle(done, reserved, 0)
+                    self.store.settle_leased(done, holder, 0)
                 kind = "daily" if key == keys[0] and self.daily_cap is not None else "instance"
                 self._refused(instance, kind)
                 raise CapExceeded(kind, key)
             admitted.append(key)
-        return _Ticket(tuple(keys), tuple(caps), reserved, instance, time.perf_counter_ns())
+        if keys:
+            renewer.hold(holder, Held(self.store, self.lease, self.clock))
+        start = time.perf_counter_ns()
+        return _Ticket(tuple(keys), tuple(caps), reserved, instance, start, holder)
 
     def _settle(self, ticket: _Ticket, response: Any, exc: Exception | None) -> None:
         duration_us = (time.perf_counter_ns() - ticket.start) // 1000
@@ -218,9 +233,10 @@ class PaidCall:
         actual = to_micros(usage.cost)
         crossed: str | None = None
         kind = "daily"
+        renewer.drop(ticket.holder)
         try:
             for index, (key, cap) in enumerate(zip(ticket.keys, ticket.caps, strict=True)):
-                spent = self.store.settle(key, ticket.reserved, actual)
+                spent = self.store.settle_leased(key, ticket.holder, actual)
                 if spent > cap and crossed is None:
                     crossed = key
                     kind = "daily" if index == 0 and self.daily_cap is not None else "instance"

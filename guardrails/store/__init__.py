@@ -1,7 +1,8 @@
 """Durable shared state behind one protocol: in memory, SQLite (default) or PostgreSQL.
 
 ``open_store(url)`` picks the implementation from a URL: ``memory:``, a file
-path or ``sqlite:///path``, or ``postgresql://...``. ``PostgresStore`` is
+path or ``sqlite:///path``, or ``postgresql://...``; ``deadline=`` wraps it in
+``WithDeadline``. ``PostgresStore`` is
 imported lazily because psycopg is an optional dependency.
 """
 
@@ -20,6 +21,7 @@ from ._base import (
     from_micros,
     to_micros,
 )
+from .deadline import WithDeadline
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
 
@@ -37,14 +39,23 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreUnavailable",
+    "WithDeadline",
     "from_micros",
     "open_store",
     "to_micros",
 ]
 
 
-def open_store(url: str, **options: Any) -> Store:
-    """A store from a URL: ``memory:``, ``sqlite:///path`` (or a bare path), ``postgresql://``."""
+def open_store(url: str, *, deadline: float | None = None, **options: Any) -> Store:
+    """A store from a URL: ``memory:``, ``sqlite:///path`` (or a bare path), ``postgresql://``.
+
+    With ``deadline`` (seconds), a store call that takes longer is ``StoreUnavailable``.
+    """
+    store = _open(url, **options)
+    return store if deadline is None else WithDeadline(store, deadline)
+
+
+def _open(url: str, **options: Any) -> Store:
     if url == "memory:":
         return MemoryStore()
     if url.startswith(("postgresql://", "postgres://")):

@@ -40,6 +40,8 @@ class AuditRow(NamedTuple):
     JSON columns (``verdicts``, ``escapes``, ``detail``) hold text. ``at`` is
     Unix time in seconds; ``id`` is given by the store. Argument values are
     never recorded, and exception text (``error``) only when the user opts in.
+    ``altered`` is set by the store when a column had to be made storable
+    (JSON: column -> ``escaped``/``truncated``/``not_text``/...).
     """
 
     kind: str
@@ -62,6 +64,7 @@ class AuditRow(NamedTuple):
     exception: str | None = None
     error: str | None = None
     detail: str | None = None
+    altered: str | None = None
     id: int | None = None
 
     def values(self) -> tuple[Any, ...]:
@@ -104,6 +107,9 @@ class Store(Protocol):
     def audit_rows(
         self, *, after_id: int = 0, limit: int = 1000, **filters: str
     ) -> list[AuditRow]: ...
+    def audit_chain(
+        self, *, after_id: int = 0, limit: int = 1000
+    ) -> list[tuple[AuditRow, str | None]]: ...
 
     # -- counters (session-wide ceilings) --
     def incr(self, key: str, by: int = 1, /) -> int: ...
@@ -112,6 +118,12 @@ class Store(Protocol):
     def reserve(self, key: str, amount: int, cap: int, /) -> bool: ...
     def settle(self, key: str, reserved: int, actual: int, /) -> int: ...
     def budget(self, key: str, /) -> tuple[int, int]: ...
+    # a reservation held under a lease: released if not renewed before ``until``
+    def reserve_leased(
+        self, key: str, holder: str, amount: int, cap: int, now: float, until: float, /
+    ) -> bool: ...
+    def renew_leases(self, holder: str, until: float, /) -> int: ...
+    def settle_leased(self, key: str, holder: str, actual: int, /) -> int: ...
 
     # -- small values with compare-and-set (workflow phases) --
     def get(self, key: str, /) -> str | None: ...
@@ -148,4 +160,4 @@ def check_filters(filters: dict[str, Any]) -> None:
 
 def row_from(values: tuple[Any, ...]) -> AuditRow:
     """An AuditRow from ``(id, *AUDIT_COLUMNS)`` as selected."""
-    return AuditRow._make((*values[1:], values[0]))
+    return AuditRow._make((*values[1 : len(AUDIT_COLUMNS) + 1], values[0]))

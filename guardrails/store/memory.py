@@ -6,6 +6,8 @@ import threading
 from typing import Any
 
 from ._base import AuditRow, Claim, Snapshot, check_filters
+from ._chain import GENESIS, content, link
+from ._storable import storable
 
 __all__ = ["MemoryStore"]
 
@@ -16,6 +18,8 @@ class MemoryStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._audit: list[AuditRow] = []
+        self._hashes: list[str] = []
+        self._leases: dict[tuple[str, str], list[float]] = {}
         self._counters: dict[str, int] = {}
         self._budgets: dict[str, list[int]] = {}
         self._kv: dict[str, str] = {}
@@ -24,9 +28,13 @@ class MemoryStore:
         self.closed = False
 
     def append(self, row: AuditRow, /) -> int:
+        row = storable(row)
+        text = content(row)
         with self._lock:
             row_id = len(self._audit) + 1
+            previous = self._hashes[-1] if self._hashes else GENESIS
             self._audit.append(row._replace(id=row_id))
+            self._hashes.append(link(previous, row_id, text))
             return row_id
 
     def append_many(self, rows: list[AuditRow], /) -> None:
@@ -39,6 +47,13 @@ class MemoryStore:
             rows = self._audit[after_id:]
         picked = [r for r in rows if all(getattr(r, k) == v for k, v in filters.items())]
         return picked[:limit]
+
+    def audit_chain(
+        self, *, after_id: int = 0, limit: int = 1000
+    ) -> list[tuple[AuditRow, str | None]]:
+        with self._lock:
+            end = after_id + limit
+            return list(zip(self._audit[after_id:end], self._hashes[after_id:end], strict=True))
 
     def incr(self, key: str, by: int = 1, /) -> int:
         with self._lock:
@@ -66,6 +81,39 @@ class MemoryStore:
         with self._lock:
             spent, reserved = self._budgets.get(key, (0, 0))
             return spent, reserved
+
+    def reserve_leased(
+        self, key: str, holder: str, amount: int, cap: int, now: float, until: float, /
+    ) -> bool:
+        with self._lock:
+            entry = self._budgets.setdefault(key, [0, 0])
+            for lease_key, (held, expires) in list(self._leases.items()):
+                if lease_key[0] == key and expires <= now:
+                    entry[1] -= int(held)
+                    del self._leases[lease_key]
+            used = entry[0] + entry[1]
+            if used >= cap or used + amount > cap:
+                return False
+            entry[1] += amount
+            before = self._leases.get((key, holder), [0.0, until])[0]
+            self._leases[(key, holder)] = [before + amount, until]
+            return True
+
+    def renew_leases(self, holder: str, until: float, /) -> int:
+        with self._lock:
+            mine = [lease for (_, h), lease in self._leases.items() if h == holder]
+            for lease in mine:
+                lease[1] = until
+            return len(mine)
+
+    def settle_leased(self, key: str, holder: str, actual: int, /) -> int:
+        with self._lock:
+            entry = self._budgets.setdefault(key, [0, 0])
+            held = self._leases.pop((key, holder), None)
+            if held is not None:
+                entry[1] -= int(held[0])
+            entry[0] += actual
+            return entry[0]
 
     def get(self, key: str, /) -> str | None:
         return self._kv.get(key)

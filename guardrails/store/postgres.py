@@ -12,10 +12,11 @@ its row is committed, so a returned call always has its row.
 
 from __future__ import annotations
 
-import functools
+import json
 import os
 import threading
-import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ._base import (
@@ -27,24 +28,38 @@ from ._base import (
     check_filters,
     row_from,
 )
-from ._migrations import migrations
+from ._chain import content
+from ._group_commit import Batcher
+from ._pg_migrate import migrate as _migrate
+from ._storable import storable
 
 __all__ = ["PostgresStore"]
 
-_INSERT = (
-    f"INSERT INTO guardrails_audit ({', '.join(AUDIT_COLUMNS)}) "
-    f"VALUES ({', '.join('%s' for _ in AUDIT_COLUMNS)})"
+_COLUMNS = ", ".join(AUDIT_COLUMNS)
+# The server-side function of migration 2 locks the chain head, hashes the
+# rows (sha256 of "previous|id|content", as ``_chain.link``), inserts them and
+# moves the head: one statement, so the lock is held for the shortest time.
+_APPEND_MANY = "SELECT guardrails_audit_append(%s, %s::jsonb)"
+# One row: the same in one plain statement, cheaper than the function call.
+# The UPDATE takes the head's row lock; one that waited re-reads the head its
+# predecessor committed (EvalPlanQual), so the chain stays one.
+_APPEND = (
+    "WITH head AS (UPDATE guardrails_audit_head SET id = id + 1, hash = encode(sha256("
+    "convert_to(hash || '|' || (id + 1)::text || '|' || %s, 'UTF8')), 'hex') "
+    "RETURNING id, hash) "
+    f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) "
+    f"SELECT head.id, {', '.join('%s' for _ in AUDIT_COLUMNS)}, head.hash FROM head RETURNING id"
 )
-_SELECT = f"SELECT id, {', '.join(AUDIT_COLUMNS)} FROM guardrails_audit"
-_MIGRATION_LOCK = 0x6775617264  # pg_advisory_xact_lock key for schema changes
-_CHUNK = 500  # rows per multi-row INSERT (20 parameters each; the limit is 65,535)
-_ROW_PLACEHOLDERS = f"({', '.join('%s' for _ in AUDIT_COLUMNS)})"
+_SELECT = f"SELECT id, {_COLUMNS} FROM guardrails_audit"
+_SELECT_CHAIN = f"SELECT id, {_COLUMNS}, hash FROM guardrails_audit"
+_CHUNK = 1000  # rows per call of the append function
 
 
-@functools.lru_cache(maxsize=64)
-def _insert_many(n: int) -> str:
-    values = ", ".join([_ROW_PLACEHOLDERS] * n)
-    return f"INSERT INTO guardrails_audit ({', '.join(AUDIT_COLUMNS)}) VALUES {values}"
+def _payload(rows: list[AuditRow]) -> tuple[list[str], str]:
+    """The function's two arguments: each row's canonical content, and the rows as JSON."""
+    return [content(r) for r in rows], json.dumps(
+        [dict(zip(AUDIT_COLUMNS, r, strict=False)) for r in rows]
+    )
 
 
 class PostgresStore:
@@ -70,7 +85,13 @@ class PostgresStore:
         self.dsn = dsn
         self._psycopg = psycopg
         self._pool_cls = psycopg_pool.ConnectionPool
-        self._errors: tuple[type[BaseException], ...] = (psycopg.Error, psycopg_pool.PoolTimeout)
+        # A value the driver cannot encode (a lone surrogate in a key) counts as a
+        # refused write too.
+        self._errors: tuple[type[BaseException], ...] = (
+            psycopg.Error,
+            psycopg_pool.PoolTimeout,
+            UnicodeEncodeError,
+        )
         self._options: dict[str, Any] = {
             "min_size": min_size,
             "max_size": max_size,
@@ -81,7 +102,7 @@ class PostgresStore:
         self._pid = 0
         self._lock = threading.Lock()
         self._migrated = False
-        self._batcher = _Batcher(self) if group_commit else None
+        self._batcher = Batcher(self) if group_commit else None
 
     # -- connections ----------------------------------------------------------
 
@@ -136,21 +157,42 @@ class PostgresStore:
         rows = self._run(sql, params, fetch=True)
         return rows[0] if rows else None
 
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        try:
+            with self._get_pool().connection() as conn, conn.transaction():
+                yield conn
+        except self._errors as exc:
+            raise self._unavailable(exc) from exc
+
+    def migrate(self) -> None:
+        """Apply the schema migrations now (as the owner role, in a two-role set-up)."""
+        try:
+            self._get_pool()
+        except self._errors as exc:
+            raise self._unavailable(exc) from exc
+
     # -- audit ------------------------------------------------------------------
 
     def append(self, row: AuditRow, /) -> int:
         if self._batcher is not None:
             self._batcher.submit(row)
             return 0
-        found = self._one(_INSERT + " RETURNING id", row.values())
+        row = storable(row)
+        found = self._one(_APPEND, (content(row), *row.values()))
         return int(found[0])
 
     def append_many(self, rows: list[AuditRow], /) -> None:
-        # One multi-row INSERT per chunk: one round trip and one commit each.
-        for start in range(0, len(rows), _CHUNK):
-            chunk = rows[start : start + _CHUNK]
-            params = tuple(value for row in chunk for value in row.values())
-            self._run(_insert_many(len(chunk)), params)
+        ready = [storable(r) for r in rows]
+        for start in range(0, len(ready), _CHUNK):
+            self._run(_APPEND_MANY, _payload(ready[start : start + _CHUNK]))
+
+    def audit_chain(
+        self, *, after_id: int = 0, limit: int = 1000
+    ) -> list[tuple[AuditRow, str | None]]:
+        sql = f"{_SELECT_CHAIN} WHERE id > %s ORDER BY id LIMIT %s"
+        rows = self._run(sql, (after_id, limit), fetch=True)
+        return [(row_from(tuple(r)), r[-1]) for r in rows]
 
     def audit_rows(self, *, after_id: int = 0, limit: int = 1000, **filters: str) -> list[AuditRow]:
         check_filters(filters)
@@ -170,15 +212,14 @@ class PostgresStore:
         return int(row[0])
 
     def reserve(self, key: str, amount: int, cap: int, /) -> bool:
-        # One statement: the upsert takes the row lock, and its WHERE is
-        # re-checked against the locked row, so concurrent reservations queue.
+        # Create the row, then one conditional UPDATE: it takes the row lock and
+        # re-checks its WHERE against the locked row, so reservations queue.
+        self._run("INSERT INTO guardrails_budgets (key) VALUES (%s) ON CONFLICT DO NOTHING", (key,))
         row = self._one(
-            "INSERT INTO guardrails_budgets AS b (key, spent, reserved) "
-            "SELECT %s, 0, %s WHERE %s < %s AND %s <= %s "
-            "ON CONFLICT (key) DO UPDATE SET reserved = b.reserved + excluded.reserved "
-            "WHERE b.spent + b.reserved < %s AND b.spent + b.reserved + excluded.reserved <= %s "
+            "UPDATE guardrails_budgets SET reserved = reserved + %s "
+            "WHERE key = %s AND spent + reserved < %s AND spent + reserved + %s <= %s "
             "RETURNING 1",
-            (key, amount, 0, cap, amount, cap, cap, cap),
+            (amount, key, cap, amount, cap),
         )
         return row is not None
 
@@ -194,6 +235,54 @@ class PostgresStore:
     def budget(self, key: str, /) -> tuple[int, int]:
         row = self._one("SELECT spent, reserved FROM guardrails_budgets WHERE key = %s", (key,))
         return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+    def reserve_leased(
+        self, key: str, holder: str, amount: int, cap: int, now: float, until: float, /
+    ) -> bool:
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO guardrails_budgets (key) VALUES (%s) ON CONFLICT DO NOTHING", (key,)
+            )
+            # Give back what expired leases held; the UPDATE locks the budget row.
+            conn.execute(
+                "WITH gone AS (DELETE FROM guardrails_leases WHERE key = %s AND expires_at <= %s "
+                "RETURNING amount) UPDATE guardrails_budgets SET reserved = reserved - "
+                "(SELECT COALESCE(SUM(amount), 0) FROM gone) WHERE key = %s",
+                (key, now, key),
+            )
+            admitted = conn.execute(
+                "UPDATE guardrails_budgets SET reserved = reserved + %s "
+                "WHERE key = %s AND spent + reserved < %s AND spent + reserved + %s <= %s "
+                "RETURNING 1",
+                (amount, key, cap, amount, cap),
+            ).fetchone()
+            if admitted is None:
+                return False
+            conn.execute(
+                "INSERT INTO guardrails_leases AS l (key, holder, amount, expires_at) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (key, holder) DO UPDATE SET "
+                "amount = l.amount + excluded.amount, expires_at = excluded.expires_at",
+                (key, holder, amount, until),
+            )
+            return True
+
+    def renew_leases(self, holder: str, until: float, /) -> int:
+        count = self._run(
+            "UPDATE guardrails_leases SET expires_at = %s WHERE holder = %s", (until, holder)
+        )
+        return int(count)
+
+    def settle_leased(self, key: str, holder: str, actual: int, /) -> int:
+        row = self._one(
+            "WITH held AS (DELETE FROM guardrails_leases WHERE key = %s AND holder = %s "
+            "RETURNING amount) "
+            "INSERT INTO guardrails_budgets AS b (key, spent, reserved) "
+            "VALUES (%s, %s, -(SELECT COALESCE(SUM(amount), 0) FROM held)) "
+            "ON CONFLICT (key) DO UPDATE SET spent = b.spent + excluded.spent, "
+            "reserved = b.reserved + excluded.reserved RETURNING spent",
+            (key, holder, key, actual),
+        )
+        return int(row[0])
 
     # -- key/value with compare-and-set ---------------------------------------------
 
@@ -291,79 +380,3 @@ class PostgresStore:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def _migrate(conn: Any) -> None:
-    wanted = migrations("postgres")
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS guardrails_schema "
-            "(version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
-        )
-        current = conn.execute(
-            "SELECT COALESCE(MAX(version), 0) FROM guardrails_schema"
-        ).fetchone()[0]
-        for version, sql in wanted:
-            if version > current:
-                conn.execute(sql.encode())
-                conn.execute(
-                    "INSERT INTO guardrails_schema VALUES (%s, %s)", (version, time.time())
-                )
-
-
-class _Batcher:
-    """Group commit: one writer thread commits the rows queued by many callers at once."""
-
-    def __init__(self, store: PostgresStore) -> None:
-        self._store = store
-        self._reset()
-
-    def _reset(self) -> None:
-        self._pid = os.getpid()
-        self._cond = threading.Condition()
-        self._queue: list[tuple[AuditRow, list[Any]]] = []
-        self._thread: threading.Thread | None = None
-        self._stopping = False
-
-    def submit(self, row: AuditRow) -> None:
-        if self._pid != os.getpid():
-            self._reset()  # a forked child has neither the writer thread nor its queue
-        waiter: list[Any] = [threading.Event(), None]
-        with self._cond:
-            if self._thread is None or not self._thread.is_alive():
-                self._stopping = False
-                self._thread = threading.Thread(
-                    target=self._loop, name="guardrails-audit-writer", daemon=True
-                )
-                self._thread.start()
-            self._queue.append((row, waiter))
-            self._cond.notify()
-        waiter[0].wait()
-        if waiter[1] is not None:
-            raise waiter[1]
-
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                while not self._queue and not self._stopping:
-                    self._cond.wait()
-                if not self._queue:
-                    return
-                batch, self._queue = self._queue, []
-            error: BaseException | None = None
-            try:
-                self._store.append_many([row for row, _ in batch])
-            except StoreUnavailable as exc:
-                error = exc
-            for _, waiter in batch:
-                waiter[1] = error
-                waiter[0].set()
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
-        thread = self._thread
-        if thread is not None:
-            thread.join(timeout=5)

@@ -4,8 +4,11 @@ Each thread (and each process after a fork) opens its own connection. Writes
 that read first (reserve, claim, snapshot versions) run inside ``BEGIN
 IMMEDIATE``, which takes the file's write lock up front, so concurrent
 processes serialise on it; ``busy_timeout`` makes them wait instead of fail.
-Audit appends are one autocommitted ``INSERT`` each: in WAL mode with
-``synchronous=NORMAL`` a committed row survives a killed process.
+An audit append is one autocommitted ``INSERT ... SELECT`` that reads the
+previous row's hash under the write lock, so the chain is extended inside the
+transaction that writes the row; in WAL mode with ``synchronous=NORMAL`` a committed row survives a killed
+process. The store's connections cannot rewrite or remove audit rows
+(``_append_only``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
+from ._append_only import refuse_audit_changes
 from ._base import (
     AUDIT_COLUMNS,
     AuditRow,
@@ -27,15 +31,31 @@ from ._base import (
     check_filters,
     row_from,
 )
+from ._chain import GENESIS, content, link, link_rows
 from ._migrations import migrations, split_statements
+from ._storable import storable
 
 __all__ = ["SQLiteStore"]
 
-_INSERT = (
-    f"INSERT INTO guardrails_audit ({', '.join(AUDIT_COLUMNS)}) "
-    f"VALUES ({', '.join('?' for _ in AUDIT_COLUMNS)})"
+_COLUMNS = ", ".join(AUDIT_COLUMNS)
+# One statement: the next id and the hash over the previous row's hash, read
+# under the write lock that BEGIN IMMEDIATE took.
+_APPEND = (
+    f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) "
+    f"SELECT m + 1, {', '.join('?' for _ in AUDIT_COLUMNS)}, guardrails_link("
+    "COALESCE((SELECT hash FROM guardrails_audit WHERE id = m), ''), m + 1, ?) "
+    "FROM (SELECT COALESCE(MAX(id), 0) AS m FROM guardrails_audit)"
 )
-_SELECT = f"SELECT id, {', '.join(AUDIT_COLUMNS)} FROM guardrails_audit"
+_INSERT = (
+    f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) "
+    f"VALUES (?, {', '.join('?' for _ in AUDIT_COLUMNS)}, ?)"
+)
+# What a value the driver cannot bind (a lone surrogate in a key, an integer
+# past 64 bits) raises, besides the driver's own errors.
+_FAILURES = (sqlite3.Error, UnicodeEncodeError, OverflowError)
+_HEAD = "SELECT id, hash FROM guardrails_audit ORDER BY id DESC LIMIT 1"
+_SELECT = f"SELECT id, {_COLUMNS} FROM guardrails_audit"
+_SELECT_CHAIN = f"SELECT id, {_COLUMNS}, hash FROM guardrails_audit"
 
 
 class SQLiteStore:
@@ -94,6 +114,8 @@ class SQLiteStore:
                 if not self._migrated:
                     _migrate(conn)
                     self._migrated = True
+                conn.create_function("guardrails_link", 3, link, deterministic=True)
+                refuse_audit_changes(conn)
                 return
             except sqlite3.OperationalError as exc:
                 busy = "locked" in str(exc) or "busy" in str(exc)
@@ -112,24 +134,39 @@ class SQLiteStore:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except _FAILURES as exc:
             raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
 
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         try:
             return self._conn().execute(sql, params)
-        except sqlite3.Error as exc:
+        except _FAILURES as exc:
             raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
 
     # -- audit ----------------------------------------------------------------
 
     def append(self, row: AuditRow, /) -> int:
-        cursor = self._execute(_INSERT, row.values())
-        return cursor.lastrowid or 0
+        # One autocommitted statement: SQLite takes the write lock before the
+        # statement reads the previous row, so concurrent appends form one chain.
+        row = storable(row)
+        return self._execute(_APPEND, (*row.values(), content(row))).lastrowid or 0
 
     def append_many(self, rows: list[AuditRow], /) -> None:
+        ready = [storable(r) for r in rows]
         with self._immediate() as conn:
-            conn.executemany(_INSERT, [r.values() for r in rows])
+            head = conn.execute(_HEAD).fetchone()
+            last, previous = (0, GENESIS) if head is None else (head[0], head[1] or GENESIS)
+            links = link_rows(previous, last + 1, ready)
+            conn.executemany(
+                _INSERT, [(i, *r.values(), h) for (i, h), r in zip(links, ready, strict=True)]
+            )
+
+    def audit_chain(
+        self, *, after_id: int = 0, limit: int = 1000
+    ) -> list[tuple[AuditRow, str | None]]:
+        sql = f"{_SELECT_CHAIN} WHERE id > ? ORDER BY id LIMIT ?"
+        rows = self._execute(sql, (after_id, limit)).fetchall()
+        return [(row_from(r), r[-1]) for r in rows]
 
     def audit_rows(self, *, after_id: int = 0, limit: int = 1000, **filters: str) -> list[AuditRow]:
         check_filters(filters)
@@ -173,6 +210,55 @@ class SQLiteStore:
             "SELECT spent, reserved FROM guardrails_budgets WHERE key = ?", (key,)
         ).fetchone()
         return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+    def reserve_leased(
+        self, key: str, holder: str, amount: int, cap: int, now: float, until: float, /
+    ) -> bool:
+        with self._immediate() as conn:
+            conn.execute("INSERT OR IGNORE INTO guardrails_budgets (key) VALUES (?)", (key,))
+            expired = conn.execute(
+                "DELETE FROM guardrails_leases WHERE key = ? AND expires_at <= ? RETURNING amount",
+                (key, now),
+            ).fetchall()
+            if expired:
+                conn.execute(
+                    "UPDATE guardrails_budgets SET reserved = reserved - ? WHERE key = ?",
+                    (sum(int(r[0]) for r in expired), key),
+                )
+            cursor = conn.execute(
+                "UPDATE guardrails_budgets SET reserved = reserved + ? "
+                "WHERE key = ? AND spent + reserved < ? AND spent + reserved + ? <= ?",
+                (amount, key, cap, amount, cap),
+            )
+            if cursor.rowcount != 1:
+                return False
+            conn.execute(
+                "INSERT INTO guardrails_leases (key, holder, amount, expires_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (key, holder) DO UPDATE SET "
+                "amount = amount + excluded.amount, expires_at = excluded.expires_at",
+                (key, holder, amount, until),
+            )
+            return True
+
+    def renew_leases(self, holder: str, until: float, /) -> int:
+        cursor = self._execute(
+            "UPDATE guardrails_leases SET expires_at = ? WHERE holder = ?", (until, holder)
+        )
+        return cursor.rowcount
+
+    def settle_leased(self, key: str, holder: str, actual: int, /) -> int:
+        with self._immediate() as conn:
+            conn.execute("INSERT OR IGNORE INTO guardrails_budgets (key) VALUES (?)", (key,))
+            held = conn.execute(
+                "DELETE FROM guardrails_leases WHERE key = ? AND holder = ? RETURNING amount",
+                (key, holder),
+            ).fetchone()
+            row = conn.execute(
+                "UPDATE guardrails_budgets SET reserved = reserved - ?, spent = spent + ? "
+                "WHERE key = ? RETURNING spent",
+                (0 if held is None else int(held[0]), actual, key),
+            ).fetchone()
+            return int(row[0])
 
     # -- key/value with compare-and-set -------------------------------------------
 

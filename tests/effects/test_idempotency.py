@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from guardrails import Guardrails, Invocation, Outcome, tool
 from guardrails.audit import AuditLog
 from guardrails.effects import Idempotency, idempotency_key
+from guardrails.effects.idempotency import scoped_key
 from guardrails.store import MemoryStore, Store
 from guardrails.testing import FakeClock
 
@@ -83,7 +86,7 @@ def test_tools_without_a_key_are_not_deduplicated() -> None:
 
 def test_a_claim_still_pending_after_the_wait_is_unavailable_and_not_run() -> None:
     store = MemoryStore()
-    store.claim(":publish:publish-b-1", "someone-else", 0.0, 1e12)
+    store.claim(scoped_key(None, "publish", "publish-b-1"), "someone-else", 0.0, 1e12)
     rails = _rails(store, wait=0.0)
     result = rails.call("publish", {"brief_id": "b-1"})
     assert (result.outcome, result.reason) == (Outcome.UNAVAILABLE, "in_progress")
@@ -93,8 +96,8 @@ def test_a_claim_still_pending_after_the_wait_is_unavailable_and_not_run() -> No
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
-        ("publish-{brief_id}", ":publish:publish-b-1"),
-        (lambda args: f"x{args['brief_id']}", ":publish:xb-1"),
+        ("publish-{brief_id}", '[null,"publish","publish-b-1"]'),
+        (lambda args: f"x{args['brief_id']}", '[null,"publish","xb-1"]'),
     ],
 )
 def test_the_key_comes_from_a_format_string_or_a_function(spec: Any, expected: str) -> None:
@@ -120,6 +123,62 @@ def test_the_audit_row_of_a_replay_names_the_key() -> None:
     (row,) = audit.rows(call_id=replay.call_id, kind="tool_call")
     assert row.reason == "replayed"
     assert row.detail is not None and "publish-b-9" in row.detail
+
+
+# -- keys are scoped unambiguously by tenant and tool ---------------------------------------
+
+_PARTS = st.text(st.characters(codec=None, categories=None), max_size=8) | st.sampled_from(
+    [":", "::", "a:b", '"', "\\", '","', "[", "]", "null"]
+)
+_TRIPLES = st.tuples(st.none() | _PARTS, _PARTS, _PARTS)
+
+
+@given(_TRIPLES, _TRIPLES)
+def test_no_two_distinct_triples_share_a_key(one: Any, two: Any) -> None:
+    assert (scoped_key(*one) == scoped_key(*two)) == (one == two)
+
+
+@given(st.lists(_TRIPLES, min_size=2, max_size=30, unique=True))
+def test_a_batch_of_distinct_triples_gives_distinct_keys(triples: list[Any]) -> None:
+    assert len({scoped_key(*t) for t in triples}) == len(triples)
+
+
+def test_separators_inside_tenant_or_key_do_not_collide() -> None:
+    # The reported collision: tenant "acme:publish" + "doc-1" vs tenant "acme" + "publish:doc-1".
+    assert scoped_key("acme:publish", "publish", "doc-1") != scoped_key(
+        "acme", "publish", "publish:doc-1"
+    )
+    assert scoped_key(None, "t", "k") != scoped_key("", "t", "k")
+
+
+def test_a_tenant_never_gets_another_tenants_result() -> None:
+    store = MemoryStore()
+    RUNS.clear()
+    keyed = tool(
+        publish.fn,
+        name="publish",
+        effect=True,
+        options={"idempotency_key": lambda a: a["brief_id"]},
+    )
+    rails = Guardrails([keyed], hooks=[Idempotency(store)])
+    first = rails.turn(tenant="acme:publish").call("publish", {"brief_id": "doc-1"})
+    second = rails.turn(tenant="acme").call("publish", {"brief_id": "publish:doc-1"})
+    third = rails.turn(tenant="").call("publish", {"brief_id": "x"})
+    fourth = rails.turn(tenant=None).call("publish", {"brief_id": "x"})
+    assert [r.reason for r in (first, second, third, fourth)] == [None] * 4
+    assert RUNS == ["doc-1", "publish:doc-1", "x", "x"]
+
+
+def test_a_key_with_lone_surrogates_is_stored_and_replayed(tmp_path: Any) -> None:
+    from guardrails.store import SQLiteStore
+
+    with SQLiteStore(tmp_path / "k.db") as store:
+        RUNS.clear()
+        rails = Guardrails([publish], hooks=[Idempotency(store)])
+        first = rails.turn(tenant="t\udc80").call("publish", {"brief_id": "b\ud800\x00"})
+        again = rails.turn(tenant="t\udc80").call("publish", {"brief_id": "b\ud800\x00"})
+    assert first.outcome is Outcome.OK and again.reason == "replayed"
+    assert len(RUNS) == 1
 
 
 def _ctx() -> Any:

@@ -73,6 +73,7 @@ class RawErrorStore(MemoryStore):
 
     append = append_many = incr = reserve = settle = claim = complete = release = _fail
     put_snapshot = compare_and_set = _fail
+    reserve_leased = renew_leases = settle_leased = _fail
 
 
 def _raw_error_store(tmp_path: Path) -> Iterator[Store]:

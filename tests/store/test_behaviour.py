@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
 
-from guardrails.store import AuditRow, Claim, Store, StoreError, from_micros, to_micros
+from guardrails.store import (
+    AuditRow,
+    Claim,
+    Store,
+    StoreError,
+    StoreUnavailable,
+    from_micros,
+    to_micros,
+)
 
 
 def _row(n: int, **fields: object) -> AuditRow:
@@ -147,3 +156,66 @@ def test_stores_are_fast_enough_to_be_used_per_call(store: Store) -> None:
         store.incr("n")
     assert store.incr("n", 0) == 50
     assert time.perf_counter() - start < 60
+
+
+# -- leased reservations ------------------------------------------------------------------------
+
+
+def test_a_leased_reservation_counts_against_the_cap_until_it_expires(store: Store) -> None:
+    assert store.reserve_leased("k", "a", 6, 10, 0.0, 5.0)
+    assert not store.reserve_leased("k", "b", 6, 10, 4.9, 9.9)
+    assert store.budget("k") == (0, 6)
+    assert store.reserve_leased("k", "b", 6, 10, 5.0, 10.0)  # a's lease ran out at 5.0
+    assert store.budget("k") == (0, 6)
+
+
+def test_renewing_keeps_every_reservation_of_the_holder(store: Store) -> None:
+    assert store.reserve_leased("day", "a", 6, 10, 0.0, 5.0)
+    assert store.reserve_leased("inst", "a", 6, 10, 0.0, 5.0)
+    assert store.renew_leases("a", 50.0) == 2
+    assert store.renew_leases("nobody", 50.0) == 0
+    assert not store.reserve_leased("day", "b", 6, 10, 20.0, 30.0)
+    assert not store.reserve_leased("inst", "b", 6, 10, 20.0, 30.0)
+
+
+def test_settling_gives_back_the_reservation_once_and_adds_the_spend(store: Store) -> None:
+    assert store.reserve_leased("k", "a", 6, 10, 0.0, 5.0)
+    assert store.settle_leased("k", "a", 4) == 4
+    assert store.budget("k") == (4, 0)
+    assert store.settle_leased("k", "a", 0) == 4  # settled twice: nothing more is given back
+    assert store.budget("k") == (4, 0)
+
+
+def test_a_reservation_reclaimed_after_expiry_is_not_given_back_twice(store: Store) -> None:
+    assert store.reserve_leased("k", "late", 6, 10, 0.0, 1.0)
+    assert store.reserve_leased("k", "next", 6, 10, 2.0, 9.0)  # reclaims late's 6
+    assert store.settle_leased("k", "late", 3) == 3  # late still pays what it spent
+    assert store.budget("k") == (3, 6)
+
+
+def test_the_same_holder_reserving_twice_holds_the_sum(store: Store) -> None:
+    assert store.reserve_leased("k", "a", 3, 10, 0.0, 5.0)
+    assert store.reserve_leased("k", "a", 4, 10, 0.0, 6.0)
+    assert store.reserve_leased("k", "b", 1, 10, 6.0, 9.0)  # both of a's expired together
+    assert store.budget("k") == (0, 1)
+
+
+def test_audit_chain_returns_each_row_with_its_hash(store: Store) -> None:
+    store.append(_row(0))
+    ((row, digest),) = store.audit_chain()
+    assert row.id == 1 and isinstance(digest, str) and len(digest) == 64
+    assert store.audit_chain(after_id=1) == []
+
+
+@pytest.mark.parametrize("key", ["k\udc80", "\ud800"])
+def test_a_key_the_backend_cannot_hold_is_kept_or_store_unavailable(store: Store, key: str) -> None:
+    for method, args in [
+        (store.incr, (key,)),
+        (store.reserve_leased, (key, "h", 1, 5, 0.0, 1.0)),
+        (store.claim, (key, "o", 0.0, 1.0)),
+        (store.compare_and_set, (key, None, "v")),
+    ]:
+        with contextlib.suppress(StoreUnavailable):
+            method(*args)  # type: ignore[operator]
+    store.append(_row(0))  # the store still works
+    assert len(store.audit_rows()) == 1

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from guardrails.store import MemoryStore, PostgresStore, SQLiteStore, Store
@@ -35,7 +35,14 @@ OPERATIONS = st.one_of(
     st.tuples(st.just("release"), KEYS, OWNERS),
     st.tuples(st.just("put_snapshot"), KEYS, st.binary(max_size=4)),
     st.tuples(st.just("snapshot"), KEYS, st.one_of(st.none(), st.integers(1, 3))),
+    st.tuples(st.just("reserve_leased"), KEYS, OWNERS, AMOUNTS, st.integers(1, 60), TIMES, TIMES),
+    st.tuples(st.just("renew_leases"), OWNERS, TIMES),
+    st.tuples(st.just("settle_leased"), KEYS, OWNERS, AMOUNTS),
 )
+
+# Found by this test on PostgreSQL (its new-row check refused the upsert when
+# ``reserved`` was negative): run on every store, every time.
+NEGATIVE_RESERVED = [("settle", "a", 1, 0), ("reserve", "a", 2, 1), ("budget", "a")]
 
 
 def _apply(store: Store, operations: list[tuple[Any, ...]]) -> list[Any]:
@@ -44,6 +51,9 @@ def _apply(store: Store, operations: list[tuple[Any, ...]]) -> list[Any]:
         if name == "claim":
             key, owner, now, lease = args
             args = [key, owner, now, now + lease]
+        if name == "reserve_leased":
+            key, holder, amount, cap, now, lease = args
+            args = [key, holder, amount, cap, now, now + lease]
         if name == "put_snapshot":
             args = [*args, 1.0]
         answer = getattr(store, name)(*args)
@@ -51,16 +61,27 @@ def _apply(store: Store, operations: list[tuple[Any, ...]]) -> list[Any]:
     return answers
 
 
-@settings(max_examples=40)
+def test_a_reservation_after_a_negative_reserved_balance_agrees_on_every_store(
+    store: Store,
+) -> None:
+    assert _apply(store, NEGATIVE_RESERVED) == [0, True, (0, 1)]
+    assert _apply(MemoryStore(), NEGATIVE_RESERVED) == [0, True, (0, 1)]
+
+
+# derandomize, no example database: the same examples on every run, so CI
+# cannot pass or fail by luck; the explicit test above holds the known case.
+@settings(max_examples=40, derandomize=True, database=None)
 @given(st.lists(OPERATIONS, max_size=25))
+@example(NEGATIVE_RESERVED)
 def test_sqlite_answers_like_memory(operations: list[tuple[Any, ...]]) -> None:
     with tempfile.TemporaryDirectory() as folder, SQLiteStore(Path(folder) / "s.db") as sqlite:
         assert _apply(sqlite, operations) == _apply(MemoryStore(), operations)
 
 
 @pytest.mark.postgres
-@settings(max_examples=15)
+@settings(max_examples=15, derandomize=True, database=None)
 @given(st.lists(OPERATIONS, max_size=20))
+@example(NEGATIVE_RESERVED)
 def test_postgresql_answers_like_memory(operations: list[tuple[Any, ...]]) -> None:
     dsn = postgres_dsn()
     if dsn is None:

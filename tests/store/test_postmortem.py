@@ -56,6 +56,7 @@ def _populate(store: Store) -> None:
     for brief in ["b-1", "b-1", "b-2", "b-3", "draft"]:
         turn.call("publish", {"brief_id": brief})
     store.append(AuditRow("call_started", 1.0, "crashed-call", session="s-1", tool="publish"))
+    store.append(AuditRow("tool_call", 2.0, "probe-\udc80", session="s-1", tool="publish"))
 
 
 def _check(rows_per_query: list[list[Any]]) -> None:

@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 
 from guardrails.store import AuditRow, SQLiteStore, StoreUnavailable, open_store
+from guardrails.store._migrations import migrations
+
+LATEST = migrations("sqlite")[-1][0]
 
 
 def test_a_new_file_gets_the_schema_in_wal_mode(tmp_path: Path) -> None:
@@ -17,7 +20,7 @@ def test_a_new_file_gets_the_schema_in_wal_mode(tmp_path: Path) -> None:
     store.append(AuditRow("tool_call", 1.0))
     conn = sqlite3.connect(tmp_path / "a.db")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert conn.execute("SELECT MAX(version) FROM guardrails_schema").fetchone()[0] == 1
+    assert conn.execute("SELECT MAX(version) FROM guardrails_schema").fetchone()[0] == LATEST
     conn.close()
     store.close()
 
@@ -29,7 +32,7 @@ def test_reopening_keeps_rows_and_does_not_migrate_twice(tmp_path: Path) -> None
         second.append(AuditRow("tool_call", 2.0))
         assert [r.at for r in second.audit_rows()] == [1.0, 2.0]
     conn = sqlite3.connect(tmp_path / "a.db")
-    assert conn.execute("SELECT COUNT(*) FROM guardrails_schema").fetchone()[0] == 1
+    assert conn.execute("SELECT COUNT(*) FROM guardrails_schema").fetchone()[0] == LATEST
     conn.close()
 
 

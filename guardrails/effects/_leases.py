@@ -1,0 +1,92 @@
+"""Lease renewal: a reservation stays held while its call runs, and only then.
+
+``PaidCall`` reserves under a lease (``Store.reserve_leased``) that expires
+``lease`` seconds later unless renewed. One daemon thread per process renews
+the leases of the calls running in it every ``lease / 3`` seconds. When the
+process dies, renewal stops, and the next reservation on the same key after
+the lease expired gives the amount back: a dead holder's reservation is
+released at most ``lease`` seconds after its last renewal.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from typing import NamedTuple
+
+from ..store import Store
+
+__all__ = ["Held", "Renewer", "renewer"]
+
+log = logging.getLogger("guardrails")
+
+
+class Held(NamedTuple):
+    store: Store
+    lease: float
+    clock: Callable[[], float]
+
+
+class Renewer:
+    """Renews the leases of the calls running in this process."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, Held] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
+
+    def hold(self, holder: str, held: Held) -> None:
+        """Renew ``holder``'s leases until ``drop``."""
+        with self._lock:
+            if self._pid != os.getpid():  # a forked child: no thread, no parent's calls
+                self._held, self._thread, self._pid = {}, None, os.getpid()
+                self._wake = threading.Event()
+            self._held[holder] = held
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._loop, name="guardrails-lease-renewer", daemon=True
+                )
+                self._thread.start()
+
+    def drop(self, holder: str) -> None:
+        with self._lock:
+            self._held.pop(holder, None)
+
+    def tick(self) -> int:
+        """Renew every held lease once; the number of holders renewed."""
+        with self._lock:
+            held = list(self._held.items())
+        renewed = 0
+        for holder, (store, lease, clock) in held:
+            try:
+                store.renew_leases(holder, clock() + lease)
+                renewed += 1
+            except Exception:  # the store is away: the lease may lapse (documented)
+                log.warning("lease of %s not renewed", holder)
+        return renewed
+
+    def _interval(self) -> float | None:
+        with self._lock:
+            if not self._held:
+                return None
+            return min(h.lease for h in self._held.values()) / 3
+
+    def _loop(self) -> None:
+        while True:
+            interval = self._interval()
+            if interval is None:
+                with self._lock:
+                    if not self._held:
+                        self._thread = None
+                        return
+                continue
+            self._wake.wait(interval)
+            self.tick()
+
+
+renewer = Renewer()
+"""The process's renewer."""

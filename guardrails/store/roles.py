@@ -1,0 +1,45 @@
+"""PostgreSQL with two roles: an owner that migrates, an application role that cannot rewrite.
+
+The owner role owns the schema and its tables and runs the migrations
+(``PostgresStore(owner_dsn).migrate()``). The role the application connects
+with gets only what the store's methods need: ``SELECT``/``INSERT`` on the
+audit log (no ``UPDATE``, ``DELETE`` or ``TRUNCATE``, and, not being the
+owner, no ``ALTER TABLE``, ``DISABLE TRIGGER`` or ``DROP``), the chain head it
+advances, and read-write access to the counters, budgets, leases, keys and
+phases. ``application_grants`` gives the statements to run as the owner.
+"""
+
+from __future__ import annotations
+
+__all__ = ["application_grants"]
+
+_READ_WRITE = (
+    "guardrails_counters",
+    "guardrails_budgets",
+    "guardrails_leases",
+    "guardrails_kv",
+    "guardrails_idempotency",
+)
+
+
+def application_grants(role: str, schema: str = "public") -> list[str]:
+    """The ``GRANT`` statements that let ``role`` use a store in ``schema``, and no more."""
+    who, where = _ident(role), _ident(schema)
+
+    def on(*tables: str) -> str:
+        return ", ".join(f"{where}.{t}" for t in tables)
+
+    return [
+        f"GRANT USAGE ON SCHEMA {where} TO {who}",
+        f"GRANT SELECT ON {on('guardrails_schema')} TO {who}",
+        f"GRANT SELECT, INSERT ON {on('guardrails_audit', 'guardrails_snapshots')} TO {who}",
+        f"GRANT SELECT, UPDATE ON {on('guardrails_audit_head')} TO {who}",
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON {on(*_READ_WRITE)} TO {who}",
+    ]
+
+
+def _ident(name: str) -> str:
+    """A quoted SQL identifier."""
+    if not name or "\x00" in name:
+        raise ValueError(f"not a PostgreSQL identifier: {name!r}")
+    return '"' + name.replace('"', '""') + '"'

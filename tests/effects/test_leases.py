@@ -1,0 +1,114 @@
+"""Crash-safe budgets: a reservation is leased, renewed while its call runs, given back after its holder died."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from typing import Any
+
+import pytest
+
+from guardrails.effects import CapExceeded, PaidCall, Usage
+from guardrails.effects._leases import renewer
+from guardrails.errors import ConfigurationError
+from guardrails.store import PostgresStore, SQLiteStore, Store, to_micros
+from guardrails.testing import FakeClock
+
+_ctx = multiprocessing.get_context("fork")
+
+
+# -- PaidCall renews while the call runs --------------------------------------------------------
+
+
+def test_a_call_longer_than_its_lease_keeps_its_reservation(store: Store) -> None:
+    clock = FakeClock(1_000.0)
+    paid = PaidCall(store, usage=lambda _: Usage(cost=0.0), instance_cap=1.0, estimate=0.6,
+                    lease=10.0, clock=clock)  # fmt: skip
+    other = PaidCall(store, usage=lambda _: Usage(), instance_cap=1.0, estimate=0.6, clock=clock)
+    seen: list[str] = []
+
+    def long_call() -> None:
+        for _ in range(5):
+            clock.advance(8.0)  # each step is within a lease of the last renewal
+            renewer.tick()
+            try:
+                other(lambda: None, instance="wf")
+                seen.append("admitted")
+            except CapExceeded:
+                seen.append("refused")
+
+    paid(long_call, instance="wf")
+    assert seen == ["refused"] * 5
+    assert store.budget(paid._instance_key("wf")) == (0, 0)
+    other(lambda: None, instance="wf")
+
+
+def test_a_lease_must_be_positive(store: Store) -> None:
+    with pytest.raises(ConfigurationError, match="lease"):
+        PaidCall(store, usage=lambda _: Usage(), daily_cap=1.0, lease=0)
+
+
+# -- 8 processes killed mid-call ------------------------------------------------------------------
+
+LEASE = 0.5
+
+
+def _open(url: str) -> Store:
+    return SQLiteStore(url) if url.endswith(".db") else PostgresStore(url, max_size=2)
+
+
+def _hang(url: str, started: Any) -> None:
+    store = _open(url)
+    paid = PaidCall(store, usage=lambda _: Usage(cost=0.1), instance_cap=1.0, estimate=0.1,
+                    lease=LEASE)  # fmt: skip
+
+    def forever() -> None:
+        started.put(os.getpid())
+        while True:
+            time.sleep(60)
+
+    paid(forever, instance="wf")
+
+
+@pytest.mark.slow
+def test_reservations_of_killed_processes_are_given_back_after_the_lease(shared_url: str) -> None:
+    with _open(shared_url) as store:
+        store.incr("migrated", 0)
+    started = _ctx.Queue()
+    procs = [_ctx.Process(target=_hang, args=(shared_url, started)) for _ in range(8)]
+    for p in procs:
+        p.start()
+    assert len({started.get(timeout=60) for _ in procs}) == 8  # all 8 are inside the call
+    for p in procs:
+        os.kill(p.pid or 0, signal.SIGKILL)
+    for p in procs:
+        p.join(timeout=30)
+        assert p.exitcode == -signal.SIGKILL
+    store = _open(shared_url)
+    paid = PaidCall(store, usage=lambda _: Usage(cost=0.0), instance_cap=1.0, estimate=1.0)
+    key = paid._instance_key("wf")
+    assert store.budget(key) == (0, to_micros(0.8))  # held by the dead
+    # Poll (no fixed wait): the whole cap is admitted again once the leases ran out.
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            paid(lambda: None, instance="wf")
+            break
+        except CapExceeded:
+            assert time.monotonic() < deadline, (
+                "the dead processes' reservations were never released"
+            )
+            time.sleep(LEASE / 5)
+    assert store.budget(key) == (0, 0)
+    tenth = PaidCall(store, usage=lambda _: Usage(cost=0.1), instance_cap=1.0, estimate=0.1)
+    admitted = 0
+    for _ in range(11):
+        try:
+            tenth(lambda: None, instance="wf")
+            admitted += 1
+        except CapExceeded:
+            pass
+    assert admitted == 10
+    store.close()

@@ -1,0 +1,211 @@
+"""Append-only against the store's own credentials: SQLite's connection, PostgreSQL's application role."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from guardrails.store import AuditRow, PostgresStore, SQLiteStore
+from guardrails.store.roles import application_grants
+from guardrails.store.verify import verify
+
+_ROWS = [AuditRow("tool_call", float(n), f"c{n}", outcome="ok") for n in range(3)]
+
+# Every way SQL can rewrite or remove a row, or switch off what stops it.
+SQLITE_ATTACKS = [
+    "UPDATE guardrails_audit SET outcome = 'error'",
+    "DELETE FROM guardrails_audit",
+    "DELETE FROM guardrails_audit WHERE id = 2",
+    "INSERT OR REPLACE INTO guardrails_audit (id, kind, at) VALUES (2, 'forged', 0)",
+    "REPLACE INTO guardrails_audit (id, kind, at) VALUES (2, 'forged', 0)",
+    "INSERT INTO guardrails_audit (id, kind, at) VALUES (2, 'forged', 0) "
+    "ON CONFLICT (id) DO UPDATE SET kind = excluded.kind",
+    "UPDATE OR REPLACE guardrails_audit SET id = 1 WHERE id = 2",
+    "DROP TRIGGER guardrails_audit_no_update",
+    "DROP TRIGGER guardrails_audit_no_delete",
+    "DROP TRIGGER guardrails_audit_no_replace",
+    "DROP TABLE guardrails_audit",
+    "ALTER TABLE guardrails_audit RENAME TO guardrails_old",
+    "ALTER TABLE guardrails_audit DROP COLUMN outcome",
+    "ALTER TABLE guardrails_audit RENAME COLUMN outcome TO was",
+    "PRAGMA writable_schema = ON",
+    "PRAGMA recursive_triggers = OFF",
+    "CREATE TEMP TRIGGER t AFTER INSERT ON main.guardrails_audit BEGIN DELETE FROM main.guardrails_audit; END",
+    "CREATE TRIGGER t AFTER INSERT ON guardrails_audit BEGIN DELETE FROM guardrails_audit; END",
+    "CREATE TRIGGER t AFTER INSERT ON guardrails_kv BEGIN DELETE FROM guardrails_audit; END",
+    "CREATE TEMP TRIGGER t AFTER INSERT ON guardrails_kv BEGIN UPDATE guardrails_audit SET tool = 'x'; END",
+]
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    with SQLiteStore(tmp_path / "a.db") as store:
+        for row in _ROWS:
+            store.append(row)
+        yield store
+
+
+@pytest.mark.parametrize("statement", SQLITE_ATTACKS)
+def test_the_sqlite_stores_own_connection_cannot_rewrite_or_remove_a_row(
+    sqlite_store: SQLiteStore, statement: str
+) -> None:
+    conn = sqlite_store._conn()
+    with pytest.raises(sqlite3.DatabaseError, match=r"not authorized|append-only"):
+        conn.execute(statement)
+    rows = sqlite_store.audit_rows()
+    assert [(r.id, r.kind, r.call_id, r.outcome) for r in rows] == [
+        (n + 1, "tool_call", f"c{n}", "ok") for n in range(3)
+    ]
+    assert verify(sqlite_store).ok
+
+
+def test_an_attached_alias_of_the_same_file_is_refused_too(
+    sqlite_store: SQLiteStore, tmp_path: Path
+) -> None:
+    conn = sqlite_store._conn()
+    conn.execute(f"ATTACH DATABASE '{tmp_path / 'a.db'}' AS again")
+    for statement in ("DELETE FROM again.guardrails_audit", "DROP TABLE again.guardrails_audit"):
+        with pytest.raises(sqlite3.DatabaseError, match="not authorized"):
+            conn.execute(statement)
+    conn.execute("DETACH DATABASE again")
+    assert len(sqlite_store.audit_rows()) == 3
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "INSERT OR REPLACE INTO guardrails_audit (id, kind, at) VALUES (2, 'forged', 0)",
+        "REPLACE INTO guardrails_audit (id, kind, at) VALUES (2, 'forged', 0)",
+        "INSERT INTO guardrails_audit (id, kind, at) VALUES (2, 'x', 0) "
+        "ON CONFLICT (id) DO UPDATE SET kind = 'forged'",
+    ],
+)
+def test_replace_and_upsert_are_refused_on_any_connection_by_the_schema(
+    sqlite_store: SQLiteStore, tmp_path: Path, statement: str
+) -> None:
+    # A connection without the store's authorizer still meets the triggers.
+    other = sqlite3.connect(tmp_path / "a.db")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        other.execute(statement)
+    other.close()
+    assert [r.kind for r in sqlite_store.audit_rows()] == ["tool_call"] * 3
+
+
+def test_the_store_keeps_writing_after_refusing(sqlite_store: SQLiteStore) -> None:
+    with pytest.raises(sqlite3.DatabaseError):
+        sqlite_store._conn().execute("DELETE FROM guardrails_audit")
+    sqlite_store.append(AuditRow("tool_call", 9.0))
+    sqlite_store.reserve_leased("k", "h", 1, 10, 0.0, 1.0)
+    assert len(sqlite_store.audit_rows()) == 4 and verify(sqlite_store).ok
+
+
+# -- PostgreSQL: truncation, and a role that is not the owner ------------------------
+
+
+@pytest.mark.postgres
+def test_truncate_is_refused_even_to_the_owner(pg_dsn: str) -> None:
+    import psycopg
+
+    with PostgresStore(pg_dsn) as store:
+        store.append(_ROWS[0])
+    with (
+        psycopg.connect(pg_dsn, autocommit=True) as conn,
+        pytest.raises(psycopg.errors.RaiseException),
+    ):
+        conn.execute("TRUNCATE guardrails_audit")
+    with PostgresStore(pg_dsn) as store:
+        assert len(store.audit_rows()) == 1
+
+
+@pytest.fixture
+def two_roles(pg_dsn: str) -> Iterator[tuple[str, str]]:
+    """An owner DSN and an application DSN on a fresh schema; the roles are dropped after."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    tag = uuid.uuid4().hex[:10]
+    owner, app, schema = f"gr_owner_{tag}", f"gr_app_{tag}", f"gr_roles_{tag}"
+    admin = make_conninfo(pg_dsn, options=None)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE ROLE "{owner}" LOGIN')
+        conn.execute(f'CREATE ROLE "{app}" LOGIN')
+        conn.execute(f'CREATE SCHEMA "{schema}" AUTHORIZATION "{owner}"')
+    base = {k: v for k, v in conninfo_to_dict(pg_dsn).items() if k != "options"}
+    as_role = lambda role: make_conninfo(  # noqa: E731
+        **{**base, "user": role}, options=f"-c search_path={schema}"
+    )
+    try:
+        yield as_role(owner), as_role(app)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            for role in (app, owner):
+                conn.execute(f'DROP OWNED BY "{role}"')
+                conn.execute(f'DROP ROLE "{role}"')
+
+
+PG_ATTACKS = [
+    "UPDATE guardrails_audit SET outcome = 'error'",
+    "DELETE FROM guardrails_audit",
+    "TRUNCATE guardrails_audit",
+    "ALTER TABLE guardrails_audit DISABLE TRIGGER guardrails_audit_no_change",
+    "ALTER TABLE guardrails_audit DISABLE TRIGGER ALL",
+    "DROP TRIGGER guardrails_audit_no_change ON guardrails_audit",
+    "DROP TRIGGER guardrails_audit_no_truncate ON guardrails_audit",
+    "DROP TABLE guardrails_audit",
+    "DROP FUNCTION guardrails_audit_append_only() CASCADE",
+    "ALTER TABLE guardrails_audit RENAME TO guardrails_old",
+    "INSERT INTO guardrails_audit (id, kind, at) VALUES (1, 'forged', 0) "
+    "ON CONFLICT (id) DO UPDATE SET kind = 'forged'",
+]
+
+
+@pytest.mark.postgres
+def test_the_application_role_cannot_rewrite_remove_or_unprotect_rows(
+    two_roles: tuple[str, str],
+) -> None:
+    import psycopg
+
+    owner_dsn, app_dsn = two_roles
+    owner = PostgresStore(owner_dsn)
+    owner.migrate()
+    schema = owner_dsn.split("search_path=")[1].split()[0].strip("'")
+    with psycopg.connect(owner_dsn, autocommit=True) as conn:
+        for statement in application_grants(app_dsn.split("user=")[1].split()[0], schema):
+            conn.execute(statement)
+    owner.close()
+    with PostgresStore(app_dsn) as app:  # opens without migrating: the schema is current
+        for row in _ROWS:
+            app.append(row)
+        app.append_many(_ROWS)
+        assert app.reserve_leased("k", "h", 5, 10, 0.0, 1.0)
+        assert app.renew_leases("h", 2.0) == 1
+        assert app.settle_leased("k", "h", 3) == 3
+        assert app.incr("n") == 1 and app.compare_and_set("p", None, "one")
+        assert app.claim("key", "o", 0.0, 9.0).state == "new"
+        assert app.complete("key", "o", "1", 99.0)
+        assert app.put_snapshot("s", b"x", 1.0) == 1
+    for statement in PG_ATTACKS:
+        with (
+            psycopg.connect(app_dsn, autocommit=True) as conn,
+            pytest.raises(psycopg.errors.InsufficientPrivilege),
+        ):
+            conn.execute(statement)
+    with PostgresStore(app_dsn) as app:
+        assert len(app.audit_rows()) == 6
+        assert verify(app).ok
+
+
+@pytest.mark.postgres
+def test_the_application_role_cannot_migrate_and_is_told_who_can(
+    two_roles: tuple[str, str],
+) -> None:
+    from guardrails.store import StoreUnavailable
+
+    _, app_dsn = two_roles
+    with PostgresStore(app_dsn) as app, pytest.raises(StoreUnavailable, match="owner role"):
+        app.incr("n")
