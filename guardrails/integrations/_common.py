@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 from typing import Any, NamedTuple
 
-from ..context import ToolResult
+from ..context import ToolResult, TurnContext
 from ..engine import Guardrails, Turn
+from ..errors import ConfigurationError, DuplicateNameError
 from ..middleware.pre_turn import PreTurnDecision
 from ..tools import Tool
 
 __all__ = [
+    "SOURCE",
     "Call",
     "Offer",
+    "Runs",
     "aanswer",
+    "acall_native",
+    "adopt",
     "answer",
     "aoffer",
+    "call_native",
     "call_of",
+    "check_options",
+    "context_of",
     "field",
     "items",
     "offer",
+    "relax_required",
     "tools_of",
 ]
 
@@ -102,3 +113,157 @@ def offer(turn: Turn, turn_input: Any = None, names: Iterable[str] | None = None
 async def aoffer(turn: Turn, turn_input: Any = None, names: Iterable[str] | None = None) -> Offer:
     """``offer`` for async pre_turn guards."""
     return _decided(await turn.apre_turn(turn_input, _candidates(turn, names)))
+
+
+# -- framework adapters: tools the framework owns, run through tool_call -------------
+#
+# A framework tool is registered in the engine as a ``Tool`` whose schema is read
+# from the framework's own tool object and whose implementation calls the
+# framework's own invoker. That invoker needs the framework's per-call object (a
+# tool context, a request and its handler); it travels in a context variable set
+# around ``turn.call``/``acall``, so the pipeline itself stays framework-free.
+
+# The key of ``Tool.options`` naming the framework object a tool was adopted from.
+SOURCE = "framework_tool"
+
+_NATIVE: ContextVar[Any] = ContextVar("guardrails_framework_call")
+
+
+def adopt(
+    rails: Guardrails,
+    name: str,
+    schema: Mapping[str, Any],
+    run: Callable[[Any, dict[str, Any]], Any],
+    *,
+    source: Any,
+    is_async: bool,
+    description: str = "",
+    options: Mapping[str, Any] | None = None,
+) -> Tool:
+    """Register a framework's tool in ``rails`` once; the same ``source`` again is a no-op.
+
+    ``run(native, arguments)`` invokes the framework's tool with the validated
+    arguments (bound values and secrets included) and the framework's per-call
+    object given to ``call_native``. ``options`` go to ``Tool`` (``bind=``,
+    ``effect=``, ``timeout=``, ``guards=`` ...). A tool of the same name from
+    elsewhere is a ``DuplicateNameError`` naming it.
+    """
+    existing = rails.tools.get(name)
+    if existing is not None:
+        if existing.options.get(SOURCE) is source:
+            return existing
+        raise DuplicateNameError(
+            f"tool {name!r} is registered twice: once in the Guardrails and once in the agent"
+        )
+    settings = dict(options or {})
+    extra = dict(settings.pop("options", None) or {})
+    extra[SOURCE] = source
+    if is_async:
+
+        async def fn(**arguments: Any) -> Any:
+            return await run(_NATIVE.get(), arguments)
+
+    else:
+
+        def fn(**arguments: Any) -> Any:
+            return run(_NATIVE.get(), arguments)
+
+    tool = Tool(name, fn, schema, description=description, options=extra, **settings)
+    return rails.add_tool(tool)
+
+
+def check_options(known: Iterable[str], tool_options: Mapping[str, Any] | None) -> None:
+    """``tool_options`` names only tools the agent has (raised at construction)."""
+    unknown = sorted(set(tool_options or ()) - set(known))
+    if unknown:
+        raise ConfigurationError(f"tool_options: the agent has no tool {unknown[0]!r}")
+
+
+def call_native(
+    turn: Turn, native: Any, name: str, arguments: Any, call_id: str | None
+) -> ToolResult:
+    """``turn.call`` with the framework's per-call object at hand for ``adopt``'s ``run``."""
+    token = _NATIVE.set(native)
+    try:
+        return turn.call(name, arguments, call_id)
+    finally:
+        _NATIVE.reset(token)
+
+
+async def acall_native(
+    turn: Turn, native: Any, name: str, arguments: Any, call_id: str | None
+) -> ToolResult:
+    """``call_native`` for the async path."""
+    token = _NATIVE.set(native)
+    try:
+        return await turn.acall(name, arguments, call_id)
+    finally:
+        _NATIVE.reset(token)
+
+
+def relax_required(schema: Mapping[str, Any], optional: Iterable[str]) -> dict[str, Any]:
+    """A copy of ``schema`` whose ``required`` leaves out ``optional``.
+
+    Strict schemas (OpenAI strict mode) list every property as required, those
+    with defaults too; ``required`` must say what the user's function requires.
+    """
+    relaxed = dict(schema)
+    skip = frozenset(optional)
+    required = schema.get("required")
+    if isinstance(required, list):
+        relaxed["required"] = [r for r in required if r not in skip]
+    return relaxed
+
+
+_CONTEXT_FIELDS = ("tenant", "session", "phase", "agent", "workflow")
+
+
+def context_of(value: Any, **defaults: str | None) -> TurnContext:
+    """A ``TurnContext`` from a framework's run context.
+
+    A ``TurnContext`` (or a ``Turn``'s) is used as is. A mapping or object gives
+    its ``tenant``, ``session``, ``phase``, ``agent`` and ``workflow`` strings; a
+    mapping also gives all its items as ``values`` (for bound parameters).
+    ``defaults`` fill the fields the value leaves empty (a thread id as session).
+    """
+    if isinstance(value, Turn):
+        return value.context
+    if isinstance(value, TurnContext):
+        return value
+    found: dict[str, Any] = {}
+    for key in _CONTEXT_FIELDS:
+        item = field(value, key) if value is not None else None
+        if not isinstance(item, str):
+            item = defaults.get(key)
+        if item is not None:
+            found[key] = item
+    values = dict(value) if isinstance(value, Mapping) else {}
+    return TurnContext(**found, values=values)
+
+
+class Runs:
+    """The turn of each run in progress, by a key the framework gives every call of a run.
+
+    Thread-safe (frameworks run the sync tool calls of one model turn in
+    threads). A run that never reports its end is dropped once ``limit`` newer
+    runs have started.
+    """
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self._turns: dict[Any, Turn] = {}
+        self._lock = threading.Lock()
+        self._limit = limit
+
+    def get(self, key: Any, make: Callable[[], Turn]) -> Turn:
+        with self._lock:
+            turn = self._turns.get(key)
+            if turn is None:
+                turn = self._turns[key] = make()
+                while len(self._turns) > self._limit:
+                    del self._turns[next(iter(self._turns))]
+            return turn
+
+    def pop(self, key: Any) -> Turn | None:
+        with self._lock:
+            return self._turns.pop(key, None)
+
