@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any, NamedTuple
@@ -242,28 +243,45 @@ def context_of(value: Any, **defaults: str | None) -> TurnContext:
 
 
 class Runs:
-    """The turn of each run in progress, by a key the framework gives every call of a run.
+    """Per-run state, by an object the framework shares between all the calls of one run.
 
-    Thread-safe (frameworks run the sync tool calls of one model turn in
-    threads). A run that never reports its end is dropped once ``limit`` newer
-    runs have started.
+    The object is held weakly and compared by identity: a run that never reports
+    its end is dropped with its object, and a new object never inherits an old
+    run's state. Thread-safe (frameworks run one model turn's sync tool calls
+    in threads).
     """
 
-    def __init__(self, limit: int = 10_000) -> None:
-        self._turns: dict[Any, Turn] = {}
-        self._lock = threading.Lock()
-        self._limit = limit
+    def __init__(self) -> None:
+        self._runs: dict[int, tuple[weakref.ref[Any], Any]] = {}
+        self._lock = threading.RLock()
 
-    def get(self, key: Any, make: Callable[[], Turn]) -> Turn:
+    def get(self, owner: Any, make: Callable[[], Any]) -> Any:
+        """The state of ``owner``'s run, made by ``make()`` the first time."""
+        key = id(owner)
         with self._lock:
-            turn = self._turns.get(key)
-            if turn is None:
-                turn = self._turns[key] = make()
-                while len(self._turns) > self._limit:
-                    del self._turns[next(iter(self._turns))]
-            return turn
+            entry = self._runs.get(key)
+            if entry is not None and entry[0]() is owner:
+                return entry[1]
+            value = make()
+            self._runs[key] = (weakref.ref(owner, lambda ref: self._drop(key, ref)), value)
+            return value
 
-    def pop(self, key: Any) -> Turn | None:
+    def peek(self, owner: Any) -> Any:
+        """The state of ``owner``'s run, or None."""
         with self._lock:
-            return self._turns.pop(key, None)
+            entry = self._runs.get(id(owner))
+            return entry[1] if entry is not None and entry[0]() is owner else None
 
+    def pop(self, owner: Any) -> Any:
+        """Forget ``owner``'s run; its state, or None."""
+        with self._lock:
+            value = self.peek(owner)
+            if value is not None:
+                del self._runs[id(owner)]
+            return value
+
+    def _drop(self, key: int, ref: weakref.ref[Any]) -> None:
+        with self._lock:
+            entry = self._runs.get(key)
+            if entry is not None and entry[0] is ref:
+                del self._runs[key]
