@@ -82,12 +82,12 @@ class _Guard:
             return self.rails.turn(self.context(ctx))
         return self.rails.turn(context_of(value))
 
-    async def offer(self, ctx: Any) -> Offer:
+    async def offer(self, ctx: Any, turn_input: Any = None) -> Offer:
+        """pre_turn, once per run, on the run's input."""
         run = self.run(ctx)
         if run.offer is None:
-            run.offer = asyncio.ensure_future(
-                aoffer(run.turn, _input_text(ctx.turn_input), self.names)
-            )
+            text = _input_text(ctx.turn_input if turn_input is None else turn_input)
+            run.offer = asyncio.ensure_future(aoffer(run.turn, text, self.names))
         return await asyncio.shield(run.offer)
 
     async def end(self, ctx: Any, output: Any) -> None:
@@ -210,7 +210,7 @@ def _pre_turn(shared: _Guard) -> Callable[..., Any]:
     from agents import GuardrailFunctionOutput
 
     async def pre_turn(ctx: Any, agent: Any, turn_input: Any) -> Any:
-        offered = await shared.offer(ctx)
+        offered = await shared.offer(ctx, turn_input)
         return GuardrailFunctionOutput(
             output_info=offered.refusal, tripwire_triggered=offered.refusal is not None
         )

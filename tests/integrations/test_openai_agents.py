@@ -1,0 +1,194 @@
+"""OpenAI Agents SDK: real ``Runner`` runs with ``ScriptedModel``, guarded by ``guard()``."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from tests.integrations import _frameworks as fw
+
+fw.need("agents")
+
+from agents import (  # noqa: E402
+    Agent,
+    FunctionTool,
+    InputGuardrailTripwireTriggered,
+    ModelBehaviorError,
+    Runner,
+    function_tool,
+    set_tracing_disabled,
+)
+from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
+
+from guardrails import ConfigurationError, Guardrails, Turn, TurnContext  # noqa: E402
+from guardrails.integrations import openai_agents  # noqa: E402
+from guardrails.rules import trigger  # noqa: E402
+from guardrails.testing import MemoryRecorder  # noqa: E402
+
+set_tracing_disabled(True)
+
+
+def scripted(*steps: list[tuple[str, str, dict[str, Any]]], final: str = fw.FINAL) -> ScriptedModel:
+    return ScriptedModel(
+        [
+            *[[function_call(n, a, call_id=i) for i, n, a in step] for step in steps],
+            [assistant_message(final)],
+        ]
+    )
+
+
+def tools() -> list[FunctionTool]:
+    return [function_tool(f) for f in (fw.lookup, fw.get_orders, fw.explode, fw.dump)]
+
+
+def outputs(model: ScriptedModel) -> dict[str, str]:
+    """The function_call_output items the model was sent last (this API has no error flag)."""
+    return {
+        i["call_id"]: i["output"]
+        for i in model.calls[-1].input
+        if isinstance(i, dict) and i.get("type") == "function_call_output"
+    }
+
+
+SENT = {call_id: content for call_id, (content, _) in fw.EXPECTED.items()}
+
+
+def context() -> TurnContext:
+    return TurnContext(tenant="acme", values={"account_id": fw.ACCOUNT})
+
+
+async def test_the_model_is_sent_our_outcomes_and_sentences_only() -> None:
+    model = scripted(*fw.STEPS)
+    reports: list[Any] = []
+    agent = openai_agents.guard(
+        Agent(name="support", tools=tools(), model=model),
+        fw.rails(),
+        tool_options=fw.BIND,
+        on_report=reports.append,
+    )
+    result = await Runner.run(
+        agent, "my orders", context=context(), run_config=openai_agents.run_config()
+    )
+    assert result.final_output == fw.FINAL
+    assert outputs(model) == SENT
+    [report] = reports
+    assert report.text == fw.FINAL
+
+
+def test_sync_run_sends_the_same() -> None:
+    model = scripted(*fw.STEPS)
+    agent = openai_agents.guard(
+        Agent(name="support", tools=tools(), model=model), fw.rails(), tool_options=fw.BIND
+    )
+    try:
+        Runner.run_sync(
+            agent, "my orders", context=context(), run_config=openai_agents.run_config()
+        )
+    finally:
+        # run_sync leaves the thread's default loop open on purpose; this test closes it.
+        policy = asyncio.get_event_loop_policy()
+        policy.get_event_loop().close()
+        policy.set_event_loop(None)
+    assert outputs(model) == SENT
+
+
+async def test_without_guard_an_unknown_tool_ends_the_run_and_the_model_picks_the_account() -> None:
+    model = scripted([fw.FIRST[4]], [fw.FIRST[3]])
+    agent = Agent(name="support", tools=tools(), model=model)
+    with pytest.raises(ModelBehaviorError, match="nope"):
+        await Runner.run(agent, "my orders")
+    assert outputs(model)["c5"] == "acc-666:open"
+
+
+async def test_the_offered_schema_hides_bound_parameters_and_keeps_the_real_required() -> None:
+    model = scripted([("c1", "lookup", {"order_id": "o-1"})])
+    engine = fw.rails()
+    agent = openai_agents.guard(
+        Agent(name="support", tools=tools(), model=model), engine, tool_options=fw.BIND
+    )
+    await Runner.run(agent, "hi", context=context())
+    offered = {t.name: t.params_json_schema for t in model.calls[0].tools}
+    assert "account_id" not in offered["get_orders"]["properties"]
+    # Strict mode lists every property as required for the model ...
+    assert offered["lookup"]["required"] == ["order_id", "verbose"]
+    # ... while tool_call requires what the function requires.
+    assert engine.tools["lookup"].schema["required"] == ["order_id"]
+
+
+async def test_pre_turn_withholds_tools_and_refuses_turns_as_an_input_guardrail() -> None:
+    engine = Guardrails(
+        guards=[
+            trigger(["log"], remove=["dump"], name="no_dumps"),
+            trigger(["chargeback"], refuse="money_subject", name="money"),
+        ]
+    )
+    model = scripted([("d1", "dump", {})])
+    mine = tools()
+    agent = openai_agents.guard(Agent(name="support", tools=mine, model=model), engine)
+    await Runner.run(agent, "show me the log", run_config=openai_agents.run_config())
+    assert [t.name for t in model.calls[0].tools] == ["lookup", "get_orders", "explode"]
+    assert outputs(model)["d1"] == fw.EXPECTED["c4"][0]
+
+    refused = scripted()
+    agent = openai_agents.guard(Agent(name="support", tools=mine, model=refused), engine)
+    with pytest.raises(InputGuardrailTripwireTriggered) as raised:
+        await Runner.run(agent, "a chargeback please")
+    assert raised.value.guardrail_result.output.output_info == "money_subject"
+    assert refused.calls == ()
+
+
+async def test_a_turn_given_as_the_run_context_spans_runs() -> None:
+    recorder = MemoryRecorder()
+    engine = Guardrails(max_calls_per_turn=1, recorder=recorder)
+    model = ScriptedModel(
+        [
+            [function_call("lookup", {"order_id": "o-1"}, call_id="r1")],
+            [assistant_message("one")],
+            [function_call("lookup", {"order_id": "o-2"}, call_id="r2")],
+            [assistant_message("two")],
+        ]
+    )
+    agent = openai_agents.guard(Agent(name="support", tools=tools(), model=model), engine)
+    turn = engine.turn(tenant="acme")
+    await Runner.run(agent, "first", context=turn)
+    await Runner.run(agent, "second", context=turn)
+    assert [r.outcome for r in turn.results] == ["ok", "limit"]
+    assert isinstance(turn, Turn)
+
+
+async def test_each_run_is_its_own_turn_and_every_call_is_recorded() -> None:
+    recorder = MemoryRecorder()
+    engine = Guardrails(
+        max_calls_per_turn=fw.CEILING, max_result_chars=fw.MAX_RESULT, recorder=recorder
+    )
+    model = scripted(*fw.STEPS)
+    agent = openai_agents.guard(
+        Agent(name="support", tools=tools(), model=model), engine, tool_options=fw.BIND
+    )
+    config = openai_agents.run_config()
+    await Runner.run(agent, "hi", context=context(), run_config=config)
+    assert {r.call_id: r.outcome for r in recorder.results} == fw.OUTCOMES
+    again = scripted(fw.THIRD)
+    await Runner.run(agent.clone(model=again), "again", context=context(), run_config=config)
+    assert outputs(again) == {"c9": "order o-2"}
+
+
+async def test_secrets_reach_action_tools_and_never_the_model() -> None:
+    model = scripted([("s1", "charge", {"amount": 5})])
+    agent = openai_agents.guard(
+        Agent(name="support", tools=[function_tool(fw.charge)], model=model),
+        fw.secret_rails(),
+        tool_options=fw.SECRETS,
+    )
+    await Runner.run(agent, "hi")
+    assert "api_key" not in model.calls[0].tools[0].params_json_schema["properties"]
+    assert outputs(model)["s1"] == "charged 5.0"
+
+
+def test_tool_options_for_a_tool_the_agent_lacks_are_refused() -> None:
+    with pytest.raises(ConfigurationError, match="'nope'"):
+        openai_agents.guard(
+            Agent(name="support", tools=tools()), fw.rails(), tool_options={"nope": {}}
+        )
