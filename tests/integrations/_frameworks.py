@@ -8,8 +8,12 @@ step each, the second of which is over the per-turn ceiling.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib
 import os
+import warnings
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -36,6 +40,21 @@ def need(module: str) -> ModuleType:
         pytest.skip(
             f"{module} is not installed (pip install -e '.[frameworks]')", allow_module_level=True
         )
+
+
+@contextlib.contextmanager
+def default_loop_closed() -> Iterator[None]:
+    """Close the thread's default event loop that a framework's ``run_sync`` leaves open."""
+    try:
+        yield
+    finally:
+        policy = asyncio.get_event_loop_policy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            loop = policy.get_event_loop()
+        if not loop.is_running():
+            loop.close()
+            policy.set_event_loop(None)
 
 
 # -- the tools, as plain functions each framework wraps its own way ----------------

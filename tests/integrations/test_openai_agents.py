@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -82,15 +81,10 @@ def test_sync_run_sends_the_same() -> None:
     agent = openai_agents.guard(
         Agent(name="support", tools=tools(), model=model), fw.rails(), tool_options=fw.BIND
     )
-    try:
+    with fw.default_loop_closed():
         Runner.run_sync(
             agent, "my orders", context=context(), run_config=openai_agents.run_config()
         )
-    finally:
-        # run_sync leaves the thread's default loop open on purpose; this test closes it.
-        policy = asyncio.get_event_loop_policy()
-        policy.get_event_loop().close()
-        policy.set_event_loop(None)
     assert outputs(model) == SENT
 
 
