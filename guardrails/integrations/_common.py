@@ -159,17 +159,16 @@ def adopt(
     settings = dict(options or {})
     extra = dict(settings.pop("options", None) or {})
     extra[SOURCE] = source
-    if is_async:
 
-        async def fn(**arguments: Any) -> Any:
-            return await run(_NATIVE.get(), arguments)
+    async def afn(**arguments: Any) -> Any:
+        return await run(_NATIVE.get(), arguments)
 
-    else:
+    def fn(**arguments: Any) -> Any:
+        return run(_NATIVE.get(), arguments)
 
-        def fn(**arguments: Any) -> Any:
-            return run(_NATIVE.get(), arguments)
-
-    tool = Tool(name, fn, schema, description=description, options=extra, **settings)
+    tool = Tool(
+        name, afn if is_async else fn, schema, description=description, options=extra, **settings
+    )
     return rails.add_tool(tool)
 
 

@@ -117,21 +117,20 @@ def _message_text(messages: Any) -> str | None:
 
 @cache
 def _middleware_class() -> type:
+    from typing import Annotated, NotRequired
+
     from langchain.agents.middleware import AgentMiddleware, AgentState
     from langchain.agents.middleware.types import ModelResponse, PrivateStateAttr
     from langchain_core.messages import AIMessage, ToolMessage
     from langchain_core.utils.function_calling import convert_to_openai_tool
     from langgraph.channels.untracked_value import UntrackedValue
-    from typing_extensions import Annotated, NotRequired, TypedDict
 
-    state = TypedDict(  # type: ignore[operator]
-        "GuardrailsState",
-        {STATE_KEY: NotRequired[Annotated[Any, UntrackedValue, PrivateStateAttr]]},
-    )
-    schema = type("GuardrailsAgentState", (AgentState, state), {})
+    class GuardrailsState(AgentState):  # type: ignore[type-arg,unused-ignore]
+        # The run's turn: untracked (never checkpointed) and private (never in the output).
+        guardrails_run: NotRequired[Annotated[Any, UntrackedValue, PrivateStateAttr]]
 
-    class GuardrailsMiddleware(AgentMiddleware):  # type: ignore[misc,type-arg]
-        state_schema = schema
+    class GuardrailsMiddleware(AgentMiddleware):  # type: ignore[type-arg,unused-ignore]
+        state_schema = GuardrailsState
 
         def __init__(
             self,
@@ -256,7 +255,11 @@ def _middleware_class() -> type:
             tool_call = request.tool_call
             with run.lock:
                 result = call_native(
-                    run.turn, call, tool_call.get("name"), tool_call.get("args"), tool_call.get("id")
+                    run.turn,
+                    call,
+                    tool_call.get("name"),
+                    tool_call.get("args"),
+                    tool_call.get("id"),
                 )
             return self._answer(call, result)
 

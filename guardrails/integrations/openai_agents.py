@@ -30,7 +30,16 @@ from ..engine import Guardrails, Turn
 from ..middleware.post_run import PostRunReport
 from ..text import user_text
 from ..verdicts import Outcome, model_sentence
-from ._common import Offer, Runs, acall_native, adopt, aoffer, check_options, context_of, relax_required
+from ._common import (
+    Offer,
+    Runs,
+    acall_native,
+    adopt,
+    aoffer,
+    check_options,
+    context_of,
+    relax_required,
+)
 
 __all__ = ["PRE_TURN_GUARDRAIL", "guard", "run_config"]
 
@@ -96,7 +105,7 @@ class _Guard:
             return
         text = output if isinstance(output, str) else None
         structured = None if text is not None or output is None else output
-        report = await run.turn.apost_run(text, structured=structured)  # type: ignore[attr-defined]
+        report = await run.turn.apost_run(text, structured=structured)
         if self.on_report is not None:
             self.on_report(report)
 
@@ -151,7 +160,9 @@ def _optional(tool: Any) -> list[str]:
         signature = inspect.signature(tool.__wrapped__)
     except (AttributeError, TypeError, ValueError):
         props = tool.params_json_schema.get("properties", {})
-        return [name for name, prop in props.items() if isinstance(prop, dict) and "default" in prop]
+        return [
+            name for name, prop in props.items() if isinstance(prop, dict) and "default" in prop
+        ]
     return [p.name for p in signature.parameters.values() if p.default is not p.empty]
 
 
@@ -221,7 +232,7 @@ def _pre_turn(shared: _Guard) -> Callable[..., Any]:
 def _hooks(shared: _Guard, inner: Any) -> Any:
     from agents import AgentHooks
 
-    class GuardrailsHooks(AgentHooks):  # type: ignore[misc,type-arg]
+    class GuardrailsHooks(AgentHooks):  # type: ignore[type-arg,unused-ignore]
         """post_run at the agent's end; every other event goes to the agent's own hooks."""
 
         async def on_end(self, context: Any, agent: Any, output: Any) -> None:
@@ -262,4 +273,3 @@ def run_config(base: Any = None) -> Any:
     return dataclasses.replace(
         config, tool_not_found_behavior="return_error_to_model", tool_error_formatter=format_error
     )
-

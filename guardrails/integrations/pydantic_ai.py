@@ -84,7 +84,7 @@ def _capability_class() -> type:
     from pydantic_ai.exceptions import ToolFailed
     from pydantic_ai.messages import ModelResponse, TextPart
 
-    class GuardrailsCapability(AbstractCapability):  # type: ignore[misc,type-arg]
+    class GuardrailsCapability(AbstractCapability):  # type: ignore[type-arg,unused-ignore]
         def __init__(
             self,
             rails: Guardrails,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import Field
 
 from tests.integrations import _frameworks as fw
 
@@ -15,19 +16,19 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage  # noqa: E402
 from langchain_core.tools import StructuredTool  # noqa: E402
 
-from guardrails import ConfigurationError, DuplicateNameError, Guardrails, Outcome, TurnContext  # noqa: E402
+from guardrails import ConfigurationError, DuplicateNameError, Guardrails, TurnContext  # noqa: E402
 from guardrails import guard as make_guard  # noqa: E402
-from guardrails.rules import trigger  # noqa: E402
-from guardrails.testing import MemoryRecorder  # noqa: E402
 from guardrails.integrations import langchain  # noqa: E402
 from guardrails.integrations.langchain import STATE_KEY  # noqa: E402
+from guardrails.rules import trigger  # noqa: E402
+from guardrails.testing import MemoryRecorder  # noqa: E402
 
 
 class ScriptedChat(GenericFakeChatModel):
     """A fake chat model that records what it was sent and offered."""
 
-    sent: list[list[BaseMessage]] = []
-    offered: list[list[Any]] = []
+    sent: list[list[BaseMessage]] = Field(default_factory=list)
+    offered: list[list[Any]] = Field(default_factory=list)
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
         self.offered.append(list(tools))
@@ -145,9 +146,7 @@ def test_the_session_comes_from_the_thread_and_the_tenant_from_the_context() -> 
         return Verdict.PASS
 
     engine.add_guard(look)
-    agent = create_agent(
-        model([fw.FIRST[0]]), tools(), middleware=[langchain.middleware(engine)]
-    )
+    agent = create_agent(model([fw.FIRST[0]]), tools(), middleware=[langchain.middleware(engine)])
     agent.invoke(
         {"messages": [{"role": "user", "content": "hi"}]},
         context={"tenant": "acme"},
@@ -171,18 +170,22 @@ def test_bad_tool_options_name_the_tool() -> None:
         tools(),
         middleware=[langchain.middleware(engine, tool_options={"lookup": {"bind": {"nope": "x"}}})],
     )
-    with pytest.raises(ConfigurationError, match="'lookup'.*'nope'"):
+    with pytest.raises(ConfigurationError, match=r"'lookup'.*'nope'"):
         agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
 
 
 def test_every_call_is_recorded_and_each_run_is_a_turn_of_its_own() -> None:
     recorder = MemoryRecorder()
-    engine = Guardrails(max_calls_per_turn=fw.CEILING, max_result_chars=fw.MAX_RESULT, recorder=recorder)
+    engine = Guardrails(
+        max_calls_per_turn=fw.CEILING, max_result_chars=fw.MAX_RESULT, recorder=recorder
+    )
     replies = [
         AIMessage(content="", tool_calls=[{"name": n, "args": a, "id": i} for i, n, a in step])
         for step in fw.STEPS
     ]
-    second = AIMessage(content="", tool_calls=[{"name": "lookup", "args": {"order_id": "o-3"}, "id": "d1"}])
+    second = AIMessage(
+        content="", tool_calls=[{"name": "lookup", "args": {"order_id": "o-3"}, "id": "d1"}]
+    )
     chat = ScriptedChat(
         messages=iter([*replies, AIMessage(content="one"), second, AIMessage(content="two")]),
         sent=[],
