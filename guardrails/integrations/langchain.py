@@ -124,13 +124,19 @@ def _middleware_class() -> type:
     from langchain_core.messages import AIMessage, ToolMessage
     from langchain_core.utils.function_calling import convert_to_openai_tool
     from langgraph.channels.untracked_value import UntrackedValue
+    from typing_extensions import TypedDict
 
-    class GuardrailsState(AgentState):  # type: ignore[type-arg,unused-ignore]
-        # The run's turn: untracked (never checkpointed) and private (never in the output).
-        guardrails_run: NotRequired[Annotated[Any, UntrackedValue, PrivateStateAttr]]
+    # The run's turn: untracked (never checkpointed) and private (never in the output).
+    # Functional form: a class body's annotations would be resolved in module scope,
+    # where the framework's classes are not imported.
+    run_field = TypedDict(  # noqa: UP013
+        "run_field",
+        {"guardrails_run": NotRequired[Annotated[Any, UntrackedValue, PrivateStateAttr]]},
+    )
+    state = type("GuardrailsState", (AgentState, run_field), {})
 
     class GuardrailsMiddleware(AgentMiddleware):  # type: ignore[type-arg,unused-ignore]
-        state_schema = GuardrailsState
+        state_schema = state
 
         def __init__(
             self,
