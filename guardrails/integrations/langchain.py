@@ -27,7 +27,7 @@ from ..tools import Tool
 from ..verdicts import Outcome
 from ._common import Offer, acall_native, adopt, aoffer, call_native, context_of, field, offer
 
-__all__ = ["STATE_KEY", "middleware"]
+__all__ = ["STATE_KEY", "middleware", "scripted_model"]
 
 # The state key of the run's turn (untracked: never checkpointed, never sent).
 STATE_KEY = "guardrails_run"
@@ -281,3 +281,33 @@ def _middleware_class() -> type:
             return self._answer(call, result)
 
     return GuardrailsMiddleware
+
+
+def scripted_model(*replies: Any) -> Any:
+    """An offline chat model for tests and examples: LangChain's ``GenericFakeChatModel``
+    answering with ``replies`` (``AIMessage``s, tool calls included) in order.
+
+    It accepts any tools, and records each call's messages in ``.sent`` and
+    the tool definitions it was bound to in ``.offered``.
+    """
+    return _scripted_class()(messages=iter(replies))
+
+
+@cache
+def _scripted_class() -> type:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from pydantic import Field
+
+    class ScriptedChatModel(GenericFakeChatModel):
+        sent: list[Any] = Field(default_factory=list)
+        offered: list[Any] = Field(default_factory=list)
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            self.offered.append(list(tools))
+            return self
+
+        def _generate(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+            self.sent.append(list(messages))
+            return super()._generate(messages, *args, **kwargs)
+
+    return ScriptedChatModel

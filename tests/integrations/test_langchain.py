@@ -5,14 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pydantic import Field
 
 from tests.integrations import _frameworks as fw
 
 fw.need("langchain")
 
 from langchain.agents import create_agent  # noqa: E402
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage  # noqa: E402
 from langchain_core.tools import StructuredTool  # noqa: E402
 
@@ -24,27 +22,12 @@ from guardrails.rules import trigger  # noqa: E402
 from guardrails.testing import MemoryRecorder  # noqa: E402
 
 
-class ScriptedChat(GenericFakeChatModel):
-    """A fake chat model that records what it was sent and offered."""
-
-    sent: list[list[BaseMessage]] = Field(default_factory=list)
-    offered: list[list[Any]] = Field(default_factory=list)
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
-        self.offered.append(list(tools))
-        return self
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
-        self.sent.append(list(messages))
-        return super()._generate(messages, *args, **kwargs)
-
-
-def model(*steps: list[tuple[str, str, dict[str, Any]]], final: str = fw.FINAL) -> ScriptedChat:
+def model(*steps: list[tuple[str, str, dict[str, Any]]], final: str = fw.FINAL) -> Any:
     replies = [
         AIMessage(content="", tool_calls=[{"name": n, "args": a, "id": i} for i, n, a in step])
         for step in steps
     ]
-    return ScriptedChat(messages=iter([*replies, AIMessage(content=final)]), sent=[], offered=[])
+    return langchain.scripted_model(*replies, AIMessage(content=final))
 
 
 def tools() -> list[StructuredTool]:
@@ -186,10 +169,8 @@ def test_every_call_is_recorded_and_each_run_is_a_turn_of_its_own() -> None:
     second = AIMessage(
         content="", tool_calls=[{"name": "lookup", "args": {"order_id": "o-3"}, "id": "d1"}]
     )
-    chat = ScriptedChat(
-        messages=iter([*replies, AIMessage(content="one"), second, AIMessage(content="two")]),
-        sent=[],
-        offered=[],
+    chat = langchain.scripted_model(
+        *replies, AIMessage(content="one"), second, AIMessage(content="two")
     )
     agent = create_agent(
         chat, tools(), middleware=[langchain.middleware(engine, tool_options=fw.BIND)]
