@@ -25,7 +25,17 @@ from ..engine import Guardrails, Turn
 from ..middleware.post_run import PostRunReport
 from ..tools import Tool
 from ..verdicts import Outcome
-from ._common import Offer, acall_native, adopt, aoffer, call_native, context_of, field, offer
+from ._common import (
+    Offer,
+    acall_native,
+    adopt,
+    aoffer,
+    call_native,
+    check_options,
+    context_of,
+    field,
+    offer,
+)
 
 __all__ = ["STATE_KEY", "middleware", "scripted_model"]
 
@@ -229,6 +239,7 @@ def _middleware_class() -> type:
         def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
             run, mine = self._request(request)
             if run.offer is None:
+                check_options(mine, self.tool_options)
                 run.offer = offer(run.turn, _human_text(request.messages), mine)
             decided = self._offered(request, mine, run.offer)
             return decided if isinstance(decided, ModelResponse) else handler(decided)
@@ -236,6 +247,7 @@ def _middleware_class() -> type:
         async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
             run, mine = self._request(request)
             if run.offer is None:
+                check_options(mine, self.tool_options)
                 run.offer = await aoffer(run.turn, _human_text(request.messages), mine)
             decided = self._offered(request, mine, run.offer)
             return decided if isinstance(decided, ModelResponse) else await handler(decided)

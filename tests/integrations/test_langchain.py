@@ -203,3 +203,10 @@ def test_secrets_reach_action_tools_and_never_the_model() -> None:
     agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
     assert "api_key" not in chat.offered[0][0]["function"]["parameters"]["properties"]
     assert tool_messages(chat.sent[-1]) == {"s1": ("charged 5.0", False)}
+
+
+def test_tool_options_for_a_tool_the_agent_lacks_are_refused() -> None:
+    middleware = langchain.middleware(fw.rails(), tool_options={"nope": {}})
+    agent = create_agent(model(), tools(), middleware=[middleware])
+    with pytest.raises(ConfigurationError, match="'nope'"):
+        agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
