@@ -29,7 +29,7 @@ from ..engine import Guardrails, Turn
 from ..middleware.post_run import PostRunReport
 from ..tools import Tool
 from ..verdicts import Outcome
-from ._common import Offer, acall_native, adopt, aoffer, context_of
+from ._common import Offer, acall_native, adopt, aoffer, check_options, context_of
 
 __all__ = ["capability"]
 
@@ -150,20 +150,30 @@ def _capability_class() -> type:
                 )
 
         async def prepare_tools(self, ctx: Any, tool_defs: list[Any]) -> list[Any]:
+            # Every tool stays known to pydantic-ai, so that a call to a withheld
+            # one reaches tool_call (``unavailable``); the model is offered only
+            # what pre_turn allows (``wrap_model_request``).
             tools = {d.name: self._adopt(d) for d in tool_defs}
             if self.offer is None:
+                check_options(tools, self.tool_options)
                 prompt = ctx.prompt if isinstance(ctx.prompt, str) else None
                 self.offer = await aoffer(self._turn(), prompt, tools)
-            offered = {t.name for t in self.offer.tools}
             return [
                 dataclasses.replace(d, parameters_json_schema=tools[d.name].schema)
                 for d in tool_defs
-                if d.name in offered
             ]
 
         async def wrap_model_request(self, ctx: Any, *, request_context: Any, handler: Any) -> Any:
-            if self.offer is not None and self.offer.refusal is not None:
-                return ModelResponse(parts=[TextPart(self.offer.refusal)])
+            offer = self.offer
+            if offer is not None:
+                if offer.refusal is not None:
+                    return ModelResponse(parts=[TextPart(offer.refusal)])
+                offered = {t.name for t in offer.tools}
+                params = request_context.model_request_parameters
+                request_context.model_request_parameters = dataclasses.replace(
+                    params,
+                    function_tools=[t for t in params.function_tools if t.name in offered],
+                )
             return await handler(request_context)
 
         # -- every tool call --------------------------------------------------

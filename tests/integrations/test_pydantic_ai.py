@@ -22,7 +22,7 @@ from pydantic_ai.messages import (  # noqa: E402
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 
-from guardrails import Guardrails, Turn, TurnContext  # noqa: E402
+from guardrails import ConfigurationError, Guardrails, Turn, TurnContext  # noqa: E402
 from guardrails.integrations import pydantic_ai  # noqa: E402
 from guardrails.rules import trigger  # noqa: E402
 from guardrails.testing import MemoryRecorder  # noqa: E402
@@ -129,9 +129,11 @@ def test_pre_turn_withholds_tools_and_refuses_turns_without_calling_the_model() 
         ]
     )
     guard = pydantic_ai.capability(engine)
-    script = Script()
+    script = Script([("d1", "dump", {})])
     agent_with(script, guard).run_sync("show me the log")
     assert [t.name for t in script.offered[0]] == ["lookup", "get_orders", "explode"]
+    # A withheld tool is still known to pydantic-ai: the call reaches tool_call.
+    assert script.answers() == {"d1": fw.EXPECTED["c4"]}
 
     refused = Script()
     result = agent_with(refused, guard).run_sync("a chargeback please")
@@ -170,3 +172,9 @@ def test_secrets_reach_action_tools_and_never_the_model() -> None:
     agent_with(script, guard, tools=[fw.charge]).run_sync("hi")
     assert "api_key" not in script.offered[0][0].parameters_json_schema["properties"]
     assert script.answers() == {"s1": ("charged 5.0", False)}
+
+
+def test_tool_options_for_a_tool_the_agent_lacks_are_refused() -> None:
+    guard = pydantic_ai.capability(fw.rails(), tool_options={"nope": {}})
+    with pytest.raises(ConfigurationError, match="'nope'"):
+        agent_with(Script(), guard).run_sync("hi")
