@@ -26,6 +26,7 @@ from ..middleware.post_run import PostRunReport
 from ..tools import Tool
 from ..verdicts import Outcome
 from ._common import (
+    SOURCE,
     Offer,
     acall_native,
     adopt,
@@ -197,6 +198,9 @@ def _middleware_class() -> type:
         # -- what is offered --------------------------------------------------
 
         def _adopt(self, tool: Any) -> Tool:
+            known = self.rails.tools.get(tool.name)
+            if known is not None and known.options.get(SOURCE) is tool:
+                return known  # seen before: no second schema conversion
             with self._adopting:
                 return adopt(
                     self.rails,
