@@ -56,7 +56,10 @@ def main() -> None:
         context={"tenant": "acme", "account_id": "acc-42"},
     )
     offered = model.offered[0]
-    print("parameters the model sees:", {t["function"]["name"]: sorted(t["function"]["parameters"]["properties"]) for t in offered})
+    print(
+        "parameters the model sees:",
+        {t["function"]["name"]: sorted(t["function"]["parameters"]["properties"]) for t in offered},
+    )
     for message in out["messages"]:
         if isinstance(message, ToolMessage):
             print(f"{message.tool_call_id} ({message.status}): {message.content}")

@@ -47,9 +47,7 @@ async def main() -> None:
             [assistant_message("Your balance is 250.00 EUR.")],
         ]
     )
-    agent = Agent(
-        name="support", tools=[get_balance, export_log, close_account], model=model
-    )
+    agent = Agent(name="support", tools=[get_balance, export_log, close_account], model=model)
     rails = Guardrails(max_result_chars=300)
     guarded = openai_agents.guard(
         agent,

@@ -38,10 +38,12 @@ from ._common import (
     offer,
 )
 
-__all__ = ["STATE_KEY", "middleware", "scripted_model"]
+__all__ = ["REFUSAL_KEY", "STATE_KEY", "middleware", "scripted_model"]
 
 # The state key of the run's turn (untracked: never checkpointed, never sent).
 STATE_KEY = "guardrails_run"
+# The response_metadata key of the AIMessage that answers a refused turn.
+REFUSAL_KEY = "guardrails_refusal"
 
 
 class _Run:
@@ -226,7 +228,7 @@ def _middleware_class() -> type:
                     result=[
                         AIMessage(
                             content=offered.refusal,
-                            response_metadata={"guardrails_refusal": offered.refusal},
+                            response_metadata={REFUSAL_KEY: offered.refusal},
                         )
                     ]
                 )

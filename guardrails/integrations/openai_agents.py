@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -46,7 +47,8 @@ __all__ = ["PRE_TURN_GUARDRAIL", "guard", "run_config"]
 # The name of the input guardrail that runs pre_turn (its output_info is the refusal code).
 PRE_TURN_GUARDRAIL = "guardrails_pre_turn"
 
-_RUNS = Runs()
+# Every guard() made, so that run_config() can find the run of an unknown tool's call.
+_GUARDS: weakref.WeakSet[_Guard] = weakref.WeakSet()
 
 
 class _Run:
@@ -78,9 +80,13 @@ class _Guard:
         self.context = context
         self.names = names
         self.on_report = on_report
+        # Each guarded agent has its own turn in a run (a handoff's target agent, guarded
+        # by a guard() of its own, starts its own turn).
+        self.runs = Runs()
+        _GUARDS.add(self)
 
     def run(self, ctx: Any) -> _Run:
-        run: _Run = _RUNS.get(_key(ctx), lambda: _Run(self._turn(ctx)))
+        run: _Run = self.runs.get(_key(ctx), lambda: _Run(self._turn(ctx)))
         return run
 
     def _turn(self, ctx: Any) -> Turn:
@@ -100,7 +106,7 @@ class _Guard:
         return await asyncio.shield(run.offer)
 
     async def end(self, ctx: Any, output: Any) -> None:
-        run = _RUNS.pop(_key(ctx))
+        run = self.runs.pop(_key(ctx))
         if run is None:
             return
         text = output if isinstance(output, str) else None
@@ -260,7 +266,8 @@ def run_config(base: Any = None) -> Any:
 
     async def format_error(args: Any) -> Any:
         if args.kind == "tool_not_found":
-            run = _RUNS.peek(_key(args.run_context))
+            key = _key(args.run_context)
+            run = next((r for g in list(_GUARDS) if (r := g.runs.peek(key)) is not None), None)
             if run is None:  # a run of an agent that was not guarded
                 return model_sentence(Outcome.UNAVAILABLE)
             result = await run.turn.acall(args.tool_name, {}, args.call_id)

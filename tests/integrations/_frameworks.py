@@ -51,7 +51,10 @@ def default_loop_closed() -> Iterator[None]:
         policy = asyncio.get_event_loop_policy()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            loop = policy.get_event_loop()
+            try:
+                loop = policy.get_event_loop()
+            except RuntimeError:  # none set: nothing to close
+                return
         if not loop.is_running():
             loop.close()
             policy.set_event_loop(None)

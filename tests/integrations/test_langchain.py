@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import jsonschema_rs
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.integrations import _frameworks as fw
 
@@ -42,6 +46,18 @@ def tool_messages(messages: list[BaseMessage]) -> dict[str, tuple[str, bool]]:
         for m in messages
         if isinstance(m, ToolMessage)
     }
+
+
+JSON_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8)
+)
+LOOKUP_SCHEMA = jsonschema_rs.validator_for(
+    {
+        "type": "object",
+        "properties": {"order_id": {"type": "string"}, "verbose": {"type": "boolean"}},
+        "required": ["order_id"],
+    }  # the schema LangChain gives: extra properties are not forbidden (the tool ignores them)
+)
 
 
 def context() -> dict[str, Any]:
@@ -210,3 +226,30 @@ def test_tool_options_for_a_tool_the_agent_lacks_are_refused() -> None:
     agent = create_agent(model(), tools(), middleware=[middleware])
     with pytest.raises(ConfigurationError, match="'nope'"):
         agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
+
+
+def test_public_names_are_the_documented_ones() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs/integrations/langchain.md").read_text()
+    assert f'response_metadata["{langchain.REFUSAL_KEY}"]' in page
+    assert STATE_KEY == "guardrails_run"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    arguments=st.one_of(
+        st.just({"order_id": "o-1"}),
+        st.dictionaries(st.sampled_from(["order_id", "verbose", "x"]), JSON_VALUES, max_size=3),
+    )
+)
+def test_any_arguments_get_a_closed_answer(arguments: dict[str, Any]) -> None:
+    chat = model([("h1", "lookup", arguments)])
+    agent = create_agent(chat, tools(), middleware=[langchain.middleware(fw.rails())])
+    agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
+    [(content, is_error)] = tool_messages(chat.sent[-1]).values()
+    valid = LOOKUP_SCHEMA.is_valid(arguments)
+    assert is_error is not valid
+    if valid:
+        known = {k: v for k, v in arguments.items() if k != "x"}
+        assert content == fw.lookup(**known)
+    else:
+        assert content.startswith(fw.EXPECTED["c2"][0].split(" Check")[0])

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
+import jsonschema_rs
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.integrations import _frameworks as fw
 
@@ -21,7 +26,8 @@ from agents import (  # noqa: E402
 )
 from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
-from guardrails import ConfigurationError, Guardrails, Turn, TurnContext  # noqa: E402
+from guardrails import ConfigurationError, Guardrails, Turn, TurnContext, Verdict  # noqa: E402
+from guardrails import guard as make_guard  # noqa: E402
 from guardrails.integrations import openai_agents  # noqa: E402
 from guardrails.rules import trigger  # noqa: E402
 from guardrails.testing import MemoryRecorder  # noqa: E402
@@ -186,3 +192,55 @@ def test_tool_options_for_a_tool_the_agent_lacks_are_refused() -> None:
         openai_agents.guard(
             Agent(name="support", tools=tools()), fw.rails(), tool_options={"nope": {}}
         )
+
+
+LOOKUP_SCHEMA = jsonschema_rs.validator_for(
+    {
+        "type": "object",
+        "properties": {"order_id": {"type": "string"}, "verbose": {"type": "boolean"}},
+        "required": ["order_id"],
+        "additionalProperties": False,
+    }
+)
+JSON_VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    arguments=st.one_of(
+        st.just({"order_id": "o-1"}),
+        st.dictionaries(st.sampled_from(["order_id", "verbose", "x"]), JSON_VALUES, max_size=3),
+        st.text(max_size=12),
+    )
+)
+def test_any_arguments_get_a_closed_answer(arguments: Any) -> None:
+    model = scripted([("h1", "lookup", arguments)])
+    agent = openai_agents.guard(Agent(name="support", tools=tools(), model=model), fw.rails())
+    asyncio.run(Runner.run(agent, "hi"))
+    [content] = outputs(model).values()
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            arguments = None
+    if isinstance(arguments, dict) and LOOKUP_SCHEMA.is_valid(arguments):
+        assert content == fw.lookup(**arguments)
+    else:
+        assert content.startswith(fw.EXPECTED["c2"][0].split(" Check")[0])
+
+
+async def test_tenant_and_session_come_from_the_run_context() -> None:
+    seen: list[TurnContext] = []
+
+    @make_guard
+    def look(invocation: Any) -> Verdict:
+        seen.append(invocation.context)
+        return Verdict.PASS
+
+    model = scripted([fw.FIRST[0]])
+    agent = openai_agents.guard(
+        Agent(name="support", tools=tools(), model=model), Guardrails(guards=[look])
+    )
+    await Runner.run(agent, "hi", context={"tenant": "acme", "session": "s-9", "plan": "gold"})
+    [ctx] = seen
+    assert (ctx.tenant, ctx.session, ctx.get("plan")) == ("acme", "s-9", "gold")

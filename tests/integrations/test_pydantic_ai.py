@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import inspect
+import json
 from typing import Any
 
+import jsonschema_rs
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.integrations import _frameworks as fw
 
@@ -22,7 +26,8 @@ from pydantic_ai.messages import (  # noqa: E402
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 
-from guardrails import ConfigurationError, Guardrails, Turn, TurnContext  # noqa: E402
+from guardrails import ConfigurationError, Guardrails, Turn, TurnContext, Verdict  # noqa: E402
+from guardrails import guard as make_guard  # noqa: E402
 from guardrails.integrations import pydantic_ai  # noqa: E402
 from guardrails.rules import trigger  # noqa: E402
 from guardrails.testing import MemoryRecorder  # noqa: E402
@@ -178,3 +183,54 @@ def test_tool_options_for_a_tool_the_agent_lacks_are_refused() -> None:
     guard = pydantic_ai.capability(fw.rails(), tool_options={"nope": {}})
     with pytest.raises(ConfigurationError, match="'nope'"):
         agent_with(Script(), guard).run_sync("hi")
+
+
+LOOKUP_SCHEMA = jsonschema_rs.validator_for(
+    {
+        "type": "object",
+        "properties": {"order_id": {"type": "string"}, "verbose": {"type": "boolean"}},
+        "required": ["order_id"],
+        "additionalProperties": False,
+    }
+)
+JSON_VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    arguments=st.one_of(
+        st.just({"order_id": "o-1"}),
+        st.dictionaries(st.sampled_from(["order_id", "verbose", "x"]), JSON_VALUES, max_size=3),
+        st.text(max_size=12),
+    )
+)
+def test_any_arguments_get_a_closed_answer(arguments: Any) -> None:
+    script = Script([("h1", "lookup", arguments)])
+    agent_with(script, pydantic_ai.capability(fw.rails())).run_sync("hi")
+    [(content, is_error)] = script.answers().values()
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            arguments = None
+    valid = isinstance(arguments, dict) and LOOKUP_SCHEMA.is_valid(arguments)
+    assert is_error is not valid
+    if valid:
+        assert content == fw.lookup(**arguments)
+    else:
+        assert content.startswith(fw.EXPECTED["c2"][0].split(" Check")[0])
+
+
+def test_tenant_and_session_come_from_the_deps() -> None:
+    seen: list[TurnContext] = []
+
+    @make_guard
+    def look(invocation: Any) -> Verdict:
+        seen.append(invocation.context)
+        return Verdict.PASS
+
+    guard = pydantic_ai.capability(Guardrails(guards=[look]))
+    deps = {"tenant": "acme", "session": "s-9", "plan": "gold"}
+    agent_with(Script([fw.FIRST[0]]), guard).run_sync("hi", deps=deps)
+    [ctx] = seen
+    assert (ctx.tenant, ctx.session, ctx.get("plan")) == ("acme", "s-9", "gold")
