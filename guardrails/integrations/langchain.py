@@ -18,6 +18,7 @@ import inspect
 import threading
 from collections.abc import Callable, Mapping
 from functools import cache
+from types import SimpleNamespace
 from typing import Any
 
 from ..context import ToolResult, TurnContext
@@ -69,14 +70,27 @@ class _Call:
         self.command: Any = None
 
 
+@cache
+def _sdk() -> SimpleNamespace:
+    """The LangChain names the middleware uses, imported on first use."""
+    from langchain.agents.middleware.types import ModelResponse
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    return SimpleNamespace(
+        AIMessage=AIMessage,
+        ModelResponse=ModelResponse,
+        ToolMessage=ToolMessage,
+        convert_to_openai_tool=convert_to_openai_tool,
+    )
+
+
 async def _invoke(call: _Call, arguments: dict[str, Any]) -> Any:
     request = call.request.override(tool_call={**call.request.tool_call, "args": arguments})
     out = call.handler(request)
     if inspect.isawaitable(out):
         out = await out
-    from langchain_core.messages import ToolMessage
-
-    if isinstance(out, ToolMessage):
+    if isinstance(out, _sdk().ToolMessage):
         if out.status == "error":
             # The framework's own error message (often the exception text) stays here.
             raise _FrameworkError
@@ -128,14 +142,164 @@ def _message_text(messages: Any) -> str | None:
     return None
 
 
+class _Middleware:
+    """The middleware's logic; ``_middleware_class`` adds LangChain's base and state."""
+
+    def __init__(
+        self,
+        rails: Guardrails,
+        context: Callable[[Any], TurnContext] | None,
+        tool_options: dict[str, Mapping[str, Any]],
+        on_report: Callable[[PostRunReport], Any] | None,
+    ) -> None:
+        super().__init__()
+        self.rails = rails
+        self.context = context
+        self.tool_options = tool_options
+        self.on_report = on_report
+        self._adopting = threading.Lock()
+
+    # -- the run: one turn ------------------------------------------------
+
+    def _start(self, runtime: Any) -> dict[str, Any]:
+        if self.context is not None:
+            ctx = self.context(runtime)
+        else:
+            ctx = context_of(getattr(runtime, "context", None), session=_thread_id(runtime))
+        return {STATE_KEY: _Run(self.rails.turn(ctx))}
+
+    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
+        return self._start(runtime)
+
+    async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
+        return self._start(runtime)
+
+    def _run(self, state: Any) -> _Run:
+        run = field(state, STATE_KEY)
+        return run if isinstance(run, _Run) else _Run(self.rails.turn())
+
+    def _ended(self, run: _Run, report: PostRunReport) -> None:
+        run.report = report
+        if self.on_report is not None:
+            self.on_report(report)
+
+    def after_agent(self, state: Any, runtime: Any) -> None:
+        run = self._run(state)
+        self._ended(run, run.turn.post_run(_message_text(field(state, "messages"))))
+
+    async def aafter_agent(self, state: Any, runtime: Any) -> None:
+        run = self._run(state)
+        self._ended(run, await run.turn.apost_run(_message_text(field(state, "messages"))))
+
+    # -- what is offered --------------------------------------------------
+
+    def _adopt(self, tool: Any) -> Tool:
+        known = self.rails.tools.get(tool.name)
+        if known is not None and known.options.get(SOURCE) is tool:
+            return known  # seen before: no second schema conversion
+        with self._adopting:
+            return adopt(
+                self.rails,
+                tool.name,
+                _sdk().convert_to_openai_tool(tool)["function"]["parameters"],
+                _invoke,
+                source=tool,
+                is_async=True,
+                description=tool.description or "",
+                options=self.tool_options.get(tool.name),
+            )
+
+    def _request(self, request: Any) -> tuple[_Run, dict[str, Tool]]:
+        mine = {}
+        for tool in request.tools:
+            if not isinstance(tool, dict):
+                mine[tool.name] = self._adopt(tool)
+        return self._run(request.state), mine
+
+    def _offered(self, request: Any, mine: dict[str, Tool], offered: Offer) -> Any:
+        if offered.refusal is not None:
+            sdk = _sdk()
+            return sdk.ModelResponse(
+                result=[
+                    sdk.AIMessage(
+                        content=offered.refusal,
+                        response_metadata={REFUSAL_KEY: offered.refusal},
+                    )
+                ]
+            )
+        names = {t.name for t in offered.tools}
+        tools = [
+            mine[t.name].to_openai() if not isinstance(t, dict) else t
+            for t in request.tools
+            if isinstance(t, dict) or t.name in names
+        ]
+        return request.override(tools=tools)
+
+    # pre_turn runs once per run, at the first model call; later calls reuse it.
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        run, mine = self._request(request)
+        if run.offer is None:
+            check_options(mine, self.tool_options)
+            run.offer = offer(run.turn, _human_text(request.messages), mine)
+        decided = self._offered(request, mine, run.offer)
+        return decided if isinstance(decided, _sdk().ModelResponse) else handler(decided)
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        run, mine = self._request(request)
+        if run.offer is None:
+            check_options(mine, self.tool_options)
+            run.offer = await aoffer(run.turn, _human_text(request.messages), mine)
+        decided = self._offered(request, mine, run.offer)
+        return decided if isinstance(decided, _sdk().ModelResponse) else await handler(decided)
+
+    # -- every tool call --------------------------------------------------
+
+    def _answer(self, call: _Call, result: ToolResult) -> Any:
+        if result.outcome is Outcome.OK and call.command is not None:
+            return call.command
+        tool_call = call.request.tool_call
+        return _sdk().ToolMessage(
+            content=result.content,
+            tool_call_id=tool_call.get("id") or result.call_id,
+            name=result.tool,
+            status="success" if result.outcome is Outcome.OK else "error",
+        )
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        if request.tool is not None:
+            self._adopt(request.tool)
+        run = self._run(request.state)
+        call = _Call(request, handler)
+        tool_call = request.tool_call
+        with run.lock:
+            result = call_native(
+                run.turn,
+                call,
+                tool_call.get("name"),
+                tool_call.get("args"),
+                tool_call.get("id"),
+            )
+        return self._answer(call, result)
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        if request.tool is not None:
+            self._adopt(request.tool)
+        run = self._run(request.state)
+        call = _Call(request, handler)
+        tool_call = request.tool_call
+        result = await acall_native(
+            run.turn, call, tool_call.get("name"), tool_call.get("args"), tool_call.get("id")
+        )
+        return self._answer(call, result)
+
+
 @cache
 def _middleware_class() -> type:
     from typing import Annotated, NotRequired
 
     from langchain.agents.middleware import AgentMiddleware, AgentState
-    from langchain.agents.middleware.types import ModelResponse, PrivateStateAttr
-    from langchain_core.messages import AIMessage, ToolMessage
-    from langchain_core.utils.function_calling import convert_to_openai_tool
+    from langchain.agents.middleware.types import PrivateStateAttr
     from langgraph.channels.untracked_value import UntrackedValue
     from typing_extensions import TypedDict
 
@@ -147,158 +311,7 @@ def _middleware_class() -> type:
         {"guardrails_run": NotRequired[Annotated[Any, UntrackedValue, PrivateStateAttr]]},
     )
     state = type("GuardrailsState", (AgentState, run_field), {})
-
-    class GuardrailsMiddleware(AgentMiddleware):  # type: ignore[type-arg,unused-ignore]
-        state_schema = state
-
-        def __init__(
-            self,
-            rails: Guardrails,
-            context: Callable[[Any], TurnContext] | None,
-            tool_options: dict[str, Mapping[str, Any]],
-            on_report: Callable[[PostRunReport], Any] | None,
-        ) -> None:
-            super().__init__()
-            self.rails = rails
-            self.context = context
-            self.tool_options = tool_options
-            self.on_report = on_report
-            self._adopting = threading.Lock()
-
-        # -- the run: one turn ------------------------------------------------
-
-        def _start(self, runtime: Any) -> dict[str, Any]:
-            if self.context is not None:
-                ctx = self.context(runtime)
-            else:
-                ctx = context_of(getattr(runtime, "context", None), session=_thread_id(runtime))
-            return {STATE_KEY: _Run(self.rails.turn(ctx))}
-
-        def before_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
-            return self._start(runtime)
-
-        async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
-            return self._start(runtime)
-
-        def _run(self, state: Any) -> _Run:
-            run = field(state, STATE_KEY)
-            return run if isinstance(run, _Run) else _Run(self.rails.turn())
-
-        def _ended(self, run: _Run, report: PostRunReport) -> None:
-            run.report = report
-            if self.on_report is not None:
-                self.on_report(report)
-
-        def after_agent(self, state: Any, runtime: Any) -> None:
-            run = self._run(state)
-            self._ended(run, run.turn.post_run(_message_text(field(state, "messages"))))
-
-        async def aafter_agent(self, state: Any, runtime: Any) -> None:
-            run = self._run(state)
-            self._ended(run, await run.turn.apost_run(_message_text(field(state, "messages"))))
-
-        # -- what is offered --------------------------------------------------
-
-        def _adopt(self, tool: Any) -> Tool:
-            known = self.rails.tools.get(tool.name)
-            if known is not None and known.options.get(SOURCE) is tool:
-                return known  # seen before: no second schema conversion
-            with self._adopting:
-                return adopt(
-                    self.rails,
-                    tool.name,
-                    convert_to_openai_tool(tool)["function"]["parameters"],
-                    _invoke,
-                    source=tool,
-                    is_async=True,
-                    description=tool.description or "",
-                    options=self.tool_options.get(tool.name),
-                )
-
-        def _request(self, request: Any) -> tuple[_Run, dict[str, Tool]]:
-            mine = {}
-            for tool in request.tools:
-                if not isinstance(tool, dict):
-                    mine[tool.name] = self._adopt(tool)
-            return self._run(request.state), mine
-
-        def _offered(self, request: Any, mine: dict[str, Tool], offered: Offer) -> Any:
-            if offered.refusal is not None:
-                return ModelResponse(
-                    result=[
-                        AIMessage(
-                            content=offered.refusal,
-                            response_metadata={REFUSAL_KEY: offered.refusal},
-                        )
-                    ]
-                )
-            names = {t.name for t in offered.tools}
-            tools = [
-                mine[t.name].to_openai() if not isinstance(t, dict) else t
-                for t in request.tools
-                if isinstance(t, dict) or t.name in names
-            ]
-            return request.override(tools=tools)
-
-        # pre_turn runs once per run, at the first model call; later calls reuse it.
-
-        def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-            run, mine = self._request(request)
-            if run.offer is None:
-                check_options(mine, self.tool_options)
-                run.offer = offer(run.turn, _human_text(request.messages), mine)
-            decided = self._offered(request, mine, run.offer)
-            return decided if isinstance(decided, ModelResponse) else handler(decided)
-
-        async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-            run, mine = self._request(request)
-            if run.offer is None:
-                check_options(mine, self.tool_options)
-                run.offer = await aoffer(run.turn, _human_text(request.messages), mine)
-            decided = self._offered(request, mine, run.offer)
-            return decided if isinstance(decided, ModelResponse) else await handler(decided)
-
-        # -- every tool call --------------------------------------------------
-
-        def _answer(self, call: _Call, result: ToolResult) -> Any:
-            if result.outcome is Outcome.OK and call.command is not None:
-                return call.command
-            tool_call = call.request.tool_call
-            return ToolMessage(
-                content=result.content,
-                tool_call_id=tool_call.get("id") or result.call_id,
-                name=result.tool,
-                status="success" if result.outcome is Outcome.OK else "error",
-            )
-
-        def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-            if request.tool is not None:
-                self._adopt(request.tool)
-            run = self._run(request.state)
-            call = _Call(request, handler)
-            tool_call = request.tool_call
-            with run.lock:
-                result = call_native(
-                    run.turn,
-                    call,
-                    tool_call.get("name"),
-                    tool_call.get("args"),
-                    tool_call.get("id"),
-                )
-            return self._answer(call, result)
-
-        async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-            if request.tool is not None:
-                self._adopt(request.tool)
-            run = self._run(request.state)
-            call = _Call(request, handler)
-            tool_call = request.tool_call
-            result = await acall_native(
-                run.turn, call, tool_call.get("name"), tool_call.get("args"), tool_call.get("id")
-            )
-            return self._answer(call, result)
-
-    return GuardrailsMiddleware
+    return type("GuardrailsMiddleware", (_Middleware, AgentMiddleware), {"state_schema": state})
 
 
 def scripted_model(*replies: Any) -> Any:
