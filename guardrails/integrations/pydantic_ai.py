@@ -22,6 +22,7 @@ import json
 import threading
 from collections.abc import Callable, Mapping
 from functools import cache
+from types import SimpleNamespace
 from typing import Any
 
 from ..context import TurnContext
@@ -78,127 +79,135 @@ def capability(
     return _capability_class()(rails, context, dict(tool_options or {}), on_report, {}, None)
 
 
+class _Capability:
+    """The capability's logic; ``_capability_class`` adds pydantic-ai's base."""
+
+    def __init__(
+        self,
+        rails: Guardrails,
+        context: Callable[[Any], TurnContext] | None,
+        tool_options: dict[str, Mapping[str, Any]],
+        on_report: Callable[[PostRunReport], Any] | None,
+        sources: dict[str, object],
+        turn: Turn | None,
+    ) -> None:
+        self.rails = rails
+        # Tool definitions are rebuilt at each step: within one capability (and
+        # its copy for each run) a tool is known by its name.
+        self.sources = sources
+        self.context = context
+        self.tool_options = tool_options
+        self.on_report = on_report
+        self.turn = turn
+        self.offer: Offer | None = None
+        self.raw: dict[str, Any] = {}
+        self._adopting = threading.Lock()
+
+    # -- the run: one turn, in a capability of its own --------------------
+
+    async def for_run(self, ctx: Any) -> Any:
+        deps = ctx.deps
+        if isinstance(deps, Turn):
+            turn = deps
+        elif self.context is not None:
+            turn = self.rails.turn(self.context(ctx))
+        else:
+            turn = self.rails.turn(context_of(deps))
+        return type(self)(
+            self.rails, self.context, self.tool_options, self.on_report, self.sources, turn
+        )
+
+    def _turn(self) -> Turn:
+        if self.turn is None:  # hooks called outside a run
+            self.turn = self.rails.turn()
+        return self.turn
+
+    async def after_run(self, ctx: Any, *, result: Any) -> Any:
+        output = result.output
+        text = output if isinstance(output, str) else None
+        structured = None if text is not None else output
+        report = await self._turn().apost_run(text, structured=structured)
+        if self.on_report is not None:
+            self.on_report(report)
+        return result
+
+    # -- what is offered --------------------------------------------------
+
+    def _adopt(self, tool_def: Any) -> Tool:
+        with self._adopting:
+            return adopt(
+                self.rails,
+                tool_def.name,
+                tool_def.parameters_json_schema,
+                _invoke,
+                source=self.sources.setdefault(tool_def.name, object()),
+                is_async=True,
+                description=tool_def.description or "",
+                options=self.tool_options.get(tool_def.name),
+            )
+
+    async def prepare_tools(self, ctx: Any, tool_defs: list[Any]) -> list[Any]:
+        # Every tool stays known to pydantic-ai, so that a call to a withheld
+        # one reaches tool_call (``unavailable``); the model is offered only
+        # what pre_turn allows (``wrap_model_request``).
+        tools = {d.name: self._adopt(d) for d in tool_defs}
+        if self.offer is None:
+            check_options(tools, self.tool_options)
+            prompt = ctx.prompt if isinstance(ctx.prompt, str) else None
+            self.offer = await aoffer(self._turn(), prompt, tools)
+        return [
+            dataclasses.replace(d, parameters_json_schema=tools[d.name].schema) for d in tool_defs
+        ]
+
+    async def wrap_model_request(self, ctx: Any, *, request_context: Any, handler: Any) -> Any:
+        offer = self.offer
+        if offer is not None:
+            if offer.refusal is not None:
+                sdk = _sdk()
+                return sdk.ModelResponse(parts=[sdk.TextPart(offer.refusal)])
+            offered = {t.name for t in offer.tools}
+            params = request_context.model_request_parameters
+            request_context.model_request_parameters = dataclasses.replace(
+                params,
+                function_tools=[t for t in params.function_tools if t.name in offered],
+            )
+        return await handler(request_context)
+
+    # -- every tool call --------------------------------------------------
+
+    async def wrap_tool_validate(
+        self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any
+    ) -> Any:
+        # Validation happens in tool_call (and pydantic-ai's validator runs
+        # inside it, after bound values are added): keep the raw arguments.
+        self.raw[call.tool_call_id] = (_raw(args), handler)
+        return {}
+
+    async def wrap_tool_execute(
+        self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any
+    ) -> Any:
+        raw, validate = self.raw.pop(call.tool_call_id, (args, None))
+        native = _Call(validate or _validated(args), handler)
+        result = await acall_native(self._turn(), native, call.tool_name, raw, call.tool_call_id)
+        if result.outcome is not Outcome.OK:
+            raise _sdk().ToolFailed(result.content)
+        return result.content
+
+
 @cache
 def _capability_class() -> type:
     from pydantic_ai.capabilities import AbstractCapability
+
+    return type("GuardrailsCapability", (_Capability, AbstractCapability), {})
+
+
+@cache
+def _sdk() -> SimpleNamespace:
+    """The pydantic-ai names the capability uses, imported on first use."""
     from pydantic_ai.exceptions import ToolFailed
     from pydantic_ai.messages import ModelResponse, TextPart
 
-    class GuardrailsCapability(AbstractCapability):  # type: ignore[type-arg,unused-ignore]
-        def __init__(
-            self,
-            rails: Guardrails,
-            context: Callable[[Any], TurnContext] | None,
-            tool_options: dict[str, Mapping[str, Any]],
-            on_report: Callable[[PostRunReport], Any] | None,
-            sources: dict[str, object],
-            turn: Turn | None,
-        ) -> None:
-            self.rails = rails
-            # Tool definitions are rebuilt at each step: within one capability (and
-            # its copy for each run) a tool is known by its name.
-            self.sources = sources
-            self.context = context
-            self.tool_options = tool_options
-            self.on_report = on_report
-            self.turn = turn
-            self.offer: Offer | None = None
-            self.raw: dict[str, Any] = {}
-            self._adopting = threading.Lock()
-
-        # -- the run: one turn, in a capability of its own --------------------
-
-        async def for_run(self, ctx: Any) -> Any:
-            deps = ctx.deps
-            if isinstance(deps, Turn):
-                turn = deps
-            elif self.context is not None:
-                turn = self.rails.turn(self.context(ctx))
-            else:
-                turn = self.rails.turn(context_of(deps))
-            return type(self)(
-                self.rails, self.context, self.tool_options, self.on_report, self.sources, turn
-            )
-
-        def _turn(self) -> Turn:
-            if self.turn is None:  # hooks called outside a run
-                self.turn = self.rails.turn()
-            return self.turn
-
-        async def after_run(self, ctx: Any, *, result: Any) -> Any:
-            output = result.output
-            text = output if isinstance(output, str) else None
-            structured = None if text is not None else output
-            report = await self._turn().apost_run(text, structured=structured)
-            if self.on_report is not None:
-                self.on_report(report)
-            return result
-
-        # -- what is offered --------------------------------------------------
-
-        def _adopt(self, tool_def: Any) -> Tool:
-            with self._adopting:
-                return adopt(
-                    self.rails,
-                    tool_def.name,
-                    tool_def.parameters_json_schema,
-                    _invoke,
-                    source=self.sources.setdefault(tool_def.name, object()),
-                    is_async=True,
-                    description=tool_def.description or "",
-                    options=self.tool_options.get(tool_def.name),
-                )
-
-        async def prepare_tools(self, ctx: Any, tool_defs: list[Any]) -> list[Any]:
-            # Every tool stays known to pydantic-ai, so that a call to a withheld
-            # one reaches tool_call (``unavailable``); the model is offered only
-            # what pre_turn allows (``wrap_model_request``).
-            tools = {d.name: self._adopt(d) for d in tool_defs}
-            if self.offer is None:
-                check_options(tools, self.tool_options)
-                prompt = ctx.prompt if isinstance(ctx.prompt, str) else None
-                self.offer = await aoffer(self._turn(), prompt, tools)
-            return [
-                dataclasses.replace(d, parameters_json_schema=tools[d.name].schema)
-                for d in tool_defs
-            ]
-
-        async def wrap_model_request(self, ctx: Any, *, request_context: Any, handler: Any) -> Any:
-            offer = self.offer
-            if offer is not None:
-                if offer.refusal is not None:
-                    return ModelResponse(parts=[TextPart(offer.refusal)])
-                offered = {t.name for t in offer.tools}
-                params = request_context.model_request_parameters
-                request_context.model_request_parameters = dataclasses.replace(
-                    params,
-                    function_tools=[t for t in params.function_tools if t.name in offered],
-                )
-            return await handler(request_context)
-
-        # -- every tool call --------------------------------------------------
-
-        async def wrap_tool_validate(
-            self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any
-        ) -> Any:
-            # Validation happens in tool_call (and pydantic-ai's validator runs
-            # inside it, after bound values are added): keep the raw arguments.
-            self.raw[call.tool_call_id] = (_raw(args), handler)
-            return {}
-
-        async def wrap_tool_execute(
-            self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any
-        ) -> Any:
-            raw, validate = self.raw.pop(call.tool_call_id, (args, None))
-            native = _Call(validate or _validated(args), handler)
-            result = await acall_native(
-                self._turn(), native, call.tool_name, raw, call.tool_call_id
-            )
-            if result.outcome is not Outcome.OK:
-                raise ToolFailed(result.content)
-            return result.content
-
-    return GuardrailsCapability
+    return SimpleNamespace(ModelResponse=ModelResponse, TextPart=TextPart, ToolFailed=ToolFailed)
 
 
 def _validated(args: Any) -> Callable[[Any], Any]:
