@@ -17,6 +17,7 @@ fw.need("agents")
 
 from agents import (  # noqa: E402
     Agent,
+    AgentHooks,
     FunctionTool,
     InputGuardrailTripwireTriggered,
     ModelBehaviorError,
@@ -244,3 +245,28 @@ async def test_tenant_and_session_come_from_the_run_context() -> None:
     await Runner.run(agent, "hi", context={"tenant": "acme", "session": "s-9", "plan": "gold"})
     [ctx] = seen
     assert (ctx.tenant, ctx.session, ctx.get("plan")) == ("acme", "s-9", "gold")
+
+
+async def test_the_agents_own_hooks_still_receive_every_event() -> None:
+    events: list[str] = []
+
+    class Hooks(AgentHooks):  # type: ignore[type-arg]
+        async def on_start(self, context: Any, agent: Any) -> None:
+            events.append("start")
+
+        async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
+            events.append(f"tool_end {result}")
+
+        async def on_end(self, context: Any, agent: Any, output: Any) -> None:
+            events.append(f"end {output}")
+
+    model = scripted([fw.FIRST[0]])
+    reports: list[Any] = []
+    agent = openai_agents.guard(
+        Agent(name="support", tools=tools(), model=model, hooks=Hooks()),
+        fw.rails(),
+        on_report=reports.append,
+    )
+    await Runner.run(agent, "hi")
+    assert events == ["start", "tool_end order o-1", f"end {fw.FINAL}"]
+    assert len(reports) == 1
