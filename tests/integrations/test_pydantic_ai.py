@@ -114,7 +114,8 @@ def test_without_the_capability_the_model_picks_the_account_and_exceptions_end_t
         agent_with(script).run_sync("my orders")
     answers = script.answers()
     assert answers["c5"] == ("acc-666:open", False)
-    assert "7" in str(answers["c3"][0])  # the validator's message, with the model's input
+    [error] = answers["c3"][0]  # the validator's errors, the model's input included
+    assert (error["msg"], error["input"]) == ("Input should be a valid string", 7)
 
 
 def test_the_offered_schema_hides_bound_parameters() -> None:
