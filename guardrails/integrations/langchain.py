@@ -76,9 +76,11 @@ def _sdk() -> SimpleNamespace:
     from langchain.agents.middleware.types import ModelResponse
     from langchain_core.messages import AIMessage, ToolMessage
     from langchain_core.utils.function_calling import convert_to_openai_tool
+    from langgraph.errors import GraphBubbleUp
 
     return SimpleNamespace(
         AIMessage=AIMessage,
+        GraphBubbleUp=GraphBubbleUp,
         ModelResponse=ModelResponse,
         ToolMessage=ToolMessage,
         convert_to_openai_tool=convert_to_openai_tool,
@@ -122,8 +124,11 @@ def middleware(
 
 
 def _thread_id(runtime: Any) -> str | None:
-    info = getattr(runtime, "execution_info", None)
-    thread = getattr(info, "thread_id", None)
+    """The LangGraph thread id of a node's ``Runtime`` or a tool's ``ToolRuntime``."""
+    thread = getattr(getattr(runtime, "execution_info", None), "thread_id", None)
+    if thread is None:
+        configurable = (getattr(runtime, "config", None) or {}).get("configurable") or {}
+        thread = configurable.get("thread_id")
     return thread if isinstance(thread, str) else None
 
 
@@ -161,12 +166,14 @@ class _Middleware:
 
     # -- the run: one turn ------------------------------------------------
 
-    def _start(self, runtime: Any) -> dict[str, Any]:
+    def _turn(self, runtime: Any) -> Turn:
         if self.context is not None:
-            ctx = self.context(runtime)
-        else:
-            ctx = context_of(getattr(runtime, "context", None), session=_thread_id(runtime))
-        return {STATE_KEY: _Run(self.rails.turn(ctx))}
+            return self.rails.turn(self.context(runtime))
+        context = getattr(runtime, "context", None)
+        return self.rails.turn(context_of(context, session=_thread_id(runtime)))
+
+    def _start(self, runtime: Any) -> dict[str, Any]:
+        return {STATE_KEY: _Run(self._turn(runtime))}
 
     def before_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
         return self._start(runtime)
@@ -174,9 +181,13 @@ class _Middleware:
     async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
         return self._start(runtime)
 
-    def _run(self, state: Any) -> _Run:
+    def _run(self, state: Any, runtime: Any) -> _Run:
         run = field(state, STATE_KEY)
-        return run if isinstance(run, _Run) else _Run(self.rails.turn())
+        if isinstance(run, _Run):
+            return run
+        # A run resumed from a checkpoint (after an interrupt) has no turn in its
+        # state (it is never checkpointed): a new one, from the same context.
+        return _Run(self._turn(runtime))
 
     def _ended(self, run: _Run, report: PostRunReport) -> None:
         run.report = report
@@ -184,11 +195,11 @@ class _Middleware:
             self.on_report(report)
 
     def after_agent(self, state: Any, runtime: Any) -> None:
-        run = self._run(state)
+        run = self._run(state, runtime)
         self._ended(run, run.turn.post_run(_message_text(field(state, "messages"))))
 
     async def aafter_agent(self, state: Any, runtime: Any) -> None:
-        run = self._run(state)
+        run = self._run(state, runtime)
         self._ended(run, await run.turn.apost_run(_message_text(field(state, "messages"))))
 
     # -- what is offered --------------------------------------------------
@@ -214,7 +225,7 @@ class _Middleware:
         for tool in request.tools:
             if not isinstance(tool, dict):
                 mine[tool.name] = self._adopt(tool)
-        return self._run(request.state), mine
+        return self._run(request.state, request.runtime), mine
 
     def _offered(self, request: Any, mine: dict[str, Tool], offered: Offer) -> Any:
         if offered.refusal is not None:
@@ -256,6 +267,10 @@ class _Middleware:
     # -- every tool call --------------------------------------------------
 
     def _answer(self, call: _Call, result: ToolResult) -> Any:
+        if isinstance(result.exception, _sdk().GraphBubbleUp):
+            # An interrupt (human in the loop) is the graph's control flow, not a failure:
+            # it goes on to the graph (the call is audited as an error meanwhile).
+            raise result.exception
         if result.outcome is Outcome.OK and call.command is not None:
             return call.command
         tool_call = call.request.tool_call
@@ -269,7 +284,7 @@ class _Middleware:
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         if request.tool is not None:
             self._adopt(request.tool)
-        run = self._run(request.state)
+        run = self._run(request.state, request.runtime)
         call = _Call(request, handler)
         tool_call = request.tool_call
         with run.lock:
@@ -285,7 +300,7 @@ class _Middleware:
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         if request.tool is not None:
             self._adopt(request.tool)
-        run = self._run(request.state)
+        run = self._run(request.state, request.runtime)
         call = _Call(request, handler)
         tool_call = request.tool_call
         result = await acall_native(

@@ -189,8 +189,13 @@ class _Capability:
         raw, validate = self.raw.pop(call.tool_call_id, (args, None))
         native = _Call(validate or _validated(args), handler)
         result = await acall_native(self._turn(), native, call.tool_name, raw, call.tool_call_id)
+        sdk = _sdk()
+        if isinstance(result.exception, sdk.CONTROL_FLOW):
+            # Deferral, approval and skips are pydantic-ai's control flow, not failures:
+            # they go on to the framework (the call is audited as an error meanwhile).
+            raise result.exception
         if result.outcome is not Outcome.OK:
-            raise _sdk().ToolFailed(result.content)
+            raise sdk.ToolFailed(result.content)
         return result.content
 
 
@@ -204,10 +209,15 @@ def _capability_class() -> type:
 @cache
 def _sdk() -> SimpleNamespace:
     """The pydantic-ai names the capability uses, imported on first use."""
-    from pydantic_ai.exceptions import ToolFailed
+    from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, SkipToolExecution, ToolFailed
     from pydantic_ai.messages import ModelResponse, TextPart
 
-    return SimpleNamespace(ModelResponse=ModelResponse, TextPart=TextPart, ToolFailed=ToolFailed)
+    return SimpleNamespace(
+        CONTROL_FLOW=(ApprovalRequired, CallDeferred, SkipToolExecution),
+        ModelResponse=ModelResponse,
+        TextPart=TextPart,
+        ToolFailed=ToolFailed,
+    )
 
 
 def _validated(args: Any) -> Callable[[Any], Any]:

@@ -253,3 +253,32 @@ def test_any_arguments_get_a_closed_answer(arguments: dict[str, Any]) -> None:
         assert content == fw.lookup(**known)
     else:
         assert content.startswith(fw.EXPECTED["c2"][0].split(" Check")[0])
+
+
+def test_an_interrupt_in_a_tool_pauses_the_graph_and_the_resumed_call_keeps_its_context() -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command, interrupt
+
+    def approve_refund(order_id: str, account_id: str) -> str:
+        """Refund an order once a human approved it."""
+        answer = interrupt(f"refund {order_id}?")
+        return f"{account_id}: refund {order_id} {answer}"
+
+    chat = model([("a1", "approve_refund", {"order_id": "o-1"})])
+    agent = create_agent(
+        chat,
+        [StructuredTool.from_function(approve_refund)],
+        middleware=[
+            langchain.middleware(
+                fw.rails(), tool_options={"approve_refund": {"bind": {"account_id": "account_id"}}}
+            )
+        ],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "th-1"}}
+    paused = agent.invoke(
+        {"messages": [{"role": "user", "content": "refund o-1"}]}, config, context=context()
+    )
+    assert paused["__interrupt__"][0].value == "refund o-1?"
+    done = agent.invoke(Command(resume="approved"), config, context=context())
+    assert tool_messages(done["messages"]) == {"a1": (f"{fw.ACCOUNT}: refund o-1 approved", False)}

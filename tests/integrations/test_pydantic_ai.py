@@ -15,7 +15,7 @@ from tests.integrations import _frameworks as fw
 
 fw.need("pydantic_ai")
 
-from pydantic_ai import Agent  # noqa: E402
+from pydantic_ai import Agent, DeferredToolRequests, RunContext  # noqa: E402
 from pydantic_ai.messages import (  # noqa: E402
     ModelMessage,
     ModelRequest,
@@ -235,3 +235,24 @@ def test_tenant_and_session_come_from_the_deps() -> None:
     agent_with(Script([fw.FIRST[0]]), guard).run_sync("hi", deps=deps)
     [ctx] = seen
     assert (ctx.tenant, ctx.session, ctx.get("plan")) == ("acme", "s-9", "gold")
+
+
+def test_a_tool_asking_for_approval_defers_the_call_instead_of_failing() -> None:
+    from pydantic_ai.exceptions import ApprovalRequired
+
+    def wire(ctx: RunContext[Any], amount: int) -> str:
+        """Wire money; large amounts need a human's approval."""
+        if amount > 100 and not ctx.tool_call_approved:
+            raise ApprovalRequired()
+        return f"wired {amount}"
+
+    script = Script([("w1", "wire", {"amount": 500})])
+    agent = Agent(
+        FunctionModel(script),
+        tools=[wire],
+        output_type=[str, DeferredToolRequests],
+        capabilities=[pydantic_ai.capability(fw.rails())],
+    )
+    result = agent.run_sync("wire 500")
+    assert isinstance(result.output, DeferredToolRequests)
+    assert [c.tool_call_id for c in result.output.approvals] == ["w1"]
