@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -10,7 +11,7 @@ from typing import Any, NamedTuple
 
 from ..context import ToolResult, TurnContext
 from ..engine import Guardrails, Turn
-from ..errors import ConfigurationError, DuplicateNameError
+from ..errors import ConfigurationError, DuplicateNameError, UsageError
 from ..middleware.pre_turn import PreTurnDecision
 from ..tools import Tool
 
@@ -127,7 +128,8 @@ async def aoffer(turn: Turn, turn_input: Any = None, names: Iterable[str] | None
 # The key of ``Tool.options`` naming the framework object a tool was adopted from.
 SOURCE = "framework_tool"
 
-_NATIVE: ContextVar[Any] = ContextVar("guardrails_framework_call")
+# (tool name, the framework's per-call object) of the framework call in progress.
+_NATIVE: ContextVar[tuple[Any, Any] | None] = ContextVar("guardrails_framework_call")
 
 
 def adopt(
@@ -140,14 +142,17 @@ def adopt(
     is_async: bool,
     description: str = "",
     options: Mapping[str, Any] | None = None,
+    direct: Callable[[dict[str, Any]], Any] | None = None,
 ) -> Tool:
     """Register a framework's tool in ``rails`` once; the same ``source`` again is a no-op.
 
     ``run(native, arguments)`` invokes the framework's tool with the validated
     arguments (bound values and secrets included) and the framework's per-call
-    object given to ``call_native``. ``options`` go to ``Tool`` (``bind=``,
-    ``effect=``, ``timeout=``, ``guards=`` ...). A tool of the same name from
-    elsewhere is a ``DuplicateNameError`` naming it.
+    object given to ``call_native``. ``direct(arguments)``, when given, runs the
+    tool outside a framework call (a post_run backstop action); without it such
+    a call raises ``UsageError`` naming the tool. ``options`` go to ``Tool`` (``bind=``, ``effect=``,
+    ``timeout=``, ``guards=`` ...). A tool of the same name from elsewhere is a
+    ``DuplicateNameError`` naming it.
     """
     existing = rails.tools.get(name)
     if existing is not None:
@@ -160,11 +165,25 @@ def adopt(
     extra = dict(settings.pop("options", None) or {})
     extra[SOURCE] = source
 
+    def invoke(arguments: dict[str, Any]) -> Any:
+        pending = _NATIVE.get(None)
+        # Only the call the framework made carries its per-call object: a nested
+        # or backstop call of this tool does not borrow another call's.
+        if pending is not None and pending[0] == name:
+            return run(pending[1], arguments)
+        if direct is None:
+            raise UsageError(
+                f"tool {name!r} runs only when its framework calls it: "
+                "a post_run backstop action cannot call it"
+            )
+        return direct(arguments)
+
     async def afn(**arguments: Any) -> Any:
-        return await run(_NATIVE.get(), arguments)
+        result = invoke(arguments)
+        return await result if inspect.isawaitable(result) else result
 
     def fn(**arguments: Any) -> Any:
-        return run(_NATIVE.get(), arguments)
+        return invoke(arguments)
 
     tool = Tool(
         name, afn if is_async else fn, schema, description=description, options=extra, **settings
@@ -183,7 +202,7 @@ def call_native(
     turn: Turn, native: Any, name: str, arguments: Any, call_id: str | None
 ) -> ToolResult:
     """``turn.call`` with the framework's per-call object at hand for ``adopt``'s ``run``."""
-    token = _NATIVE.set(native)
+    token = _NATIVE.set((name, native))
     try:
         return turn.call(name, arguments, call_id)
     finally:
@@ -194,7 +213,7 @@ async def acall_native(
     turn: Turn, native: Any, name: str, arguments: Any, call_id: str | None
 ) -> ToolResult:
     """``call_native`` for the async path."""
-    token = _NATIVE.set(native)
+    token = _NATIVE.set((name, native))
     try:
         return await turn.acall(name, arguments, call_id)
     finally:

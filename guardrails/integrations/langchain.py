@@ -218,6 +218,8 @@ class _Middleware:
                 is_async=True,
                 description=tool.description or "",
                 options=self.tool_options.get(tool.name),
+                # A backstop action runs the tool itself (no graph, no injected state).
+                direct=tool.ainvoke,
             )
 
     def _request(self, request: Any) -> tuple[_Run, dict[str, Tool]]:

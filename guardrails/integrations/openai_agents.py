@@ -184,6 +184,14 @@ def _guarded(shared: _Guard, tool: Any, options: Mapping[str, Any] | None) -> An
     async def run(ctx: Any, arguments: dict[str, Any]) -> Any:
         return await raw(ctx, json.dumps(arguments))
 
+    async def direct(arguments: dict[str, Any]) -> Any:
+        # A backstop action, outside any run: a tool context of its own.
+        from agents.tool_context import ToolContext
+
+        text = json.dumps(arguments)
+        ctx = ToolContext(None, tool_name=tool.name, tool_call_id="backstop", tool_arguments=text)
+        return await raw(ctx, text)
+
     spec = adopt(
         shared.rails,
         tool.name,
@@ -193,6 +201,7 @@ def _guarded(shared: _Guard, tool: Any, options: Mapping[str, Any] | None) -> An
         is_async=True,
         description=tool.description or "",
         options=options,
+        direct=direct,
     )
     name = tool.name
 

@@ -22,7 +22,7 @@ from guardrails import ConfigurationError, DuplicateNameError, Guardrails, TurnC
 from guardrails import guard as make_guard  # noqa: E402
 from guardrails.integrations import langchain  # noqa: E402
 from guardrails.integrations.langchain import STATE_KEY  # noqa: E402
-from guardrails.rules import trigger  # noqa: E402
+from guardrails.rules import required_action, trigger  # noqa: E402
 from guardrails.testing import MemoryRecorder  # noqa: E402
 
 
@@ -282,3 +282,38 @@ def test_an_interrupt_in_a_tool_pauses_the_graph_and_the_resumed_call_keeps_its_
     assert paused["__interrupt__"][0].value == "refund o-1?"
     done = agent.invoke(Command(resume="approved"), config, context=context())
     assert tool_messages(done["messages"]) == {"a1": (f"{fw.ACCOUNT}: refund o-1 approved", False)}
+
+
+def test_a_backstop_action_runs_the_agents_tool() -> None:
+    notified: list[str] = []
+
+    def notify_human(reason: str, account_id: str) -> str:
+        """Hand the conversation to a human."""
+        notified.append(f"{account_id}: {reason}")
+        return "notified"
+
+    engine = Guardrails(
+        guards=[
+            required_action(
+                "notify_human",
+                when=lambda run: "escalate" in (run.text or ""),
+                arguments={"reason": "promised"},
+            )
+        ]
+    )
+    reports: list[Any] = []
+    agent = create_agent(
+        model(final="I will escalate this."),
+        [StructuredTool.from_function(notify_human)],
+        middleware=[
+            langchain.middleware(
+                engine,
+                tool_options={"notify_human": {"bind": {"account_id": "account_id"}}},
+                on_report=reports.append,
+            )
+        ],
+    )
+    agent.invoke({"messages": [{"role": "user", "content": "help"}]}, context=context())
+    assert notified == [f"{fw.ACCOUNT}: promised"]
+    [action] = reports[0].actions
+    assert action.outcome == "ok"

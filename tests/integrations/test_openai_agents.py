@@ -30,7 +30,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call  # no
 from guardrails import ConfigurationError, Guardrails, Turn, TurnContext, Verdict  # noqa: E402
 from guardrails import guard as make_guard  # noqa: E402
 from guardrails.integrations import openai_agents  # noqa: E402
-from guardrails.rules import trigger  # noqa: E402
+from guardrails.rules import required_action, trigger  # noqa: E402
 from guardrails.testing import MemoryRecorder  # noqa: E402
 
 set_tracing_disabled(True)
@@ -270,3 +270,33 @@ async def test_the_agents_own_hooks_still_receive_every_event() -> None:
     await Runner.run(agent, "hi")
     assert events == ["start", "tool_end order o-1", f"end {fw.FINAL}"]
     assert len(reports) == 1
+
+
+async def test_a_backstop_action_runs_the_agents_tool() -> None:
+    notified: list[str] = []
+
+    @function_tool
+    def notify_human(reason: str, account_id: str) -> str:
+        """Hand the conversation to a human."""
+        notified.append(f"{account_id}: {reason}")
+        return "notified"
+
+    engine = Guardrails(
+        guards=[
+            required_action(
+                "notify_human",
+                when=lambda run: "escalate" in (run.text or ""),
+                arguments={"reason": "promised"},
+            )
+        ]
+    )
+    reports: list[Any] = []
+    agent = openai_agents.guard(
+        Agent(name="support", tools=[notify_human], model=scripted(final="I will escalate.")),
+        engine,
+        tool_options={"notify_human": {"bind": {"account_id": "account_id"}}},
+        on_report=reports.append,
+    )
+    await Runner.run(agent, "help", context=context())
+    assert notified == [f"{fw.ACCOUNT}: promised"]
+    assert [a.outcome for a in reports[0].actions] == ["ok"]

@@ -26,10 +26,17 @@ from pydantic_ai.messages import (  # noqa: E402
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 
-from guardrails import ConfigurationError, Guardrails, Turn, TurnContext, Verdict  # noqa: E402
+from guardrails import (  # noqa: E402
+    ConfigurationError,
+    Guardrails,
+    Turn,
+    TurnContext,
+    UsageError,
+    Verdict,
+)
 from guardrails import guard as make_guard  # noqa: E402
 from guardrails.integrations import pydantic_ai  # noqa: E402
-from guardrails.rules import trigger  # noqa: E402
+from guardrails.rules import required_action, trigger  # noqa: E402
 from guardrails.testing import MemoryRecorder  # noqa: E402
 
 
@@ -256,3 +263,12 @@ def test_a_tool_asking_for_approval_defers_the_call_instead_of_failing() -> None
     result = agent.run_sync("wire 500")
     assert isinstance(result.output, DeferredToolRequests)
     assert [c.tool_call_id for c in result.output.approvals] == ["w1"]
+
+
+def test_a_backstop_action_on_a_pydantic_ai_tool_is_a_usage_error_naming_it() -> None:
+    engine = Guardrails(
+        guards=[required_action("lookup", when=lambda run: True, arguments={"order_id": "o-1"})]
+    )
+    guard = pydantic_ai.capability(engine)
+    with pytest.raises(UsageError, match=r"'lookup'.*backstop"):
+        agent_with(Script(), guard).run_sync("hi")
