@@ -116,3 +116,16 @@ def test_an_async_adopted_tool_serves_the_sync_path_too() -> None:
 
     adopt(rails, "t", ONE, run, source=1, is_async=True)
     assert call_native(rails.turn(), "n", "t", {"a": "s"}, None).content == "n:s"
+
+
+async def test_a_tool_with_a_timeout_runs_on_a_thread_that_sees_the_per_call_object() -> None:
+    rails = Guardrails()
+    adopt(rails, "t", ONE, _run, source=1, is_async=False, options={"timeout": 30})
+    result = await acall_native(rails.turn(), "ctx-a", "t", {"a": "q"}, None)
+    assert result.content == "ctx-a:q"
+
+
+def test_a_sync_tool_with_a_timeout_sees_the_per_call_object_on_the_sync_path() -> None:
+    rails = Guardrails()
+    adopt(rails, "t", ONE, _run, source=1, is_async=False, options={"timeout": 30})
+    assert call_native(rails.turn(), "ctx-s", "t", {"a": "q"}, None).content == "ctx-s:q"
