@@ -51,6 +51,15 @@ async def _invoke(call: _Call, arguments: dict[str, Any]) -> Any:
     return await call.execute(await call.validate(arguments))
 
 
+def _prompt_text(prompt: Any) -> str:
+    """The text of the run's prompt: a string, or the strings of a multimodal prompt."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list | tuple):
+        return "\n".join(p for p in prompt if isinstance(p, str))
+    return ""
+
+
 def _raw(args: Any) -> Any:
     """The model's arguments as sent: JSON text is parsed here, anything else kept."""
     if isinstance(args, str | bytes):
@@ -153,8 +162,7 @@ class _Capability:
         tools = {d.name: self._adopt(d) for d in tool_defs}
         if self.offer is None:
             check_options(tools, self.tool_options)
-            prompt = ctx.prompt if isinstance(ctx.prompt, str) else None
-            self.offer = await aoffer(self._turn(), prompt, tools)
+            self.offer = await aoffer(self._turn(), _prompt_text(ctx.prompt), tools)
         return [
             dataclasses.replace(d, parameters_json_schema=tools[d.name].schema) for d in tool_defs
         ]

@@ -317,3 +317,14 @@ def test_a_backstop_action_runs_the_agents_tool() -> None:
     assert notified == [f"{fw.ACCOUNT}: promised"]
     [action] = reports[0].actions
     assert action.outcome == "ok"
+
+
+async def test_a_streamed_run_is_guarded_the_same() -> None:
+    chat = model(*fw.STEPS)
+    agent = create_agent(
+        chat, tools(), middleware=[langchain.middleware(fw.rails(), tool_options=fw.BIND)]
+    )
+    inputs = {"messages": [{"role": "user", "content": "my orders"}]}
+    async for _ in agent.astream(inputs, context=context()):
+        pass
+    assert tool_messages(chat.sent[-1]) == fw.EXPECTED

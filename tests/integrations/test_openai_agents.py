@@ -300,3 +300,17 @@ async def test_a_backstop_action_runs_the_agents_tool() -> None:
     await Runner.run(agent, "help", context=context())
     assert notified == [f"{fw.ACCOUNT}: promised"]
     assert [a.outcome for a in reports[0].actions] == ["ok"]
+
+
+async def test_a_streamed_run_is_guarded_the_same() -> None:
+    model = scripted(*fw.STEPS)
+    agent = openai_agents.guard(
+        Agent(name="support", tools=tools(), model=model), fw.rails(), tool_options=fw.BIND
+    )
+    streamed = Runner.run_streamed(
+        agent, "my orders", context=context(), run_config=openai_agents.run_config()
+    )
+    async for _ in streamed.stream_events():
+        pass
+    assert streamed.final_output == fw.FINAL
+    assert outputs(model) == SENT

@@ -272,3 +272,13 @@ def test_a_backstop_action_on_a_pydantic_ai_tool_is_a_usage_error_naming_it() ->
     guard = pydantic_ai.capability(engine)
     with pytest.raises(UsageError, match=r"'lookup'.*backstop"):
         agent_with(Script(), guard).run_sync("hi")
+
+
+def test_pre_turn_reads_the_text_of_a_multimodal_prompt() -> None:
+    from pydantic_ai.messages import ImageUrl
+
+    engine = Guardrails(guards=[trigger(["log"], remove=["dump"], name="no_dumps")])
+    script = Script()
+    prompt = ["show me the log", ImageUrl(url="https://example.invalid/a.png")]
+    agent_with(script, pydantic_ai.capability(engine)).run_sync(prompt)
+    assert "dump" not in [t.name for t in script.offered[0]]
