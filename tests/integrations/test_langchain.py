@@ -328,3 +328,19 @@ async def test_a_streamed_run_is_guarded_the_same() -> None:
     async for _ in agent.astream(inputs, context=context()):
         pass
     assert tool_messages(chat.sent[-1]) == fw.EXPECTED
+
+
+def test_a_langgraph_tool_node_alone_is_guarded_call_by_call() -> None:
+    from langgraph.prebuilt import ToolNode
+    from langgraph.runtime import Runtime
+
+    guard = langchain.middleware(fw.rails(), tool_options=fw.BIND)
+    node = ToolNode(tools(), wrap_tool_call=guard.wrap_tool_call)
+    calls = [
+        {"name": n, "args": a, "id": i, "type": "tool_call"} for i, n, a in [*fw.FIRST, *fw.SECOND]
+    ]
+    config: Any = {"configurable": {"__pregel_runtime": Runtime(context=context())}}
+    out = node.invoke(calls, config)
+    # Without create_agent there is no run: each call is a turn of its own (no ceiling).
+    expected = {k: v for k, v in fw.EXPECTED.items() if k != "c9"}
+    assert tool_messages(out["messages"]) == expected
