@@ -1,21 +1,20 @@
-"""What each agent-framework adapter adds to the framework's own tool call, in the same run.
+"""What each framework adapter adds to a run of the framework's own agent.
 
-One group per framework; in each, the framework's unguarded path is the floor
-and the guarded one is timed in the same interleaved rounds, so ``added_us``
-is the adapter's cost. Everything is offline:
+For each framework, one agent run (an offline model that asks for the tool
+calls, then answers in text) is timed unguarded and guarded, in interleaved
+rounds; the floor is the unguarded run, so ``added_us`` is what the adapter
+costs per run: pre_turn once, the tool calls through tool_call, post_run once.
+Two groups per framework: one tool call per run, and four in one model step.
 
-- Microsoft Agent Framework: a whole ``agent.run`` with a scripted chat client
-  (``scripted_models.chat_client``) that asks for one tool call and then
-  answers; guarded with ``agent_framework.guard`` (per run: a turn, pre_turn,
-  post_run; per request: the offer; per call: tool_call).
-- Google ADK: a whole ``runner.run_async`` on a new in-memory session with a
-  scripted ``BaseLlm`` (one tool call, then an answer); guarded with the
-  ``google_adk.plugin``.
-- Claude Agent SDK: what the CLI does for one call of an in-process MCP tool,
-  without the CLI: ``tools/call`` on the SDK's own server
-  (``create_sdk_mcp_server``) through an in-memory MCP client, against the
-  ``PreToolUse`` hook followed by ``tools/call`` on the guarded server (the
-  CLI's own process and model round trip come on top of both).
+The tool is ``_transfer.transfer`` with valid arguments. The models are
+stateless (they answer from the last message), so one agent serves every run:
+
+- OpenAI Agents SDK: a ``Model`` subclass; ``Runner.run`` (async);
+  ``openai_agents.guard(agent, rails)`` and ``run_config()``.
+- LangChain v1: a ``BaseChatModel`` subclass; ``create_agent(...).invoke``
+  (sync: its tool calls run in threads); ``langchain.middleware(rails)``.
+- pydantic-ai: ``FunctionModel``; ``agent.run`` (async);
+  ``pydantic_ai.capability(rails)``.
 
 A framework that is not installed gets a row with no figure and the reason.
 """
@@ -26,163 +25,164 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from _harness import Row, compare
+from _harness import Row, compare, row
+from _transfer import VALID, transfer
 
-from guardrails import Guardrails, TurnContext
+from guardrails import Guardrails
 
-CONTEXT = TurnContext(tenant="acme", session="bench")
-OPTIONS = {"get_orders": {"bind": {"account": "tenant"}}}
-CALL = ("get_orders", {"status": "open"})
-UNGUARDED_CALL = ("get_orders", {"status": "open", "account": "acme"})
-
-
-def _orders(status: str, account: str) -> str:
-    return f"{account}: 2 {status} orders"
+CALLS = (1, 4)
+UNGUARDED = "unguarded run"
+GUARDED = "guarded run"
 
 
-def _agent_framework() -> dict[str, Callable[[], Any]]:
-    from agent_framework import Agent, tool
+def _rails() -> Guardrails:
+    return Guardrails()
 
-    from guardrails.integrations.agent_framework import guard
-    from guardrails.integrations.scripted_models import chat_client
 
-    get_orders = tool(_orders, name="get_orders")
-    plain = Agent(client=chat_client([UNGUARDED_CALL], "ok", repeat=True), tools=[get_orders])
-    guarded = guard(
-        Agent(client=chat_client([CALL], "ok", repeat=True), tools=[get_orders]),
-        Guardrails(),
-        tool_options=OPTIONS,
-        context=CONTEXT,
+# -- OpenAI Agents SDK ------------------------------------------------------------------
+
+
+def _openai_agents(calls: int) -> dict[str, Callable[[], Any]]:
+    from agents import (
+        Agent,
+        ModelResponse,
+        RunConfig,
+        Runner,
+        Usage,
+        function_tool,
+        set_tracing_disabled,
     )
+    from agents.models.interface import Model
+    from agents.testing import assistant_message, function_call
 
-    async def unguarded_run() -> Any:
-        return await plain.run("orders")
+    from guardrails.integrations import openai_agents
+
+    set_tracing_disabled(True)
+    logging.getLogger("openai.agents").setLevel(logging.CRITICAL)
+
+    class Stateless(Model):  # type: ignore[misc]
+        async def get_response(
+            self, system_instructions: Any, input: Any, *args: Any, **kw: Any
+        ) -> Any:
+            answered = isinstance(input, list) and any(
+                isinstance(i, dict) and i.get("type") == "function_call_output" for i in input
+            )
+            if answered:
+                output = [assistant_message("done")]
+            else:
+                output = [function_call("transfer", VALID, call_id=f"c{i}") for i in range(calls)]
+            return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+        def stream_response(self, *args: Any, **kw: Any) -> Any:
+            raise NotImplementedError
+
+    agent = Agent(name="bench", tools=[function_tool(transfer)], model=Stateless())
+    guarded = openai_agents.guard(agent, _rails())
+    plain_config = RunConfig()
+    guarded_config = openai_agents.run_config()
+
+    async def unguarded() -> Any:
+        return await Runner.run(agent, "move money", run_config=plain_config)
 
     async def guarded_run() -> Any:
-        return await guarded.run("orders")
+        return await Runner.run(guarded, "move money", run_config=guarded_config)
 
-    return {"agent.run, one tool call (unguarded)": unguarded_run, "guarded": guarded_run}
+    return {UNGUARDED: unguarded, GUARDED: guarded_run}
 
 
-def _google_adk() -> dict[str, Callable[[], Any]]:
-    from google.adk.agents import LlmAgent
-    from google.adk.apps import App
-    from google.adk.runners import InMemoryRunner
-    from google.genai import types
+# -- LangChain v1 -----------------------------------------------------------------------
 
-    from guardrails.integrations.google_adk import plugin
-    from guardrails.integrations.scripted_models import adk_model
 
-    logging.getLogger("google_adk").setLevel(logging.ERROR)
+def _langchain(calls: int) -> dict[str, Callable[[], Any]]:
+    from langchain.agents import create_agent
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
 
-    def get_orders(status: str, account: str) -> str:
-        """The account's orders."""
-        return _orders(status, account)
+    from guardrails.integrations import langchain
 
-    plain_agent = LlmAgent(
-        name="shop", model=adk_model([UNGUARDED_CALL], "ok", repeat=True), tools=[get_orders]
+    class Stateless(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "stateless"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+        def _generate(self, messages: Any, *args: Any, **kwargs: Any) -> ChatResult:
+            if isinstance(messages[-1], ToolMessage):
+                message = AIMessage("done")
+            else:
+                message = AIMessage(
+                    "",
+                    tool_calls=[
+                        {"name": "transfer", "args": dict(VALID), "id": f"c{i}"}
+                        for i in range(calls)
+                    ],
+                )
+            return ChatResult(generations=[ChatGeneration(message=message)])
+
+    plain = create_agent(Stateless(), [transfer])
+    guarded = create_agent(Stateless(), [transfer], middleware=[langchain.middleware(_rails())])
+    inputs = {"messages": [{"role": "user", "content": "move money"}]}
+    return {UNGUARDED: lambda: plain.invoke(inputs), GUARDED: lambda: guarded.invoke(inputs)}
+
+
+# -- pydantic-ai ------------------------------------------------------------------------
+
+
+def _pydantic_ai(calls: int) -> dict[str, Callable[[], Any]]:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from guardrails.integrations import pydantic_ai
+
+    def stateless(messages: list[Any], info: Any) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("transfer", dict(VALID), tool_call_id=f"c{i}")
+                    for i in range(calls)
+                ]
+            )
+        return ModelResponse(parts=[TextPart("done")])
+
+    plain = Agent(FunctionModel(stateless), tools=[transfer])
+    guarded = Agent(
+        FunctionModel(stateless), tools=[transfer], capabilities=[pydantic_ai.capability(_rails())]
     )
-    agent = LlmAgent(name="shop", model=adk_model([CALL], "ok", repeat=True), tools=[get_orders])
-    guard = plugin(agent, Guardrails(), tool_options=OPTIONS, context=CONTEXT)
-    plain = InMemoryRunner(app=App(name="shop", root_agent=plain_agent))
-    guarded = InMemoryRunner(app=App(name="shop", root_agent=agent, plugins=[guard]))
-    message = types.Content(role="user", parts=[types.Part(text="orders")])
 
-    def run_on(runner: Any) -> Callable[[], Any]:
-        async def run() -> None:
-            session = await runner.session_service.create_session(app_name="shop", user_id="u")
-            async for _ in runner.run_async(
-                user_id="u", session_id=session.id, new_message=message
-            ):
-                pass
+    async def unguarded() -> Any:
+        return await plain.run("move money")
 
-        return run
+    async def guarded_run() -> Any:
+        return await guarded.run("move money")
 
-    return {
-        "runner.run_async, one tool call (unguarded)": run_on(plain),
-        "guarded": run_on(guarded),
-    }
+    return {UNGUARDED: unguarded, GUARDED: guarded_run}
 
 
-def _claude_agent() -> dict[str, Callable[[], Any]]:
-    from claude_agent_sdk import ClaudeAgentOptions, create_sdk_mcp_server, tool
-    from mcp import Client
-
-    from guardrails.integrations.claude_agent import guard
-
-    @tool("get_orders", "The account's orders.", {"status": str, "account": str})
-    async def get_orders(args: dict[str, Any]) -> dict[str, Any]:
-        return {"content": [{"type": "text", "text": _orders(args["status"], args["account"])}]}
-
-    sdk_server = create_sdk_mcp_server("shop", tools=[get_orders])["instance"]
-    options = guard(
-        ClaudeAgentOptions(),
-        Guardrails(),
-        server="shop",
-        sdk_tools=[get_orders],
-        tool_options=OPTIONS,
-        context=CONTEXT,
-    )
-    guarded_server = options.mcp_servers["shop"]["instance"]
-    pre_tool_use = options.hooks["PreToolUse"][-1].hooks[0]
-    hook_input = {
-        "session_id": "bench",
-        "tool_name": "mcp__shop__get_orders",
-        "tool_input": CALL[1],
-        "tool_use_id": "t1",
-    }
-    return {
-        "tools/call on the SDK's server (unguarded)": _mcp_call(
-            Client, sdk_server, UNGUARDED_CALL, None
-        ),
-        "guarded": _mcp_call(
-            Client,
-            guarded_server,
-            CALL,
-            lambda: pre_tool_use(hook_input, "t1", {"signal": None}),
-        ),
-    }
-
-
-def _mcp_call(connect: Any, server: Any, call: tuple[str, Any], hook: Any) -> Callable[[], Any]:
-    # One in-memory client session per case, opened on first use inside the
-    # harness's event loop and kept for the whole run.
-    state: dict[str, Any] = {}
-
-    async def once() -> Any:
-        session = state.get("session")
-        if session is None:
-            state["context"] = connect(server)
-            session = state["session"] = await state["context"].__aenter__()
-        if hook is not None:
-            await hook()
-        return await session.call_tool(*call)
-
-    return once
-
-
-FRAMEWORKS: dict[str, Callable[[], dict[str, Callable[[], Any]]]] = {
-    "frameworks: Microsoft Agent Framework": _agent_framework,
-    "frameworks: Google ADK": _google_adk,
-    "frameworks: Claude Agent SDK": _claude_agent,
+FRAMEWORKS: dict[str, Callable[[int], dict[str, Callable[[], Any]]]] = {
+    "OpenAI Agents SDK": _openai_agents,
+    "LangChain v1": _langchain,
+    "pydantic-ai": _pydantic_ai,
 }
 
 
 def run(quick: bool = False) -> list[Row]:
     rows: list[Row] = []
-    for group, setup in FRAMEWORKS.items():
-        try:
-            cases = setup()
-        except ImportError as exc:
-            rows.append(
-                {
-                    "group": group,
-                    "name": "guarded",
-                    "median_us": None,
-                    "note": f"not installed: {exc.name or exc}",
-                }
-            )
-            continue
-        floor = next(iter(cases))
-        rows += compare(group, cases, floor=floor, quick=quick)
+    for framework, build in FRAMEWORKS.items():
+        for calls in CALLS:
+            group = f"frameworks: {framework}, {calls} tool call{'s' if calls > 1 else ''} per run"
+            try:
+                cases = build(calls)
+            except ImportError as exc:
+                rows.append(row(group, "not installed", 0.0, note=str(exc)))
+                continue
+            rows.extend(compare(group, cases, floor=UNGUARDED, quick=quick))
     return rows
+
+
+if __name__ == "__main__":
+    for r in run(quick=True):
+        print(r)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -65,10 +66,12 @@ def call_with_timeout(fn: Callable[..., T], timeout: float, *args: Any) -> T:
     """``fn(*args)`` on a daemon thread; ``TimeoutError`` after ``timeout`` seconds."""
     box: list[tuple[bool, Any]] = []
     done = threading.Event()
+    # The thread sees the caller's context variables, as with asyncio.to_thread.
+    run = contextvars.copy_context().run
 
     def target() -> None:
         try:
-            box.append((True, fn(*args)))
+            box.append((True, run(fn, *args)))
         except BaseException as exc:
             box.append((False, exc))
         finally:
@@ -95,9 +98,11 @@ async def acall_with_timeout(fn: Callable[..., T], timeout: float, *args: Any) -
             else:
                 future.set_exception(value)
 
+    run = contextvars.copy_context().run
+
     def target() -> None:
         try:
-            outcome: tuple[bool, Any] = (True, fn(*args))
+            outcome: tuple[bool, Any] = (True, run(fn, *args))
         except BaseException as exc:
             outcome = (False, exc)
         with contextlib.suppress(RuntimeError):  # the loop closed while the call ran

@@ -31,6 +31,23 @@ EXPECTED = {
         '"tool_call_id": "call_2", "content": "The arguments were not accepted.',
         f'"tool_call_id": "call_3", "content": "{model_sentence(Outcome.UNAVAILABLE)}"',
     ],
+    "langchain_agent.py": [
+        "parameters the model sees: {'get_balance': [], 'refund': ['amount']}",
+        f"c1 (error): {model_sentence(Outcome.INVALID_ARGS)}",
+        f"c2 (error): {model_sentence(Outcome.ERROR)}",
+        f"c3 (error): {model_sentence(Outcome.UNAVAILABLE)}",
+        "c4 (success): refunded 20.0 EUR to acc-42",
+    ],
+    "openai_agents_sdk.py": [
+        "c1: 'acc-42: 250.00 EUR'",
+        "[guardrails: result truncated]'",
+        f"c4: '{model_sentence(Outcome.UNAVAILABLE)}'",
+    ],
+    "pydantic_ai_agent.py": [
+        "offered: ['search_docs']",
+        f"c2 (failed): {model_sentence(Outcome.INVALID_ARGS, ['limit', 'query'])}",
+        f"c3 (failed): {model_sentence(Outcome.UNAVAILABLE)}",
+    ],
     "mcp_server.py": [
         "acme sees: ['list_invoices']",
         f"purge_invoices{{'year': 2025}}: isError=True {model_sentence(Outcome.UNAVAILABLE)}",

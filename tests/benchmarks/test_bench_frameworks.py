@@ -1,4 +1,5 @@
-"""The framework-adapter benchmark runs and gives well-formed rows. Timings are never checked."""
+"""The framework-adapter benchmark (Agents SDK, LangChain, pydantic-ai) runs and gives
+well-formed rows. Timings are never checked."""
 
 from __future__ import annotations
 
@@ -16,13 +17,10 @@ def test_framework_benchmark_rows_are_well_formed(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(harness, "QUICK", harness.Budget(rounds=2, round_s=0.0002, max_n=3))
     bench = importlib.import_module("bench_frameworks")
     rows = bench.run(quick=True)
-    assert sorted({r["group"] for r in rows}) == sorted(bench.FRAMEWORKS)
+    groups = {r["group"] for r in rows}
+    assert len(groups) == len(bench.FRAMEWORKS) * len(bench.CALLS)
     for r in rows:
         harness.check_row(r)
-        assert r["median_us"] is not None or r["note"].startswith("not installed")
-    timed = [r for r in rows if r["median_us"] is not None]
-    assert all(r["floor"] == next(iter(rows_of(rows, r["group"])))["name"] for r in timed)
-
-
-def rows_of(rows: list[dict[str, object]], group: str) -> list[dict[str, object]]:
-    return [r for r in rows if r["group"] == group]
+    for group in groups:
+        names = [r["name"] for r in rows if r["group"] == group]
+        assert names == [bench.UNGUARDED, bench.GUARDED] or names == ["not installed"]

@@ -1,0 +1,346 @@
+"""LangChain v1: a real ``create_agent`` run with a scripted chat model, guarded by the middleware."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jsonschema_rs
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.integrations import _frameworks as fw
+
+fw.need("langchain")
+
+from langchain.agents import create_agent  # noqa: E402
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage  # noqa: E402
+from langchain_core.tools import StructuredTool  # noqa: E402
+
+from guardrails import ConfigurationError, DuplicateNameError, Guardrails, TurnContext  # noqa: E402
+from guardrails import guard as make_guard  # noqa: E402
+from guardrails.integrations import langchain  # noqa: E402
+from guardrails.integrations.langchain import STATE_KEY  # noqa: E402
+from guardrails.rules import required_action, trigger  # noqa: E402
+from guardrails.testing import MemoryRecorder  # noqa: E402
+
+
+def model(*steps: list[tuple[str, str, dict[str, Any]]], final: str = fw.FINAL) -> Any:
+    replies = [
+        AIMessage(content="", tool_calls=[{"name": n, "args": a, "id": i} for i, n, a in step])
+        for step in steps
+    ]
+    return langchain.scripted_model(*replies, AIMessage(content=final))
+
+
+def tools() -> list[StructuredTool]:
+    return [
+        StructuredTool.from_function(f) for f in (fw.lookup, fw.get_orders, fw.explode, fw.dump)
+    ]
+
+
+def tool_messages(messages: list[BaseMessage]) -> dict[str, tuple[str, bool]]:
+    return {
+        m.tool_call_id: (m.content, m.status == "error")
+        for m in messages
+        if isinstance(m, ToolMessage)
+    }
+
+
+JSON_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8)
+)
+LOOKUP_SCHEMA = jsonschema_rs.validator_for(
+    {
+        "type": "object",
+        "properties": {"order_id": {"type": "string"}, "verbose": {"type": "boolean"}},
+        "required": ["order_id"],
+    }  # the schema LangChain gives: extra properties are not forbidden (the tool ignores them)
+)
+
+
+def context() -> dict[str, Any]:
+    return {"account_id": fw.ACCOUNT, "tenant": "acme"}
+
+
+def test_the_model_is_sent_our_outcomes_and_sentences_only() -> None:
+    engine = fw.rails()
+    reports: list[Any] = []
+    chat = model(*fw.STEPS)
+    agent = create_agent(
+        chat,
+        tools(),
+        middleware=[langchain.middleware(engine, tool_options=fw.BIND, on_report=reports.append)],
+    )
+    out = agent.invoke({"messages": [{"role": "user", "content": "my orders"}]}, context=context())
+    assert tool_messages(chat.sent[-1]) == fw.EXPECTED
+    assert out["messages"][-1].content == fw.FINAL
+    answers = str([m for m in out["messages"] if isinstance(m, ToolMessage)])
+    assert fw.SECRET not in answers and "acc-666" not in answers
+    [report] = reports
+    assert report.text == fw.FINAL
+    assert STATE_KEY not in out
+
+
+async def test_async_run_sends_the_same() -> None:
+    chat = model(*fw.STEPS)
+    agent = create_agent(
+        chat, tools(), middleware=[langchain.middleware(fw.rails(), tool_options=fw.BIND)]
+    )
+    await agent.ainvoke({"messages": [{"role": "user", "content": "my orders"}]}, context=context())
+    assert tool_messages(chat.sent[-1]) == fw.EXPECTED
+
+
+def test_without_the_middleware_the_framework_echoes_arguments_and_aborts_on_exceptions() -> None:
+    chat = model([fw.FIRST[2], fw.FIRST[4]], [fw.FIRST[5]])
+    agent = create_agent(chat, tools())
+    with pytest.raises(RuntimeError, match="sk-live-123"):
+        agent.invoke({"messages": [{"role": "user", "content": "my orders"}]})
+    sent = tool_messages(chat.sent[1])
+    assert "with kwargs {'order_id': 7}" in sent["c3"][0]  # the model's arguments, echoed
+    assert sent["c5"] == ("acc-666:open", False)  # the model chose the account
+
+
+def test_bound_parameters_are_hidden_from_the_offered_schema() -> None:
+    chat = model()
+    agent = create_agent(
+        chat, tools(), middleware=[langchain.middleware(fw.rails(), tool_options=fw.BIND)]
+    )
+    agent.invoke({"messages": [{"role": "user", "content": "hi"}]}, context=context())
+    offered = {t["function"]["name"]: t["function"]["parameters"] for t in chat.offered[0]}
+    assert sorted(offered) == ["dump", "explode", "get_orders", "lookup"]
+    assert "account_id" not in offered["get_orders"]["properties"]
+    assert offered["lookup"]["required"] == ["order_id"]
+
+
+def test_pre_turn_withholds_tools_and_a_withheld_tool_is_unavailable() -> None:
+    engine = Guardrails(guards=[trigger(["log"], remove=["dump"], name="no_dumps")])
+    chat = model([("d1", "dump", {})])
+    agent = create_agent(chat, tools(), middleware=[langchain.middleware(engine)])
+    agent.invoke({"messages": [{"role": "user", "content": "show me the log"}]})
+    assert [t["function"]["name"] for t in chat.offered[0]] == ["lookup", "get_orders", "explode"]
+    assert tool_messages(chat.sent[1]) == {"d1": (fw.EXPECTED["c4"][0], True)}
+
+
+def test_a_refused_turn_never_reaches_the_model() -> None:
+    engine = Guardrails(guards=[trigger(["chargeback"], refuse="money_subject")])
+    chat = model([fw.FIRST[0]])
+    agent = create_agent(chat, tools(), middleware=[langchain.middleware(engine)])
+    out = agent.invoke({"messages": [{"role": "user", "content": "a chargeback please"}]})
+    assert chat.sent == []
+    assert out["messages"][-1].content == "money_subject"
+    assert out["messages"][-1].response_metadata["guardrails_refusal"] == "money_subject"
+
+
+def test_the_session_comes_from_the_thread_and_the_tenant_from_the_context() -> None:
+    engine = fw.rails()
+    seen: list[TurnContext] = []
+
+    @make_guard
+    def look(invocation: Any) -> Any:
+        seen.append(invocation.context)
+        from guardrails import Verdict
+
+        return Verdict.PASS
+
+    engine.add_guard(look)
+    agent = create_agent(model([fw.FIRST[0]]), tools(), middleware=[langchain.middleware(engine)])
+    agent.invoke(
+        {"messages": [{"role": "user", "content": "hi"}]},
+        context={"tenant": "acme"},
+        config={"configurable": {"thread_id": "th-1"}},
+    )
+    [ctx] = seen
+    assert (ctx.tenant, ctx.session) == ("acme", "th-1")
+
+
+def test_a_tool_registered_in_the_engine_under_the_same_name_is_refused() -> None:
+    engine = Guardrails([fw.lookup])
+    agent = create_agent(model(), tools(), middleware=[langchain.middleware(engine)])
+    with pytest.raises(DuplicateNameError, match="'lookup'"):
+        agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
+
+
+def test_bad_tool_options_name_the_tool() -> None:
+    engine = fw.rails()
+    agent = create_agent(
+        model(),
+        tools(),
+        middleware=[langchain.middleware(engine, tool_options={"lookup": {"bind": {"nope": "x"}}})],
+    )
+    with pytest.raises(ConfigurationError, match=r"'lookup'.*'nope'"):
+        agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
+
+
+def test_every_call_is_recorded_and_each_run_is_a_turn_of_its_own() -> None:
+    recorder = MemoryRecorder()
+    engine = Guardrails(
+        max_calls_per_turn=fw.CEILING, max_result_chars=fw.MAX_RESULT, recorder=recorder
+    )
+    replies = [
+        AIMessage(content="", tool_calls=[{"name": n, "args": a, "id": i} for i, n, a in step])
+        for step in fw.STEPS
+    ]
+    second = AIMessage(
+        content="", tool_calls=[{"name": "lookup", "args": {"order_id": "o-3"}, "id": "d1"}]
+    )
+    chat = langchain.scripted_model(
+        *replies, AIMessage(content="one"), second, AIMessage(content="two")
+    )
+    agent = create_agent(
+        chat, tools(), middleware=[langchain.middleware(engine, tool_options=fw.BIND)]
+    )
+    agent.invoke({"messages": [{"role": "user", "content": "hi"}]}, context=context())
+    assert {r.call_id: r.outcome for r in recorder.results} == fw.OUTCOMES
+    # The second run starts a new turn: the ceiling the first one reached is not carried over.
+    agent.invoke({"messages": [{"role": "user", "content": "again"}]}, context=context())
+    assert tool_messages(chat.sent[-1]) == {"d1": ("order o-3", False)}
+
+
+def test_concurrent_sync_calls_of_one_step_respect_the_ceiling() -> None:
+    calls = [(f"p{i}", "lookup", {"order_id": f"o-{i}"}) for i in range(12)]
+    chat = model(calls)
+    agent = create_agent(chat, tools(), middleware=[langchain.middleware(fw.rails())])
+    agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
+    answers = tool_messages(chat.sent[-1])
+    assert sorted(is_error for _, is_error in answers.values()) == [False] * fw.CEILING + [True] * (
+        12 - fw.CEILING
+    )
+
+
+def test_secrets_reach_action_tools_and_never_the_model() -> None:
+    chat = model([("s1", "charge", {"amount": 5})])
+    agent = create_agent(
+        chat,
+        [StructuredTool.from_function(fw.charge)],
+        middleware=[langchain.middleware(fw.secret_rails(), tool_options=fw.SECRETS)],
+    )
+    agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
+    assert "api_key" not in chat.offered[0][0]["function"]["parameters"]["properties"]
+    assert tool_messages(chat.sent[-1]) == {"s1": ("charged 5.0", False)}
+
+
+def test_tool_options_for_a_tool_the_agent_lacks_are_refused() -> None:
+    middleware = langchain.middleware(fw.rails(), tool_options={"nope": {}})
+    agent = create_agent(model(), tools(), middleware=[middleware])
+    with pytest.raises(ConfigurationError, match="'nope'"):
+        agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
+
+
+def test_public_names_are_the_documented_ones() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs/integrations/langchain.md").read_text()
+    assert f'response_metadata["{langchain.REFUSAL_KEY}"]' in page
+    assert STATE_KEY == "guardrails_run"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    arguments=st.one_of(
+        st.just({"order_id": "o-1"}),
+        st.dictionaries(st.sampled_from(["order_id", "verbose", "x"]), JSON_VALUES, max_size=3),
+    )
+)
+def test_any_arguments_get_a_closed_answer(arguments: dict[str, Any]) -> None:
+    chat = model([("h1", "lookup", arguments)])
+    agent = create_agent(chat, tools(), middleware=[langchain.middleware(fw.rails())])
+    agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
+    [(content, is_error)] = tool_messages(chat.sent[-1]).values()
+    valid = LOOKUP_SCHEMA.is_valid(arguments)
+    assert is_error is not valid
+    if valid:
+        known = {k: v for k, v in arguments.items() if k != "x"}
+        assert content == fw.lookup(**known)
+    else:
+        assert content.startswith(fw.EXPECTED["c2"][0].split(" Check")[0])
+
+
+def test_an_interrupt_in_a_tool_pauses_the_graph_and_the_resumed_call_keeps_its_context() -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command, interrupt
+
+    def approve_refund(order_id: str, account_id: str) -> str:
+        """Refund an order once a human approved it."""
+        answer = interrupt(f"refund {order_id}?")
+        return f"{account_id}: refund {order_id} {answer}"
+
+    chat = model([("a1", "approve_refund", {"order_id": "o-1"})])
+    agent = create_agent(
+        chat,
+        [StructuredTool.from_function(approve_refund)],
+        middleware=[
+            langchain.middleware(
+                fw.rails(), tool_options={"approve_refund": {"bind": {"account_id": "account_id"}}}
+            )
+        ],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "th-1"}}
+    paused = agent.invoke(
+        {"messages": [{"role": "user", "content": "refund o-1"}]}, config, context=context()
+    )
+    assert paused["__interrupt__"][0].value == "refund o-1?"
+    done = agent.invoke(Command(resume="approved"), config, context=context())
+    assert tool_messages(done["messages"]) == {"a1": (f"{fw.ACCOUNT}: refund o-1 approved", False)}
+
+
+def test_a_backstop_action_runs_the_agents_tool() -> None:
+    notified: list[str] = []
+
+    def notify_human(reason: str, account_id: str) -> str:
+        """Hand the conversation to a human."""
+        notified.append(f"{account_id}: {reason}")
+        return "notified"
+
+    engine = Guardrails(
+        guards=[
+            required_action(
+                "notify_human",
+                when=lambda run: "escalate" in (run.text or ""),
+                arguments={"reason": "promised"},
+            )
+        ]
+    )
+    reports: list[Any] = []
+    agent = create_agent(
+        model(final="I will escalate this."),
+        [StructuredTool.from_function(notify_human)],
+        middleware=[
+            langchain.middleware(
+                engine,
+                tool_options={"notify_human": {"bind": {"account_id": "account_id"}}},
+                on_report=reports.append,
+            )
+        ],
+    )
+    agent.invoke({"messages": [{"role": "user", "content": "help"}]}, context=context())
+    assert notified == [f"{fw.ACCOUNT}: promised"]
+    [action] = reports[0].actions
+    assert action.outcome == "ok"
+
+
+async def test_a_streamed_run_is_guarded_the_same() -> None:
+    chat = model(*fw.STEPS)
+    agent = create_agent(
+        chat, tools(), middleware=[langchain.middleware(fw.rails(), tool_options=fw.BIND)]
+    )
+    inputs = {"messages": [{"role": "user", "content": "my orders"}]}
+    async for _ in agent.astream(inputs, context=context()):
+        pass
+    assert tool_messages(chat.sent[-1]) == fw.EXPECTED
+
+
+def test_a_langgraph_tool_node_alone_is_guarded_call_by_call() -> None:
+    from langgraph.prebuilt import ToolNode
+    from langgraph.runtime import Runtime
+
+    guard = langchain.middleware(fw.rails(), tool_options=fw.BIND)
+    node = ToolNode(tools(), wrap_tool_call=guard.wrap_tool_call)
+    calls = [
+        {"name": n, "args": a, "id": i, "type": "tool_call"} for i, n, a in [*fw.FIRST, *fw.SECOND]
+    ]
+    config: Any = {"configurable": {"__pregel_runtime": Runtime(context=context())}}
+    out = node.invoke(calls, config)
+    # Without create_agent there is no run: each call is a turn of its own (no ceiling).
+    expected = {k: v for k, v in fw.EXPECTED.items() if k != "c9"}
+    assert tool_messages(out["messages"]) == expected
