@@ -1,4 +1,11 @@
-"""What the integrations share: reading SDK objects or dicts, and choosing what to offer."""
+"""What the integrations share: reading SDK objects or dicts, choosing what to offer,
+registering a framework's tools and starting a turn for each of its runs.
+
+An adapter registers each of the agent's tools in the engine once, when the
+agent is guarded, so a bad binding fails then, naming the tool. Each run of
+the agent gets a ``Turn`` whose context comes from the framework's own run
+context (its session id) unless the application says otherwise.
+"""
 
 from __future__ import annotations
 
@@ -12,14 +19,18 @@ from typing import Any, NamedTuple
 from ..context import ToolResult, TurnContext
 from ..engine import Guardrails, Turn
 from ..errors import ConfigurationError, DuplicateNameError, UsageError
+from ..middleware.post_run import PostRunReport
 from ..middleware.pre_turn import PreTurnDecision
 from ..tools import Tool
 
 __all__ = [
     "SOURCE",
     "Call",
+    "ContextSource",
     "Offer",
+    "ReportSink",
     "Runs",
+    "ToolOptions",
     "aanswer",
     "acall_native",
     "adopt",
@@ -32,7 +43,9 @@ __all__ = [
     "field",
     "items",
     "offer",
+    "register",
     "relax_required",
+    "start_turn",
     "tools_of",
 ]
 
@@ -191,11 +204,13 @@ def adopt(
     return rails.add_tool(tool)
 
 
-def check_options(known: Iterable[str], tool_options: Mapping[str, Any] | None) -> None:
+def check_options(
+    known: Iterable[str], tool_options: Mapping[str, Any] | None, where: str = "tool_options"
+) -> None:
     """``tool_options`` names only tools the agent has (raised at construction)."""
     unknown = sorted(set(tool_options or ()) - set(known))
     if unknown:
-        raise ConfigurationError(f"tool_options: the agent has no tool {unknown[0]!r}")
+        raise ConfigurationError(f"{where}: the agent has no tool {unknown[0]!r}")
 
 
 def call_native(
@@ -303,3 +318,48 @@ class Runs:
             entry = self._runs.get(key)
             if entry is not None and entry[0] is ref:
                 del self._runs[key]
+
+
+# Per tool name, the options of ``Tool`` (``bind=``, ``effect=``, ``guards=``, ``timeout=`` ...).
+ToolOptions = Mapping[str, Mapping[str, Any]]
+
+# Where a run's TurnContext comes from: a fixed context, or a function of the
+# framework's run context (an ADK ``ToolContext``, an Agent Framework ``AgentContext``,
+# a Claude Agent SDK hook input).
+ContextSource = TurnContext | Callable[[Any], TurnContext] | None
+
+# Called with the post_run report at the end of each run.
+ReportSink = Callable[[PostRunReport], Any] | None
+
+
+def register(
+    rails: Guardrails,
+    name: str,
+    build: Callable[..., Tool],
+    options: ToolOptions | None,
+) -> Tool:
+    """The engine's tool ``name``; built with ``build(**options)`` and added when it is missing."""
+    existing = rails.tools.get(name)
+    if existing is not None:
+        if options and name in options:
+            raise ConfigurationError(
+                f"tool {name!r} is already registered in the engine: give its options there"
+            )
+        return existing
+    return rails.add_tool(build(**dict((options or {}).get(name, {}))))
+
+
+def start_turn(rails: Guardrails, context: ContextSource, source: Any, session: Any) -> Turn:
+    """A turn for one run: the application's context, else the framework's session id."""
+    if callable(context):
+        made = context(source)
+        if not isinstance(made, TurnContext):
+            raise ConfigurationError(
+                f"context function {context!r} returned {type(made).__name__}, not a TurnContext"
+            )
+        turn_context = made
+    else:
+        turn_context = context or TurnContext()
+    if turn_context.session is None and isinstance(session, str) and session:
+        turn_context = turn_context.evolve(session=session)
+    return rails.turn(turn_context)

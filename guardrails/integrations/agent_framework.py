@@ -22,11 +22,11 @@ from typing import Any
 
 from ..engine import Guardrails, Turn
 from ..tools import Tool
-from ._frameworks import (
+from ._common import (
     ContextSource,
     ReportSink,
     ToolOptions,
-    check_tool_options,
+    check_options,
     register,
     start_turn,
 )
@@ -98,7 +98,7 @@ def guard(
 
     declared = (getattr(agent, "default_options", None) or {}).get("tools") or []
     function_tools = [t for t in declared if isinstance(t, FunctionTool)]
-    check_tool_options(tool_options, [t.name for t in function_tools], "guard(agent)")
+    check_options([t.name for t in function_tools], tool_options, "guard(agent)")
     for ft in function_tools:
         register(rails, ft.name, lambda ft=ft, **o: tool_from(ft, **o), tool_options)
     middleware = list(getattr(agent, "middleware", None) or [])

@@ -34,11 +34,11 @@ from ..engine import Guardrails, Turn
 from ..errors import ConfigurationError
 from ..tools import Tool
 from ..verdicts import Outcome, model_sentence
-from ._frameworks import (
+from ._common import (
     ContextSource,
     ReportSink,
     ToolOptions,
-    check_tool_options,
+    check_options,
     register,
     start_turn,
 )
@@ -222,7 +222,7 @@ def guard(
     from claude_agent_sdk.types import McpSdkServerConfig
 
     sdk_tools = list(sdk_tools)
-    check_tool_options(tool_options, [t.name for t in sdk_tools], "guard(options)")
+    check_options([t.name for t in sdk_tools], tool_options, "guard(options)")
     for sdk_tool in sdk_tools:
         register(rails, sdk_tool.name, lambda t=sdk_tool, **o: tool_from(t, **o), tool_options)
     if not rails.tools:

@@ -22,11 +22,11 @@ from typing import Any
 
 from ..engine import Guardrails, Turn
 from ..tools import Tool
-from ._frameworks import (
+from ._common import (
     ContextSource,
     ReportSink,
     ToolOptions,
-    check_tool_options,
+    check_options,
     register,
     start_turn,
 )
@@ -106,7 +106,7 @@ def plugin(
     ``on_report`` receives each run's post_run report.
     """
     found = {t.name: t for t in _agent_tools(agent)}
-    check_tool_options(tool_options, found, "plugin(agent)")
+    check_options(found, tool_options, "plugin(agent)")
     for tool_name, adk_tool in found.items():
         register(rails, tool_name, lambda t=adk_tool, **o: tool_from(t, **o), tool_options)
     return _plugin(_Guarding(rails, context, on_report), name)
