@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable, Coroutine
+from time import perf_counter_ns
 from typing import Any, TypeVar
 
 from .errors import UsageError
@@ -48,9 +49,80 @@ def run_coroutine(coro: Coroutine[Any, Any, T], timeout: float | None = None) ->
     if holder is None or holder.loop.is_closed():
         holder = _local.holder = _ThreadLoop()
     loop = holder.loop
-    if timeout is not None:
-        return loop.run_until_complete(asyncio.wait_for(coro, timeout))
-    return loop.run_until_complete(coro)
+    if timeout is None:
+        return loop.run_until_complete(coro)
+    task = loop.create_task(coro)
+    loop.run_until_complete(asyncio.wait((task,), timeout=timeout))
+    if task.done():
+        return task.result()
+    # Past the deadline: cancel, and give the task one pass to see it. A task
+    # that swallows the cancellation is left behind, never waited for.
+    task.cancel()
+    loop.run_until_complete(asyncio.sleep(0))
+    _abandon(task)
+    raise TimeoutError(f"no answer within {timeout} s")
+
+
+async def await_with_timeout(coro: Coroutine[Any, Any, T], timeout: float) -> T:
+    """Await ``coro`` for at most ``timeout`` seconds of the loop's time.
+
+    Unlike ``asyncio.wait_for``, the caller is released at the deadline even
+    when the coroutine swallows its cancellation (it is left to finish on its
+    own). A coroutine that blocks the loop cannot be pre-empted at all: the
+    caller measures how long it took (see ``late``).
+    """
+    task = asyncio.ensure_future(coro)
+    try:
+        await asyncio.wait((task,), timeout=timeout)
+    except asyncio.CancelledError:  # the caller's own cancellation: pass it on
+        task.cancel()
+        _abandon(task)
+        raise
+    if task.done():
+        return task.result()
+    task.cancel()
+    _abandon(task)
+    raise TimeoutError(f"no answer within {timeout} s")
+
+
+def _abandon(task: asyncio.Future[Any]) -> None:
+    # Whatever the task ends with later is read here, so that nothing is logged
+    # as "exception never retrieved".
+    task.add_done_callback(_consume)
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
+def late(start_ns: int, deadline_ns: int | None) -> bool:
+    """True when more than ``deadline_ns`` passed since ``start_ns``."""
+    return deadline_ns is not None and perf_counter_ns() - start_ns > deadline_ns
+
+
+def stops(exc: BaseException) -> bool:
+    """A ``BaseException`` that must reach the caller: a stop of the process, or the
+    caller's own cancellation (the current task was asked to cancel).
+
+    Anything else (an ``Exception``, or a ``CancelledError`` or other
+    ``BaseException`` that a guard or tool raised of its own accord) is that
+    callable's failure.
+    """
+    if isinstance(exc, KeyboardInterrupt | SystemExit):
+        return True
+    if isinstance(exc, asyncio.CancelledError):
+        return cancel_requested()
+    return False
+
+
+def cancel_requested() -> bool:
+    """True when the running task (if any) has been asked to cancel."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running loop
+        return False
+    return task is not None and task.cancelling() > 0
 
 
 # -- sync callables with a timeout ---------------------------------------------------
