@@ -68,6 +68,7 @@ class Tool:
         "description",
         "effect",
         "extra",
+        "extra_check",
         "fn",
         "guards",
         "is_async",
@@ -146,6 +147,11 @@ class Tool:
         self.deadline_ns = None if timeout is None else int(timeout * 1e9)
         # What to do with arguments the schema does not declare (see docs/tools.md).
         self.extra: Extra = extra
+        # What admission checks itself: nothing when undeclared keys are allowed,
+        # or refused by a closed schema already (the reason is the same).
+        self.extra_check: str | None = (
+            None if extra == "allow" or (extra == "reject" and self.compiled.closed) else extra
+        )
         # Bindings that call user code (functions of the context, the secret
         # provider) run under the engine's provider deadline.
         self.runs_providers = bool(self.secrets) or any(

@@ -241,11 +241,12 @@ def admit(
         )
     compiled = tool.compiled
     extra = False
-    if not compiled.properties.issuperset(args):
-        if tool.extra == "drop":
+    # ``extra_check`` is None when the schema itself refuses undeclared keys.
+    if tool.extra_check is not None and not compiled.properties.issuperset(args):
+        if tool.extra_check == "drop":
             args = {k: v for k, v in args.items() if k in compiled.properties}
             view = _Proxy({k: v for k, v in view.items() if k in compiled.properties})
-        elif tool.extra == "reject":
+        else:
             extra = True
     if extra or not compiled.is_valid(args):
         return _schema_refusal(plan, args, extra, call_id, name, start)

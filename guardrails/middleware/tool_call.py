@@ -178,7 +178,8 @@ class ToolCallPipeline:
             began = perf_counter_ns()
             try:
                 value = self._call_sync(tool, args, secrets)
-                late = _late(began, tool.deadline_ns)
+                if tool.deadline_ns is not None:
+                    late = _late(began, tool.deadline_ns)
             except Exception as exc:
                 stop = _failure(exc)
             except BaseException as exc:
@@ -233,7 +234,8 @@ class ToolCallPipeline:
             began = perf_counter_ns()
             try:
                 value = await self._call_async(tool, args, secrets)
-                late = _late(began, tool.deadline_ns)
+                if tool.deadline_ns is not None:
+                    late = _late(began, tool.deadline_ns)
             except Exception as exc:
                 stop = _failure(exc)
             except BaseException as exc:
