@@ -20,17 +20,15 @@ import re
 from collections.abc import Callable
 from time import perf_counter_ns
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 from ..context import Escape, ToolResult
+from ..guard import Guard
+from ..tools import Tool
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict, model_sentence
 from ._frozen import FrozenDict, FrozenList
 
-if TYPE_CHECKING:
-    from ..tools import Tool
-    from .tool_call import Plan
-
-__all__ = ["MAX_CALL_ID", "MAX_DEPTH", "admit", "canonical", "entry_call_id", "refusal"]
+__all__ = ["MAX_CALL_ID", "MAX_DEPTH", "Plan", "admit", "canonical", "entry_call_id", "refusal"]
 
 MAX_DEPTH = 128
 MAX_CALL_ID = 128
@@ -42,6 +40,15 @@ _UNAVAILABLE = Outcome.UNAVAILABLE
 _REJECT = Verdict.REJECT
 _Proxy = MappingProxyType
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class Plan(NamedTuple):
+    """Everything the pipeline needs about one tool, computed at registration: the
+    tool (its compiled schema, bound parameters and ``extra`` check) and its guards."""
+
+    tool: Tool
+    guards: tuple[Guard, ...]
+    output_guards: tuple[Guard, ...]
 
 
 class _Refused(Exception):

@@ -38,12 +38,13 @@ from .._aio import (
 from .._aio import late as _late
 from ..context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
 from ..errors import LimitExceeded, StopRun, UsageError
-from ..guard import Guard, GuardOutcome
+from ..guard import GuardOutcome
 from ..tools import Tool
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict, combine, model_sentence
 from ._render import render
 from .admission import (
     FLAG_BOUND_ARGUMENT_SUPPLIED,
+    Plan,
     admit,
     entry_call_id,
     refusal,
@@ -90,14 +91,6 @@ class CallHook(Protocol):
     def before(self, invocation: Invocation, /) -> Stop | Escape | None: ...
 
     def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult: ...
-
-
-class Plan(NamedTuple):
-    """Everything the pipeline needs about one tool, computed at registration."""
-
-    tool: Tool
-    guards: tuple[Guard, ...]
-    output_guards: tuple[Guard, ...]
 
 
 _new = tuple.__new__

@@ -230,9 +230,7 @@ async def test_hostile_text_as_key_value_json_name_or_call_id_gives_a_closed_out
 # -- guards read, the tool receives what was validated ---------------------------------
 
 
-def test_guards_see_the_arguments_read_only_at_every_depth_and_the_tool_gets_the_original() -> (
-    None
-):
+def test_guards_see_the_arguments_read_only_at_every_depth_and_the_tool_gets_the_original() -> None:
     attempts: list[str] = []
 
     def mutate(call: Invocation) -> Verdict:
@@ -363,9 +361,12 @@ def test_extra_allow_passes_undeclared_arguments_to_the_implementation() -> None
         return ",".join(sorted(rest))
 
     definition = {**DEFINITION, "name": "f"}
-    assert Guardrails([Tool.from_definition(definition, f)]).call(
-        "f", {"file_path": "a", "zz": 1}
-    ).content == "zz"
+    assert (
+        Guardrails([Tool.from_definition(definition, f)])
+        .call("f", {"file_path": "a", "zz": 1})
+        .content
+        == "zz"
+    )
     result = Guardrails([Tool.from_definition(DEFINITION, read_file, extra="allow")]).call(
         "read_file", {"file_path": "a", "zz": 1}
     )

@@ -8,6 +8,7 @@ escapes and whether the callable had finished when the call returned.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any
 
@@ -64,7 +65,7 @@ async def test_an_async_guard_that_blocks_the_loop_past_its_deadline_is_a_timeou
 ) -> None:
     @guard(timeout=0.05, fail_closed=fail_closed)
     async def blocks(call: Invocation) -> Verdict:
-        time.sleep(0.3)  # noqa: ASYNC251 - the fault under test
+        time.sleep(0.3)
         return Verdict.PASS
 
     runs = Runs()
@@ -234,10 +235,8 @@ async def test_a_guard_that_swallows_the_callers_cancellation_cannot_let_the_too
     @guard(timeout=timeout)
     async def swallow(call: Invocation) -> Verdict:
         entered.set()
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await asyncio.sleep(3600)
-        except asyncio.CancelledError:
-            pass
         return Verdict.PASS
 
     runs = Runs()
@@ -259,7 +258,7 @@ async def test_an_async_tool_that_blocks_past_its_timeout_is_not_ok_and_the_row_
 ) -> None:
     @tool(timeout=0.05)
     async def t(q: str) -> str:
-        time.sleep(0.3)  # noqa: ASYNC251 - the fault under test
+        time.sleep(0.3)
         return SECRET_MARK
 
     result = await call(Guardrails([t]), driver)
@@ -277,10 +276,8 @@ async def test_a_tool_that_swallows_cancellation_times_out_and_the_caller_is_rel
 
     @tool(timeout=0.05)
     async def t(q: str) -> str:
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await asyncio.sleep(3600)
-        except asyncio.CancelledError:
-            pass
         await asyncio.sleep(0.2 if driver == "sync" else 0)
         state["finished"] = True
         return SECRET_MARK
