@@ -328,16 +328,26 @@ class ToolCallPipeline:
             if type(decision) is Escape:
                 escapes.append(decision)
                 continue
-            return decision  # type: ignore[return-value]
+            if type(decision) is Stop and type(decision.outcome) is Outcome:
+                return decision
+            # Anything else is a hook that could not say: the tool does not run.
+            escapes.append(Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.INVALID_RETURN))
+            return _HOOK_FAILED
         return None
 
     def _after_hooks(self, inv: Invocation, result: ToolResult) -> ToolResult:
         for hook in reversed(self.hooks):
             try:
-                result = hook.after(inv, result)
+                replaced = hook.after(inv, result)
             except Exception as exc:
                 # The tool has run: its result stands, and the failure is counted.
                 missed = Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.RAISED, exc)
+                result = result._replace(escapes=(*result.escapes, missed))
+                continue
+            if type(replaced) is ToolResult:
+                result = replaced
+            else:
+                missed = Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.INVALID_RETURN)
                 result = result._replace(escapes=(*result.escapes, missed))
         return result
 
@@ -516,7 +526,8 @@ def _judge(
 
 
 def _hook_name(hook: Any) -> str:
-    return str(getattr(hook, "name", None) or type(hook).__name__)
+    name = getattr(hook, "name", None)
+    return name if type(name) is str and name else type(hook).__name__
 
 
 def _kwargs(tool: Tool, args: dict[str, Any], secrets: dict[str, Any] | None) -> dict[str, Any]:
@@ -543,6 +554,7 @@ def _interrupted(inv: Invocation, start: int) -> ToolResult:
 
 
 _LATE = Stop(Outcome.ERROR, Reason.TIMEOUT)
+_HOOK_FAILED = Stop(Outcome.UNAVAILABLE, Reason.HOOK_FAILED)
 
 
 def _failure(exc: Exception) -> Stop:
