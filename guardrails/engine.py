@@ -182,12 +182,11 @@ class Guardrails:
 
     def _replan(self) -> None:
         shared = self.guards_at(ChokePoint.TOOL_CALL)
-        self._pipeline.plans = {
-            name: Plan(
-                t, tuple(g for g in shared if g.applies_to(name)) + t.guards, t.output_guards
-            )
-            for name, t in self._tools.items()
-        }
+        plans = {}
+        for name, t in self._tools.items():
+            guards = tuple(g for g in shared if g.applies_to(name)) + t.guards
+            plans[name] = Plan(t, guards, t.output_guards, any(g.is_async for g in guards))
+        self._pipeline.plans = plans
 
     # -- entry points ---------------------------------------------------------
 

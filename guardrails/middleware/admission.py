@@ -49,6 +49,9 @@ class Plan(NamedTuple):
     tool: Tool
     guards: tuple[Guard, ...]
     output_guards: tuple[Guard, ...]
+    # True when a guard is async: only then can a guard swallow the caller's
+    # cancellation, and the async driver checks for it before the tool runs.
+    awaits: bool = False
 
 
 class _Refused(Exception):

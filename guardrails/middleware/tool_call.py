@@ -213,7 +213,7 @@ class ToolCallPipeline:
                 records, escapes, verdict = judged  # type: ignore[misc]
             else:
                 records, escapes, verdict = (), [], _NOT_EVALUATED
-            if cancel_requested():
+            if plan.awaits and cancel_requested():
                 # A guard swallowed the caller's cancellation: the tool does not run.
                 raise asyncio.CancelledError
         except BaseException:
