@@ -272,17 +272,17 @@ class ToolCallPipeline:
         self, tool: Tool, args: dict[str, Any], context: TurnContext, call_id: str, start: int
     ) -> ToolResult | tuple[dict[str, Any], dict[str, Any] | None]:
         timeout = self.provider_timeout if tool.runs_providers else None
+        if timeout is None:  # context keys only, or no provider deadline: inline
+            try:
+                return resolve(tool, args, context, self.secrets)
+            except Exception as exc:
+                return unresolved(call_id, tool.name, start, exc)
         began = perf_counter_ns()
         try:
-            if timeout is None:
-                merged, secrets = resolve(tool, args, context, self.secrets)
-            else:
-                merged, secrets = call_with_timeout(
-                    resolve, timeout, tool, args, context, self.secrets
-                )
+            merged, secrets = call_with_timeout(resolve, timeout, tool, args, context, self.secrets)
         except Exception as exc:
             return unresolved(call_id, tool.name, start, exc)
-        if _late(began, None if timeout is None else int(timeout * 1e9)):
+        if _late(began, int(timeout * 1e9)):
             return unresolved(call_id, tool.name, start, None, late=True)
         return merged, secrets
 
@@ -290,17 +290,19 @@ class ToolCallPipeline:
         self, tool: Tool, args: dict[str, Any], context: TurnContext, call_id: str, start: int
     ) -> ToolResult | tuple[dict[str, Any], dict[str, Any] | None]:
         timeout = self.provider_timeout if tool.runs_providers else None
+        if timeout is None:  # context keys only, or no provider deadline: inline
+            try:
+                return resolve(tool, args, context, self.secrets)
+            except Exception as exc:
+                return unresolved(call_id, tool.name, start, exc)
         began = perf_counter_ns()
         try:
-            if timeout is None:
-                merged, secrets = resolve(tool, args, context, self.secrets)
-            else:
-                merged, secrets = await acall_with_timeout(
-                    resolve, timeout, tool, args, context, self.secrets
-                )
+            merged, secrets = await acall_with_timeout(
+                resolve, timeout, tool, args, context, self.secrets
+            )
         except Exception as exc:
             return unresolved(call_id, tool.name, start, exc)
-        if _late(began, None if timeout is None else int(timeout * 1e9)):
+        if _late(began, int(timeout * 1e9)):
             return unresolved(call_id, tool.name, start, None, late=True)
         return merged, secrets
 
