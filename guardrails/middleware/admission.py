@@ -67,8 +67,10 @@ class _Refused(Exception):
 def canonical(arguments: Any, limit: int) -> tuple[dict[str, Any], Any] | Reason:
     """``(value for the tool, view for guards)`` or the reason it is refused.
 
-    ``limit`` bounds the size (characters of text, plus one per scalar and
-    container); depth is bounded by ``MAX_DEPTH``.
+    The view is ``None`` when the value is flat (no nested object or array):
+    a read-only proxy of the value itself is then a read-only view at every
+    depth. ``limit`` bounds the size (characters of text, plus one per scalar
+    and container); depth is bounded by ``MAX_DEPTH``.
     """
     cls = type(arguments)
     if cls is str or cls is bytes or cls is bytearray:
@@ -85,7 +87,7 @@ def canonical(arguments: Any, limit: int) -> tuple[dict[str, Any], Any] | Reason
     except Exception:  # a dict changed by another thread while it was read
         return Reason.NOT_AN_OBJECT
     if nested is None:
-        return value, _Proxy(value)
+        return value, None
     view = dict(value)
     view.update(nested)
     return value, _Proxy(view)
@@ -225,7 +227,8 @@ def entry_call_id(call_id: Any, new: Callable[[], str]) -> str:
 def admit(
     plans: Any, turn: Any, name: Any, arguments: Any, call_id: str, limit: int, start: int
 ) -> ToolResult | tuple[Plan, dict[str, Any], Any]:
-    """Steps 1-4: the plan, the canonical arguments and the guards' view, or a refusal."""
+    """Steps 1-4: the plan, the canonical arguments and the guards' view (``None``
+    when the arguments are flat), or a refusal."""
     plan: Plan | None = plans.get(name) if type(name) is str else None
     if plan is None:
         return refusal(
@@ -255,7 +258,8 @@ def admit(
     if tool.extra_check is not None and not compiled.properties.issuperset(args):
         if tool.extra_check == "drop":
             args = {k: v for k, v in args.items() if k in compiled.properties}
-            view = _Proxy({k: v for k, v in view.items() if k in compiled.properties})
+            if view is not None:
+                view = _Proxy({k: v for k, v in view.items() if k in compiled.properties})
         else:
             extra = True
     if extra or not compiled.is_valid(args):

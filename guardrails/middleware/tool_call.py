@@ -141,15 +141,15 @@ class ToolCallPipeline:
         admitted = admit(self.plans, turn, name, arguments, call_id, self.max_argument_chars, start)
         if admitted.__class__ is ToolResult:
             return self._finish(turn, admitted)
-        plan, args, view = admitted  # type: ignore[misc]
-        model_view = view
+        plan, args, nested = admitted  # type: ignore[misc]
+        view = model_view = _Proxy(args) if nested is None else nested
         secrets = None
         if plan.tool.bound:
             bound = self._bind(plan.tool, args, turn.context, call_id, start)
             if bound.__class__ is ToolResult:
                 return self._finish(turn, bound)
             args, secrets = bound  # type: ignore[misc]
-            view = _bound_view(model_view, args)
+            view = _Proxy(args) if nested is None else _bound_view(nested, args)
         inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
         try:
             if plan.guards:
@@ -194,15 +194,15 @@ class ToolCallPipeline:
         admitted = admit(self.plans, turn, name, arguments, call_id, self.max_argument_chars, start)
         if admitted.__class__ is ToolResult:
             return self._finish(turn, admitted)
-        plan, args, view = admitted  # type: ignore[misc]
-        model_view = view
+        plan, args, nested = admitted  # type: ignore[misc]
+        view = model_view = _Proxy(args) if nested is None else nested
         secrets = None
         if plan.tool.bound:
             bound = await self._abind(plan.tool, args, turn.context, call_id, start)
             if bound.__class__ is ToolResult:
                 return self._finish(turn, bound)
             args, secrets = bound  # type: ignore[misc]
-            view = _bound_view(model_view, args)
+            view = _Proxy(args) if nested is None else _bound_view(nested, args)
         inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
         try:
             if plan.guards:
