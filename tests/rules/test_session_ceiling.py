@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from guardrails import ConfigurationError, EscapeReason, Guardrails, Outcome, TurnContext, tool
@@ -101,9 +101,12 @@ def test_at_pre_turn_without_session_or_readable_counter_fails_open() -> None:
         assert decision.escapes[0].reason is EscapeReason.NOT_CONFIGURED
 
 
+@example(("a:b", "c"), ("a", "b:c"))
+@example(("a%3A", "c"), ("a:", "c"))
+@example((None, "s"), ("", "s"))
 @given(
-    st.tuples(st.none() | st.text(max_size=6), st.text(max_size=6)),
-    st.tuples(st.none() | st.text(max_size=6), st.text(max_size=6)),
+    st.tuples(st.none() | st.text(":%ab", max_size=6), st.text(":%ab", max_size=6)),
+    st.tuples(st.none() | st.text(":%ab", max_size=6), st.text(":%ab", max_size=6)),
 )
 def test_distinct_tenant_and_session_pairs_never_share_a_counter_key(
     first: tuple[str | None, str], second: tuple[str | None, str]
