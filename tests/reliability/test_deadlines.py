@@ -376,3 +376,24 @@ async def test_providers_within_the_deadline_bind_their_values(driver: str) -> N
     result = await call(rails, driver, context=TurnContext(tenant="acme"))
     assert result.outcome is Outcome.OK
     assert received == [{"q": "x", "k": "acme", "s": "secret-api"}]
+
+
+async def test_the_callers_cancellation_during_the_tool_is_recorded_and_hooks_see_it() -> None:
+    entered = asyncio.Event()
+
+    @tool
+    async def t(q: str) -> str:
+        entered.set()
+        await asyncio.sleep(3600)
+        return "never"  # pragma: no cover
+
+    hook = Seen()
+    memory = MemoryRecorder()
+    turn = Guardrails([t], hooks=[hook], recorder=memory).turn()
+    task = asyncio.ensure_future(turn.acall("t", {"q": "x"}))
+    await entered.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert hook.after_seen == [Reason.INTERRUPTED]
+    assert [r.reason for r in memory.results] == [Reason.INTERRUPTED]
