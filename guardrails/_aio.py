@@ -9,6 +9,7 @@ from collections.abc import Callable, Coroutine
 from time import perf_counter_ns
 from typing import Any, TypeVar
 
+from ._workers import submit
 from .errors import UsageError
 
 T = TypeVar("T")
@@ -127,10 +128,10 @@ def cancel_requested() -> bool:
 
 # -- sync callables with a timeout ---------------------------------------------------
 #
-# A sync function cannot be interrupted, so one with a timeout runs on a thread of
-# its own and the caller stops waiting when the time is up. Each call gets a new
-# daemon thread rather than a place in a shared pool: calls that hang can then
-# neither starve the calls after them nor hold up the interpreter's exit.
+# A sync function cannot be interrupted, so one with a timeout runs on a worker
+# thread (``_workers``: reused, and a new one whenever none is idle, so calls
+# that hang neither starve the calls after them nor hold up the interpreter's
+# exit) and the caller stops waiting when the time is up.
 
 
 def call_with_timeout(fn: Callable[..., T], timeout: float, *args: Any) -> T:
@@ -146,7 +147,7 @@ def call_with_timeout(fn: Callable[..., T], timeout: float, *args: Any) -> T:
         finally:
             done.set()
 
-    threading.Thread(target=target, name="guardrails-timeout", daemon=True).start()
+    submit(target)
     if not done.wait(timeout):
         raise TimeoutError(f"no answer within {timeout} s")
     ok, value = box[0]
@@ -175,5 +176,5 @@ async def acall_with_timeout(fn: Callable[..., T], timeout: float, *args: Any) -
         with contextlib.suppress(RuntimeError):  # the loop closed while the call ran
             loop.call_soon_threadsafe(settle, *outcome)
 
-    threading.Thread(target=target, name="guardrails-timeout", daemon=True).start()
+    submit(target)
     return await asyncio.wait_for(future, timeout)
