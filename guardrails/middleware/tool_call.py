@@ -163,27 +163,30 @@ class ToolCallPipeline:
         except BaseException:
             self._finish(turn, _interrupted(inv, start))
             raise
-        stop = self._before_hooks(inv, escapes) if self.hooks else None
-        value = None
-        late = False
-        if stop is None:
-            tool = plan.tool
-            began = perf_counter_ns()
-            try:
-                value = self._call_sync(tool, args, secrets)
-                if tool.deadline_ns is not None:
-                    late = _late(began, tool.deadline_ns)
-            except Exception as exc:
-                stop = _failure(exc)
-            except BaseException as exc:
-                if stops(exc):
-                    self._interrupt(turn, inv, start)
-                    raise
-                stop = Stop(Outcome.ERROR, Reason.RAISED, None, exc)
-        result = self._complete(inv, records, escapes, verdict, stop, value, start, late)
-        if result.outcome is _OK and plan.output_guards:
-            checked = [g.evaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
-            result = self._after_output(plan, inv, result, checked)
+        try:  # from here on, a deliberate stop still reaches the hooks' after()
+            stop = self._before_hooks(inv, escapes) if self.hooks else None
+            value = None
+            late = False
+            if stop is None:
+                tool = plan.tool
+                began = perf_counter_ns()
+                try:
+                    value = self._call_sync(tool, args, secrets)
+                    if tool.deadline_ns is not None:
+                        late = _late(began, tool.deadline_ns)
+                except Exception as exc:
+                    stop = _failure(exc)
+                except BaseException as exc:
+                    if stops(exc):
+                        raise
+                    stop = Stop(Outcome.ERROR, Reason.RAISED, None, exc)
+            result = self._complete(inv, records, escapes, verdict, stop, value, start, late)
+            if result.outcome is _OK and plan.output_guards:
+                checked = [g.evaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
+                result = self._after_output(plan, inv, result, checked)
+        except BaseException:
+            self._interrupt(turn, inv, start)
+            raise
         if self.hooks:
             result = self._after_hooks(inv, result)
         return self._finish(turn, result)
@@ -219,27 +222,30 @@ class ToolCallPipeline:
         except BaseException:
             self._finish(turn, _interrupted(inv, start))
             raise
-        stop = self._before_hooks(inv, escapes) if self.hooks else None
-        value = None
-        late = False
-        if stop is None:
-            tool = plan.tool
-            began = perf_counter_ns()
-            try:
-                value = await self._call_async(tool, args, secrets)
-                if tool.deadline_ns is not None:
-                    late = _late(began, tool.deadline_ns)
-            except Exception as exc:
-                stop = _failure(exc)
-            except BaseException as exc:
-                if stops(exc):
-                    self._interrupt(turn, inv, start)
-                    raise
-                stop = Stop(Outcome.ERROR, Reason.RAISED, None, exc)
-        result = self._complete(inv, records, escapes, verdict, stop, value, start, late)
-        if result.outcome is _OK and plan.output_guards:
-            checked = [await g.aevaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
-            result = self._after_output(plan, inv, result, checked)
+        try:  # from here on, a deliberate stop still reaches the hooks' after()
+            stop = self._before_hooks(inv, escapes) if self.hooks else None
+            value = None
+            late = False
+            if stop is None:
+                tool = plan.tool
+                began = perf_counter_ns()
+                try:
+                    value = await self._call_async(tool, args, secrets)
+                    if tool.deadline_ns is not None:
+                        late = _late(began, tool.deadline_ns)
+                except Exception as exc:
+                    stop = _failure(exc)
+                except BaseException as exc:
+                    if stops(exc):
+                        raise
+                    stop = Stop(Outcome.ERROR, Reason.RAISED, None, exc)
+            result = self._complete(inv, records, escapes, verdict, stop, value, start, late)
+            if result.outcome is _OK and plan.output_guards:
+                checked = [await g.aevaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
+                result = self._after_output(plan, inv, result, checked)
+        except BaseException:
+            self._interrupt(turn, inv, start)
+            raise
         if self.hooks:
             result = self._after_hooks(inv, result)
         return self._finish(turn, result)
@@ -307,8 +313,9 @@ class ToolCallPipeline:
         return merged, secrets
 
     def _interrupt(self, turn: Any, inv: Invocation, start: int) -> None:
-        """The tool was interrupted (KeyboardInterrupt, SystemExit, the caller's
-        cancellation): hooks and recorders still see the call, then it propagates."""
+        """A deliberate stop (KeyboardInterrupt, SystemExit, the caller's
+        cancellation) after the guards: hooks and recorders still see the call
+        (reason ``interrupted``), then the stop propagates."""
         result = _interrupted(inv, start)
         if self.hooks:
             result = self._after_hooks(inv, result)

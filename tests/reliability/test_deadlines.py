@@ -397,3 +397,25 @@ async def test_the_callers_cancellation_during_the_tool_is_recorded_and_hooks_se
         await task
     assert hook.after_seen == [Reason.INTERRUPTED]
     assert [r.reason for r in memory.results] == [Reason.INTERRUPTED]
+
+
+@pytest.mark.parametrize("where", ["hook_before", "output_guard"])
+def test_a_stop_in_a_hook_or_an_output_guard_still_reaches_the_hooks_after(where: str) -> None:
+    class Stopping(Seen):
+        def before(self, invocation: Invocation, /) -> Stop | None:
+            if where == "hook_before":
+                raise KeyboardInterrupt
+            return None
+
+    def stop(subject: Any) -> Verdict:
+        raise KeyboardInterrupt
+
+    runs = Runs()
+    hook = Stopping()
+    output_guards = [stop] if where == "output_guard" else []
+    spec = Tool("t", runs, SCHEMA, output_guards=output_guards)
+    turn = Guardrails([spec], hooks=[hook]).turn()
+    with pytest.raises(KeyboardInterrupt):
+        turn.call("t", {"q": "x"})
+    assert hook.after_seen == [Reason.INTERRUPTED]
+    assert runs.count == (1 if where == "output_guard" else 0)
