@@ -75,10 +75,10 @@ class Guard:
     ) -> None:
         if not callable(fn):
             raise ConfigurationError(f"guard {name or fn!r}: not callable")
-        if name is not None and type(name) is not str:
-            raise ConfigurationError(f"guard {fn!r}: the name must be a str")
         self.fn = fn
         self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
+        if type(self.name) is not str:
+            raise ConfigurationError(f"guard {fn!r}: the name must be a str")
         self.defined_at = _where(fn)
         points = (at,) if isinstance(at, str) else tuple(at)
         try:
