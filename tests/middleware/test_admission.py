@@ -419,3 +419,24 @@ def test_every_call_id_is_printable_bounded_and_deterministic(call_id: str) -> N
     assert bounded == entry_call_id(call_id, lambda: "generated")
     if call_id and len(call_id) <= MAX_CALL_ID and call_id.isprintable():
         assert bounded == call_id
+
+
+def test_the_public_strings_of_admission_are_the_ones_in_the_docs() -> None:
+    from pathlib import Path
+
+    from guardrails.middleware.tool_call import FLAG_LATE_RESULT
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "tool_call.md"
+    text = " ".join(page.read_text().split())
+    for reason in (
+        Reason.NOT_JSON,
+        Reason.NOT_AN_OBJECT,
+        Reason.UNDECLARED_PARAMETER,
+        Reason.INTERRUPTED,
+        Reason.BINDING_UNRESOLVED,
+    ):
+        assert f"`{reason.value}`" in text
+    assert f'sentence "{UNDECLARED}"' in text
+    assert UNDECLARED == model_sentence(Outcome.INVALID_ARGS, undeclared=True)
+    assert f"`{FLAG_LATE_RESULT}`" in text and FLAG_LATE_RESULT == "late_result"
+    assert f"1 to {MAX_CALL_ID} characters" in text
