@@ -437,6 +437,6 @@ def test_the_public_strings_of_admission_are_the_ones_in_the_docs() -> None:
     ):
         assert f"`{reason.value}`" in text
     assert f'sentence "{UNDECLARED}"' in text
-    assert UNDECLARED == model_sentence(Outcome.INVALID_ARGS, undeclared=True)
+    assert model_sentence(Outcome.INVALID_ARGS, undeclared=True) == UNDECLARED
     assert f"`{FLAG_LATE_RESULT}`" in text and FLAG_LATE_RESULT == "late_result"
     assert f"1 to {MAX_CALL_ID} characters" in text
