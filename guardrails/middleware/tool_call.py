@@ -52,7 +52,14 @@ from .admission import (
     unresolved,
 )
 
-__all__ = ["CallHook", "Plan", "Stop", "ToolCallPipeline"]
+__all__ = [
+    "FLAG_BOUND_ARGUMENT_SUPPLIED",
+    "FLAG_LATE_RESULT",
+    "CallHook",
+    "Plan",
+    "Stop",
+    "ToolCallPipeline",
+]
 
 _TOOL_CALL = ChokePoint.TOOL_CALL
 _OK = Outcome.OK
@@ -66,7 +73,6 @@ _COUNTER = itertools.count(1)
 # Call ids for calls the model gave none: a per-process random prefix and a counter.
 _CALL_IDS = map(f"gr_{_PREFIX}{{:x}}".format, _COUNTER)
 
-__all__ += ["FLAG_BOUND_ARGUMENT_SUPPLIED"]
 FLAG_LATE_RESULT = "late_result"
 
 
