@@ -33,7 +33,6 @@ __all__ = ["MAX_CALL_ID", "MAX_DEPTH", "Plan", "admit", "canonical", "entry_call
 MAX_DEPTH = 128
 MAX_CALL_ID = 128
 FLAG_BOUND_ARGUMENT_SUPPLIED = "bound_argument_supplied"
-FLAG_CALL_ID_REWRITTEN = "call_id_rewritten"
 
 _INVALID_ARGS = Outcome.INVALID_ARGS
 _UNAVAILABLE = Outcome.UNAVAILABLE

@@ -66,7 +66,6 @@ _OK = Outcome.OK
 _PASS = Verdict.PASS
 _REJECT = Verdict.REJECT
 _NOT_EVALUATED = Verdict.NOT_EVALUATED
-_INVALID_ARGS = Outcome.INVALID_ARGS
 _UNAVAILABLE = Outcome.UNAVAILABLE
 _PREFIX = os.urandom(4).hex()
 _COUNTER = itertools.count(1)
