@@ -419,3 +419,21 @@ def test_a_stop_in_a_hook_or_an_output_guard_still_reaches_the_hooks_after(where
         turn.call("t", {"q": "x"})
     assert hook.after_seen == [Reason.INTERRUPTED]
     assert runs.count == (1 if where == "output_guard" else 0)
+
+
+@DRIVERS
+async def test_the_audit_row_of_a_late_tool_says_it_ran_late(driver: str) -> None:
+    from guardrails.audit import AuditLog
+    from guardrails.store import MemoryStore
+
+    @tool(timeout=0.05, effect=True)
+    async def t(q: str) -> str:
+        time.sleep(0.3)  # noqa: ASYNC251 - the fault under test
+        return "done"
+
+    audit = AuditLog(MemoryStore())
+    result = await call(Guardrails([t], hooks=[audit]), driver)
+    assert (result.outcome, result.reason) == (Outcome.ERROR, Reason.TIMEOUT)
+    rows = [r for r in audit.rows() if r.kind == "tool_call"]
+    assert len(rows) == 1 and rows[0].reason == "timeout"
+    assert "late_result" in (rows[0].detail or "")
