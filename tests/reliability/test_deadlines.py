@@ -428,7 +428,7 @@ async def test_the_audit_row_of_a_late_tool_says_it_ran_late(driver: str) -> Non
 
     @tool(timeout=0.05, effect=True)
     async def t(q: str) -> str:
-        time.sleep(0.3)  # noqa: ASYNC251 - the fault under test
+        time.sleep(0.3)
         return "done"
 
     audit = AuditLog(MemoryStore())
