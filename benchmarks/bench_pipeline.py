@@ -201,6 +201,7 @@ def anatomy(quick: bool) -> list[Row]:
 
     The pieces reach into private helpers and are left out if those move.
     """
+    from guardrails.middleware import admission as adm
     from guardrails.middleware import tool_call as tc
     from guardrails.verdicts import ChokePoint
 
@@ -230,12 +231,16 @@ def anatomy(quick: bool) -> list[Row]:
     pieces["piece: schema is_valid (jsonschema_rs)"] = lambda: spec.compiled.is_valid(valid)
     pieces["piece: one guard's evaluate()"] = lambda: first.evaluate(inv, ChokePoint.TOOL_CALL)
     private = {
-        "piece: size/depth bound (_fits)": ("_fits", lambda f: lambda: f(valid, 1_000_000)),
-        "piece: render the dict result": ("render", lambda f: lambda: f(value, 16_000)),
-        "piece: call id": ("new_call_id", lambda f: f),
+        "piece: canonical value, size/depth bound (admission)": (
+            adm,
+            "canonical",
+            lambda f: lambda: f(valid, 1_000_000),
+        ),
+        "piece: render the dict result": (tc, "render", lambda f: lambda: f(value, 16_000)),
+        "piece: call id": (tc, "new_call_id", lambda f: f),
     }
-    for label, (attr, make) in private.items():
-        found = getattr(tc, attr, None)
+    for label, (module, attr, make) in private.items():
+        found = getattr(module, attr, None)
         if found is not None:
             pieces[label] = make(found)
 

@@ -30,7 +30,7 @@ from _transfer import VALID, transfer
 from bench_pipeline import build
 
 from guardrails import Guardrails, Tool, Verdict, guard, tool
-from guardrails.middleware import tool_call as _tool_call
+from guardrails.middleware import admission as _admission
 from guardrails.testing import MemoryRecorder
 
 TOOL_COUNTS = (10, 1_000, 10_000)
@@ -187,9 +187,10 @@ def schema_size(quick: bool) -> list[Row]:
             f"{n} properties: pipeline, one invalid": lambda t=turn, a=invalid: t.call("wide", a),
             f"{n} properties: schema check alone": lambda c=compiled, a=arguments: c.is_valid(a),
         }
-        fits = getattr(_tool_call, "_fits", None)  # private: the size/depth bound before validation
+        # private: the canonical value with its size/depth bound, before validation
+        fits = getattr(_admission, "canonical", None)
         if fits is not None:
-            cases[f"{n} properties: size bound alone"] = lambda a=arguments: fits(a, 1_000_000)
+            cases[f"{n} properties: canonical value alone"] = lambda a=arguments: fits(a, 1_000_000)
 
         def clear(t: Any = turn, m: MemoryRecorder = memory) -> None:
             t.results.clear()

@@ -7,8 +7,10 @@ import contextlib
 import contextvars
 import threading
 from collections.abc import Callable, Coroutine
+from time import perf_counter_ns
 from typing import Any, TypeVar
 
+from ._workers import submit
 from .errors import UsageError
 
 T = TypeVar("T")
@@ -49,17 +51,88 @@ def run_coroutine(coro: Coroutine[Any, Any, T], timeout: float | None = None) ->
     if holder is None or holder.loop.is_closed():
         holder = _local.holder = _ThreadLoop()
     loop = holder.loop
-    if timeout is not None:
-        return loop.run_until_complete(asyncio.wait_for(coro, timeout))
-    return loop.run_until_complete(coro)
+    if timeout is None:
+        return loop.run_until_complete(coro)
+    task = loop.create_task(coro)
+    loop.run_until_complete(asyncio.wait((task,), timeout=timeout))
+    if task.done():
+        return task.result()
+    # Past the deadline: cancel, and give the task one pass to see it. A task
+    # that swallows the cancellation is left behind, never waited for.
+    task.cancel()
+    loop.run_until_complete(asyncio.sleep(0))
+    _abandon(task)
+    raise TimeoutError(f"no answer within {timeout} s")
+
+
+async def await_with_timeout(coro: Coroutine[Any, Any, T], timeout: float) -> T:
+    """Await ``coro`` for at most ``timeout`` seconds of the loop's time.
+
+    Unlike ``asyncio.wait_for``, the caller is released at the deadline even
+    when the coroutine swallows its cancellation (it is left to finish on its
+    own). A coroutine that blocks the loop cannot be pre-empted at all: the
+    caller measures how long it took (see ``late``).
+    """
+    task = asyncio.ensure_future(coro)
+    try:
+        await asyncio.wait((task,), timeout=timeout)
+    except asyncio.CancelledError:  # the caller's own cancellation: pass it on
+        task.cancel()
+        _abandon(task)
+        raise
+    if task.done():
+        return task.result()
+    task.cancel()
+    _abandon(task)
+    raise TimeoutError(f"no answer within {timeout} s")
+
+
+def _abandon(task: asyncio.Future[Any]) -> None:
+    # Whatever the task ends with later is read here, so that nothing is logged
+    # as "exception never retrieved".
+    task.add_done_callback(_consume)
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
+def late(start_ns: int, deadline_ns: int | None) -> bool:
+    """True when more than ``deadline_ns`` passed since ``start_ns``."""
+    return deadline_ns is not None and perf_counter_ns() - start_ns > deadline_ns
+
+
+def stops(exc: BaseException) -> bool:
+    """A ``BaseException`` that must reach the caller: a stop of the process, or the
+    caller's own cancellation (the current task was asked to cancel).
+
+    Anything else (an ``Exception``, or a ``CancelledError`` or other
+    ``BaseException`` that a guard or tool raised of its own accord) is that
+    callable's failure.
+    """
+    if isinstance(exc, KeyboardInterrupt | SystemExit):
+        return True
+    if isinstance(exc, asyncio.CancelledError):
+        return cancel_requested()
+    return False
+
+
+def cancel_requested() -> bool:
+    """True when the running task (if any) has been asked to cancel."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running loop
+        return False
+    return task is not None and task.cancelling() > 0
 
 
 # -- sync callables with a timeout ---------------------------------------------------
 #
-# A sync function cannot be interrupted, so one with a timeout runs on a thread of
-# its own and the caller stops waiting when the time is up. Each call gets a new
-# daemon thread rather than a place in a shared pool: calls that hang can then
-# neither starve the calls after them nor hold up the interpreter's exit.
+# A sync function cannot be interrupted, so one with a timeout runs on a worker
+# thread (``_workers``: reused, and a new one whenever none is idle, so calls
+# that hang neither starve the calls after them nor hold up the interpreter's
+# exit) and the caller stops waiting when the time is up.
 
 
 def call_with_timeout(fn: Callable[..., T], timeout: float, *args: Any) -> T:
@@ -77,7 +150,7 @@ def call_with_timeout(fn: Callable[..., T], timeout: float, *args: Any) -> T:
         finally:
             done.set()
 
-    threading.Thread(target=target, name="guardrails-timeout", daemon=True).start()
+    submit(target)
     if not done.wait(timeout):
         raise TimeoutError(f"no answer within {timeout} s")
     ok, value = box[0]
@@ -108,5 +181,5 @@ async def acall_with_timeout(fn: Callable[..., T], timeout: float, *args: Any) -
         with contextlib.suppress(RuntimeError):  # the loop closed while the call ran
             loop.call_soon_threadsafe(settle, *outcome)
 
-    threading.Thread(target=target, name="guardrails-timeout", daemon=True).start()
+    submit(target)
     return await asyncio.wait_for(future, timeout)

@@ -64,7 +64,9 @@ class Invocation(NamedTuple):
     """What a tool_call guard looks at: one call that passed the schema checks.
 
     ``arguments`` are the model's arguments merged with the bound ones (what the
-    tool will receive); ``model_arguments`` are the model's alone.
+    tool will receive, secrets excluded); ``model_arguments`` are the model's
+    alone. Both are read-only at every depth: the tool receives its own copy
+    of what was validated, whatever a guard does with these.
     """
 
     name: str

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .context import ToolResult, TurnContext
 from .errors import ConfigurationError, DuplicateNameError
 from .guard import Guard, as_guard
+from .middleware.post_run import PostRunReport, apost_run, post_run
+from .middleware.pre_turn import PreTurnDecision, apre_turn, pre_turn
 from .middleware.tool_call import CallHook, Plan, ToolCallPipeline
 from .recorder import Recorder, Recorders, combine_recorders
+from .rules.ceiling import TurnCeiling
 from .tools import Tool
 from .tools import tool as make_tool
 from .verdicts import ChokePoint
-
-if TYPE_CHECKING:
-    from .middleware.post_run import PostRunReport
-    from .middleware.pre_turn import PreTurnDecision
 
 __all__ = ["Guardrails", "Turn"]
 
@@ -27,9 +27,10 @@ class Turn:
 
     Per-turn state lives here, not in the engine, so one engine serves many
     concurrent turns. ``results`` is the run record that post_run reads.
+    A turn may be shared by threads: ``lock`` guards ``counters``.
     """
 
-    __slots__ = ("__weakref__", "context", "counters", "engine", "offered", "results")
+    __slots__ = ("__weakref__", "context", "counters", "engine", "lock", "offered", "results")
 
     def __init__(
         self,
@@ -42,6 +43,7 @@ class Turn:
         self.offered: frozenset[str] | None = None if offered is None else frozenset(offered)
         self.results: list[ToolResult] = []
         self.counters: dict[str, int] = {}
+        self.lock = threading.Lock()
 
     def offer(self, names: Iterable[str]) -> None:
         """Record what the model was offered; any other tool is ``unavailable``."""
@@ -57,26 +59,18 @@ class Turn:
 
     def pre_turn(self, input: Any, tools: Iterable[Any] | None = None) -> PreTurnDecision:
         """Decide what the model is offered, and offer it (sync). See docs/pre_turn.md."""
-        from .middleware.pre_turn import pre_turn
-
         return pre_turn(self, input, tools)
 
     async def apre_turn(self, input: Any, tools: Iterable[Any] | None = None) -> PreTurnDecision:
         """Decide what the model is offered, and offer it (async)."""
-        from .middleware.pre_turn import apre_turn
-
         return await apre_turn(self, input, tools)
 
     def post_run(self, output: Any = None, *, structured: Any = None) -> PostRunReport:
         """Check the finished run and act as its backstop (sync). See docs/post_run.md."""
-        from .middleware.post_run import post_run
-
         return post_run(self, output, structured=structured)
 
     async def apost_run(self, output: Any = None, *, structured: Any = None) -> PostRunReport:
         """Check the finished run and act as its backstop (async)."""
-        from .middleware.post_run import apost_run
-
         return await apost_run(self, output, structured=structured)
 
 
@@ -94,7 +88,10 @@ class Guardrails:
         max_result_chars: int = 16_000,
         max_argument_chars: int = 1_000_000,
         secrets: Callable[[str], Any] | None = None,
+        provider_timeout: float | None = 5.0,
     ) -> None:
+        if provider_timeout is not None and not provider_timeout > 0:
+            raise ConfigurationError("provider_timeout must be positive (or None)")
         if max_result_chars < 64:
             raise ConfigurationError("max_result_chars must be at least 64")
         if max_argument_chars < 1:
@@ -107,8 +104,6 @@ class Guardrails:
             self._add_guard(g)
         hook_list: list[CallHook] = []
         if max_calls_per_turn is not None:
-            from .rules.ceiling import TurnCeiling
-
             hook_list.append(TurnCeiling(max_calls_per_turn))
         hook_list.extend(hooks)
         for hook in hook_list:
@@ -124,6 +119,7 @@ class Guardrails:
             max_result_chars=max_result_chars,
             max_argument_chars=max_argument_chars,
             secrets=secrets,
+            provider_timeout=provider_timeout,
         )
         self._replan()
 
@@ -186,12 +182,11 @@ class Guardrails:
 
     def _replan(self) -> None:
         shared = self.guards_at(ChokePoint.TOOL_CALL)
-        self._pipeline.plans = {
-            name: Plan(
-                t, tuple(g for g in shared if g.applies_to(name)) + t.guards, t.output_guards
-            )
-            for name, t in self._tools.items()
-        }
+        plans = {}
+        for name, t in self._tools.items():
+            guards = tuple(g for g in shared if g.applies_to(name)) + t.guards
+            plans[name] = Plan(t, guards, t.output_guards, any(g.is_async for g in guards))
+        self._pipeline.plans = plans
 
     # -- entry points ---------------------------------------------------------
 

@@ -10,14 +10,20 @@ the escape is recorded all the same.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 from collections.abc import Callable, Iterable
 from time import perf_counter_ns
 from typing import Any, overload
 
-from ._aio import acall_with_timeout, call_with_timeout, run_coroutine
+from ._aio import (
+    acall_with_timeout,
+    await_with_timeout,
+    call_with_timeout,
+    late,
+    run_coroutine,
+    stops,
+)
 from .context import Escape, GuardResult, VerdictRecord
 from .errors import ConfigurationError, NotConfigured, UsageError
 from .verdicts import ChokePoint, EscapeReason, Outcome, Verdict
@@ -41,6 +47,7 @@ class Guard:
     """A named rule with its options. Calling it calls the function directly."""
 
     __slots__ = (
+        "_deadline_ns",
         "_plain",
         "choke_points",
         "defined_at",
@@ -70,6 +77,8 @@ class Guard:
             raise ConfigurationError(f"guard {name or fn!r}: not callable")
         self.fn = fn
         self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
+        if type(self.name) is not str:
+            raise ConfigurationError(f"guard {fn!r}: the name must be a str")
         self.defined_at = _where(fn)
         points = (at,) if isinstance(at, str) else tuple(at)
         try:
@@ -93,6 +102,7 @@ class Guard:
             raise ConfigurationError(f"guard {self.name!r}: timeout must be positive")
         self.fail_closed = fail_closed
         self.timeout = timeout
+        self._deadline_ns = None if timeout is None else int(timeout * 1e9)
         self.observe = observe
         self.tools = None if tools is None else frozenset(tools)
         self.is_async = _is_async(fn)
@@ -111,12 +121,12 @@ class Guard:
     # -- the boundary -------------------------------------------------------
 
     def evaluate(self, subject: Any, point: ChokePoint) -> GuardOutcome:
-        """Run the guard from sync code; never raises."""
+        """Run the guard from sync code; never raises (but see ``stops``)."""
         start = perf_counter_ns()
         try:
             if self._plain:
                 returned = self.fn(subject)
-                if returned.__class__ is Verdict and returned is not _NOT_EVALUATED:
+                if type(returned) is Verdict and returned is not _NOT_EVALUATED:
                     # The common case, kept short: a plain pass or reject.
                     elapsed = perf_counter_ns() - start
                     record = _new(_Record, (self.name, point, returned, None, None, elapsed, True))
@@ -131,17 +141,25 @@ class Guard:
             raise
         except Exception as exc:
             return self._failed(point, start, exc)
+        except BaseException as exc:
+            if stops(exc):
+                raise
+            return self._failed(point, start, exc)
+        if late(start, self._deadline_ns):
+            # An answer after the deadline (a guard that blocked, or swallowed
+            # its cancellation) is a timeout, whatever it says.
+            return self._failed(point, start, None, EscapeReason.TIMEOUT)
         return self.interpret(returned, point, start)
 
     async def aevaluate(self, subject: Any, point: ChokePoint) -> GuardOutcome:
-        """Run the guard from async code; never raises."""
+        """Run the guard from async code; never raises (but see ``stops``)."""
         start = perf_counter_ns()
         try:
             if self.is_async:
                 if self.timeout is None:
                     returned = await self.fn(subject)
                 else:
-                    returned = await asyncio.wait_for(self.fn(subject), self.timeout)
+                    returned = await await_with_timeout(self.fn(subject), self.timeout)
             elif self.timeout is None:
                 returned = self.fn(subject)
             else:
@@ -150,6 +168,12 @@ class Guard:
             raise
         except Exception as exc:
             return self._failed(point, start, exc)
+        except BaseException as exc:
+            if stops(exc):
+                raise
+            return self._failed(point, start, exc)
+        if late(start, self._deadline_ns):
+            return self._failed(point, start, None, EscapeReason.TIMEOUT)
         return self.interpret(returned, point, start)
 
     def interpret(self, returned: Any, point: ChokePoint, start: int) -> GuardOutcome:
@@ -164,21 +188,25 @@ class Guard:
         elif cls is GuardResult:
             verdict, reason, evidence = returned.verdict, returned.reason, returned.evidence
             params, escape_reason = _checked_extras(returned.params, returned.escape)
-            if type(verdict) is not Verdict or params is None:
+            if (
+                type(verdict) is not Verdict
+                or params is None
+                or not (reason is None or type(reason) is str)
+            ):
                 return self._failed(point, start, None, EscapeReason.INVALID_RETURN)
         else:
             return self._failed(point, start, None, EscapeReason.INVALID_RETURN)
 
         if verdict is Verdict.NOT_EVALUATED:
             # A guard may say why it declined (for example not_configured).
-            why = EscapeReason(escape_reason) if escape_reason else EscapeReason.DECLINED
+            why = escape_reason or EscapeReason.DECLINED
             return self._failed(point, start, None, why, reason, evidence)
         escape = None
         if self.observe:
             if verdict is Verdict.REJECT:
                 escape = Escape(self.name, point, EscapeReason.OBSERVE_ONLY)
         elif escape_reason is not None and verdict is Verdict.PASS:
-            escape = Escape(self.name, point, EscapeReason(escape_reason))
+            escape = Escape(self.name, point, escape_reason)
         record = VerdictRecord(
             self.name, point, verdict, reason, evidence, elapsed, not self.observe
         )
@@ -219,15 +247,20 @@ _ESCAPE_REASONS = frozenset(EscapeReason)
 
 
 def _checked_extras(params: Any, escape: Any) -> tuple[Any, Any]:
-    """``(params as a tuple of names, escape)``; params is None when malformed."""
-    try:
-        names = tuple(params)
-        if escape is not None and escape not in _ESCAPE_REASONS:
-            return None, None
-    except Exception:  # whatever a guard returns stays inside the boundary
+    """``(params as a tuple of names, escape)``; params is None when malformed.
+
+    Only exact types are read (a tuple or list of exact ``str``; an
+    ``EscapeReason`` or its exact string), so nothing the guard defined runs here.
+    """
+    cls = type(params)
+    if cls is not tuple and cls is not list:
         return None, None
-    if all(type(name) is str for name in names):
-        return names, escape
+    if not all(type(name) is str for name in params):
+        return None, None
+    if escape is None:
+        return tuple(params), None
+    if (type(escape) is EscapeReason or type(escape) is str) and escape in _ESCAPE_REASONS:
+        return tuple(params), EscapeReason(escape)
     return None, None
 
 

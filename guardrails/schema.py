@@ -60,6 +60,11 @@ class CompiledSchema:
         # One validator per declared property, compiled on first need (see offending()).
         self._parts: dict[str, Any] = {}
 
+    @property
+    def closed(self) -> bool:
+        """True when the schema refuses keys it does not declare in ``properties``."""
+        return self._closed
+
     def is_valid(self, instance: Any) -> bool:
         try:
             return bool(self._validator.is_valid(instance))

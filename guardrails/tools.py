@@ -24,7 +24,7 @@ from .errors import ConfigurationError, SchemaError
 from .guard import Guard, _is_async, as_guard
 from .schema import CompiledSchema, without_params
 
-__all__ = ["Binding", "Secret", "Tool", "tool"]
+__all__ = ["Binding", "Extra", "Secret", "Tool", "tool"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 
@@ -39,6 +39,12 @@ class Secret:
 
     name: str
 
+
+# What a tool does with arguments its schema does not declare: refuse the call
+# (``invalid_args``, reason ``undeclared_parameter``), drop them before
+# validation, or leave them to the schema and the implementation.
+Extra = Literal["reject", "drop", "allow"]
+EXTRA_MODES = frozenset({"reject", "drop", "allow"})
 
 # Where a bound parameter's value comes from: a key of the TurnContext
 # (``tenant``, ``session`` ... or a key of ``values``), a function of the
@@ -58,8 +64,11 @@ class Tool:
         "bound",
         "compiled",
         "convert",
+        "deadline_ns",
         "description",
         "effect",
+        "extra",
+        "extra_check",
         "fn",
         "guards",
         "is_async",
@@ -67,6 +76,7 @@ class Tool:
         "options",
         "output_guards",
         "plain",
+        "runs_providers",
         "schema",
         "secrets",
         "source_schema",
@@ -87,6 +97,7 @@ class Tool:
         output_guards: Iterable[Guard | Callable[[Any], Any]] = (),
         options: Mapping[str, Any] | None = None,
         convert: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        extra: Extra | None = None,
     ) -> None:
         if not isinstance(name, str) or not _NAME.match(name):
             raise ConfigurationError(
@@ -96,6 +107,12 @@ class Tool:
             raise ConfigurationError(f"tool {name!r}: the implementation is not callable")
         if timeout is not None and not timeout > 0:
             raise ConfigurationError(f"tool {name!r}: timeout must be positive")
+        if extra is None:
+            extra = "allow" if _takes_kwargs(fn) else "reject"
+        elif extra not in EXTRA_MODES:
+            raise ConfigurationError(
+                f"tool {name!r}: extra must be 'reject', 'drop' or 'allow', not {extra!r}"
+            )
         bind = dict(bind or {})
         props = schema.get("properties", {}) if isinstance(schema, Mapping) else {}
         for param, source in bind.items():
@@ -127,6 +144,19 @@ class Tool:
         self.bound: frozenset[str] = frozenset(bind)
         self.effect = effect
         self.timeout = timeout
+        self.deadline_ns = None if timeout is None else int(timeout * 1e9)
+        # What to do with arguments the schema does not declare (see docs/tools.md).
+        self.extra: Extra = extra
+        # What admission checks itself: nothing when undeclared keys are allowed,
+        # or refused by a closed schema already (the reason is the same).
+        self.extra_check: str | None = (
+            None if extra == "allow" or (extra == "reject" and self.compiled.closed) else extra
+        )
+        # Bindings that call user code (functions of the context, the secret
+        # provider) run under the engine's provider deadline.
+        self.runs_providers = bool(self.secrets) or any(
+            not isinstance(s, str) for s in self.bind.values()
+        )
         self.guards = tuple(as_guard(g) for g in guards)
         self.output_guards = tuple(as_guard(g) for g in output_guards)
         self.options: Mapping[str, Any] = types.MappingProxyType(dict(options or {}))
@@ -197,6 +227,15 @@ class Tool:
     from_mcp = from_definition
 
 
+def _takes_kwargs(fn: Callable[..., Any]) -> bool:
+    """True when ``fn`` accepts ``**kwargs`` (undeclared arguments are then allowed)."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is p.VAR_KEYWORD for p in parameters)
+
+
 def _copy(schema: dict[str, Any]) -> dict[str, Any]:
     import copy
 
@@ -218,6 +257,7 @@ def tool(
     guards: Iterable[Guard | Callable[[Any], Any]] = (),
     output_guards: Iterable[Guard | Callable[[Any], Any]] = (),
     options: Mapping[str, Any] | None = None,
+    extra: Extra | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None, /, **options: Any

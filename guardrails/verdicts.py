@@ -69,6 +69,8 @@ class Reason(StrEnum):
     UNKNOWN_TOOL = "unknown_tool"
     NOT_OFFERED = "not_offered"
     NOT_AN_OBJECT = "not_an_object"
+    NOT_JSON = "not_json"
+    UNDECLARED_PARAMETER = "undeclared_parameter"
     TOO_LARGE = "too_large"
     BOUND_ARGUMENT_SUPPLIED = "bound_argument_supplied"
     BINDING_UNRESOLVED = "binding_unresolved"
@@ -88,6 +90,7 @@ class Reason(StrEnum):
     SNAPSHOT_FAILED = "snapshot_failed"
     OUT_OF_ORDER = "out_of_order"
     IN_PROGRESS = "in_progress"
+    INTERRUPTED = "interrupted"
 
 
 _REJECT = Verdict.REJECT

@@ -73,3 +73,10 @@ def test_bad_guard_options_fail_at_construction(options: dict[str, object]) -> N
 def test_guard_for_an_unknown_tool_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="'ghost'"):
         Guardrails([echo], [guard(lambda c: Verdict.PASS, name="g", tools=["ghost"])])
+
+
+def test_a_guard_name_that_is_not_a_str_is_a_configuration_error() -> None:
+    from guardrails import ConfigurationError, guard
+
+    with pytest.raises(ConfigurationError, match="name must be a str"):
+        guard(name=b"g")(lambda call: None)  # type: ignore[call-overload]

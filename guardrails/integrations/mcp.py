@@ -149,7 +149,10 @@ async def tools_from_server(
     tools = []
     for definition in await app.list_tools():
         call = _call_through(app, definition.name)
-        tools.append(Tool.from_definition(definition, call, **options.get(definition.name, {})))
+        # The forwarding function takes **arguments, but the server's own tool
+        # does not: undeclared arguments are refused unless the options say otherwise.
+        given = {"extra": "reject", **options.get(definition.name, {})}
+        tools.append(Tool.from_definition(definition, call, **given))
     return tools
 
 

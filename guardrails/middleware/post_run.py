@@ -29,7 +29,7 @@ from ..verdicts import ChokePoint, Outcome, Verdict
 from .pre_turn import arun_guards, run_guards, tally
 
 if TYPE_CHECKING:
-    from ..engine import Turn
+    from ._turn import TurnLike as Turn
 
 __all__ = [
     "BACKSTOP_COUNTER",

@@ -26,7 +26,7 @@ from ..tools import Tool
 from ..verdicts import ChokePoint, Verdict, combine
 
 if TYPE_CHECKING:
-    from ..engine import Turn
+    from ._turn import TurnLike as Turn
 
 __all__ = [
     "PreTurnDecision",

@@ -1,49 +1,78 @@
 """The tool_call choke-point: what runs, and what goes back to the model.
 
-The steps, in order (SPEC): 1 unknown or not-offered tool; 2 bound arguments
-(and arguments that are not an object, or too large); 3 missing required;
-4 full schema validation, every error collected; 5 domain guards; 6 hooks
-(ceilings, budgets, rate limits, idempotency, snapshots); 7 the tool runs;
-8 the result is rendered and capped; 9 output guards. Steps 1-4 and the
-decisions after each step are pure functions shared by the sync and async
-drivers; only the code that calls user callables is written twice, and it is
-a few lines each.
+The steps, in order (SPEC): 1 unknown or not-offered tool; 2 the arguments
+become one canonical JSON value, with no bound parameter among them; 3 missing
+required; 4 full schema validation, every error collected (steps 1-4 are
+``admission.admit``); then the bound values and secrets, under a deadline;
+5 domain guards, which read the arguments through a read-only view; 6 hooks
+(ceilings, budgets, rate limits, idempotency, snapshots); 7 the tool runs on
+the validated copy; 8 the result is rendered and capped; 9 output guards.
+Decisions are pure functions shared by the sync and async drivers; only the
+code that calls user callables is written twice, and it is a few lines each.
+
+Whatever the callables do, a call ends in a ``ToolResult``. The exceptions
+that still reach the caller are deliberate stops: ``KeyboardInterrupt``,
+``SystemExit``, the caller's own cancellation (the call is recorded with
+reason ``interrupted`` first, and the tool never runs after one) and
+``UsageError`` (misuse).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import os
 from collections.abc import Callable, Mapping
 from time import perf_counter_ns
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
-from .._aio import acall_with_timeout, call_with_timeout, run_coroutine
+from .._aio import (
+    acall_with_timeout,
+    await_with_timeout,
+    call_with_timeout,
+    cancel_requested,
+    run_coroutine,
+    stops,
+)
+from .._aio import late as _late
 from ..context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
 from ..errors import LimitExceeded, StopRun, UsageError
-from ..guard import Guard, GuardOutcome
+from ..guard import GuardOutcome
 from ..tools import Tool
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict, combine, model_sentence
 from ._render import render
+from .admission import (
+    FLAG_BOUND_ARGUMENT_SUPPLIED,
+    Plan,
+    admit,
+    entry_call_id,
+    refusal,
+    resolve,
+    unresolved,
+)
 
-__all__ = ["CallHook", "Plan", "Stop", "ToolCallPipeline"]
+__all__ = [
+    "FLAG_BOUND_ARGUMENT_SUPPLIED",
+    "FLAG_LATE_RESULT",
+    "CallHook",
+    "Plan",
+    "Stop",
+    "ToolCallPipeline",
+]
 
 _TOOL_CALL = ChokePoint.TOOL_CALL
 _OK = Outcome.OK
 _PASS = Verdict.PASS
 _REJECT = Verdict.REJECT
 _NOT_EVALUATED = Verdict.NOT_EVALUATED
-_INVALID_ARGS = Outcome.INVALID_ARGS
 _UNAVAILABLE = Outcome.UNAVAILABLE
 _PREFIX = os.urandom(4).hex()
 _COUNTER = itertools.count(1)
 # Call ids for calls the model gave none: a per-process random prefix and a counter.
 _CALL_IDS = map(f"gr_{_PREFIX}{{:x}}".format, _COUNTER)
 
-FLAG_BOUND_ARGUMENT_SUPPLIED = "bound_argument_supplied"
+FLAG_LATE_RESULT = "late_result"
 
 
 class Stop(NamedTuple):
@@ -69,14 +98,6 @@ class CallHook(Protocol):
     def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult: ...
 
 
-class Plan(NamedTuple):
-    """Everything the pipeline needs about one tool, computed at registration."""
-
-    tool: Tool
-    guards: tuple[Guard, ...]
-    output_guards: tuple[Guard, ...]
-
-
 _new = tuple.__new__
 _Proxy = MappingProxyType
 
@@ -93,6 +114,7 @@ class ToolCallPipeline:
         "max_argument_chars",
         "max_result_chars",
         "plans",
+        "provider_timeout",
         "recorder",
         "secrets",
     )
@@ -106,6 +128,7 @@ class ToolCallPipeline:
         max_result_chars: int = 16_000,
         max_argument_chars: int = 1_000_000,
         secrets: Callable[[str], Any] | None = None,
+        provider_timeout: float | None = 5.0,
     ) -> None:
         self.plans = plans
         self.hooks = hooks
@@ -113,76 +136,130 @@ class ToolCallPipeline:
         self.max_result_chars = max_result_chars
         self.max_argument_chars = max_argument_chars
         self.secrets = secrets
+        self.provider_timeout = provider_timeout
 
     # -- the two drivers ----------------------------------------------------
 
     def run(self, turn: Any, name: str, arguments: Any, call_id: str | None) -> ToolResult:
         start = perf_counter_ns()
-        if call_id is None:
-            call_id = next(_CALL_IDS)
-        admitted = self._admit(turn, name, arguments, call_id, start)
+        call_id = entry_call_id(call_id, new_call_id)
+        admitted = admit(self.plans, turn, name, arguments, call_id, self.max_argument_chars, start)
         if admitted.__class__ is ToolResult:
             return self._finish(turn, admitted)
-        plan, inv, secrets = admitted  # type: ignore[misc]
-        if plan.guards:
-            judged = _judge(plan, inv, [g.evaluate(inv, _TOOL_CALL) for g in plan.guards], start)
-            if judged.__class__ is ToolResult:
-                return self._finish(turn, judged)
-            records, escapes, verdict = judged  # type: ignore[misc]
-        else:
-            records, escapes, verdict = (), [], _NOT_EVALUATED
-        stop = self._before_hooks(inv, escapes) if self.hooks else None
-        value = None
-        if stop is None:
-            try:
-                value = self._call_sync(plan.tool, inv, secrets)
-            except Exception as exc:
-                stop = _failure(exc)
-        result = self._complete(inv, records, escapes, verdict, stop, value, start)
-        if result.outcome is _OK and plan.output_guards:
-            checked = [g.evaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
-            result = self._after_output(plan, inv, result, checked)
+        plan, args, nested = admitted  # type: ignore[misc]
+        view = model_view = _Proxy(args) if nested is None else nested
+        secrets = None
+        if plan.tool.bound:
+            bound = self._bind(plan.tool, args, turn.context, call_id, start)
+            if bound.__class__ is ToolResult:
+                return self._finish(turn, bound)
+            args, secrets = bound  # type: ignore[misc]
+            view = _Proxy(args) if nested is None else _bound_view(nested, args)
+        inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
+        try:
+            if plan.guards:
+                outcomes = [g.evaluate(inv, _TOOL_CALL) for g in plan.guards]
+                judged = _judge(plan, inv, outcomes, start)
+                if judged.__class__ is ToolResult:
+                    return self._finish(turn, judged)
+                records, escapes, verdict = judged  # type: ignore[misc]
+            else:
+                records, escapes, verdict = (), [], _NOT_EVALUATED
+        except BaseException:
+            self._finish(turn, _interrupted(inv, start))
+            raise
+        try:  # from here on, a deliberate stop still reaches the hooks' after()
+            stop = self._before_hooks(inv, escapes) if self.hooks else None
+            value = None
+            late = False
+            if stop is None:
+                tool = plan.tool
+                began = perf_counter_ns()
+                try:
+                    value = self._call_sync(tool, args, secrets)
+                    if tool.deadline_ns is not None:
+                        late = _late(began, tool.deadline_ns)
+                except Exception as exc:
+                    stop = _failure(exc)
+                except BaseException as exc:
+                    if stops(exc):
+                        raise
+                    stop = Stop(Outcome.ERROR, Reason.RAISED, None, exc)
+            result = self._complete(inv, records, escapes, verdict, stop, value, start, late)
+            if result.outcome is _OK and plan.output_guards:
+                checked = [g.evaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
+                result = self._after_output(plan, inv, result, checked)
+        except BaseException:
+            self._interrupt(turn, inv, start)
+            raise
         if self.hooks:
             result = self._after_hooks(inv, result)
         return self._finish(turn, result)
 
     async def arun(self, turn: Any, name: str, arguments: Any, call_id: str | None) -> ToolResult:
         start = perf_counter_ns()
-        if call_id is None:
-            call_id = next(_CALL_IDS)
-        admitted = self._admit(turn, name, arguments, call_id, start)
+        call_id = entry_call_id(call_id, new_call_id)
+        admitted = admit(self.plans, turn, name, arguments, call_id, self.max_argument_chars, start)
         if admitted.__class__ is ToolResult:
             return self._finish(turn, admitted)
-        plan, inv, secrets = admitted  # type: ignore[misc]
-        if plan.guards:
-            judged = _judge(
-                plan, inv, [await g.aevaluate(inv, _TOOL_CALL) for g in plan.guards], start
-            )
-            if judged.__class__ is ToolResult:
-                return self._finish(turn, judged)
-            records, escapes, verdict = judged  # type: ignore[misc]
-        else:
-            records, escapes, verdict = (), [], _NOT_EVALUATED
-        stop = self._before_hooks(inv, escapes) if self.hooks else None
-        value = None
-        if stop is None:
-            try:
-                value = await self._call_async(plan.tool, inv, secrets)
-            except Exception as exc:
-                stop = _failure(exc)
-        result = self._complete(inv, records, escapes, verdict, stop, value, start)
-        if result.outcome is _OK and plan.output_guards:
-            checked = [await g.aevaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
-            result = self._after_output(plan, inv, result, checked)
+        plan, args, nested = admitted  # type: ignore[misc]
+        view = model_view = _Proxy(args) if nested is None else nested
+        secrets = None
+        if plan.tool.bound:
+            bound = await self._abind(plan.tool, args, turn.context, call_id, start)
+            if bound.__class__ is ToolResult:
+                return self._finish(turn, bound)
+            args, secrets = bound  # type: ignore[misc]
+            view = _Proxy(args) if nested is None else _bound_view(nested, args)
+        inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
+        try:
+            if plan.guards:
+                outcomes = [await g.aevaluate(inv, _TOOL_CALL) for g in plan.guards]
+                judged = _judge(plan, inv, outcomes, start)
+                if judged.__class__ is ToolResult:
+                    return self._finish(turn, judged)
+                records, escapes, verdict = judged  # type: ignore[misc]
+            else:
+                records, escapes, verdict = (), [], _NOT_EVALUATED
+            if plan.awaits and cancel_requested():
+                # A guard swallowed the caller's cancellation: the tool does not run.
+                raise asyncio.CancelledError
+        except BaseException:
+            self._finish(turn, _interrupted(inv, start))
+            raise
+        try:  # from here on, a deliberate stop still reaches the hooks' after()
+            stop = self._before_hooks(inv, escapes) if self.hooks else None
+            value = None
+            late = False
+            if stop is None:
+                tool = plan.tool
+                began = perf_counter_ns()
+                try:
+                    value = await self._call_async(tool, args, secrets)
+                    if tool.deadline_ns is not None:
+                        late = _late(began, tool.deadline_ns)
+                except Exception as exc:
+                    stop = _failure(exc)
+                except BaseException as exc:
+                    if stops(exc):
+                        raise
+                    stop = Stop(Outcome.ERROR, Reason.RAISED, None, exc)
+            result = self._complete(inv, records, escapes, verdict, stop, value, start, late)
+            if result.outcome is _OK and plan.output_guards:
+                checked = [await g.aevaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
+                result = self._after_output(plan, inv, result, checked)
+        except BaseException:
+            self._interrupt(turn, inv, start)
+            raise
         if self.hooks:
             result = self._after_hooks(inv, result)
         return self._finish(turn, result)
 
     @staticmethod
-    def _call_sync(tool: Tool, inv: Invocation, secrets: dict[str, Any] | None) -> Any:
+    def _call_sync(tool: Tool, args: dict[str, Any], secrets: dict[str, Any] | None) -> Any:
         if tool.plain:
-            return tool.fn(**inv.arguments)
-        kwargs = _kwargs(tool, inv, secrets)
+            return tool.fn(**args)
+        kwargs = _kwargs(tool, args, secrets)
         if tool.is_async:
             return run_coroutine(tool.fn(**kwargs), tool.timeout)
         if tool.timeout is None:
@@ -190,115 +267,64 @@ class ToolCallPipeline:
         return call_with_timeout(lambda: tool.fn(**kwargs), tool.timeout)
 
     @staticmethod
-    async def _call_async(tool: Tool, inv: Invocation, secrets: dict[str, Any] | None) -> Any:
-        kwargs = _kwargs(tool, inv, secrets)
+    async def _call_async(tool: Tool, args: dict[str, Any], secrets: dict[str, Any] | None) -> Any:
+        kwargs = _kwargs(tool, args, secrets)
         if tool.is_async:
             if tool.timeout is None:
                 return await tool.fn(**kwargs)
-            return await asyncio.wait_for(tool.fn(**kwargs), tool.timeout)
+            return await await_with_timeout(tool.fn(**kwargs), tool.timeout)
         if tool.timeout is None:
             return tool.fn(**kwargs)
         return await acall_with_timeout(lambda: tool.fn(**kwargs), tool.timeout)
 
-    # -- steps 1-4: pure ----------------------------------------------------
+    # -- step 2, bound values: user code under a deadline -----------------------
 
-    def _admit(
-        self, turn: Any, name: str, arguments: Any, call_id: str, start: int
-    ) -> ToolResult | tuple[Plan, Invocation, dict[str, Any] | None]:
-        plan = self.plans.get(name) if type(name) is str else None
-        if plan is None:
-            return _refusal(
-                call_id, _safe_name(name), _UNAVAILABLE, Reason.UNKNOWN_TOOL, start, known=False
-            )
-        offered = turn.offered
-        if offered is not None and name not in offered:
-            return _refusal(call_id, name, _UNAVAILABLE, Reason.NOT_OFFERED, start)
-        tool = plan.tool
-        args: dict[str, Any]
-        if arguments.__class__ is dict and _fits(arguments, self.max_argument_chars):
-            args = arguments
-        else:
-            parsed = self._as_object(arguments)
-            if isinstance(parsed, Reason):
-                return _refusal(call_id, name, _INVALID_ARGS, parsed, start)
-            args = parsed
-        bound = tool.bound
-        if bound and not bound.isdisjoint(args):
-            return _refusal(
-                call_id,
-                name,
-                _INVALID_ARGS,
-                Reason.BOUND_ARGUMENT_SUPPLIED,
-                start,
-                flags=(FLAG_BOUND_ARGUMENT_SUPPLIED,),
-            )
-        compiled = tool.compiled
-        if not compiled.is_valid(args):
+    def _bind(
+        self, tool: Tool, args: dict[str, Any], context: TurnContext, call_id: str, start: int
+    ) -> ToolResult | tuple[dict[str, Any], dict[str, Any] | None]:
+        timeout = self.provider_timeout if tool.runs_providers else None
+        if timeout is None:  # context keys only, or no provider deadline: inline
             try:
-                names, undeclared = compiled.offending(args)
-            except ValueError:  # the validator's own depth limit
-                names, undeclared = (), False
-            missing = any(r not in args for r in compiled.required)
-            reason = Reason.MISSING_REQUIRED if missing else Reason.SCHEMA
-            return _refusal(
-                call_id, name, _INVALID_ARGS, reason, start, params=names, undeclared=undeclared
-            )
-        context: TurnContext = turn.context
-        merged = args
-        secrets = None
-        if bound:
-            try:
-                merged = dict(args)
-                for param, source in tool.bind.items():
-                    value = source(context) if callable(source) else context.get(source)
-                    if value is None:
-                        raise LookupError(param)
-                    merged[param] = value
-                if tool.secrets:
-                    secrets = self._resolve_secrets(tool)
+                return resolve(tool, args, context, self.secrets)
             except Exception as exc:
-                return _refusal(
-                    call_id, name, _UNAVAILABLE, Reason.BINDING_UNRESOLVED, start, exception=exc
-                )
-        # Read-only views: a guard cannot change what was validated.
-        frozen = _Proxy(args)
-        view = frozen if merged is args else _Proxy(merged)
-        inv = _new(Invocation, (name, view, frozen, context, call_id, tool, turn))
-        return plan, inv, secrets
+                return unresolved(call_id, tool.name, start, exc)
+        began = perf_counter_ns()
+        try:
+            merged, secrets = call_with_timeout(resolve, timeout, tool, args, context, self.secrets)
+        except Exception as exc:
+            return unresolved(call_id, tool.name, start, exc)
+        if _late(began, int(timeout * 1e9)):
+            return unresolved(call_id, tool.name, start, None, late=True)
+        return merged, secrets
 
-    def _as_object(self, arguments: Any) -> dict[str, Any] | Reason:
-        limit = self.max_argument_chars
-        if type(arguments) is dict:
-            return arguments if _fits(arguments, limit) else Reason.TOO_LARGE
-        if isinstance(arguments, str | bytes | bytearray):
-            # OpenAI-style JSON text. Checked for size before it is parsed.
-            if len(arguments) > limit:
-                return Reason.TOO_LARGE
+    async def _abind(
+        self, tool: Tool, args: dict[str, Any], context: TurnContext, call_id: str, start: int
+    ) -> ToolResult | tuple[dict[str, Any], dict[str, Any] | None]:
+        timeout = self.provider_timeout if tool.runs_providers else None
+        if timeout is None:  # context keys only, or no provider deadline: inline
             try:
-                parsed = json.loads(arguments) if arguments else {}
-            except (ValueError, RecursionError):
-                return Reason.NOT_AN_OBJECT
-            if type(parsed) is not dict:
-                return Reason.NOT_AN_OBJECT
-            return parsed if _fits(parsed, limit) else Reason.TOO_LARGE
-        if isinstance(arguments, Mapping):
-            try:
-                return self._as_object(dict(arguments))
-            except Exception:
-                return Reason.NOT_AN_OBJECT
-        return Reason.NOT_AN_OBJECT
+                return resolve(tool, args, context, self.secrets)
+            except Exception as exc:
+                return unresolved(call_id, tool.name, start, exc)
+        began = perf_counter_ns()
+        try:
+            merged, secrets = await acall_with_timeout(
+                resolve, timeout, tool, args, context, self.secrets
+            )
+        except Exception as exc:
+            return unresolved(call_id, tool.name, start, exc)
+        if _late(began, int(timeout * 1e9)):
+            return unresolved(call_id, tool.name, start, None, late=True)
+        return merged, secrets
 
-    def _resolve_secrets(self, tool: Tool) -> dict[str, Any]:
-        provider = self.secrets
-        if provider is None:
-            raise LookupError("no secret provider")
-        out: dict[str, Any] = {}
-        for param, secret in tool.secrets.items():
-            value = provider(secret.name)
-            if value is None:
-                raise LookupError(param)
-            out[param] = value
-        return out
+    def _interrupt(self, turn: Any, inv: Invocation, start: int) -> None:
+        """A deliberate stop (KeyboardInterrupt, SystemExit, the caller's
+        cancellation) after the guards: hooks and recorders still see the call
+        (reason ``interrupted``), then the stop propagates."""
+        result = _interrupted(inv, start)
+        if self.hooks:
+            result = self._after_hooks(inv, result)
+        self._finish(turn, result)
 
     # -- steps 5-9: decisions on values ---------------------------------------
 
@@ -316,16 +342,26 @@ class ToolCallPipeline:
             if type(decision) is Escape:
                 escapes.append(decision)
                 continue
-            return decision  # type: ignore[return-value]
+            if type(decision) is Stop and type(decision.outcome) is Outcome:
+                return decision
+            # Anything else is a hook that could not say: the tool does not run.
+            escapes.append(Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.INVALID_RETURN))
+            return _HOOK_FAILED
         return None
 
     def _after_hooks(self, inv: Invocation, result: ToolResult) -> ToolResult:
         for hook in reversed(self.hooks):
             try:
-                result = hook.after(inv, result)
+                replaced = hook.after(inv, result)
             except Exception as exc:
                 # The tool has run: its result stands, and the failure is counted.
                 missed = Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.RAISED, exc)
+                result = result._replace(escapes=(*result.escapes, missed))
+                continue
+            if type(replaced) is ToolResult:
+                result = replaced
+            else:
+                missed = Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.INVALID_RETURN)
                 result = result._replace(escapes=(*result.escapes, missed))
         return result
 
@@ -338,9 +374,15 @@ class ToolCallPipeline:
         stop: Stop | None,
         value: Any,
         start: int,
+        late: bool = False,
     ) -> ToolResult:
         exception = None
         reason = None
+        flags: tuple[str, ...] = ()
+        if late:
+            # The tool answered after its timeout: the answer is not handed over
+            # as ok, and the row says the tool ran (late).
+            stop, flags = _LATE, (FLAG_LATE_RESULT,)
         if stop is not None:
             outcome, reason, value, exception = stop
             if outcome is not _OK:
@@ -360,12 +402,12 @@ class ToolCallPipeline:
                         exception,
                         perf_counter_ns() - start,
                         False,
-                        (),
+                        flags,
                         True,
                     ),
                 )
         try:
-            if value.__class__ is str and len(value) <= self.max_result_chars:
+            if type(value) is str and len(value) <= self.max_result_chars:
                 content, truncated = value, False
             else:
                 content, truncated = render(value, self.max_result_chars)
@@ -498,16 +540,35 @@ def _judge(
 
 
 def _hook_name(hook: Any) -> str:
-    return str(getattr(hook, "name", None) or type(hook).__name__)
+    name = getattr(hook, "name", None)
+    return name if type(name) is str and name else type(hook).__name__
 
 
-def _kwargs(tool: Tool, inv: Invocation, secrets: dict[str, Any] | None) -> dict[str, Any]:
-    kwargs = dict(inv.arguments) if secrets or tool.convert else inv.arguments
+def _kwargs(tool: Tool, args: dict[str, Any], secrets: dict[str, Any] | None) -> dict[str, Any]:
+    # ``args`` is the pipeline's own canonical copy: nothing else holds it.
     if tool.convert is not None:
-        kwargs = tool.convert(kwargs)  # type: ignore[arg-type]
+        args = tool.convert(args)
     if secrets:
-        kwargs.update(secrets)  # type: ignore[attr-defined]
-    return kwargs  # type: ignore[return-value]
+        args = {**args, **secrets}
+    return args
+
+
+def _bound_view(model_view: Mapping[str, Any], merged: dict[str, Any]) -> Any:
+    """The guards' view of the merged arguments: the model's part read-only at every
+    depth (from ``admit``), the bound values as the context holds them."""
+    view = dict(model_view)
+    for key, value in merged.items():
+        if key not in view:
+            view[key] = value
+    return _Proxy(view)
+
+
+def _interrupted(inv: Invocation, start: int) -> ToolResult:
+    return refusal(inv.call_id, inv.name, _UNAVAILABLE, Reason.INTERRUPTED, start)
+
+
+_LATE = Stop(Outcome.ERROR, Reason.TIMEOUT)
+_HOOK_FAILED = Stop(Outcome.UNAVAILABLE, Reason.HOOK_FAILED)
 
 
 def _failure(exc: Exception) -> Stop:
@@ -520,91 +581,3 @@ def _failure(exc: Exception) -> Stop:
     if isinstance(exc, TimeoutError):
         return Stop(Outcome.ERROR, Reason.TIMEOUT, None, exc)
     return Stop(Outcome.ERROR, Reason.RAISED, None, exc)
-
-
-def _refusal(
-    call_id: str,
-    name: str,
-    outcome: Outcome,
-    reason: Reason,
-    start: int,
-    *,
-    params: tuple[str, ...] = (),
-    flags: tuple[str, ...] = (),
-    known: bool = True,
-    exception: BaseException | None = None,
-    undeclared: bool = False,
-) -> ToolResult:
-    # A built-in check refused the call: the call's verdict is reject even
-    # though no guard ran.
-    return ToolResult(
-        call_id,
-        name,
-        outcome,
-        model_sentence(outcome, params, undeclared=undeclared),
-        _REJECT,
-        (),
-        (),
-        reason,
-        params,
-        None,
-        exception,
-        perf_counter_ns() - start,
-        False,
-        flags,
-        known,
-    )
-
-
-def _safe_name(name: Any) -> str:
-    # An invented name is kept for the audit trail only, and bounded.
-    text = name if type(name) is str else repr(name)
-    return text[:200]
-
-
-_SCALARS = frozenset({int, float, bool, type(None)})
-
-
-def _fits(arguments: dict[str, Any], limit: int) -> bool:
-    """Cheap size bound before any schema work; flat arguments take the short path."""
-    try:
-        budget = limit - sum(map(len, arguments))
-    except TypeError:  # a key that is not text (None, 1): not JSON, the schema refuses it
-        return _fits_deep(arguments, limit)
-    for value in arguments.values():
-        cls = value.__class__
-        if cls is str:
-            budget -= len(value)
-        elif cls not in _SCALARS:
-            return _fits_deep(arguments, limit)
-    return budget >= 0
-
-
-MAX_DEPTH = 128
-
-
-def _fits_deep(arguments: dict[str, Any], limit: int) -> bool:
-    """Size and depth bound over nested arguments. Iterative: deep nesting cannot recurse."""
-    budget = limit
-    stack: list[tuple[Any, int]] = [(arguments, 0)]
-    while stack:
-        node, depth = stack.pop()
-        cls = node.__class__
-        if cls is str:
-            budget -= len(node)
-        elif cls is dict or cls is list or cls is tuple:
-            if depth >= MAX_DEPTH:
-                return False
-            budget -= len(node) + 1
-            if cls is dict:
-                for key, value in node.items():
-                    if key.__class__ is str:
-                        budget -= len(key)
-                    stack.append((value, depth + 1))
-            else:
-                stack.extend([(item, depth + 1) for item in node])
-        else:
-            budget -= 1
-        if budget < 0:
-            return False
-    return True

@@ -10,6 +10,7 @@ from ..verdicts import Outcome, Reason
 __all__ = ["TurnCeiling"]
 
 _KEY = "calls"
+_STOP = Stop(Outcome.LIMIT, Reason.CEILING)
 
 
 class TurnCeiling:
@@ -22,16 +23,19 @@ class TurnCeiling:
     __slots__ = ("limit",)
 
     def __init__(self, limit: int) -> None:
-        if not isinstance(limit, int) or limit < 0:
+        if type(limit) is not int or limit < 0:
             raise ConfigurationError(f"tool-call ceiling must be a non-negative int, not {limit!r}")
         self.limit = limit
 
     def before(self, invocation: Invocation, /) -> Stop | None:
-        counters = invocation.turn.counters
-        used = counters.get(_KEY, 0)
-        if used >= self.limit:
-            return Stop(Outcome.LIMIT, Reason.CEILING)
-        counters[_KEY] = used + 1
+        turn = invocation.turn
+        # Read and count under the turn's lock: threads sharing a turn never overshoot.
+        with turn.lock:
+            counters = turn.counters
+            used = counters.get(_KEY, 0)
+            if used >= self.limit:
+                return _STOP
+            counters[_KEY] = used + 1
         return None
 
     def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:

@@ -24,6 +24,10 @@ __all__ = ["Counter", "MemoryCounter", "SessionCeiling"]
 _NOTHING = Restrict(only=frozenset())
 
 
+def _part(text: str) -> str:
+    return text.replace("%", "%25").replace(":", "%3A")
+
+
 @runtime_checkable
 class Counter(Protocol):
     """Adds one to ``key`` and returns the new count, atomically."""
@@ -81,7 +85,9 @@ class SessionCeiling:
         """The counter key of the context's session, or ``None`` without a session."""
         if context.session is None:
             return None
-        return f"tool_calls:{context.tenant or ''}:{context.session}"
+        # ":" and "%" are escaped in each part, so no two (tenant, session)
+        # pairs share a key (tenant None and "" both mean no tenant).
+        return f"tool_calls:{_part(context.tenant or '')}:{_part(context.session)}"
 
     def before(self, invocation: Invocation, /) -> Stop | Escape | None:
         key = self.key(invocation.context)

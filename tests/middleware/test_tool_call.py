@@ -189,12 +189,18 @@ def test_ten_thousand_deep_nesting_does_not_recurse(transfer: Tool, calls: Calls
     assert result.outcome is Outcome.INVALID_ARGS
 
 
-def test_lone_surrogates_are_handled(transfer: Tool) -> None:
+def test_lone_surrogates_are_not_json_and_never_echoed(transfer: Tool, calls: Calls) -> None:
     rails, _ = make(transfer)
     turn = rails.turn(values={"account_id": "a"})
-    assert turn.call("transfer", {**VALID, "memo": "\ud800"}).outcome is Outcome.OK
-    result = turn.call("transfer", {"amount": 1, "currency": "\udfff"})
-    assert result.outcome is Outcome.INVALID_ARGS and "\udfff" not in result.content
+    for arguments in (
+        {**VALID, "memo": "\ud800"},
+        {"amount": 1, "currency": "\udfff"},
+        '{"amount": 1, "currency": "USD", "memo": "\\ud800"}',
+    ):
+        result = turn.call("transfer", arguments)
+        assert (result.outcome, result.reason) == (Outcome.INVALID_ARGS, Reason.NOT_JSON)
+        assert result.content == model_sentence(Outcome.INVALID_ARGS)
+    assert calls.args == []
 
 
 # -- steps 3 and 4 -------------------------------------------------------------

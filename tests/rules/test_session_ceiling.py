@@ -5,8 +5,10 @@ from __future__ import annotations
 import threading
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
-from guardrails import ConfigurationError, EscapeReason, Guardrails, Outcome, tool
+from guardrails import ConfigurationError, EscapeReason, Guardrails, Outcome, TurnContext, tool
 from guardrails.rules import MemoryCounter, SessionCeiling
 
 
@@ -97,3 +99,20 @@ def test_at_pre_turn_without_session_or_readable_counter_fails_open() -> None:
         decision = Guardrails([ping], [ceiling.at_pre_turn()]).turn(session=session).pre_turn("")
         assert decision.offered == ("ping",)
         assert decision.escapes[0].reason is EscapeReason.NOT_CONFIGURED
+
+
+@example(("a:b", "c"), ("a", "b:c"))
+@example(("a%3A", "c"), ("a:", "c"))
+@example((None, "s"), ("", "s"))
+@given(
+    st.tuples(st.none() | st.text(":%ab", max_size=6), st.text(":%ab", max_size=6)),
+    st.tuples(st.none() | st.text(":%ab", max_size=6), st.text(":%ab", max_size=6)),
+)
+def test_distinct_tenant_and_session_pairs_never_share_a_counter_key(
+    first: tuple[str | None, str], second: tuple[str | None, str]
+) -> None:
+    ceiling = SessionCeiling(1)
+    a = ceiling.key(TurnContext(tenant=first[0], session=first[1]))
+    b = ceiling.key(TurnContext(tenant=second[0], session=second[1]))
+    same = (first[0] or "", first[1]) == (second[0] or "", second[1])
+    assert (a == b) == same
