@@ -94,6 +94,7 @@ class Guardrails:
         max_result_chars: int = 16_000,
         max_argument_chars: int = 1_000_000,
         secrets: Callable[[str], Any] | None = None,
+        policy: Any = None,
     ) -> None:
         if max_result_chars < 64:
             raise ConfigurationError("max_result_chars must be at least 64")
@@ -126,6 +127,8 @@ class Guardrails:
             secrets=secrets,
         )
         self._replan()
+        if policy is not None:
+            self.load_policy(policy)
 
     # -- registration -------------------------------------------------------
 
@@ -179,6 +182,13 @@ class Guardrails:
             raise DuplicateNameError(
                 f"guard name {g.name!r} is used twice: {existing.defined_at} and {g.defined_at}"
             )
+
+    def load_policy(self, policy: Any, *, store: Any = None) -> Any:
+        """Load a policy (a ``Policy`` or a TOML file's path), merged with any loaded
+        before, checked against the registered tools. See docs/policy.md."""
+        from .policy.attach import attach
+
+        return attach(self, policy, store=store).policy
 
     def guards_at(self, point: ChokePoint | str) -> tuple[Guard, ...]:
         cp = ChokePoint(point)

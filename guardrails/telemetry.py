@@ -43,6 +43,7 @@ __all__ = [
     "ATTR_REASON",
     "ATTR_REFUSED",
     "ATTR_RULE",
+    "ATTR_SECRET_REDACTED",
     "ATTR_TRUNCATED",
     "ATTR_VERDICT",
     "ERROR_TYPE",
@@ -78,6 +79,7 @@ ATTR_OUTCOME = "guardrails.outcome"
 ATTR_VERDICT = "guardrails.verdict"
 ATTR_REASON = "guardrails.reason"
 ATTR_TRUNCATED = "guardrails.truncated"
+ATTR_SECRET_REDACTED = "guardrails.secret_redacted"
 ATTR_GUARD = "guardrails.guard"
 ATTR_CHOKE_POINT = "guardrails.choke_point"
 ATTR_ENFORCED = "guardrails.enforced"
@@ -159,6 +161,8 @@ class OpenTelemetryRecorder:
                 attributes[ATTR_REASON] = str(result.reason)
             if result.truncated:
                 attributes[ATTR_TRUNCATED] = True
+            if "secret_redacted" in result.flags:
+                attributes[ATTR_SECRET_REDACTED] = True
             if outcome is not _OK:
                 attributes[ERROR_TYPE] = outcome.value
             span = self._open.pop(result.call_id, None) if self._open else None

@@ -27,7 +27,7 @@ from ..errors import LimitExceeded, StopRun, UsageError
 from ..guard import Guard, GuardOutcome
 from ..tools import Tool
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict, combine, model_sentence
-from ._render import render
+from ._render import redact, render
 
 __all__ = ["CallHook", "Plan", "Stop", "ToolCallPipeline"]
 
@@ -139,6 +139,8 @@ class ToolCallPipeline:
             except Exception as exc:
                 stop = _failure(exc)
         result = self._complete(inv, records, escapes, verdict, stop, value, start)
+        if secrets and result.outcome is _OK:
+            result = redact(result, secrets, self.max_result_chars)
         if result.outcome is _OK and plan.output_guards:
             checked = [g.evaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
             result = self._after_output(plan, inv, result, checked)
@@ -171,6 +173,8 @@ class ToolCallPipeline:
             except Exception as exc:
                 stop = _failure(exc)
         result = self._complete(inv, records, escapes, verdict, stop, value, start)
+        if secrets and result.outcome is _OK:
+            result = redact(result, secrets, self.max_result_chars)
         if result.outcome is _OK and plan.output_guards:
             checked = [await g.aevaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
             result = self._after_output(plan, inv, result, checked)

@@ -1,0 +1,196 @@
+"""Values of each kind found inside longer text (an address inside a mail body).
+
+``extract(text)`` yields ``(kind, normalised value)`` pairs; ``fingerprint``
+turns one into the short digest the provenance ledger keeps. The scans look
+for cheap anchors first (``@`` for addresses, ``://`` for URLs) with
+``str.find``, so a long text without them costs one pass in C per kind.
+Everything found is normalised with the kind's own function (``kinds.py``),
+so a value matches however it was spelled where it was seen.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from hashlib import blake2b
+from typing import Any
+
+from .kinds import (
+    IBAN_LENGTHS,
+    Kind,
+    domain_of,
+    fold,
+    iban_checksum_ok,
+    normalise_email,
+    normalise_phone,
+    normalise_text,
+    split_url,
+)
+
+__all__ = ["MAX_TEXT_ITEM", "extract", "extract_value", "fingerprint"]
+
+# Lines (and string fields) longer than this are not kept whole as ``text`` values.
+MAX_TEXT_ITEM = 512
+
+# Left of an anchor, text is read reversed with ``match`` (a ``search`` for a
+# pattern ending in ``\Z`` would try every start position).
+_LOCAL_REV = re.compile(r"[\w.!#$%&'*+/=?^`{|}~-]{1,64}")
+_DOMAIN = re.compile(r"[\w-]{1,63}(?:\.[\w-]{1,63})+")
+_URL_TAIL = re.compile(r"[^\s<>\"'`{}|\\^\[\]]+")
+_SCHEME_REV = re.compile(r"[A-Za-z0-9+.-]{0,15}[A-Za-z]")
+# A bare host (``example.org/news``) is anchored on a dot followed by a letter,
+# which prose rarely has (a sentence's dot is followed by a space).
+_DOT_LETTER = re.compile(r"\.[A-Za-z]")
+_HOST_REV = re.compile(r"[A-Za-z0-9.-]{1,253}")
+_HOST_REST = re.compile(r"[A-Za-z0-9-]{0,63}(?:\.[A-Za-z0-9-]{1,63})*(?:/[^\s<>\"'`]*)?")
+_TRAILING = ".,;:!?)]}'\""
+
+# IBANs and phone numbers are found in a shape of the text: ASCII letters as
+# ``a``, digits as ``0``, the separators they allow kept, everything else
+# ``_``. Their patterns then start with a literal, which ``re`` finds at C speed.
+_SHAPE = str.maketrans(
+    {
+        **{chr(c): "_" for c in range(128)},
+        **{chr(c): "a" for c in range(65, 91)},
+        **{chr(c): "a" for c in range(97, 123)},
+        **{chr(c): "0" for c in range(48, 58)},
+        **{c: c for c in " ().-/+"},
+    }
+)
+_IBAN_SHAPE = re.compile(r"aa00(?:[ -]?[a0]){11,32}")
+_PHONE_SHAPE = re.compile(r"0[0 ().\/-]{5,22}0")
+_WORDISH = frozenset("a0")
+
+
+def fingerprint(kind: str, value: str) -> bytes:
+    """A 12-byte digest of a normalised value: what the ledger stores, never the value."""
+    return blake2b(f"{kind}\x00{value}".encode("utf-8", "surrogatepass"), digest_size=12).digest()
+
+
+def extract(text: str, found: set[tuple[Kind, str]] | None = None) -> set[tuple[Kind, str]]:
+    """Every value of every kind found in ``text``, normalised, added to ``found``."""
+    if found is None:
+        found = set()
+    update = found.update
+    update(_emails(text))
+    update(_urls(text))
+    shape = text.translate(_SHAPE)
+    update(_ibans(text, shape))
+    update(_phones(text, shape))
+    update(_lines(text))
+    return found
+
+
+def extract_value(value: Any, found: set[tuple[Kind, str]] | None = None) -> set[tuple[Kind, str]]:
+    """``extract`` over every string (and number, as text) inside a JSON-like value."""
+    if found is None:
+        found = set()
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        cls = node.__class__
+        if cls is str:
+            extract(node, found)
+        elif cls is int or cls is float:
+            found.add((Kind.TEXT, str(node)))
+        elif depth < 64 and isinstance(node, dict):
+            for key, item in node.items():
+                stack.append((key, depth + 1))
+                stack.append((item, depth + 1))
+        elif depth < 64 and isinstance(node, list | tuple):
+            stack.extend((item, depth + 1) for item in node)
+    return found
+
+
+def _emails(text: str) -> Iterator[tuple[Kind, str]]:
+    at = text.find("@")
+    while at != -1:
+        local = _left(_LOCAL_REV, text, at, 64)
+        domain = _DOMAIN.match(text, at + 1)
+        if local and domain is not None:
+            address = normalise_email(f"{local.lstrip('.')}@{domain.group()}")
+            if address is not None:
+                yield Kind.EMAIL, address
+                yield Kind.HOST, domain_of(address)
+        at = text.find("@", at + 1)
+
+
+def _urls(text: str) -> Iterator[tuple[Kind, str]]:
+    at = text.find("://")
+    while at != -1:
+        scheme = _left(_SCHEME_REV, text, at, 16)
+        tail = _URL_TAIL.match(text, at + 3)
+        if scheme and tail is not None:
+            yield from _url(f"{scheme}://{tail.group().rstrip(_TRAILING)}")
+        at = text.find("://", at + 3)
+    end = 0
+    for dot in _DOT_LETTER.finditer(text):
+        at = dot.start()
+        if at < end:
+            continue  # inside a host already read
+        head = _left(_HOST_REV, text, at, 253)
+        if not head or head[0] in ".-":
+            continue
+        start = at - len(head)
+        before = text[start - 1] if start else " "
+        if before.isalnum() or before in "@/:._-":
+            continue  # part of an address or a URL, read above
+        rest = _HOST_REST.match(text, at + 1)
+        end = rest.end() if rest is not None else at + 1
+        yield from _url(text[start:end].rstrip(_TRAILING))
+
+
+def _left(reversed_pattern: re.Pattern[str], text: str, at: int, width: int) -> str:
+    """The longest run just left of ``at`` that ``reversed_pattern`` matches, reversed."""
+    window = text[max(0, at - width) : at][::-1]
+    match = reversed_pattern.match(window)
+    return match.group()[::-1] if match is not None else ""
+
+
+def _url(candidate: str) -> Iterator[tuple[Kind, str]]:
+    parts = split_url(candidate)
+    if parts is not None:
+        yield Kind.URL, parts[2]
+        yield Kind.HOST, parts[1]
+
+
+def _ibans(text: str, shape: str) -> Iterator[tuple[Kind, str]]:
+    for match in _IBAN_SHAPE.finditer(shape):
+        start = match.start()
+        if start and shape[start - 1] in _WORDISH:
+            continue
+        compact = text[start : match.end()].replace(" ", "").replace("-", "").upper()
+        expected = IBAN_LENGTHS.get(compact[:2])
+        lengths = (expected,) if expected is not None else range(min(34, len(compact)), 14, -1)
+        for length in lengths:
+            candidate = compact[:length]
+            if len(candidate) == length and iban_checksum_ok(candidate):
+                yield Kind.IBAN, candidate
+                break
+
+
+def _phones(text: str, shape: str) -> Iterator[tuple[Kind, str]]:
+    for match in _PHONE_SHAPE.finditer(shape):
+        start, end = match.span()
+        if start and shape[start - 1] in "+(":
+            start -= 1
+        if (start and shape[start - 1] in _WORDISH) or (
+            end < len(shape) and shape[end] in _WORDISH
+        ):
+            continue
+        number = normalise_phone(text[start:end])
+        if number is not None:
+            yield Kind.PHONE, number
+
+
+def _lines(text: str) -> Iterator[tuple[Kind, str]]:
+    if len(text) <= MAX_TEXT_ITEM:
+        yield Kind.TEXT, normalise_text(text)
+    if "\n" not in text:
+        return
+    folded = fold(text)
+    # In ASCII text without tabs or double spaces, collapsing whitespace is a strip.
+    simple = folded.isascii() and "  " not in folded and "\t" not in folded and "\x1f" not in folded
+    for line in folded.splitlines():
+        if 0 < len(line) <= MAX_TEXT_ITEM:
+            yield Kind.TEXT, line.strip() if simple else " ".join(line.split())

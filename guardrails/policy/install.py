@@ -1,0 +1,320 @@
+"""A policy made into guards and one call hook for an engine.
+
+- each ``Param`` is a tool_call guard named after the rule (``policy:pay.iban``),
+  applying to its tool, rejecting with the rule's outcome and naming the
+  top-level parameter (never the value);
+- one pre_turn guard, ``policy:intent``, labels the user's input and takes
+  out of the offer every intent-gated tool whose terms the input does not
+  mention; a ``policy:<tool>.intent`` tool_call guard refuses a gated tool
+  when no user input of the turn mentioned it (or none was seen);
+- a ``policy:<tool>.ceiling`` guard (outcome ``limit``) per tool with a ceiling;
+- the ``PolicyHook`` counts the calls that reach a ceiling-bound tool (a
+  second, atomic check against concurrent calls) and labels every ok result
+  with its tool as the source.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from typing import Any
+
+from ..context import Escape, GuardResult, Invocation, ToolResult
+from ..guard import Guard
+from ..rules import _paths
+from ..rules.effects import Restrict
+from ..rules.triggers import TermSet
+from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
+from .policy import Ceiling, Policy
+from .provenance import USER, Ledgers, Sources
+from .rules import Check, Param
+
+__all__ = ["Installed", "install"]
+
+_PASS = Verdict.PASS
+_MISSING = _paths.MISSING
+
+
+class Installed:
+    """What ``install`` made: the guards, the hook and the session labels."""
+
+    __slots__ = ("guards", "hook", "ledgers", "policy")
+
+    def __init__(
+        self, policy: Policy, guards: list[Guard], hook: PolicyHook, ledgers: Ledgers
+    ) -> None:
+        self.policy = policy
+        self.guards = guards
+        self.hook = hook
+        self.ledgers = ledgers
+
+    def label_user_input(self, turn: Any, text: str) -> None:
+        """Label ``text`` as the user's input of ``turn`` (pre_turn does this itself)."""
+        self.hook.intents.seen(turn, text)
+        self.ledgers.label_text(turn, turn.context, USER, text)
+
+
+def install(
+    policy: Policy,
+    tools: dict[str, Any],
+    *,
+    store: Any = None,
+    max_values: int = 100_000,
+    max_sessions: int = 1_000,
+) -> Installed:
+    policy.check(tools)
+    trusted = policy.trusted
+    sources = Sources(tools, trusted)
+    ledgers = Ledgers(sources, store=store, max_values=max_values, max_sessions=max_sessions)
+    intents = Intents(policy.intents)
+    counts = Counts(store, dict(policy.ceilings))
+    guards: list[Guard] = [_param_guard(p, ledgers, policy.fail_closed) for p in policy.params]
+    guards.append(Guard(_PreTurn(intents, ledgers), name="policy:intent", at=ChokePoint.PRE_TURN))
+    for tool in sorted(policy.intents):
+        guards.append(
+            Guard(
+                _IntentCheck(tool, intents),
+                name=f"policy:{tool}.intent",
+                outcome=Outcome.UNAVAILABLE,
+                tools=[tool],
+                fail_closed=True,
+            )
+        )
+    for tool, ceiling in sorted(policy.ceilings.items()):
+        guards.append(
+            Guard(
+                _CeilingCheck(tool, ceiling, counts),
+                name=f"policy:{tool}.ceiling",
+                outcome=Outcome.LIMIT,
+                tools=[tool],
+                fail_closed=True,
+            )
+        )
+    hook = PolicyHook(ledgers, counts, intents, label=policy.sources_used)
+    return Installed(policy, guards, hook, ledgers)
+
+
+# -- parameter rules ------------------------------------------------------------
+
+
+def _param_guard(rule: Param, ledgers: Ledgers, fail_closed: bool) -> Guard:
+    return Guard(
+        _ParamCheck(rule, ledgers),
+        name=rule.rule_name,
+        outcome=rule.outcome,
+        tools=[rule.tool],
+        fail_closed=fail_closed,
+    )
+
+
+class _ParamCheck:
+    """The guard function of one ``Param``."""
+
+    __slots__ = ("__name__", "head", "ledgers", "path", "provenance", "rule", "simple")
+
+    def __init__(self, rule: Param, ledgers: Ledgers) -> None:
+        self.__name__ = rule.rule_name
+        self.rule = rule
+        self.ledgers = ledgers
+        self.path = _paths.parse(rule.path)
+        self.simple = len(self.path) == 1 and isinstance(self.path[0], str)
+        self.head = rule.path.split(".")[0]
+        self.provenance = rule.grounded_in is not None or rule.not_only_untrusted
+
+    def __call__(self, inv: Invocation) -> Verdict | GuardResult:
+        arguments = inv.arguments
+        if self.simple:
+            value = arguments.get(self.head, _MISSING)
+            if value is _MISSING:
+                return _PASS  # absent: the schema decides whether it may be
+            values: Any = (value,)
+        else:
+            values = [v for _, v in _paths.walk(arguments, self.path)]
+        seen = self.ledgers.view(inv.turn, inv.context) if self.provenance else None
+        context = inv.context
+        failed: set[Check] = set()
+        for value in values:
+            failed.update(self.rule.check(value, context, seen))
+        if not failed:
+            return _PASS
+        evidence = {"rule": self.rule.rule_name, "param": self.rule.path}
+        if failed == {Check.UNKNOWN}:
+            return GuardResult.not_evaluated(
+                Check.UNKNOWN.value, evidence=evidence, escape=EscapeReason.NOT_CONFIGURED
+            )
+        checks = sorted(c.value for c in failed)
+        return GuardResult.rejected(
+            checks[0], evidence={**evidence, "checks": checks}, params=(self.head,)
+        )
+
+
+# -- intent gates ------------------------------------------------------------------
+
+
+class Intents:
+    """Which gated tools the user's input of each turn mentioned."""
+
+    __slots__ = ("gates", "lock", "turns")
+
+    def __init__(self, intents: Any) -> None:
+        self.gates = {tool: TermSet(terms) for tool, terms in intents.items()}
+        self.turns: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+        self.lock = threading.Lock()
+
+    def seen(self, turn: Any, text: Any) -> frozenset[str]:
+        """Record the user's input of ``turn``; the gated tools it mentions."""
+        mentioned = frozenset(t for t, terms in self.gates.items() if terms.find(text))
+        if turn is not None:
+            with self.lock:
+                self.turns.setdefault(turn, set()).update(mentioned)
+        return mentioned
+
+    def mentioned(self, turn: Any) -> set[str] | None:
+        return self.turns.get(turn) if turn is not None else None
+
+
+class _PreTurn:
+    __slots__ = ("__name__", "intents", "ledgers")
+
+    def __init__(self, intents: Intents, ledgers: Ledgers) -> None:
+        self.__name__ = "policy:intent"
+        self.intents = intents
+        self.ledgers = ledgers
+
+    def __call__(self, request: Any) -> Verdict | GuardResult:
+        text = request.text
+        self.ledgers.label_text(request.turn, request.context, USER, text.raw)
+        mentioned = self.intents.seen(request.turn, text)
+        closed = frozenset(t for t in self.intents.gates if t not in mentioned)
+        withheld = closed.intersection(request.tools)
+        if not withheld:
+            return _PASS
+        return GuardResult.rejected(
+            "intent_not_mentioned", evidence=Restrict(remove=withheld, detail=sorted(withheld))
+        )
+
+
+class _IntentCheck:
+    __slots__ = ("__name__", "intents", "tool")
+
+    def __init__(self, tool: str, intents: Intents) -> None:
+        self.__name__ = f"policy:{tool}.intent"
+        self.tool = tool
+        self.intents = intents
+
+    def __call__(self, inv: Invocation) -> Verdict | GuardResult:
+        mentioned = self.intents.mentioned(inv.turn)
+        if mentioned is None:
+            # No user input was seen for this turn: the gate cannot say (the
+            # guard is fail-closed, so this refuses, and the escape is counted).
+            return GuardResult.not_evaluated("no_user_input", escape=EscapeReason.NOT_CONFIGURED)
+        if self.tool in mentioned:
+            return _PASS
+        return GuardResult.rejected("intent_not_mentioned")
+
+
+# -- ceilings ------------------------------------------------------------------------
+
+
+class Counts:
+    """Calls per tool per turn (on the turn) and per session (store or memory)."""
+
+    __slots__ = ("ceilings", "lock", "memory", "store")
+
+    def __init__(self, store: Any, ceilings: dict[str, Ceiling]) -> None:
+        self.store = store
+        self.ceilings = ceilings
+        self.memory: OrderedDict[str, int] = OrderedDict()
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def session_key(tool: str, context: Any) -> str | None:
+        session = getattr(context, "session", None)
+        if session is None:
+            return None
+        tenant = getattr(context, "tenant", None) or ""
+        return f"guardrails:policy:calls:{len(tenant)}:{tenant}:{session}:{tool}"
+
+    def session_count(self, key: str, by: int) -> int:
+        if self.store is not None:
+            return int(self.store.incr(key, by))
+        with self.lock:
+            count = self.memory.get(key, 0) + by
+            self.memory[key] = count
+            self.memory.move_to_end(key)
+            if len(self.memory) > 100_000:
+                self.memory.popitem(last=False)
+            return count
+
+    def exceeded(self, inv: Invocation, by: int) -> bool:
+        """Add ``by`` to the counts of ``inv``'s tool; whether a ceiling is passed."""
+        ceiling = self.ceilings[inv.name]
+        over = False
+        if ceiling.per_turn is not None and inv.turn is not None:
+            counters = inv.turn.counters
+            key = f"policy:{inv.name}"
+            counters[key] = count = counters.get(key, 0) + by
+            over = count > ceiling.per_turn if by else count >= ceiling.per_turn
+        if ceiling.per_session is not None:
+            session = self.session_key(inv.name, inv.context)
+            if session is None:
+                raise LookupError("no session")
+            count = self.session_count(session, by)
+            over = over or (count > ceiling.per_session if by else count >= ceiling.per_session)
+        return over
+
+
+class _CeilingCheck:
+    __slots__ = ("__name__", "ceiling", "counts", "tool")
+
+    def __init__(self, tool: str, ceiling: Ceiling, counts: Counts) -> None:
+        self.__name__ = f"policy:{tool}.ceiling"
+        self.tool, self.ceiling, self.counts = tool, ceiling, counts
+
+    def __call__(self, inv: Invocation) -> Verdict | GuardResult:
+        try:
+            over = self.counts.exceeded(inv, 0)
+        except LookupError:
+            return GuardResult.not_evaluated("no_session", escape=EscapeReason.NOT_CONFIGURED)
+        return GuardResult.rejected("ceiling_reached") if over else _PASS
+
+
+# -- the hook ----------------------------------------------------------------------------
+
+
+class PolicyHook:
+    """Step 6: count calls for ceilings (atomically); after a call: label its result."""
+
+    __slots__ = ("counts", "intents", "label", "ledgers", "name")
+
+    def __init__(self, ledgers: Ledgers, counts: Counts, intents: Intents, *, label: bool) -> None:
+        self.name = "policy"
+        self.ledgers = ledgers
+        self.counts = counts
+        self.intents = intents
+        self.label = label
+
+    def before(self, invocation: Invocation, /) -> Any:
+        if invocation.name not in self.counts.ceilings:
+            return None
+        from ..middleware.tool_call import Stop
+
+        try:
+            if self.counts.exceeded(invocation, 1):
+                return Stop(Outcome.LIMIT, Reason.CEILING)
+        except LookupError:
+            return Stop(Outcome.LIMIT, Reason.CEILING)
+        except Exception as exc:
+            return Escape(self.name, ChokePoint.TOOL_CALL, EscapeReason.STORE_UNAVAILABLE, exc)
+        return None
+
+    def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+        if self.label and result.outcome is Outcome.OK and result.content:
+            source = invocation.name
+            value = result.value
+            if value.__class__ is str or result.truncated or value is None:
+                self.ledgers.label_text(invocation.turn, invocation.context, source, result.content)
+            else:
+                self.ledgers.label_value(invocation.turn, invocation.context, source, value)
+        return result

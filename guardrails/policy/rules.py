@@ -1,0 +1,455 @@
+"""Parameter rules: what one argument of one tool may be.
+
+A ``Param`` names a tool and a path into its arguments (``"to"``,
+``"recipient.iban"``, ``"cc.*"``) and holds independent checks: allowed and
+denied values, a pattern, numeric bounds, a value kind with its own limits
+(domains, schemes, countries, prefixes), and provenance (``grounded_in``,
+``not_only_untrusted``). Every check that applies runs; any failure rejects,
+so the order of checks and of rules never matters. ``check()`` is pure: it
+takes the value, the turn's context and a provenance lookup, and returns the
+names of the failed checks (never the value).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from ..errors import ConfigurationError
+from ..verdicts import Outcome
+from .kinds import (
+    Kind,
+    domain_of,
+    host_matches,
+    normalise_host,
+    normalise_text,
+    normaliser,
+    split_url,
+)
+
+__all__ = ["Check", "Param", "Seen", "normalised"]
+
+
+class Check(StrEnum):
+    """The checks of a parameter rule: the reason codes of its rejections (public strings)."""
+
+    TYPE = "wrong_type"
+    KIND = "not_a_valid_value"
+    VALUES = "not_allowed"
+    DENIED = "denied"
+    PATTERN = "pattern"
+    MIN = "below_minimum"
+    MAX = "above_maximum"
+    DOMAIN = "domain_not_allowed"
+    SCHEME = "scheme_not_allowed"
+    COUNTRY = "country_not_allowed"
+    PREFIX = "prefix_not_allowed"
+    GROUNDED = "not_grounded"
+    UNTRUSTED = "untrusted_only"
+    UNKNOWN = "provenance_unknown"
+
+
+_KIND_OPTIONS = {
+    "domains": {Kind.EMAIL, Kind.URL, Kind.HOST},
+    "deny_domains": {Kind.EMAIL, Kind.URL, Kind.HOST},
+    "schemes": {Kind.URL},
+    "countries": {Kind.IBAN},
+    "prefixes": {Kind.PHONE},
+}
+_REJECT_OUTCOMES = (Outcome.INVALID_ARGS, Outcome.LIMIT, Outcome.UNAVAILABLE)
+_CACHE_SIZE = 4096
+
+
+class Seen(Protocol):
+    """What a rule asks about provenance (``provenance.SessionView`` implements it).
+
+    ``find`` gives the bitmask of the sources a normalised value was seen in
+    (0: never seen), or None when the session's record cannot say (it
+    overflowed); ``trusted`` is the mask of trusted sources; ``mask_of`` the
+    mask of some source names.
+    """
+
+    trusted: int
+
+    def find(self, kind: str, value: str, /) -> int | None: ...
+
+    def mask_of(self, names: frozenset[str], /) -> int: ...
+
+
+def _strings(name: str, value: Any) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ConfigurationError(f"{name} must be a list of strings")
+    items = tuple(value)
+    if not all(isinstance(v, str) for v in items):
+        raise ConfigurationError(f"{name} must be a list of strings")
+    return frozenset(items)
+
+
+def _number(name: str, value: Any) -> float | int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigurationError(f"{name} must be a finite number")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One rule on one parameter of one tool. Built once; raises ``ConfigurationError``
+    naming the rule when its own options disagree (the tool is checked at install)."""
+
+    tool: str
+    path: str
+    kind: Kind | str | None = None
+    values: Iterable[Any] | None = None
+    values_from: str | None = None
+    deny_values: Iterable[Any] | None = None
+    pattern: str | None = None
+    min: float | None = None
+    max: float | None = None
+    min_from: str | None = None
+    max_from: str | None = None
+    domains: Iterable[str] | None = None
+    deny_domains: Iterable[str] | None = None
+    schemes: Iterable[str] | None = None
+    countries: Iterable[str] | None = None
+    prefixes: Iterable[str] | None = None
+    grounded_in: Iterable[str] | None = None
+    not_only_untrusted: bool = False
+    outcome: Outcome | str = Outcome.INVALID_ARGS
+    name: str | None = None
+    _compiled: Any = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        label = self.name or f"policy:{self.tool}.{self.path}"
+        try:
+            _validate(self, label)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"rule {label!r}: {exc}") from None
+        object.__setattr__(self, "name", label)
+
+    @property
+    def rule_name(self) -> str:
+        return self.name or f"policy:{self.tool}.{self.path}"
+
+    def check(self, value: Any, context: Any, seen: Seen | None) -> list[Check]:
+        """The failed checks for one value (empty: it passes). Pure; never raises."""
+        return self._compiled.check(value, context, seen)  # type: ignore[no-any-return]
+
+    def explain(self) -> list[str]:
+        """One line per check this rule makes, for ``guardrails policy explain``."""
+        return self._compiled.explain()  # type: ignore[no-any-return]
+
+
+def _validate(p: Param, label: str) -> None:
+    if not isinstance(p.tool, str) or not p.tool:
+        raise ConfigurationError("tool must be a tool name")
+    if not isinstance(p.path, str) or not p.path or "" in p.path.split("."):
+        raise ConfigurationError("path must be a parameter name or a dotted path")
+    kind = None
+    if p.kind is not None:
+        try:
+            kind = Kind(p.kind)
+        except ValueError:
+            raise ConfigurationError(
+                f"kind must be one of {[k.value for k in Kind]}, not {p.kind!r}"
+            ) from None
+    object.__setattr__(p, "kind", kind)
+    for option, kinds in _KIND_OPTIONS.items():
+        if getattr(p, option) is not None and kind not in kinds:
+            raise ConfigurationError(
+                f"{option} needs kind {' or '.join(sorted(k.value for k in kinds))}"
+            )
+    outcome: Outcome | None
+    try:
+        outcome = Outcome(p.outcome)
+    except ValueError:
+        outcome = None
+    if outcome not in _REJECT_OUTCOMES:
+        raise ConfigurationError("outcome must be invalid_args, limit or unavailable")
+    object.__setattr__(p, "outcome", outcome)
+    if p.not_only_untrusted not in (True, False):
+        raise ConfigurationError("not_only_untrusted must be true or false")
+    for key in ("values_from", "min_from", "max_from"):
+        if getattr(p, key) is not None and not isinstance(getattr(p, key), str):
+            raise ConfigurationError(f"{key} must name a context value")
+    object.__setattr__(p, "_compiled", _Compiled(p, kind))
+
+
+class _Compiled:
+    """A ``Param``'s checks, prepared: normalised sets, a compiled pattern, the bounds."""
+
+    __slots__ = (
+        "cache",
+        "countries",
+        "deny",
+        "deny_domains",
+        "domains",
+        "grounded",
+        "kind",
+        "max",
+        "max_from",
+        "min",
+        "min_from",
+        "normalise",
+        "pattern",
+        "prefixes",
+        "rule",
+        "schemes",
+        "untrusted",
+        "values",
+        "values_from",
+    )
+
+    def __init__(self, p: Param, kind: Kind | None) -> None:
+        self.rule = p
+        self.kind = kind
+        self.normalise = normaliser(kind) if kind is not None else None
+        self.cache: dict[str, str | None] = {}
+        self.values = self._value_set("values", p.values)
+        self.deny = self._value_set("deny_values", p.deny_values)
+        self.values_from = p.values_from
+        if p.pattern is not None:
+            if not isinstance(p.pattern, str):
+                raise ConfigurationError("pattern must be a string")
+            try:
+                self.pattern: re.Pattern[str] | None = re.compile(p.pattern)
+            except re.error as exc:
+                raise ConfigurationError(f"pattern {p.pattern!r} does not compile: {exc}") from None
+        else:
+            self.pattern = None
+        self.min = _number("min", p.min)
+        self.max = _number("max", p.max)
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ConfigurationError("min is greater than max")
+        self.min_from, self.max_from = p.min_from, p.max_from
+        self.domains = self._hosts("domains", p.domains)
+        self.deny_domains = self._hosts("deny_domains", p.deny_domains)
+        schemes = _strings("schemes", p.schemes)
+        if kind is Kind.URL and schemes is None:
+            schemes = frozenset({"http", "https"})
+        self.schemes = None if schemes is None else frozenset(s.lower() for s in schemes)
+        countries = _strings("countries", p.countries)
+        self.countries = None if countries is None else frozenset(c.upper() for c in countries)
+        prefixes = _strings("prefixes", p.prefixes)
+        if prefixes is not None:
+            bad = [x for x in prefixes if not x.startswith("+") or not x[1:].isdigit()]
+            if bad:
+                raise ConfigurationError(f"prefix {bad[0]!r} must be + and digits")
+        self.prefixes = None if prefixes is None else tuple(sorted(prefixes))
+        self.grounded = _strings("grounded_in", p.grounded_in)
+        if self.grounded is not None and not self.grounded:
+            raise ConfigurationError("grounded_in must name at least one source")
+        self.untrusted = p.not_only_untrusted
+
+    def _value_set(self, name: str, given: Iterable[Any] | None) -> frozenset[Any] | None:
+        if given is None:
+            return None
+        if isinstance(given, str | bytes | Mapping) or not isinstance(given, Iterable):
+            raise ConfigurationError(f"{name} must be a list")
+        out = set()
+        for item in given:
+            if self.normalise is not None:
+                if not isinstance(item, str):
+                    raise ConfigurationError(f"{name}: {item!r} is not a {self.kind} value")
+                norm = self.normalise(item)
+                if norm is None:
+                    raise ConfigurationError(f"{name}: {item!r} is not a valid {self.kind}")
+                out.add(norm)
+            elif isinstance(item, str | int | float | bool) or item is None:
+                out.add(_literal(item))
+            else:
+                raise ConfigurationError(f"{name}: {item!r} is not a string, number or boolean")
+        return frozenset(out)
+
+    def _hosts(self, name: str, given: Iterable[str] | None) -> frozenset[str] | None:
+        names = _strings(name, given)
+        if names is None:
+            return None
+        out = set()
+        for item in names:
+            host = normalise_host(item.lstrip("*.").lstrip("@"))
+            if host is None:
+                raise ConfigurationError(f"{name}: {item!r} is not a domain")
+            out.add(host)
+        return frozenset(out)
+
+    # -- evaluation -----------------------------------------------------------
+
+    def normal(self, value: str) -> str | None:
+        cache = self.cache
+        try:
+            return cache[value]
+        except KeyError:
+            pass
+        norm = self.normalise(value)  # type: ignore[misc]
+        if len(cache) >= _CACHE_SIZE:
+            cache.clear()
+        cache[value] = norm
+        return norm
+
+    def check(self, value: Any, context: Any, seen: Seen | None) -> list[Check]:
+        failed: list[Check] = []
+        kind = self.kind
+        norm: Any
+        if kind is not None:
+            if value.__class__ is not str:
+                return [Check.TYPE]
+            norm = self.normal(value)
+            if norm is None:
+                return [Check.KIND]
+            self._kind_checks(norm, failed)
+        else:
+            norm = _literal(value)
+        if self.values is not None and norm not in self.values:
+            failed.append(Check.VALUES)
+        if self.deny is not None and norm in self.deny:
+            failed.append(Check.DENIED)
+        if self.values_from is not None and not self._in_context(norm, context):
+            failed.append(Check.VALUES)
+        if self.pattern is not None:
+            if value.__class__ is not str:
+                failed.append(Check.TYPE)
+            elif self.pattern.fullmatch(value) is None:
+                failed.append(Check.PATTERN)
+        if self.min is not None or self.max is not None or self.min_from or self.max_from:
+            self._bounds(value, context, failed)
+        if (self.grounded is not None or self.untrusted) and seen is not None:
+            self._provenance(norm if kind is not None else value, seen, failed)
+        return failed
+
+    def _kind_checks(self, norm: str, failed: list[Check]) -> None:
+        kind = self.kind
+        if kind is Kind.EMAIL or kind is Kind.HOST or kind is Kind.URL:
+            if kind is Kind.URL:
+                parts = split_url(norm)
+                scheme, host = (parts[0], parts[1]) if parts else ("", "")
+                if self.schemes is not None and scheme not in self.schemes:
+                    failed.append(Check.SCHEME)
+            else:
+                host = domain_of(norm) if kind is Kind.EMAIL else norm
+            if (self.domains is not None and not host_matches(host, self.domains)) or (
+                self.deny_domains is not None and host_matches(host, self.deny_domains)
+            ):
+                failed.append(Check.DOMAIN)
+        elif kind is Kind.IBAN:
+            if self.countries is not None and norm[:2] not in self.countries:
+                failed.append(Check.COUNTRY)
+        elif (
+            kind is Kind.PHONE and self.prefixes is not None and not norm.startswith(self.prefixes)
+        ):
+            failed.append(Check.PREFIX)
+
+    def _in_context(self, norm: Any, context: Any) -> bool:
+        allowed = context.get(self.values_from) if context is not None else None
+        if allowed is None:
+            return False
+        items = [allowed] if isinstance(allowed, str | int | float) else allowed
+        try:
+            for item in items:
+                if self.normalise is not None:
+                    if isinstance(item, str) and self.normal(item) == norm:
+                        return True
+                elif _literal(item) == norm:
+                    return True
+        except TypeError:
+            return False
+        return False
+
+    def _bounds(self, value: Any, context: Any, failed: list[Check]) -> None:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            failed.append(Check.TYPE)
+            return
+        low, high = self.min, self.max
+        if self.min_from is not None:
+            low = _max(low, _context_number(context, self.min_from), failed, Check.MIN)
+        if self.max_from is not None:
+            high = _min(high, _context_number(context, self.max_from), failed, Check.MAX)
+        if low is not None and not value >= low:
+            failed.append(Check.MIN)
+        if high is not None and not value <= high:
+            failed.append(Check.MAX)
+
+    def _provenance(self, key: Any, seen: Seen, failed: list[Check]) -> None:
+        kind = self.kind
+        if kind is None:  # no kind: the value as text (numbers as written in JSON)
+            kind = Kind.TEXT
+            key = normalise_text(key) if key.__class__ is str else _as_text(key)
+            if key is None:
+                failed.append(Check.TYPE)
+                return
+        mask = seen.find(kind, key)
+        if mask is None:
+            failed.append(Check.UNKNOWN)
+            return
+        if self.grounded is not None and not mask & seen.mask_of(self.grounded):
+            failed.append(Check.GROUNDED)
+        if self.untrusted and mask and not mask & seen.trusted:
+            failed.append(Check.UNTRUSTED)
+
+    def explain(self) -> list[str]:
+        p = self.rule
+        lines = []
+        if self.kind is not None:
+            lines.append(f"kind {self.kind.value}: must parse as one")
+        for key in ("values", "deny_values", "values_from", "pattern", "min", "max", "min_from",
+                    "max_from", "domains", "deny_domains", "countries", "prefixes"):  # fmt: skip
+            given = getattr(p, key)
+            if given is not None:
+                shown = (
+                    sorted(given) if isinstance(given, frozenset | set | list | tuple) else given
+                )
+                lines.append(f"{key} = {shown!r}")
+        if self.kind is Kind.URL:
+            lines.append(f"schemes = {sorted(self.schemes or ())!r}")
+        if self.grounded is not None:
+            lines.append(f"grounded_in = {sorted(self.grounded)!r}")
+        if self.untrusted:
+            lines.append("not_only_untrusted: a value seen only in untrusted results is refused")
+        return lines
+
+
+def _as_text(value: Any) -> str | None:
+    """A number as ``extract_value`` labels it; None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return str(value)
+
+
+def _literal(value: Any) -> Any:
+    # JSON equality: 1 == 1.0, but True is not 1.
+    if value is True or value is False:
+        return ("bool", value)
+    return value
+
+
+def _context_number(context: Any, key: str) -> float | None:
+    value = context.get(key) if context is not None else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return value
+
+
+def _max(a: float | None, b: float | None, failed: list[Check], check: Check) -> float | None:
+    if b is None:
+        failed.append(check)  # the bound's context value is missing: nothing can be below it
+        return a
+    return b if a is None else max(a, b)
+
+
+def _min(a: float | None, b: float | None, failed: list[Check], check: Check) -> float | None:
+    if b is None:
+        failed.append(check)
+        return a
+    return b if a is None else min(a, b)
+
+
+def normalised(p: Param, value: str) -> str | None:
+    """The rule's normal form of ``value`` (its kind's), or None when it is not one."""
+    return p._compiled.normal(value) if p.kind is not None else value
