@@ -27,7 +27,14 @@ from .kinds import (
     split_url,
 )
 
-__all__ = ["MAX_TEXT_ITEM", "extract", "extract_value", "fingerprint"]
+__all__ = [
+    "MAX_TEXT_ITEM",
+    "extract",
+    "extract_tokens",
+    "extract_value",
+    "fingerprint",
+    "number_text",
+]
 
 # Lines (and string fields) longer than this are not kept whole as ``text`` values.
 MAX_TEXT_ITEM = 512
@@ -92,13 +99,56 @@ def extract_value(value: Any, found: set[tuple[Kind, str]] | None = None) -> set
         if cls is str:
             extract(node, found)
         elif cls is int or cls is float:
-            found.add((Kind.TEXT, str(node)))
+            text = number_text(node)
+            if text is not None:
+                found.add((Kind.TEXT, text))
         elif depth < 64 and isinstance(node, dict):
             for key, item in node.items():
                 stack.append((key, depth + 1))
                 stack.append((item, depth + 1))
         elif depth < 64 and isinstance(node, list | tuple):
             stack.extend((item, depth + 1) for item in node)
+    return found
+
+
+def number_text(value: Any) -> str | None:
+    """One spelling per number (``120``, ``120.0`` and ``1.2e2`` are ``120``); None if not one."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return None
+        if value.is_integer() and abs(value) < 2**63:
+            return str(int(value))
+        return repr(value)
+    return str(value)
+
+
+_TOKEN_EDGES = "\"'`.,;:!?()[]{}<>"
+_NUMBER_DROP = str.maketrans("", "", ",_")
+
+
+def extract_tokens(text: str, found: set[tuple[Kind, str]] | None = None) -> set[tuple[Kind, str]]:
+    """``extract``, plus each word of ``text`` as a ``text`` value (numbers in one spelling).
+
+    Used for the user's input and the context (short, trusted texts), so a
+    single-word value (a name, a code, an amount) the user typed grounds an argument.
+    """
+    found = extract(text, found)
+    for token in fold(text).split():
+        token = token.strip(_TOKEN_EDGES)
+        if not token:
+            continue
+        found.add((Kind.TEXT, token))
+        head = token.lstrip("+-$€£").translate(_NUMBER_DROP)
+        if head[:1].isdigit():
+            try:
+                number = float(head)
+            except ValueError:
+                continue
+            spelled = number_text(-number if token.startswith("-") else number)
+            if spelled is not None:
+                found.add((Kind.TEXT, spelled))
     return found
 
 

@@ -52,7 +52,7 @@ class Installed:
     def label_user_input(self, turn: Any, text: str) -> None:
         """Label ``text`` as the user's input of ``turn`` (pre_turn does this itself)."""
         self.hook.intents.seen(turn, text)
-        self.ledgers.label_text(turn, turn.context, USER, text)
+        self.ledgers.label_text(turn, turn.context, USER, text, words=True)
 
 
 def install(
@@ -184,7 +184,7 @@ class _PreTurn:
 
     def __call__(self, request: Any) -> Verdict | GuardResult:
         text = request.text
-        self.ledgers.label_text(request.turn, request.context, USER, text.raw)
+        self.ledgers.label_text(request.turn, request.context, USER, text.raw, words=True)
         mentioned = self.intents.seen(request.turn, text)
         closed = frozenset(t for t in self.intents.gates if t not in mentioned)
         withheld = closed.intersection(request.tools)

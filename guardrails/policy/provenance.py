@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
-from ._extract import extract, extract_value, fingerprint
+from ._extract import extract, extract_tokens, extract_value, fingerprint
 from .kinds import Kind
 
 __all__ = ["Ledger", "Ledgers", "SessionView", "Sources"]
@@ -198,9 +198,14 @@ class Ledgers:
 
     # -- labelling ---------------------------------------------------------------
 
-    def label_text(self, turn: Any, context: Any, source: str, text: str) -> int:
-        """Label every value found in ``text`` as seen in ``source``; the count found."""
-        return self._label(turn, context, source, extract(text))
+    def label_text(
+        self, turn: Any, context: Any, source: str, text: str, *, words: bool = False
+    ) -> int:
+        """Label every value found in ``text`` as seen in ``source``; the count found.
+
+        With ``words``, each word is a ``text`` value too (the user's input)."""
+        found = extract_tokens(text) if words else extract(text)
+        return self._label(turn, context, source, found)
 
     def label_value(self, turn: Any, context: Any, source: str, value: Any) -> int:
         """Label every value found in a JSON-like value (strings searched, numbers as text)."""
@@ -223,10 +228,8 @@ class Ledgers:
 
     def _label_context(self, ledger: Ledger, context: Any) -> None:
         found = extract_value(dict(getattr(context, "values", {}) or {}))
-        for name in ("tenant", "session", "agent", "workflow"):
-            value = getattr(context, name, None)
-            if isinstance(value, str):
-                extract(value, found)
+        for value in _strings(getattr(context, "values", {})):
+            extract_tokens(value, found)
         keys: Iterable[Any]
         if self.store is None:
             keys = [f"{k}\x00{v}" for k, v in found]
@@ -263,3 +266,18 @@ class Ledgers:
 def _prefix(context: Any) -> str:
     tenant = getattr(context, "tenant", None) or ""
     return f"{_KEY_PREFIX}{len(tenant)}:{tenant}:{context.session}:"
+
+
+def _strings(value: Any, depth: int = 0) -> list[str]:
+    """The strings inside a context's values (bounded depth)."""
+    if isinstance(value, str):
+        return [value]
+    out: list[str] = []
+    if depth < 16 and isinstance(value, dict | list | tuple):
+        items = value.values() if isinstance(value, dict) else value
+        for item in items:
+            out.extend(_strings(item, depth + 1))
+    elif depth < 16 and hasattr(value, "values") and callable(value.values):
+        for item in value.values():
+            out.extend(_strings(item, depth + 1))
+    return out

@@ -417,9 +417,9 @@ class _Compiled:
 
 def _as_text(value: Any) -> str | None:
     """A number as ``extract_value`` labels it; None for anything else."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return str(value)
+    from ._extract import number_text
+
+    return number_text(value)
 
 
 def _literal(value: Any) -> Any:
