@@ -45,6 +45,9 @@ def _build_parser() -> argparse.ArgumentParser:
             help="guard coverage from Prometheus metrics (a file or a 127.0.0.1 URL) or the audit log",
         )
     )
+    from .policy.cli import add_arguments as policy_arguments
+
+    policy_arguments(sub.add_parser("policy", help="check or explain an argument policy file"))
     return parser
 
 
