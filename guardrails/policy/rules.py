@@ -60,6 +60,10 @@ _KIND_OPTIONS = {
     "countries": {Kind.IBAN},
     "prefixes": {Kind.PHONE},
 }
+_LISTS = (
+    "values", "deny_values", "domains", "deny_domains", "schemes", "countries", "prefixes",
+    "grounded_in",
+)  # fmt: skip
 _REJECT_OUTCOMES = (Outcome.INVALID_ARGS, Outcome.LIMIT, Outcome.UNAVAILABLE)
 _CACHE_SIZE = 4096
 
@@ -180,6 +184,12 @@ def _validate(p: Param, label: str) -> None:
         if getattr(p, key) is not None and not isinstance(getattr(p, key), str):
             raise ConfigurationError(f"{key} must name a context value")
     object.__setattr__(p, "_compiled", _Compiled(p, kind))
+    # Frozen all the way down: the lists given become tuples (sets: sorted).
+    for key in _LISTS:
+        given = getattr(p, key)
+        if given is not None:
+            items = sorted(given, key=repr) if isinstance(given, set | frozenset) else given
+            object.__setattr__(p, key, tuple(items))
 
 
 class _Compiled:

@@ -18,7 +18,7 @@ def resolve(tool: Any, path: str) -> frozenset[str] | None:
     if segments[0] in getattr(tool, "bound", frozenset()):
         return None
     node: Any = tool.schema
-    for segment in segments:
+    for depth, segment in enumerate(segments):
         node = _deref(node, tool.schema)
         options = _options(node)
         if segment == "*" or segment.isdigit():
@@ -34,9 +34,20 @@ def resolve(tool: Any, path: str) -> frozenset[str] | None:
                 found = props[segment]
                 break
         if found is None:
-            raise LookupError(segment)
+            # Inside a parameter, an object open to more keys may hold this one.
+            found = _open_object(options) if depth else None
+            if found is None:
+                raise LookupError(segment)
         node = found
     return _types(_deref(node, tool.schema), tool.schema)
+
+
+def _open_object(options: list[Mapping[str, Any]]) -> Any:
+    for option in options:
+        extra = option.get("additionalProperties", True)
+        if option.get("type") == "object" and extra is not False:
+            return extra if isinstance(extra, Mapping) else {}
+    return None
 
 
 def _deref(node: Any, root: Mapping[str, Any]) -> Any:
