@@ -115,7 +115,7 @@ def loads(text: str, *, origin: str = "<string>") -> Policy:
             try:
                 ceilings[tool] = Ceiling(spec.get("max_per_turn"), spec.get("max_per_session"))
             except ConfigurationError as exc:
-                key = "max_per_turn" if "max_per_turn" in str(exc) else "max_per_session"
+                key = "max_per_turn" if str(exc).startswith("per_turn") else "max_per_session"
                 raise PolicyError(origin, table, key, str(exc)) from None
         for path, rule in spec.get("params", {}).items():
             param = _param(origin, f"{table}.params.{_quoted(path)}", tool, path, rule)
