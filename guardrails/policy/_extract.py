@@ -85,6 +85,8 @@ def extract(text: str, found: set[tuple[Kind, str]] | None = None) -> set[tuple[
     update(_ibans(text, shape))
     update(_phones(text, shape))
     update(_lines(text))
+    if "/" in text:
+        update(_slashed(text))
     return found
 
 
@@ -231,6 +233,26 @@ def _phones(text: str, shape: str) -> Iterator[tuple[Kind, str]]:
         number = normalise_phone(text[start:end])
         if number is not None:
             yield Kind.PHONE, number
+
+
+_WORD_REV = re.compile(r"\S{1,256}")
+_WORD = re.compile(r"\S{0,256}")
+
+
+def _slashed(text: str) -> Iterator[tuple[Kind, str]]:
+    """Words holding a ``/`` (file paths, identifiers), whole, as ``text`` values."""
+    at = text.find("/")
+    while at != -1:
+        head = _left(_WORD_REV, text, at, 256)
+        tail = _WORD.match(text, at)
+        end = tail.end() if tail is not None else at + 1
+        word = (head + text[at:end]).strip(_EDGES)
+        if word and "://" not in word:
+            yield Kind.TEXT, fold(word)
+        at = text.find("/", end)
+
+
+_EDGES = "\"'`.,;:!?()[]{}<>"
 
 
 def _lines(text: str) -> Iterator[tuple[Kind, str]]:
