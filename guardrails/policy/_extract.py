@@ -1,11 +1,15 @@
 """Values of each kind found inside longer text (an address inside a mail body).
 
-``extract(text)`` yields ``(kind, normalised value)`` pairs; ``fingerprint``
-turns one into the short digest the provenance ledger keeps. The scans look
-for cheap anchors first (``@`` for addresses, ``://`` for URLs) with
-``str.find``, so a long text without them costs one pass in C per kind.
-Everything found is normalised with the kind's own function (``kinds.py``),
-so a value matches however it was spelled where it was seen.
+``extract(text)`` returns the set of keys of the values found: ``key(kind,
+normalised value)``, one string each (``"email\\x00bob@example.com"``).
+Strings, not tuples: a 1 MB result holds thousands of values, and tuples
+would wake the cyclic garbage collector. ``fingerprint`` turns a key into the
+12-byte digest the store keeps. The scans look for cheap anchors first (``@``
+for addresses, ``://`` and a dot before a letter for URLs) with ``str.find``
+or a pattern that starts with a literal; IBANs and phone numbers are found in
+a "shape" of the text where letters are ``a`` and digits ``0``. Everything
+found is normalised with its kind's own function (``kinds.py``), so a value
+matches however it was spelled where it was seen.
 """
 
 from __future__ import annotations
@@ -33,11 +37,27 @@ __all__ = [
     "extract_tokens",
     "extract_value",
     "fingerprint",
+    "key",
     "number_text",
 ]
 
 # Lines (and string fields) longer than this are not kept whole as ``text`` values.
 MAX_TEXT_ITEM = 512
+
+_EMAIL, _URL, _HOST, _IBAN, _PHONE, _TEXT = (f"{k.value}\x00" for k in Kind)
+
+
+def key(kind: str, value: str) -> str:
+    """The key of one normalised value of one kind."""
+    return f"{kind}\x00{value}"
+
+
+def fingerprint(item: str) -> bytes:
+    """A 12-byte digest of a key: what the store keeps, never the value."""
+    return blake2b(item.encode("utf-8", "surrogatepass"), digest_size=12).digest()
+
+
+# -- the scans ------------------------------------------------------------------------
 
 # Left of an anchor, text is read reversed with ``match`` (a ``search`` for a
 # pattern ending in ``\Z`` would try every start position).
@@ -51,10 +71,12 @@ _DOT_LETTER = re.compile(r"\.[A-Za-z]")
 _HOST_REV = re.compile(r"[A-Za-z0-9.-]{1,253}")
 _HOST_REST = re.compile(r"[A-Za-z0-9-]{0,63}(?:\.[A-Za-z0-9-]{1,63})*(?:/[^\s<>\"'`]*)?")
 _TRAILING = ".,;:!?)]}'\""
+_EDGES = "\"'`.,;:!?()[]{}<>"
+_WORD_REV = re.compile(r"\S{1,256}")
+_WORD = re.compile(r"\S{0,256}")
 
-# IBANs and phone numbers are found in a shape of the text: ASCII letters as
-# ``a``, digits as ``0``, the separators they allow kept, everything else
-# ``_``. Their patterns then start with a literal, which ``re`` finds at C speed.
+# The shape of a text: ASCII letters as ``a``, digits as ``0``, the separators
+# IBANs and phone numbers allow kept, every other ASCII character ``_``.
 _SHAPE = str.maketrans(
     {
         **{chr(c): "_" for c in range(128)},
@@ -69,28 +91,25 @@ _PHONE_SHAPE = re.compile(r"0[0 ().\/-]{5,22}0")
 _WORDISH = frozenset("a0")
 
 
-def fingerprint(kind: str, value: str) -> bytes:
-    """A 12-byte digest of a normalised value: what the ledger stores, never the value."""
-    return blake2b(f"{kind}\x00{value}".encode("utf-8", "surrogatepass"), digest_size=12).digest()
-
-
-def extract(text: str, found: set[tuple[Kind, str]] | None = None) -> set[tuple[Kind, str]]:
-    """Every value of every kind found in ``text``, normalised, added to ``found``."""
+def extract(text: str, found: set[str] | None = None) -> set[str]:
+    """The keys of every value of every kind found in ``text``, added to ``found``."""
     if found is None:
         found = set()
-    update = found.update
-    update(_emails(text))
-    update(_urls(text))
+    if "@" in text:
+        _emails(text, found)
+    if "." in text or "://" in text:
+        _urls(text, found)
     shape = text.translate(_SHAPE)
-    update(_ibans(text, shape))
-    update(_phones(text, shape))
-    update(_lines(text))
+    if "00" in shape:
+        _ibans(text, shape, found)
+        _phones(text, shape, found)
+    _lines(text, found)
     if "/" in text:
-        update(_slashed(text))
+        _slashed(text, found)
     return found
 
 
-def extract_value(value: Any, found: set[tuple[Kind, str]] | None = None) -> set[tuple[Kind, str]]:
+def extract_value(value: Any, found: set[str] | None = None) -> set[str]:
     """``extract`` over every string (and number, as text) inside a JSON-like value."""
     if found is None:
         found = set()
@@ -101,12 +120,12 @@ def extract_value(value: Any, found: set[tuple[Kind, str]] | None = None) -> set
         if cls is str:
             extract(node, found)
         elif cls is int or cls is float:
-            text = number_text(node)
-            if text is not None:
-                found.add((Kind.TEXT, text))
+            spelled = number_text(node)
+            if spelled is not None:
+                found.add(_TEXT + spelled)
         elif depth < 64 and isinstance(node, dict):
-            for key, item in node.items():
-                stack.append((key, depth + 1))
+            for k, item in node.items():
+                stack.append((k, depth + 1))
                 stack.append((item, depth + 1))
         elif depth < 64 and isinstance(node, list | tuple):
             stack.extend((item, depth + 1) for item in node)
@@ -126,11 +145,10 @@ def number_text(value: Any) -> str | None:
     return str(value)
 
 
-_TOKEN_EDGES = "\"'`.,;:!?()[]{}<>"
 _NUMBER_DROP = str.maketrans("", "", ",_")
 
 
-def extract_tokens(text: str, found: set[tuple[Kind, str]] | None = None) -> set[tuple[Kind, str]]:
+def extract_tokens(text: str, found: set[str] | None = None) -> set[str]:
     """``extract``, plus each word of ``text`` as a ``text`` value (numbers in one spelling).
 
     Used for the user's input and the context (short, trusted texts), so a
@@ -138,10 +156,10 @@ def extract_tokens(text: str, found: set[tuple[Kind, str]] | None = None) -> set
     """
     found = extract(text, found)
     for token in fold(text).split():
-        token = token.strip(_TOKEN_EDGES)
+        token = token.strip(_EDGES)
         if not token:
             continue
-        found.add((Kind.TEXT, token))
+        found.add(_TEXT + token)
         head = token.lstrip("+-$€£").translate(_NUMBER_DROP)
         if head[:1].isdigit():
             try:
@@ -150,11 +168,18 @@ def extract_tokens(text: str, found: set[tuple[Kind, str]] | None = None) -> set
                 continue
             spelled = number_text(-number if token.startswith("-") else number)
             if spelled is not None:
-                found.add((Kind.TEXT, spelled))
+                found.add(_TEXT + spelled)
     return found
 
 
-def _emails(text: str) -> Iterator[tuple[Kind, str]]:
+def _left(reversed_pattern: re.Pattern[str], text: str, at: int, width: int) -> str:
+    """The longest run just left of ``at`` that ``reversed_pattern`` matches, reversed."""
+    window = text[max(0, at - width) : at][::-1]
+    match = reversed_pattern.match(window)
+    return match.group()[::-1] if match is not None else ""
+
+
+def _emails(text: str, found: set[str]) -> None:
     at = text.find("@")
     while at != -1:
         local = _left(_LOCAL_REV, text, at, 64)
@@ -162,18 +187,18 @@ def _emails(text: str) -> Iterator[tuple[Kind, str]]:
         if local and domain is not None:
             address = normalise_email(f"{local.lstrip('.')}@{domain.group()}")
             if address is not None:
-                yield Kind.EMAIL, address
-                yield Kind.HOST, domain_of(address)
+                found.add(_EMAIL + address)
+                found.add(_HOST + domain_of(address))
         at = text.find("@", at + 1)
 
 
-def _urls(text: str) -> Iterator[tuple[Kind, str]]:
+def _urls(text: str, found: set[str]) -> None:
     at = text.find("://")
     while at != -1:
         scheme = _left(_SCHEME_REV, text, at, 16)
         tail = _URL_TAIL.match(text, at + 3)
         if scheme and tail is not None:
-            yield from _url(f"{scheme}://{tail.group().rstrip(_TRAILING)}")
+            _url(f"{scheme}://{tail.group().rstrip(_TRAILING)}", found)
         at = text.find("://", at + 3)
     end = 0
     for dot in _DOT_LETTER.finditer(text):
@@ -189,24 +214,17 @@ def _urls(text: str) -> Iterator[tuple[Kind, str]]:
             continue  # part of an address or a URL, read above
         rest = _HOST_REST.match(text, at + 1)
         end = rest.end() if rest is not None else at + 1
-        yield from _url(text[start:end].rstrip(_TRAILING))
+        _url(text[start:end].rstrip(_TRAILING), found)
 
 
-def _left(reversed_pattern: re.Pattern[str], text: str, at: int, width: int) -> str:
-    """The longest run just left of ``at`` that ``reversed_pattern`` matches, reversed."""
-    window = text[max(0, at - width) : at][::-1]
-    match = reversed_pattern.match(window)
-    return match.group()[::-1] if match is not None else ""
-
-
-def _url(candidate: str) -> Iterator[tuple[Kind, str]]:
+def _url(candidate: str, found: set[str]) -> None:
     parts = split_url(candidate)
     if parts is not None:
-        yield Kind.URL, parts[2]
-        yield Kind.HOST, parts[1]
+        found.add(_URL + parts[2])
+        found.add(_HOST + parts[1])
 
 
-def _ibans(text: str, shape: str) -> Iterator[tuple[Kind, str]]:
+def _ibans(text: str, shape: str, found: set[str]) -> None:
     for match in _IBAN_SHAPE.finditer(shape):
         start = match.start()
         if start and shape[start - 1] in _WORDISH:
@@ -217,11 +235,11 @@ def _ibans(text: str, shape: str) -> Iterator[tuple[Kind, str]]:
         for length in lengths:
             candidate = compact[:length]
             if len(candidate) == length and iban_checksum_ok(candidate):
-                yield Kind.IBAN, candidate
+                found.add(_IBAN + candidate)
                 break
 
 
-def _phones(text: str, shape: str) -> Iterator[tuple[Kind, str]]:
+def _phones(text: str, shape: str, found: set[str]) -> None:
     for match in _PHONE_SHAPE.finditer(shape):
         start, end = match.span()
         if start and shape[start - 1] in "+(":
@@ -232,14 +250,24 @@ def _phones(text: str, shape: str) -> Iterator[tuple[Kind, str]]:
             continue
         number = normalise_phone(text[start:end])
         if number is not None:
-            yield Kind.PHONE, number
+            found.add(_PHONE + number)
 
 
-_WORD_REV = re.compile(r"\S{1,256}")
-_WORD = re.compile(r"\S{0,256}")
+def _lines(text: str, found: set[str]) -> None:
+    if len(text) <= MAX_TEXT_ITEM:
+        found.add(_TEXT + normalise_text(text))
+    if "\n" not in text:
+        return
+    folded = fold(text)
+    lines = [line for line in folded.splitlines() if 0 < len(line) <= MAX_TEXT_ITEM]
+    # In ASCII text without tabs or double spaces, collapsing whitespace is a strip.
+    if folded.isascii() and "  " not in folded and "\t" not in folded and "\x1f" not in folded:
+        found.update([_TEXT + line.strip() for line in lines])
+    else:
+        found.update([_TEXT + " ".join(line.split()) for line in lines])
 
 
-def _slashed(text: str) -> Iterator[tuple[Kind, str]]:
+def _slashed(text: str, found: set[str]) -> None:
     """Words holding a ``/`` (file paths, identifiers), whole, as ``text`` values."""
     at = text.find("/")
     while at != -1:
@@ -248,21 +276,12 @@ def _slashed(text: str) -> Iterator[tuple[Kind, str]]:
         end = tail.end() if tail is not None else at + 1
         word = (head + text[at:end]).strip(_EDGES)
         if word and "://" not in word:
-            yield Kind.TEXT, fold(word)
+            found.add(_TEXT + fold(word))
         at = text.find("/", end)
 
 
-_EDGES = "\"'`.,;:!?()[]{}<>"
-
-
-def _lines(text: str) -> Iterator[tuple[Kind, str]]:
-    if len(text) <= MAX_TEXT_ITEM:
-        yield Kind.TEXT, normalise_text(text)
-    if "\n" not in text:
-        return
-    folded = fold(text)
-    # In ASCII text without tabs or double spaces, collapsing whitespace is a strip.
-    simple = folded.isascii() and "  " not in folded and "\t" not in folded and "\x1f" not in folded
-    for line in folded.splitlines():
-        if 0 < len(line) <= MAX_TEXT_ITEM:
-            yield Kind.TEXT, line.strip() if simple else " ".join(line.split())
+def iter_keys(found: set[str]) -> Iterator[tuple[str, str]]:
+    """``(kind, value)`` of each key (for tests and explanations)."""
+    for item in found:
+        kind, _, value = item.partition("\x00")
+        yield kind, value

@@ -111,11 +111,12 @@ def _param_guard(rule: Param, ledgers: Ledgers, fail_closed: bool) -> Guard:
 class _ParamCheck:
     """The guard function of one ``Param``."""
 
-    __slots__ = ("__name__", "head", "ledgers", "path", "provenance", "rule", "simple")
+    __slots__ = ("__name__", "check", "head", "ledgers", "path", "provenance", "rule", "simple")
 
     def __init__(self, rule: Param, ledgers: Ledgers) -> None:
         self.__name__ = rule.rule_name
         self.rule = rule
+        self.check = rule._compiled.check
         self.ledgers = ledgers
         self.path = _paths.parse(rule.path)
         self.simple = len(self.path) == 1 and isinstance(self.path[0], str)
@@ -123,21 +124,20 @@ class _ParamCheck:
         self.provenance = rule.grounded_in is not None or rule.not_only_untrusted
 
     def __call__(self, inv: Invocation) -> Verdict | GuardResult:
-        arguments = inv.arguments
         if self.simple:
-            value = arguments.get(self.head, _MISSING)
+            value = inv.arguments.get(self.head, _MISSING)
             if value is _MISSING:
                 return _PASS  # absent: the schema decides whether it may be
-            values: Any = (value,)
-        else:
-            values = [v for _, v in _paths.walk(arguments, self.path)]
+            seen = self.ledgers.view(inv.turn, inv.context) if self.provenance else None
+            failed = self.check(value, inv.context, seen)
+            return self._rejected(set(failed)) if failed else _PASS
         seen = self.ledgers.view(inv.turn, inv.context) if self.provenance else None
-        context = inv.context
-        failed: set[Check] = set()
-        for value in values:
-            failed.update(self.rule.check(value, context, seen))
-        if not failed:
-            return _PASS
+        found: set[Check] = set()
+        for _, value in _paths.walk(inv.arguments, self.path):
+            found.update(self.check(value, inv.context, seen))
+        return self._rejected(found) if found else _PASS
+
+    def _rejected(self, failed: set[Check]) -> GuardResult:
         evidence = {"rule": self.rule.rule_name, "param": self.rule.path}
         if failed == {Check.UNKNOWN}:
             return GuardResult.not_evaluated(

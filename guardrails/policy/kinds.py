@@ -5,9 +5,10 @@ is not a value of that kind. Two spellings of one value have one normal form:
 
 - ``email``: NFKC, invisible characters removed, casefolded, domain in IDNA
   ASCII without a trailing dot (``Bob@Ｅxample.COM.`` is ``bob@example.com``);
-- ``url``: scheme and host lower-cased, host in IDNA ASCII, default port and
-  fragment dropped; a URL without a scheme is read as ``https`` (the host is
-  the real one: ``https://good.com@evil.com`` has host ``evil.com``);
+- ``url``: scheme and host lower-cased, host in IDNA ASCII, default port,
+  fragment and trailing punctuation dropped; a URL without a scheme is read
+  as ``https`` (the host is the real one: ``https://good.com@evil.com`` has
+  host ``evil.com``);
 - ``host``: a domain name, as in a URL;
 - ``iban``: spaces and hyphens removed, upper-cased, ISO 13616 checksum and
   the country's length checked;
@@ -56,6 +57,7 @@ class Kind(StrEnum):
 _LOCAL = re.compile(r"[\w.!#$%&'*+/=?^`{|}~-]{1,64}")
 _LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)")
 _SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
+_TRAILING = ".,;:!?)]}'\""
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21, "ws": 80, "wss": 443}
 
 
@@ -104,7 +106,9 @@ def domain_of(email: str) -> str:
 
 def split_url(value: str) -> tuple[str, str, str] | None:
     """``(scheme, host, normalised url)`` of a URL, or ``None``."""
-    text = value.strip() if value.isascii() else normalise(value).strip()
+    # Trailing punctuation is dropped, as when a URL is found inside prose
+    # ("see https://x.example/a."), so both spellings have one normal form.
+    text = (value.strip() if value.isascii() else normalise(value).strip()).rstrip(_TRAILING)
     if not text or any(c.isspace() for c in text):
         return None
     if "://" not in text:

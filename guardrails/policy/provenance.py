@@ -26,8 +26,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
-from ._extract import extract, extract_tokens, extract_value, fingerprint
-from .kinds import Kind
+from ._extract import extract, extract_tokens, extract_value, fingerprint, key
 
 __all__ = ["Ledger", "Ledgers", "SessionView", "Sources"]
 
@@ -68,9 +67,10 @@ class Sources:
 class Ledger:
     """The labels of one session."""
 
-    __slots__ = ("contexts", "entries", "limit", "lock", "overflowed", "synced")
+    __slots__ = ("contexts", "entries", "limit", "lock", "overflowed", "synced", "view")
 
     def __init__(self, limit: int, *, overflowed: bool = False) -> None:
+        self.view: SessionView | None = None
         self.entries: dict[Any, int] = {}
         self.limit = limit
         self.overflowed = overflowed
@@ -117,11 +117,11 @@ class SessionView:
 
 
 def _plain(kind: str, value: str) -> str:
-    return f"{kind}\x00{value}"
+    return key(kind, value)
 
 
 def _digest(kind: str, value: str) -> bytes:
-    return fingerprint(kind, value)
+    return fingerprint(key(kind, value))
 
 
 class Ledgers:
@@ -192,9 +192,17 @@ class Ledgers:
     def view(self, turn: Any, context: Any) -> SessionView:
         """The labels a rule checks against, with the context's values labelled."""
         ledger = self.ledger(turn, context)
-        if context is not None and not any(c is context for c in ledger.contexts):
-            self._label_context(ledger, context)
-        return SessionView(ledger, self.sources, self.store is not None)
+        contexts = ledger.contexts
+        if context is not None and not (contexts and contexts[-1] is context):
+            if not any(c is context for c in contexts):
+                self._label_context(ledger, context)
+            else:
+                contexts.remove(context)
+                contexts.append(context)
+        view = ledger.view
+        if view is None:
+            view = ledger.view = SessionView(ledger, self.sources, self.store is not None)
+        return view
 
     # -- labelling ---------------------------------------------------------------
 
@@ -211,15 +219,15 @@ class Ledgers:
         """Label every value found in a JSON-like value (strings searched, numbers as text)."""
         return self._label(turn, context, source, extract_value(value))
 
-    def _label(self, turn: Any, context: Any, source: str, found: set[tuple[Kind, str]]) -> int:
+    def _label(self, turn: Any, context: Any, source: str, found: set[str]) -> int:
         if not found:
             return 0
         bit = self.sources.bits.get(source, self.sources.other)
         ledger = self.ledger(turn, context)
         if self.store is None:
-            ledger.add((f"{k}\x00{v}" for k, v in found), bit)
+            ledger.add(found, bit)
             return len(found)
-        digests = [fingerprint(k, v) for k, v in found]
+        digests = [fingerprint(item) for item in found]
         ledger.add(digests, bit)
         session = getattr(context, "session", None)
         if session is not None:
@@ -230,11 +238,9 @@ class Ledgers:
         found = extract_value(dict(getattr(context, "values", {}) or {}))
         for value in _strings(getattr(context, "values", {})):
             extract_tokens(value, found)
-        keys: Iterable[Any]
-        if self.store is None:
-            keys = [f"{k}\x00{v}" for k, v in found]
-        else:
-            keys = [fingerprint(k, v) for k, v in found]
+        keys: Iterable[Any] = found
+        if self.store is not None:
+            keys = [fingerprint(item) for item in found]
         ledger.add(keys, self.sources.bits[CONTEXT])
         ledger.contexts.append(context)
         del ledger.contexts[:-8]

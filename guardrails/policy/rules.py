@@ -212,6 +212,7 @@ class _Compiled:
         "prefixes",
         "rule",
         "schemes",
+        "steps",
         "untrusted",
         "values",
         "values_from",
@@ -257,6 +258,7 @@ class _Compiled:
         if self.grounded is not None and not self.grounded:
             raise ConfigurationError("grounded_in must name at least one source")
         self.untrusted = p.not_only_untrusted
+        self.steps = self._steps()
 
     def _value_set(self, name: str, given: Iterable[Any] | None) -> frozenset[Any] | None:
         if given is None:
@@ -304,37 +306,70 @@ class _Compiled:
         cache[value] = norm
         return norm
 
+    def _steps(self) -> tuple[Any, ...]:
+        """The checks that apply, in a fixed order, each ``(value, norm, context, seen, failed)``."""
+        steps: list[Any] = []
+        if self.kind is not None and (
+            self.domains or self.deny_domains or self.schemes or self.countries or self.prefixes
+        ):
+            steps.append(self._kind_checks)
+        if self.values is not None:
+            steps.append(self._in_values)
+        if self.deny is not None:
+            steps.append(self._not_denied)
+        if self.values_from is not None:
+            steps.append(self._in_context_values)
+        if self.pattern is not None:
+            steps.append(self._matches)
+        if self.min is not None or self.max is not None or self.min_from or self.max_from:
+            steps.append(self._bounds)
+        if self.grounded is not None or self.untrusted:
+            steps.append(self._provenance)
+        return tuple(steps)
+
     def check(self, value: Any, context: Any, seen: Seen | None) -> list[Check]:
         failed: list[Check] = []
-        kind = self.kind
-        norm: Any
-        if kind is not None:
+        if self.normalise is not None:
             if value.__class__ is not str:
                 return [Check.TYPE]
-            norm = self.normal(value)
+            norm = self.cache.get(value, _UNSEEN)
+            if norm is _UNSEEN:
+                norm = self.normal(value)
             if norm is None:
                 return [Check.KIND]
-            self._kind_checks(norm, failed)
         else:
-            norm = _literal(value)
-        if self.values is not None and norm not in self.values:
-            failed.append(Check.VALUES)
-        if self.deny is not None and norm in self.deny:
-            failed.append(Check.DENIED)
-        if self.values_from is not None and not self._in_context(norm, context):
-            failed.append(Check.VALUES)
-        if self.pattern is not None:
-            if value.__class__ is not str:
-                failed.append(Check.TYPE)
-            elif self.pattern.fullmatch(value) is None:
-                failed.append(Check.PATTERN)
-        if self.min is not None or self.max is not None or self.min_from or self.max_from:
-            self._bounds(value, context, failed)
-        if (self.grounded is not None or self.untrusted) and seen is not None:
-            self._provenance(norm if kind is not None else value, seen, failed)
+            norm = value
+        for step in self.steps:
+            step(value, norm, context, seen, failed)
         return failed
 
-    def _kind_checks(self, norm: str, failed: list[Check]) -> None:
+    def _in_values(
+        self, value: Any, norm: Any, context: Any, seen: Any, failed: list[Check]
+    ) -> None:
+        if _literal(norm) not in self.values:  # type: ignore[operator]
+            failed.append(Check.VALUES)
+
+    def _not_denied(
+        self, value: Any, norm: Any, context: Any, seen: Any, failed: list[Check]
+    ) -> None:
+        if _literal(norm) in self.deny:  # type: ignore[operator]
+            failed.append(Check.DENIED)
+
+    def _in_context_values(
+        self, value: Any, norm: Any, context: Any, seen: Any, failed: list[Check]
+    ) -> None:
+        if not self._in_context(_literal(norm) if self.normalise is None else norm, context):
+            failed.append(Check.VALUES)
+
+    def _matches(self, value: Any, norm: Any, context: Any, seen: Any, failed: list[Check]) -> None:
+        if value.__class__ is not str:
+            failed.append(Check.TYPE)
+        elif self.pattern.fullmatch(value) is None:  # type: ignore[union-attr]
+            failed.append(Check.PATTERN)
+
+    def _kind_checks(
+        self, value: Any, norm: str, context: Any, seen: Any, failed: list[Check]
+    ) -> None:
         kind = self.kind
         if kind is Kind.EMAIL or kind is Kind.HOST or kind is Kind.URL:
             if kind is Kind.URL:
@@ -372,8 +407,11 @@ class _Compiled:
             return False
         return False
 
-    def _bounds(self, value: Any, context: Any, failed: list[Check]) -> None:
-        if isinstance(value, bool) or not isinstance(value, int | float):
+    def _bounds(self, value: Any, norm: Any, context: Any, seen: Any, failed: list[Check]) -> None:
+        cls = value.__class__
+        if (cls is not float and cls is not int) and (
+            isinstance(value, bool) or not isinstance(value, int | float)
+        ):
             failed.append(Check.TYPE)
             return
         low, high = self.min, self.max
@@ -386,7 +424,11 @@ class _Compiled:
         if high is not None and not value <= high:
             failed.append(Check.MAX)
 
-    def _provenance(self, key: Any, seen: Seen, failed: list[Check]) -> None:
+    def _provenance(
+        self, value: Any, key: Any, context: Any, seen: Seen | None, failed: list[Check]
+    ) -> None:
+        if seen is None:
+            return
         kind = self.kind
         if kind is None:  # no kind: the value as text (numbers as written in JSON)
             kind = Kind.TEXT
@@ -430,6 +472,9 @@ def _as_text(value: Any) -> str | None:
     from ._extract import number_text
 
     return number_text(value)
+
+
+_UNSEEN: Any = object()
 
 
 def _literal(value: Any) -> Any:
