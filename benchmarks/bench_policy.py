@@ -8,7 +8,8 @@
   an email-kind rule (the floor), and the same rule that also requires the
   address to be grounded in the user's input and not to come only from
   untrusted results, in a session that has already seen 10,000 untrusted
-  values; ``added µs`` is the provenance check of one argument.
+  values; ``added µs`` is the provenance check of one argument (both engines
+  label every result, so labelling the tool's small result is in the floor).
 - ``policy: labelling``: labelling a 1 MB untrusted tool result (mail-like
   text with addresses, links and numbers) into a new session record, and the
   value extraction alone; ``MB/s`` over the text's size. Floor: one
@@ -101,16 +102,26 @@ def read_mail() -> str:
     return ""
 
 
+@tool
+def lookup(q: str) -> str:
+    """Look something up (never called: its rule switches labelling on)."""
+    return ""
+
+
 def _provenance(quick: bool) -> list[dict[str, Any]]:
-    kind_only = Policy(params=(Param("send_mail", "to", kind="email"),))
+    # Both engines label every result (a provenance rule on another tool
+    # switches labelling on): the difference is the check of one argument.
+    labelling = Param("lookup", "q", grounded_in=["user"])
+    kind_only = Policy(params=(Param("send_mail", "to", kind="email"), labelling))
     checked = Policy(
         params=(
             Param("send_mail", "to", kind="email", grounded_in=["user"], not_only_untrusted=True),
+            labelling,
         )
     )
     engines = {}
     for label, policy in (("kind rule", kind_only), ("kind rule + provenance", checked)):
-        rails = Guardrails([send_mail, read_mail], policy=policy)
+        rails = Guardrails([send_mail, read_mail, lookup], policy=policy)
         turn = rails.turn(session="bench")
         turn.pre_turn("send the report to ana@home.example")
         seen = installed(rails)

@@ -104,24 +104,24 @@ class Ledger:
 class SessionView:
     """One session's labels as a rule sees them (``rules.Seen``)."""
 
-    __slots__ = ("key", "ledger", "mask_of", "trusted")
+    __slots__ = ("hashed", "ledger", "mask_of", "trusted")
 
     def __init__(self, ledger: Ledger, sources: Sources, hashed: bool) -> None:
         self.ledger = ledger
         self.trusted = sources.trusted
         self.mask_of = sources.mask_of
-        self.key = _digest if hashed else _plain
+        self.hashed = hashed
 
     def find(self, kind: str, value: str) -> int | None:
-        return self.ledger.find(self.key(kind, value))
+        return self.lookup(key(kind, value))
 
-
-def _plain(kind: str, value: str) -> str:
-    return key(kind, value)
-
-
-def _digest(kind: str, value: str) -> bytes:
-    return fingerprint(key(kind, value))
+    def lookup(self, item: str) -> int | None:
+        """The sources of one key (``_extract.key``): a mask, or None when it cannot say."""
+        ledger = self.ledger
+        mask = ledger.entries.get(fingerprint(item) if self.hashed else item, 0)
+        if not mask and ledger.overflowed:
+            return None
+        return mask
 
 
 class Ledgers:
@@ -129,6 +129,7 @@ class Ledgers:
 
     __slots__ = (
         "forgotten",
+        "last",
         "lock",
         "max_sessions",
         "max_values",
@@ -155,10 +156,23 @@ class Ledgers:
         # Sessions pushed out of memory with no store to reload them from.
         self.forgotten: OrderedDict[tuple[str, str], None] = OrderedDict()
         self.lock = threading.Lock()
+        # The ledger of the last (turn, context) asked for: consecutive calls
+        # of one turn skip the lookup. Without a store only: with one, every
+        # check first reads what other processes added.
+        self.last: tuple[Any, Any, Ledger] | None = None
 
     # -- finding a session's ledger ---------------------------------------------
 
     def ledger(self, turn: Any, context: Any) -> Ledger:
+        last = self.last
+        if last is not None and last[0] is turn and last[1] is context:
+            return last[2]
+        found = self._find(turn, context)
+        if self.store is None and turn is not None:
+            self.last = (turn, context, found)
+        return found
+
+    def _find(self, turn: Any, context: Any) -> Ledger:
         session = getattr(context, "session", None)
         if session is None:
             return self._turn_ledger(turn)

@@ -81,6 +81,8 @@ class Seen(Protocol):
 
     def find(self, kind: str, value: str, /) -> int | None: ...
 
+    def lookup(self, item: str, /) -> int | None: ...
+
     def mask_of(self, names: frozenset[str], /) -> int: ...
 
 
@@ -209,6 +211,7 @@ class _Compiled:
         "min_from",
         "normalise",
         "pattern",
+        "prefix",
         "prefixes",
         "rule",
         "schemes",
@@ -258,6 +261,7 @@ class _Compiled:
         if self.grounded is not None and not self.grounded:
             raise ConfigurationError("grounded_in must name at least one source")
         self.untrusted = p.not_only_untrusted
+        self.prefix = f"{(kind or Kind.TEXT).value}\x00"  # of the keys the ledger holds
         self.steps = self._steps()
 
     def _value_set(self, name: str, given: Iterable[Any] | None) -> frozenset[Any] | None:
@@ -429,14 +433,12 @@ class _Compiled:
     ) -> None:
         if seen is None:
             return
-        kind = self.kind
-        if kind is None:  # no kind: the value as text (numbers as written in JSON)
-            kind = Kind.TEXT
+        if self.kind is None:  # no kind: the value as text (numbers as written in JSON)
             key = normalise_text(key) if key.__class__ is str else _as_text(key)
             if key is None:
                 failed.append(Check.TYPE)
                 return
-        mask = seen.find(kind, key)
+        mask = seen.lookup(self.prefix + key)
         if mask is None:
             failed.append(Check.UNKNOWN)
             return

@@ -24,6 +24,10 @@ class Seen:
     def find(self, kind: str, value: str) -> int | None:
         return self.masks.get((kind, value), 0)
 
+    def lookup(self, item: str) -> int | None:
+        kind, _, value = item.partition("\x00")
+        return self.find(kind, value)
+
     def mask_of(self, names: frozenset[str]) -> int:
         bits = {"user": 0b01, "inbox": 0b10}
         return sum(bits[n] for n in names)
@@ -99,7 +103,7 @@ def test_provenance_checks_on_their_own(
 
 def test_a_record_that_cannot_say_is_unknown_not_a_pass() -> None:
     class Overflowed(Seen):
-        def find(self, kind: str, value: str) -> int | None:
+        def lookup(self, item: str) -> int | None:
             return None
 
     rule = Param("t", "p", kind="email", not_only_untrusted=True)
