@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Budget, budget, compare, per_op_ns, row
 from _transfer import SCHEMA, VALID, transfer
 
-from guardrails import Guardrails, Tool, tool
+from guardrails import Guard, Guardrails, Tool, Verdict, tool
 from guardrails.policy import Param, Policy
 from guardrails.policy._extract import extract
 from guardrails.policy.attach import installed
@@ -73,8 +73,14 @@ def mail_text(rng: random.Random, size: int) -> str:
 def _rules(quick: bool) -> list[dict[str, Any]]:
     bare = Guardrails([Tool("transfer", transfer, SCHEMA)])
     ruled = Guardrails([Tool("transfer", transfer, SCHEMA)], policy=FIVE_RULES)
+    # The guard boundary alone: five guards that return pass and look at nothing.
+    trivial = Guardrails(
+        [Tool("transfer", transfer, SCHEMA)],
+        [Guard(lambda inv: Verdict.PASS, name=f"trivial_{i}") for i in range(5)],
+    )
     plain_turn = bare.turn(values={"daily_limit": 1_000})
     ruled_turn = ruled.turn(values={"daily_limit": 1_000})
+    trivial_turn = trivial.turn(values={"daily_limit": 1_000})
     args = {**VALID, "memo": "rent for march"}
     assert ruled_turn.call("transfer", args).ok
     return compare(
@@ -82,11 +88,14 @@ def _rules(quick: bool) -> list[dict[str, Any]]:
         {
             "valid call, no policy": lambda: plain_turn.call("transfer", args),
             "valid call, five parameter rules": lambda: ruled_turn.call("transfer", args),
+            "valid call, five trivial guards (the boundary alone)": lambda: trivial_turn.call(
+                "transfer", args
+            ),
         },
         floor="valid call, no policy",
         quick=quick,
         # Keep the per-turn result list from growing across rounds.
-        between_rounds=lambda: (plain_turn.results.clear(), ruled_turn.results.clear()),
+        between_rounds=lambda: [t.results.clear() for t in (plain_turn, ruled_turn, trivial_turn)],
     )
 
 
@@ -129,9 +138,10 @@ def _provenance(quick: bool) -> list[dict[str, Any]]:
         untrusted = "\n".join(f"from: person{i}@corp{i % 97}.example" for i in range(10_000))
         seen.ledgers.label_text(turn, turn.context, "read_mail", untrusted)
         assert turn.call("send_mail", {"to": "ana@home.example", "subject": "r"}).ok
-        assert label == "kind rule" or not turn.call(
-            "send_mail", {"to": "person7@corp7.example", "subject": "r"}
-        ).ok
+        assert (
+            label == "kind rule"
+            or not turn.call("send_mail", {"to": "person7@corp7.example", "subject": "r"}).ok
+        )
         engines[label] = turn
     args = {"to": "ana@home.example", "subject": "report"}
     return compare(

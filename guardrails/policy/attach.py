@@ -63,7 +63,7 @@ def attach(engine: Guardrails, source: Any, *, store: Any = None, **limits: Any)
             for g in previous.guards:
                 guards[g.name] = g
         raise
-    pipeline.hooks = (*hooks, made.hook)
+    pipeline.hooks = hooks if made.hook is None else (*hooks, made.hook)
     engine._policy = made  # type: ignore[attr-defined]
     engine._replan()
     return made

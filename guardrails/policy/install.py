@@ -39,19 +39,25 @@ _MISSING = _paths.MISSING
 class Installed:
     """What ``install`` made: the guards, the hook and the session labels."""
 
-    __slots__ = ("guards", "hook", "ledgers", "policy")
+    __slots__ = ("guards", "hook", "intents", "ledgers", "policy")
 
     def __init__(
-        self, policy: Policy, guards: list[Guard], hook: PolicyHook, ledgers: Ledgers
+        self,
+        policy: Policy,
+        guards: list[Guard],
+        hook: PolicyHook | None,
+        ledgers: Ledgers,
+        intents: Intents,
     ) -> None:
         self.policy = policy
+        self.intents = intents
         self.guards = guards
         self.hook = hook
         self.ledgers = ledgers
 
     def label_user_input(self, turn: Any, text: str) -> None:
         """Label ``text`` as the user's input of ``turn`` (pre_turn does this itself)."""
-        self.hook.intents.seen(turn, text)
+        self.intents.seen(turn, text)
         self.ledgers.label_text(turn, turn.context, USER, text, words=True)
 
 
@@ -70,7 +76,10 @@ def install(
     intents = Intents(policy.intents)
     counts = Counts(store, dict(policy.ceilings))
     guards: list[Guard] = [_param_guard(p, ledgers, policy.fail_closed) for p in policy.params]
-    guards.append(Guard(_PreTurn(intents, ledgers), name="policy:intent", at=ChokePoint.PRE_TURN))
+    if policy.intents or policy.sources_used:
+        # Labels the user's input, and applies the intent gates.
+        pre_turn = Guard(_PreTurn(intents, ledgers), name="policy:intent", at=ChokePoint.PRE_TURN)
+        guards.append(pre_turn)
     for tool in sorted(policy.intents):
         guards.append(
             Guard(
@@ -91,8 +100,10 @@ def install(
                 fail_closed=True,
             )
         )
-    hook = PolicyHook(ledgers, counts, intents, label=policy.sources_used)
-    return Installed(policy, guards, hook, ledgers)
+    hook = None
+    if policy.ceilings or policy.sources_used:
+        hook = PolicyHook(ledgers, counts, intents, label=policy.sources_used)
+    return Installed(policy, guards, hook, ledgers, intents)
 
 
 # -- parameter rules ------------------------------------------------------------
@@ -128,8 +139,10 @@ class _ParamCheck:
             value = inv.arguments.get(self.head, _MISSING)
             if value is _MISSING:
                 return _PASS  # absent: the schema decides whether it may be
-            seen = self.ledgers.view(inv.turn, inv.context) if self.provenance else None
-            failed = self.check(value, inv.context, seen)
+            if self.provenance:
+                failed = self.check(value, inv.context, self.ledgers.view(inv.turn, inv.context))
+            else:
+                failed = self.check(value, inv.context, None)
             return self._rejected(set(failed)) if failed else _PASS
         seen = self.ledgers.view(inv.turn, inv.context) if self.provenance else None
         found: set[Check] = set()

@@ -343,8 +343,12 @@ class _Compiled:
                 return [Check.KIND]
         else:
             norm = value
-        for step in self.steps:
-            step(value, norm, context, seen, failed)
+        steps = self.steps
+        if len(steps) == 1:
+            steps[0](value, norm, context, seen, failed)
+        else:
+            for step in steps:
+                step(value, norm, context, seen, failed)
         return failed
 
     def _in_values(
@@ -487,7 +491,13 @@ def _literal(value: Any) -> Any:
 
 
 def _context_number(context: Any, key: str) -> float | None:
-    value = context.get(key) if context is not None else None
+    try:
+        value = context.values[key]  # a TurnContext's values: the usual place
+    except (AttributeError, KeyError, TypeError):
+        value = context.get(key) if context is not None else None
+    cls = value.__class__
+    if (cls is int or cls is float) and math.isfinite(value):
+        return value  # type: ignore[no-any-return]
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
     return value
