@@ -3,7 +3,7 @@
 The engine keeps one installed policy. Loading another merges the two
 (``Policy.__or__``), removes the previous policy's guards and hook, and
 installs the merged one; the session labels carry over when the sources are
-unchanged. Every check runs here, so a mistake raises before any call.
+unchanged, and so do the user's input of live turns and in-memory counts. Every check runs here, so a mistake raises before any call.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def attach(engine: Guardrails, source: Any, *, store: Any = None, **limits: Any)
     merged = new if previous is None else previous.policy | new
     if store is None and previous is not None:
         store = previous.ledgers.store
-    made = install(merged, dict(engine.tools), store=store, **limits)
+    made = install(merged, dict(engine.tools), store=store, carry=previous, **limits)
     taken = {g.name for g in previous.guards} if previous is not None else set()
     clash = sorted(g.name for g in made.guards if g.name in engine.guards and g.name not in taken)
     if clash:

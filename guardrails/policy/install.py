@@ -68,13 +68,23 @@ def install(
     store: Any = None,
     max_values: int = 100_000,
     max_sessions: int = 1_000,
+    carry: Installed | None = None,
 ) -> Installed:
+    """Guards and a hook for ``policy``; ``carry``: the policy this one replaces,
+    whose session labels (when the sources are the same), per-turn user input
+    and in-memory counts go on."""
     policy.check(tools)
-    trusted = policy.trusted
-    sources = Sources(tools, trusted)
+    sources = Sources(tools, policy.trusted)
     ledgers = Ledgers(sources, store=store, max_values=max_values, max_sessions=max_sessions)
     intents = Intents(policy.intents)
     counts = Counts(store, dict(policy.ceilings))
+    if carry is not None:
+        old = carry.ledgers
+        if old.sources.bits == sources.bits and old.sources.trusted == sources.trusted:
+            ledgers = old
+        intents.turns = carry.intents.turns
+        if carry.hook is not None and carry.hook.counts.store is store:
+            counts.memory = carry.hook.counts.memory
     guards: list[Guard] = [_param_guard(p, ledgers, policy.fail_closed) for p in policy.params]
     if policy.intents or policy.sources_used:
         # Labels the user's input, and applies the intent gates.
@@ -166,13 +176,17 @@ class _ParamCheck:
 
 
 class Intents:
-    """Which gated tools the user's input of each turn mentioned."""
+    """The user's input of each turn, and which gated tools it mentions."""
 
-    __slots__ = ("gates", "lock", "turns")
+    __slots__ = ("gates", "lock", "mentions", "turns")
 
     def __init__(self, intents: Any) -> None:
         self.gates = {tool: TermSet(terms) for tool, terms in intents.items()}
-        self.turns: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+        self.turns: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
+        # turn -> (how many inputs it had, the gated tools they mention)
+        self.mentions: weakref.WeakKeyDictionary[Any, tuple[int, frozenset[str]]] = (
+            weakref.WeakKeyDictionary()
+        )
         self.lock = threading.Lock()
 
     def seen(self, turn: Any, text: Any) -> frozenset[str]:
@@ -180,11 +194,22 @@ class Intents:
         mentioned = frozenset(t for t, terms in self.gates.items() if terms.find(text))
         if turn is not None:
             with self.lock:
-                self.turns.setdefault(turn, set()).update(mentioned)
+                self.turns.setdefault(turn, []).append(text)
         return mentioned
 
-    def mentioned(self, turn: Any) -> set[str] | None:
-        return self.turns.get(turn) if turn is not None else None
+    def mentioned(self, turn: Any) -> frozenset[str] | None:
+        """The gated tools the user's input of ``turn`` mentions; None if none was seen."""
+        texts = self.turns.get(turn) if turn is not None else None
+        if not texts:
+            return None
+        cached = self.mentions.get(turn)
+        if cached is not None and cached[0] == len(texts):
+            return cached[1]
+        found = frozenset(
+            t for t, terms in self.gates.items() if any(terms.find(x) for x in list(texts))
+        )
+        self.mentions[turn] = (len(texts), found)
+        return found
 
 
 class _PreTurn:

@@ -157,3 +157,22 @@ def test_the_worked_example_file_is_at_most_40_lines_and_loads() -> None:
 def test_loads_names_its_origin() -> None:
     with pytest.raises(PolicyError, match=r"^inline: \[tools.pay\] limit"):
         loads("[tools.pay]\nlimit = 1\n", origin="inline")
+
+
+def test_loading_more_rules_mid_session_keeps_labels_intents_and_counts() -> None:
+    from guardrails import Outcome
+
+    rails = Guardrails(
+        [pay, read_mail],
+        policy=Policy(
+            params=(Param("pay", "iban", kind="iban", grounded_in=["user"]),),
+            intents={"pay": ["pay"]},
+        ),
+    )
+    turn = rails.turn(session="s")
+    turn.pre_turn("pay 10 to DE89 3704 0044 0532 0130 00")
+    args = {"iban": "DE89370400440532013000", "amount": 10}
+    assert turn.call("pay", args).ok
+    rails.load_policy(Policy(params=(Param("pay", "amount", max=100),)))
+    assert turn.call("pay", args).ok  # the user's input and its labels were kept
+    assert turn.call("pay", {**args, "amount": 500}).outcome is Outcome.INVALID_ARGS
