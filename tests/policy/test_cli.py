@@ -30,7 +30,11 @@ def test_check_names_the_file_table_and_key_of_a_mistake(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = tmp_path / "bad.toml"
-    bad.write_text(MAIL.read_text().replace('grounded_in = ["user", "list_payees"]', 'grounded_in = ["user", "payees"]'))
+    bad.write_text(
+        MAIL.read_text().replace(
+            'grounded_in = ["user", "list_payees"]', 'grounded_in = ["user", "payees"]'
+        )
+    )
     assert main(["policy", "check", str(bad), "--tools", "policy_mail_payments:TOOLS"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("guardrails policy check: ")

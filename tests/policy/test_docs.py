@@ -59,5 +59,10 @@ def test_the_error_messages_shown_are_the_real_ones(text: str) -> None:
 
 
 def test_the_guard_names_shown_are_the_real_ones() -> None:
-    for name in ("`policy:TOOL.PATH`", "`policy:TOOL.intent`", "`policy:TOOL.ceiling`", "`policy:intent`"):
+    for name in (
+        "`policy:TOOL.PATH`",
+        "`policy:TOOL.intent`",
+        "`policy:TOOL.ceiling`",
+        "`policy:intent`",
+    ):
         assert name in DOC

@@ -81,7 +81,9 @@ def test_per_turn_ceiling_counts_calls_that_ran() -> None:
         Outcome.LIMIT,
     ]
     refused = turn.call("transfer", {"amount": 1})
-    assert [v.guard for v in refused.verdicts if v.verdict is Verdict.REJECT] == ["policy:transfer.ceiling"]
+    assert [v.guard for v in refused.verdicts if v.verdict is Verdict.REJECT] == [
+        "policy:transfer.ceiling"
+    ]
     assert rails.turn().call("transfer", {"amount": 1}).ok
 
 

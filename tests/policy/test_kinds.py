@@ -43,9 +43,11 @@ def _iban(country: str, body: str) -> str:
 
 
 ibans = st.sampled_from(sorted(IBAN_LENGTHS)).flatmap(
-    lambda cc: st.text(string.digits + string.ascii_uppercase, min_size=IBAN_LENGTHS[cc] - 4, max_size=IBAN_LENGTHS[cc] - 4).map(
-        lambda body: _iban(cc, body)
-    )
+    lambda cc: st.text(
+        string.digits + string.ascii_uppercase,
+        min_size=IBAN_LENGTHS[cc] - 4,
+        max_size=IBAN_LENGTHS[cc] - 4,
+    ).map(lambda body: _iban(cc, body))
 )
 phones = st.builds(
     lambda plus, cc, rest: f"{'+' if plus else ''}{cc}{rest}",

@@ -46,11 +46,19 @@ def _error(tmp_path: Path, text: str) -> PolicyError:
         ("[tools.pay.params.iban]\nmin = 1\n", "tools.pay.params.iban", "min"),
         ("[tools.pay.params.amount]\nkind = 'email'\n", "tools.pay.params.amount", "kind"),
         ("[tools.pay.params.amount]\npattern = 'x'\n", "tools.pay.params.amount", "pattern"),
-        ("[tools.pay.params.iban]\ngrounded_in = ['usr']\n", "tools.pay.params.iban", "grounded_in"),
+        (
+            "[tools.pay.params.iban]\ngrounded_in = ['usr']\n",
+            "tools.pay.params.iban",
+            "grounded_in",
+        ),
         ("[tools.pay.params.iban]\ngrounded_in = 'user'\n", "tools.pay.params.iban", "grounded_in"),
         ("[tools.pay.params.iban]\ndomains = ['x.com']\n", "tools.pay.params.iban", "domains"),
         ("[tools.pay.params.iban]\n", "tools.pay.params.iban", None),
-        ("[tools.pay.params.iban]\nvalues = ['a']\noutcome = 'ok'\n", "tools.pay.params.iban", "outcome"),
+        (
+            "[tools.pay.params.iban]\nvalues = ['a']\noutcome = 'ok'\n",
+            "tools.pay.params.iban",
+            "outcome",
+        ),
         ("[tools.pay]\nmax_per_turn = -1\n", "tools.pay", "max_per_turn"),
         ("[tools.pay]\nmax_per_turn = 1.5\n", "tools.pay", "max_per_turn"),
         ("[tools.pay]\nintent = []\n", "tools.pay", "intent"),
@@ -77,7 +85,11 @@ def test_a_mistake_names_the_file_table_and_key(
         ("[tools.pay.params.ibn]\nkind = 'iban'\n", "tools.pay.params.ibn", "no parameter 'ibn'"),
         ("[tools.pya]\nintent = ['pay']\n", "tools.pya", "unknown tool 'pya'"),
         ("[tools.pya]\nmax_per_turn = 1\n", "tools.pya", "unknown tool 'pya'"),
-        ('[tools.pay.params."memo.x"]\nkind = \'text\'\n', 'tools.pay.params."memo.x"', "no parameter 'x'"),
+        (
+            "[tools.pay.params.\"memo.x\"]\nkind = 'text'\n",
+            'tools.pay.params."memo.x"',
+            "no parameter 'x'",
+        ),
     ],
 )
 def test_unknown_tools_and_parameters_are_named(
@@ -101,7 +113,9 @@ def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
 
 def test_mistakes_are_caught_when_loaded_into_the_engine_never_at_a_call(tmp_path: Path) -> None:
     path = tmp_path / "p.toml"
-    path.write_text("[tools.pay.params.iban]\nkind = 'iban'\n[tools.pay.params.recipient]\nkind = 'email'\n")
+    path.write_text(
+        "[tools.pay.params.iban]\nkind = 'iban'\n[tools.pay.params.recipient]\nkind = 'email'\n"
+    )
     with pytest.raises(PolicyError, match=r"\[tools.pay.params.recipient\]"):
         Guardrails([pay, read_mail], policy=path)
     rails = Guardrails([pay, read_mail])

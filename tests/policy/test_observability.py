@@ -59,7 +59,12 @@ def test_rules_are_guards_in_metrics_spans_and_audit_rows(tmp_path: Path) -> Non
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     store = open_store(f"sqlite:///{tmp_path / 'audit.db'}")
     audit = AuditLog(store)
-    rails = Guardrails([read_mail, send], hooks=[audit], recorder=[audit, metrics, OpenTelemetryRecorder(provider)], policy=POLICY)
+    rails = Guardrails(
+        [read_mail, send],
+        hooks=[audit],
+        recorder=[audit, metrics, OpenTelemetryRecorder(provider)],
+        policy=POLICY,
+    )
     metrics.bind(rails)
     _run(rails)
 
@@ -77,18 +82,26 @@ def test_rules_are_guards_in_metrics_spans_and_audit_rows(tmp_path: Path) -> Non
     events = [dict(e.attributes or {}) for s in spans for e in s.events]
     assert any(e.get("guardrails.guard") == "policy:send.to" for e in events)
 
-    everything = [repr(r) for r in store.audit_rows()] + [
-        repr((s.name, dict(s.attributes or {}), [dict(e.attributes or {}) for e in s.events]))
-        for s in spans
-    ] + [generate_latest(registry).decode()]
+    everything = (
+        [repr(r) for r in store.audit_rows()]
+        + [
+            repr((s.name, dict(s.attributes or {}), [dict(e.attributes or {}) for e in s.events]))
+            for s in spans
+        ]
+        + [generate_latest(registry).decode()]
+    )
     assert not [x for x in everything if MARK in x or "ana@home" in x]
     store.close()
     provider.shutdown()
 
-    assert cli(["coverage", "--audit", f"sqlite:///{tmp_path / 'audit.db'}", "--format", "json"]) == 0
+    assert (
+        cli(["coverage", "--audit", f"sqlite:///{tmp_path / 'audit.db'}", "--format", "json"]) == 0
+    )
 
 
-def test_coverage_lists_the_policy_rules(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_coverage_lists_the_policy_rules(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     store = open_store(f"sqlite:///{tmp_path / 'a.db'}")
     audit = AuditLog(store)
     rails = Guardrails([read_mail, send], hooks=[audit], recorder=[audit], policy=POLICY)

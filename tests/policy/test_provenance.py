@@ -72,7 +72,9 @@ def test_a_value_seen_only_in_untrusted_results_is_refused_and_one_also_trusted_
 
 
 def test_context_values_are_trusted() -> None:
-    rails = _rails(Policy(params=(Param("send", "to", kind="email", grounded_in=["user", "context"]),)))
+    rails = _rails(
+        Policy(params=(Param("send", "to", kind="email", grounded_in=["user", "context"]),))
+    )
     turn = rails.turn(session="a", values={"manager": {"email": "Boss@Corp.example"}})
     turn.pre_turn("mail my manager")
     assert turn.call("send", {"to": "boss@corp.example"}).ok
@@ -105,7 +107,10 @@ def test_a_failed_result_labels_nothing() -> None:
         """Fails."""
         raise RuntimeError("mallory@evil.example")
 
-    rails = Guardrails([broken_page, send], policy=Policy(params=(Param("send", "to", kind="email", not_only_untrusted=True),)))
+    rails = Guardrails(
+        [broken_page, send],
+        policy=Policy(params=(Param("send", "to", kind="email", not_only_untrusted=True),)),
+    )
     turn = rails.turn(session="a")
     assert turn.call("broken_page", {"url": "x"}).outcome is Outcome.ERROR
     assert turn.call("send", {"to": "mallory@evil.example"}).ok
@@ -122,7 +127,10 @@ def test_structured_results_are_searched_at_any_depth() -> None:
         """Pay."""
         return "paid"
 
-    rails = Guardrails([inbox, pay], policy=Policy(params=(Param("pay", "iban", kind="iban", not_only_untrusted=True),)))
+    rails = Guardrails(
+        [inbox, pay],
+        policy=Policy(params=(Param("pay", "iban", kind="iban", not_only_untrusted=True),)),
+    )
     turn = rails.turn(session="a")
     assert turn.call("inbox", {}).ok
     assert turn.call("pay", {"iban": "GB33BUKB20201555555555"}).outcome is Outcome.INVALID_ARGS
@@ -140,7 +148,9 @@ def test_a_full_session_record_cannot_say_and_counts_an_escape() -> None:
     assert turn.call("fetch_page", {"url": "x"}).ok  # more than 3 values: the record is partial
     result = turn.call("send", {"to": "unknown@nowhere.example"})
     assert result.outcome is Outcome.OK and result.verdict is Verdict.NOT_EVALUATED
-    assert [(e.guard, e.reason) for e in result.escapes] == [("policy:send.to", EscapeReason.NOT_CONFIGURED)]
+    assert [(e.guard, e.reason) for e in result.escapes] == [
+        ("policy:send.to", EscapeReason.NOT_CONFIGURED)
+    ]
 
     closed = Guardrails([fetch_page, contacts, send])
     attach(closed, Policy(params=NOT_ONLY_UNTRUSTED.params, fail_closed=True), max_values=3)
@@ -204,7 +214,10 @@ def test_concurrent_labelling_and_checks_in_one_session(store: Store) -> None:
         t.join()
     assert not errors
     fresh = _rails(NOT_ONLY_UNTRUSTED, store)
-    assert fresh.turn(session="a").call("send", {"to": "mallory@evil.example"}).outcome is Outcome.INVALID_ARGS
+    assert (
+        fresh.turn(session="a").call("send", {"to": "mallory@evil.example"}).outcome
+        is Outcome.INVALID_ARGS
+    )
 
 
 class _Down(MemoryStore):

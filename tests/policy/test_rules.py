@@ -66,7 +66,11 @@ IBAN = "DE89370400440532013000"
         ({"kind": "email", "domains": ["example.com"]}, "a@evil.net", [Check.DOMAIN]),
         ({"kind": "email", "deny_domains": ["evil.net"]}, "a@x.evil.net", [Check.DOMAIN]),
         ({"kind": "url", "domains": ["docs.example"]}, "https://docs.example/a", []),
-        ({"kind": "url", "domains": ["docs.example"]}, "https://docs.example@evil.net/", [Check.DOMAIN]),
+        (
+            {"kind": "url", "domains": ["docs.example"]},
+            "https://docs.example@evil.net/",
+            [Check.DOMAIN],
+        ),
         ({"kind": "url"}, "ftp://docs.example/a", [Check.SCHEME]),
         ({"kind": "url", "schemes": ["https"]}, "http://docs.example/a", [Check.SCHEME]),
         ({"kind": "host", "deny_domains": ["evil.net"]}, "EVIL.net.", [Check.DOMAIN]),

@@ -100,7 +100,10 @@ def test_the_users_own_requests_in_the_same_session_go_through(
 
 def test_a_contact_from_the_trusted_address_book_grounds_a_recipient(session: Any) -> None:
     turn = session("Send Alice the minutes")
-    assert turn.call("send_mail", {"to": "alice@friends.example", "subject": "m", "body": "."}).outcome is Outcome.INVALID_ARGS
+    assert (
+        turn.call("send_mail", {"to": "alice@friends.example", "subject": "m", "body": "."}).outcome
+        is Outcome.INVALID_ARGS
+    )
     assert turn.call("list_contacts", {}).ok
     assert turn.call("send_mail", {"to": "alice@friends.example", "subject": "m", "body": "."}).ok
 
@@ -109,7 +112,9 @@ def test_the_amount_cannot_pass_the_limit_from_the_context(session: Any) -> None
     turn = session("Pay 1500 EUR to DE89 3704 0044 0532 0130 00")
     result = turn.call("pay", {"iban": LANDLORD_IBAN, "amount": 1500})
     assert result.outcome is Outcome.INVALID_ARGS
-    assert [v.reason for v in result.verdicts if v.guard == "policy:pay.amount"] == ["above_maximum"]
+    assert [v.reason for v in result.verdicts if v.guard == "policy:pay.amount"] == [
+        "above_maximum"
+    ]
 
 
 def test_one_payment_per_turn(session: Any) -> None:
@@ -184,8 +189,14 @@ def test_office_requests_of_the_user_go_through(
 
 
 def test_one_deletion_per_session(office: Any) -> None:
-    assert office("Delete /home/ana/backup.tar").call("delete_file", {"path": "/home/ana/backup.tar"}).ok
-    again = office("Delete /home/ana/notes.txt").call("delete_file", {"path": "/home/ana/notes.txt"})
+    assert (
+        office("Delete /home/ana/backup.tar")
+        .call("delete_file", {"path": "/home/ana/backup.tar"})
+        .ok
+    )
+    again = office("Delete /home/ana/notes.txt").call(
+        "delete_file", {"path": "/home/ana/notes.txt"}
+    )
     assert again.outcome is Outcome.LIMIT
 
 
