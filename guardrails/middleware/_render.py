@@ -104,19 +104,40 @@ def _scrub(value: Any, needles: tuple[str, ...], depth: int = 0) -> Any:
 
 def redact(result: Any, secrets: Any, max_chars: int) -> Any:
     """``result`` with every bound secret value replaced by ``[redacted]`` in what
-    the model sees (and in ``value``), flagged ``secret_redacted``; unchanged if none."""
-    needles = _needles(secrets.values())
-    if not needles or result.content is None:
-        return result
-    full = result.content
-    if result.truncated:  # a secret may straddle the cut: redact the whole text, then cut
-        full = render(result.value, 1 << 62)[0]
-    if not any(needle in full for needle in needles):
-        return result
-    content, truncated = render(_scrub_text(full, needles), max_chars)
+    the model sees (and in ``value``), flagged ``secret_redacted``; unchanged if none.
+
+    When that cannot be done (a value that fails to render twice, a secret
+    that cannot be read as text), the model is shown the ``error`` sentence
+    instead: never text that may hold the secret.
+    """
+    try:
+        needles = _needles(secrets.values())
+        if not needles or result.content is None:
+            return result
+        full = result.content
+        if result.truncated:  # a secret may straddle the cut: redact the whole text, then cut
+            full = render(result.value, 1 << 62)[0]
+        if not any(needle in full for needle in needles):
+            return result
+        content, truncated = render(_scrub_text(full, needles), max_chars)
+        try:
+            value = _scrub(result.value, needles)
+        except Exception:  # a value that cannot be walked: what the model was shown
+            value = content
+    except Exception as exc:
+        from ..verdicts import Outcome, Reason, model_sentence
+
+        return result._replace(
+            outcome=Outcome.ERROR,
+            content=model_sentence(Outcome.ERROR),
+            value=None,
+            truncated=False,
+            reason=Reason.UNSERIALISABLE,
+            exception=exc,
+        )
     return result._replace(
         content=content,
         truncated=truncated,
-        value=_scrub(result.value, needles),
+        value=value,
         flags=(*result.flags, FLAG_SECRET_REDACTED),
     )

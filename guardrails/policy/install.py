@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import weakref
 from collections import OrderedDict
@@ -349,10 +350,20 @@ class PolicyHook:
 
     def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
         if self.label and result.outcome is Outcome.OK and result.content:
-            source = invocation.name
-            value = result.value
-            if value.__class__ is str or result.truncated or value is None:
-                self.ledgers.label_text(invocation.turn, invocation.context, source, result.content)
-            else:
-                self.ledgers.label_value(invocation.turn, invocation.context, source, value)
+            self._label(invocation, result)
         return result
+
+    def _label(self, invocation: Invocation, result: ToolResult) -> None:
+        """Label what the model was shown: the text, or the JSON it holds read back
+        (plain values only, whatever object the tool returned)."""
+        turn, context, source = invocation.turn, invocation.context, invocation.name
+        content = result.content
+        if result.value.__class__ is not str and not result.truncated and content[:1] in "[{":
+            try:
+                shown = json.loads(content)
+            except ValueError:
+                pass
+            else:
+                self.ledgers.label_value(turn, context, source, shown)
+                return
+        self.ledgers.label_text(turn, context, source, content)

@@ -341,6 +341,10 @@ class _Compiled:
                 norm = self.normal(value)
             if norm is None:
                 return [Check.KIND]
+        elif value.__class__ not in _PLAIN:
+            # A rule checks one JSON scalar (use ``.*`` for the items of a
+            # list); anything else, a subclass included, is refused as is.
+            return [Check.TYPE]
         else:
             norm = value
         steps = self.steps
@@ -481,6 +485,7 @@ def _as_text(value: Any) -> str | None:
 
 
 _UNSEEN: Any = object()
+_PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 def _literal(value: Any) -> Any:

@@ -229,3 +229,62 @@ def test_kinds_enum_holds_the_policy_file_strings() -> None:
         "country_not_allowed", "prefix_not_allowed", "not_grounded", "untrusted_only",
         "provenance_unknown",
     }  # fmt: skip
+
+
+# -- hostile values ------------------------------------------------------------------------
+
+
+class _HostileStr(str):
+    def __hash__(self) -> int:
+        raise RuntimeError("hash")
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("eq")
+
+
+class _HostileInt(int):
+    def __ge__(self, other: object) -> bool:
+        raise RuntimeError("ge")
+
+    def __le__(self, other: object) -> bool:
+        raise RuntimeError("le")
+
+
+@pytest.mark.parametrize(
+    ("options", "value"),
+    [
+        ({"values": ["a"]}, _HostileStr("a")),
+        ({"deny_values": ["root"]}, _HostileStr("x")),
+        ({"kind": "email"}, _HostileStr("a@b.example")),
+        ({"pattern": "a"}, _HostileStr("a")),
+        ({"min": 0, "max": 10}, _HostileInt(5)),
+        ({"values": [1]}, [1]),
+        ({"values": [1]}, {"a": 1}),
+        ({"grounded_in": ["user"]}, _HostileStr("a")),
+        ({"max": 10}, float("inf")),
+        ({"min": 0}, float("nan")),
+    ],
+)
+def test_hostile_or_odd_values_are_refused_never_raise(options: dict[str, Any], value: Any) -> None:
+    rule = Param("t", "p", **options)
+    failed = rule.check(value, CTX, Seen({}))
+    assert failed and set(failed) <= {Check.TYPE, Check.MIN, Check.MAX, Check.KIND}
+
+
+def test_every_subset_of_rules_in_two_orders_agrees() -> None:
+    """The algebra exhaustively: all 256 subsets of the eight rules, forwards and backwards."""
+    from itertools import combinations
+
+    everything = PASSING + REJECTING
+    seen_outcomes = set()
+    for size in range(1, len(everything) + 1):
+        for subset in combinations(everything, size):
+            results = [
+                Guardrails([pay], policy=Policy(params=order)).call("pay", CALL)
+                for order in (subset, subset[::-1])
+            ]
+            assert results[0][2:4] == results[1][2:4]  # outcome and content
+            rejecting = [r for r in subset if r in REJECTING]
+            assert (results[0].verdict is Verdict.REJECT) == bool(rejecting)
+            seen_outcomes.add(results[0].outcome)
+    assert seen_outcomes == {Outcome.OK, Outcome.INVALID_ARGS, Outcome.LIMIT, Outcome.UNAVAILABLE}

@@ -110,3 +110,40 @@ def test_the_public_strings_match_the_docs() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "policy.md").read_text()
     assert f"`{REDACTED}`" in doc and f"`{FLAG_SECRET_REDACTED}`" in doc
     assert f"`{ATTR_SECRET_REDACTED}`" in doc
+
+
+def test_a_value_that_cannot_be_rendered_again_shows_the_error_sentence() -> None:
+    from guardrails.verdicts import model_sentence
+
+    class Flaky:
+        """Renders once (with the secret), then fails."""
+
+        calls = 0
+
+        def model_dump_json(self) -> str:
+            Flaky.calls += 1
+            if Flaky.calls > 1:
+                raise RuntimeError("no more")
+            return "x" * 95 + SECRET + "y" * 200
+
+    def flaky(mode: str, key: str) -> Any:
+        return Flaky()
+
+    result = _rails(flaky).call("leaky", {"mode": "x"})
+    assert result.outcome is Outcome.ERROR
+    assert result.content == model_sentence(Outcome.ERROR)
+    _clean(result.content)
+
+
+def test_a_structured_value_that_cannot_be_walked_keeps_only_what_the_model_saw() -> None:
+    class Odd(dict[str, Any]):
+        def items(self) -> Any:
+            raise RuntimeError("no items")
+
+    def odd(mode: str, key: str) -> Any:
+        return Odd(token=key)
+
+    result = _rails(odd).call("leaky", {"mode": "x"})
+    if result.outcome is Outcome.OK:
+        _clean(result.content)
+        _clean(repr(result.value))
