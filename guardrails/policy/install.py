@@ -151,11 +151,13 @@ class _ParamCheck:
             if value is _MISSING:
                 return _PASS  # absent: the schema decides whether it may be
             if self.provenance:
-                failed = self.check(value, inv.context, self.ledgers.view(inv.turn, inv.context))
+                failed = self.check(
+                    value, inv.context, self.ledgers.view(inv.turn, inv.context, inv.call_id)
+                )
             else:
                 failed = self.check(value, inv.context, None)
             return self._rejected(set(failed)) if failed else _PASS
-        seen = self.ledgers.view(inv.turn, inv.context) if self.provenance else None
+        seen = self.ledgers.view(inv.turn, inv.context, inv.call_id) if self.provenance else None
         found: set[Check] = set()
         for _, value in _paths.walk(inv.arguments, self.path):
             found.update(self.check(value, inv.context, seen))

@@ -67,9 +67,10 @@ class Sources:
 class Ledger:
     """The labels of one session."""
 
-    __slots__ = ("contexts", "entries", "limit", "lock", "overflowed", "synced", "view")
+    __slots__ = ("contexts", "entries", "limit", "lock", "overflowed", "stamp", "synced", "view")
 
     def __init__(self, limit: int, *, overflowed: bool = False) -> None:
+        self.stamp: Any = None  # the call whose check last read the store
         self.view: SessionView | None = None
         self.entries: dict[Any, int] = {}
         self.limit = limit
@@ -157,19 +158,26 @@ class Ledgers:
         self.forgotten: OrderedDict[tuple[str, str], None] = OrderedDict()
         self.lock = threading.Lock()
         # The ledger of the last (turn, context) asked for: consecutive calls
-        # of one turn skip the lookup. Without a store only: with one, every
-        # check first reads what other processes added.
+        # of one turn skip the lookup.
         self.last: tuple[Any, Any, Ledger] | None = None
 
     # -- finding a session's ledger ---------------------------------------------
 
-    def ledger(self, turn: Any, context: Any) -> Ledger:
+    def ledger(self, turn: Any, context: Any, stamp: Any = None) -> Ledger:
+        """The ledger of the turn's session. With a store, first brought up to date
+        with what other processes added, once per ``stamp`` (a call id)."""
         last = self.last
         if last is not None and last[0] is turn and last[1] is context:
-            return last[2]
-        found = self._find(turn, context)
-        if self.store is None and turn is not None:
-            self.last = (turn, context, found)
+            found = last[2]
+        else:
+            found = self._find(turn, context)
+            if turn is not None:
+                self.last = (turn, context, found)
+        if self.store is not None and (stamp is None or found.stamp != stamp):
+            session = getattr(context, "session", None)
+            if session is not None:
+                self._sync((getattr(context, "tenant", None) or "", str(session)), found)
+                found.stamp = stamp
         return found
 
     def _find(self, turn: Any, context: Any) -> Ledger:
@@ -190,8 +198,6 @@ class Ledgers:
                         self.forgotten[old] = None
                         if len(self.forgotten) > 100 * self.max_sessions:
                             self.forgotten.popitem(last=False)
-        if self.store is not None:
-            self._sync(key, ledger)
         return ledger
 
     def _turn_ledger(self, turn: Any) -> Ledger:
@@ -203,9 +209,9 @@ class Ledgers:
                 ledger = self.turns[turn] = Ledger(self.max_values)
         return ledger
 
-    def view(self, turn: Any, context: Any) -> SessionView:
+    def view(self, turn: Any, context: Any, stamp: Any = None) -> SessionView:
         """The labels a rule checks against, with the context's values labelled."""
-        ledger = self.ledger(turn, context)
+        ledger = self.ledger(turn, context, stamp)
         contexts = ledger.contexts
         if context is not None and not (contexts and contexts[-1] is context):
             if not any(c is context for c in contexts):

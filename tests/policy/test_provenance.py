@@ -261,3 +261,30 @@ def test_a_result_object_is_labelled_from_what_the_model_was_shown() -> None:
     shown = turn.call("odd_page", {"url": "x"})
     assert shown.ok and not shown.escapes
     assert turn.call("send", {"to": "mallory@evil.example"}).outcome is Outcome.INVALID_ARGS
+
+
+def test_with_a_store_one_call_reads_it_once_however_many_rules_check() -> None:
+    class Counting(MemoryStore):
+        reads = 0
+
+        def incr(self, key: str, by: int = 1, /) -> int:
+            if by == 0:
+                Counting.reads += 1
+            return super().incr(key, by)
+
+    @tool
+    def mail(to: str, cc: str, reply_to: str) -> str:
+        """Send."""
+        return "sent"
+
+    rules = tuple(
+        Param("mail", name, kind="email", not_only_untrusted=True)
+        for name in ("to", "cc", "reply_to")
+    )
+    rails = Guardrails([mail])
+    rails.load_policy(Policy(params=rules), store=Counting())
+    turn = rails.turn(session="a")
+    before = Counting.reads
+    args = {"to": "a@x.example", "cc": "b@x.example", "reply_to": "c@x.example"}
+    assert turn.call("mail", args).ok
+    assert Counting.reads - before == 1
