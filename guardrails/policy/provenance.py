@@ -163,7 +163,7 @@ class Ledgers:
 
     # -- finding a session's ledger ---------------------------------------------
 
-    def ledger(self, turn: Any, context: Any, stamp: Any = None) -> Ledger:
+    def ledger(self, turn: Any, context: Any, stamp: Any = None, *, sync: bool = True) -> Ledger:
         """The ledger of the turn's session. With a store, first brought up to date
         with what other processes added, once per ``stamp`` (a call id)."""
         last = self.last
@@ -173,7 +173,7 @@ class Ledgers:
             found = self._find(turn, context)
             if turn is not None:
                 self.last = (turn, context, found)
-        if self.store is not None and (stamp is None or found.stamp != stamp):
+        if sync and self.store is not None and (stamp is None or found.stamp != stamp):
             session = getattr(context, "session", None)
             if session is not None:
                 self._sync((getattr(context, "tenant", None) or "", str(session)), found)
@@ -243,7 +243,8 @@ class Ledgers:
         if not found:
             return 0
         bit = self.sources.bits.get(source, self.sources.other)
-        ledger = self.ledger(turn, context)
+        # Writing needs no read first: the next check reads what others added.
+        ledger = self.ledger(turn, context, sync=False)
         if self.store is None:
             ledger.add(found, bit)
             return len(found)
