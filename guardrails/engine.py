@@ -183,12 +183,13 @@ class Guardrails:
                 f"guard name {g.name!r} is used twice: {existing.defined_at} and {g.defined_at}"
             )
 
-    def load_policy(self, policy: Any, *, store: Any = None) -> Any:
+    def load_policy(self, policy: Any, *, store: Any = None, **limits: int) -> Any:
         """Load a policy (a ``Policy`` or a TOML file's path), merged with any loaded
-        before, checked against the registered tools. See docs/policy.md."""
+        before, checked against the registered tools. ``limits``: ``max_values``,
+        ``max_sessions``. See docs/policy.md."""
         from .policy.attach import attach
 
-        return attach(self, policy, store=store).policy
+        return attach(self, policy, store=store, **limits).policy
 
     def guards_at(self, point: ChokePoint | str) -> tuple[Guard, ...]:
         cp = ChokePoint(point)

@@ -38,6 +38,9 @@ def installed(engine: Guardrails) -> Installed | None:
 
 def attach(engine: Guardrails, source: Any, *, store: Any = None, **limits: Any) -> Installed:
     """Merge ``source`` into ``engine``'s policy and install the result."""
+    unknown = sorted(set(limits) - {"max_values", "max_sessions"})
+    if unknown:
+        raise ConfigurationError(f"load_policy: unknown option {unknown[0]!r}")
     new = as_policy(source)
     previous = installed(engine)
     merged = new if previous is None else previous.policy | new

@@ -22,6 +22,7 @@ from collections import OrderedDict
 from typing import Any
 
 from ..context import Escape, GuardResult, Invocation, ToolResult
+from ..errors import ConfigurationError
 from ..guard import Guard
 from ..rules import _paths
 from ..rules.effects import Restrict
@@ -74,6 +75,9 @@ def install(
     """Guards and a hook for ``policy``; ``carry``: the policy this one replaces,
     whose session labels (when the sources are the same), per-turn user input
     and in-memory counts go on."""
+    for name, limit in (("max_values", max_values), ("max_sessions", max_sessions)):
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigurationError(f"policy: {name} must be a positive integer, not {limit!r}")
     policy.check(tools)
     sources = Sources(tools, policy.trusted)
     ledgers = Ledgers(sources, store=store, max_values=max_values, max_sessions=max_sessions)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -190,3 +191,19 @@ def test_loading_more_rules_mid_session_keeps_labels_intents_and_counts() -> Non
     rails.load_policy(Policy(params=(Param("pay", "amount", max=100),)))
     assert turn.call("pay", args).ok  # the user's input and its labels were kept
     assert turn.call("pay", {**args, "amount": 500}).outcome is Outcome.INVALID_ARGS
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"max_values": 0}, "max_values must be a positive integer"),
+        ({"max_sessions": True}, "max_sessions must be a positive integer"),
+        ({"max_value": 10}, "unknown option 'max_value'"),
+    ],
+)
+def test_bad_memory_limits_are_refused_at_load(options: dict[str, Any], message: str) -> None:
+    from guardrails.errors import ConfigurationError
+
+    rails = Guardrails([pay, read_mail])
+    with pytest.raises(ConfigurationError, match=message):
+        rails.load_policy(Policy(params=(Param("pay", "iban", kind="iban"),)), **options)
