@@ -163,6 +163,15 @@ class Policy:
     def check(self, tools: Mapping[str, Any]) -> None:
         """Raise ``PolicyError`` at the first mistake against ``tools`` (name -> Tool)."""
         known_sources = {USER, CONTEXT, *tools}
+        for reserved in (USER, CONTEXT):
+            if reserved in tools and self.sources_used:
+                raise PolicyError(
+                    self.origin,
+                    "sources",
+                    None,
+                    f"a tool is named {reserved!r}, which is also the name of a trusted source; "
+                    "rename the tool",
+                )
         for name in sorted(self.trusted | self.untrusted):
             if name not in tools:
                 which = "trusted" if name in self.trusted else "untrusted"

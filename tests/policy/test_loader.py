@@ -207,3 +207,14 @@ def test_bad_memory_limits_are_refused_at_load(options: dict[str, Any], message:
     rails = Guardrails([pay, read_mail])
     with pytest.raises(ConfigurationError, match=message):
         rails.load_policy(Policy(params=(Param("pay", "iban", kind="iban"),)), **options)
+
+
+def test_a_tool_named_like_a_trusted_source_is_refused_when_provenance_is_used() -> None:
+    @tool
+    def user(q: str) -> str:
+        """A tool unluckily named."""
+        return q
+
+    with pytest.raises(PolicyError, match="a tool is named 'user'"):
+        Guardrails([pay, user], policy=Policy(params=(Param("pay", "iban", grounded_in=["user"]),)))
+    Guardrails([pay, user], policy=Policy(params=(Param("pay", "iban", kind="iban"),)))
