@@ -21,6 +21,7 @@ from typing import Any
 from ..context import Escape, GuardResult, Invocation, ToolResult
 from ..errors import ConfigurationError
 from ..guard import Guard
+from ..middleware.tool_call import Stop
 from ..rules import _paths
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
 from .gates import CeilingCheck, Counts, IntentCheck, Intents, PreTurnCheck
@@ -195,8 +196,6 @@ class PolicyHook:
     def before(self, invocation: Invocation, /) -> Any:
         if invocation.name not in self.counts.ceilings:
             return None
-        from ..middleware.tool_call import Stop
-
         try:
             if self.counts.exceeded(invocation, 1):
                 return Stop(Outcome.LIMIT, Reason.CEILING)

@@ -220,3 +220,40 @@ def test_values_inside_structured_results_are_found_at_any_depth() -> None:
     found = extract_value(value)
     assert key(Kind.EMAIL, "alice@friends.example") in found
     assert key(Kind.TEXT, "2") in found
+
+
+_fragments = st.one_of(
+    emails,
+    ibans,
+    phones,
+    domains.map(lambda d: f"https://{d}/x"),
+    domains,
+    st.text(max_size=20),
+    st.sampled_from(["@", "://", ".", "\n", "  ", "/", "+", "00", "(", "ＡＢ", "\u200b"]),
+)
+
+
+@given(st.lists(_fragments, max_size=12).map(" ".join))
+def test_every_value_extracted_is_in_the_normal_form_an_argument_would_have(text: str) -> None:
+    found = extract(text)
+    normalisers = {
+        "email": normalise_email,
+        "url": normalise_url,
+        "host": normalise_host,
+        "iban": normalise_iban,
+        "phone": normalise_phone,
+    }
+    for item in found:
+        kind, _, value = item.partition("\x00")
+        if kind in normalisers:
+            event(f"found {kind}")
+            assert normalisers[kind](value) == value, (kind, value)
+        else:
+            assert kind == "text"
+            assert normalise_text(value) == value, value
+
+
+def test_the_property_above_reaches_every_kind() -> None:
+    text = "a@b.example https://c.example/x d.example/y GB33BUKB20201555555555 +49 30 1234567\nz"
+    kinds = {item.partition("\x00")[0] for item in extract(text)}
+    assert kinds == {"email", "url", "host", "iban", "phone", "text"}
