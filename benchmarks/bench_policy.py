@@ -13,7 +13,8 @@
 - ``policy: labelling``: labelling a 1 MB untrusted tool result (mail-like
   text with addresses, links and numbers) into a new session record, and the
   value extraction alone; ``MB/s`` over the text's size. Floor: one
-  ``str.lower()`` pass.
+  ``str.lower()`` pass. The labelling is timed again with the garbage
+  collector on.
 
 Run: ``python benchmarks/run.py --only bench_policy`` (add ``--quick``).
 """
@@ -158,6 +159,9 @@ def _provenance(quick: bool) -> list[dict[str, Any]]:
     )
 
 
+LABEL = "label an untrusted result, 1MB (new session record)"
+
+
 def _labelling(quick: bool) -> list[dict[str, Any]]:
     text = mail_text(random.Random(20_261_201), 1_000_000)
     size = len(text)
@@ -165,13 +169,15 @@ def _labelling(quick: bool) -> list[dict[str, Any]]:
     cases = {
         "floor: str.lower() 1MB": lambda: text.lower(),
         "extract values, 1MB": lambda: extract(text),
-        "label an untrusted result, 1MB (new session record)": lambda: ledgers.label_text(
-            None, None, "fetch", text
-        ),
+        LABEL: lambda: ledgers.label_text(None, None, "fetch", text),
     }
     # Each operation takes milliseconds: few rounds of one operation each.
     spec = budget(quick)
-    samples = per_op_ns(cases, Budget(rounds=max(5, spec.rounds // 10), round_s=0.0, max_n=1))
+    rounds = Budget(rounds=max(5, spec.rounds // 10), round_s=0.0, max_n=1)
+    samples = per_op_ns(cases, rounds)
+    # The same labelling with the garbage collector on, as in an application.
+    with_gc = per_op_ns({"label": cases[LABEL]}, rounds, collect_garbage=True)
+    samples[f"{LABEL}, garbage collector on"] = with_gc["label"]
     floor = statistics.median(samples["floor: str.lower() 1MB"])
     rows = []
     for name, values in samples.items():

@@ -44,12 +44,12 @@ __all__ = [
 # Lines (and string fields) longer than this are not kept whole as ``text`` values.
 MAX_TEXT_ITEM = 512
 
-_EMAIL, _URL, _HOST, _IBAN, _PHONE, _TEXT = (f"{k.value}\x00" for k in Kind)
+_EMAIL, _URL, _HOST, _IBAN, _PHONE = (f"{k.value}\x00" for k in Kind if k is not Kind.TEXT)
 
 
 def key(kind: str, value: str) -> str:
-    """The key of one normalised value of one kind."""
-    return f"{kind}\x00{value}"
+    """The key of one normalised value of one kind (a text value is its own key)."""
+    return value if kind == "text" else f"{kind}\x00{value}"
 
 
 def fingerprint(item: str) -> bytes:
@@ -122,7 +122,7 @@ def extract_value(value: Any, found: set[str] | None = None) -> set[str]:
         elif cls is int or cls is float:
             spelled = number_text(node)
             if spelled is not None:
-                found.add(_TEXT + spelled)
+                found.add(spelled)
         elif depth < 64 and isinstance(node, dict):
             for k, item in node.items():
                 stack.append((k, depth + 1))
@@ -155,11 +155,11 @@ def extract_tokens(text: str, found: set[str] | None = None) -> set[str]:
     single-word value (a name, a code, an amount) the user typed grounds an argument.
     """
     found = extract(text, found)
-    for token in fold(text).split():
+    for token in fold(text).replace("\x00", "").split():
         token = token.strip(_EDGES)
         if not token:
             continue
-        found.add(_TEXT + token)
+        found.add(token)
         head = token.lstrip("+-$€£").translate(_NUMBER_DROP)
         if head[:1].isdigit():
             try:
@@ -168,7 +168,7 @@ def extract_tokens(text: str, found: set[str] | None = None) -> set[str]:
                 continue
             spelled = number_text(-number if token.startswith("-") else number)
             if spelled is not None:
-                found.add(_TEXT + spelled)
+                found.add(spelled)
     return found
 
 
@@ -255,16 +255,22 @@ def _phones(text: str, shape: str, found: set[str]) -> None:
 
 def _lines(text: str, found: set[str]) -> None:
     if len(text) <= MAX_TEXT_ITEM:
-        found.add(_TEXT + normalise_text(text))
+        found.add(normalise_text(text))
     if "\n" not in text:
         return
     folded = fold(text)
-    lines = [line for line in folded.splitlines() if 0 < len(line) <= MAX_TEXT_ITEM]
-    # In ASCII text without tabs or double spaces, collapsing whitespace is a strip.
+    if "\x00" in folded:
+        folded = folded.replace("\x00", "")
+    lines = folded.splitlines()
+    if max(map(len, lines)) > MAX_TEXT_ITEM:
+        lines = [line for line in lines if len(line) <= MAX_TEXT_ITEM]
+    # In ASCII text without tabs or double spaces, collapsing whitespace is a
+    # strip, done in C over every line.
     if folded.isascii() and "  " not in folded and "\t" not in folded and "\x1f" not in folded:
-        found.update([_TEXT + line.strip() for line in lines])
+        found.update(map(str.strip, lines))
     else:
-        found.update([_TEXT + " ".join(line.split()) for line in lines])
+        found.update([" ".join(line.split()) for line in lines])
+    found.discard("")
 
 
 def _slashed(text: str, found: set[str]) -> None:
@@ -276,12 +282,12 @@ def _slashed(text: str, found: set[str]) -> None:
         end = tail.end() if tail is not None else at + 1
         word = (head + text[at:end]).strip(_EDGES)
         if word and "://" not in word:
-            found.add(_TEXT + fold(word))
+            found.add(fold(word).replace("\x00", ""))
         at = text.find("/", end)
 
 
 def iter_keys(found: set[str]) -> Iterator[tuple[str, str]]:
     """``(kind, value)`` of each key (for tests and explanations)."""
     for item in found:
-        kind, _, value = item.partition("\x00")
-        yield kind, value
+        kind, sep, value = item.partition("\x00")
+        yield (kind, value) if sep else ("text", item)

@@ -158,7 +158,8 @@ class Compiled:
         if self.grounded is not None and not self.grounded:
             raise ConfigurationError("grounded_in must name at least one source")
         self.untrusted = p.not_only_untrusted
-        self.prefix = f"{(kind or Kind.TEXT).value}\x00"  # of the keys the ledger holds
+        # Of the keys the ledger holds (``_extract.key``): a text value is its own key.
+        self.prefix = "" if kind in (None, Kind.TEXT) else f"{kind.value}\x00"
         self.steps = self._steps()
 
     def _value_set(self, name: str, given: Iterable[Any] | None) -> frozenset[Any] | None:

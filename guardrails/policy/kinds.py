@@ -14,7 +14,7 @@ is not a value of that kind. Two spellings of one value have one normal form:
   the country's length checked;
 - ``phone``: separators removed; ``+`` or ``00`` starts an international
   number (``+`` kept); 7 to 15 digits;
-- ``text``: NFKC, invisible characters removed, casefolded, runs of
+- ``text``: NFKC, invisible characters and NUL removed, casefolded, runs of
   whitespace made one space, stripped.
 """
 
@@ -67,7 +67,7 @@ def fold(value: str) -> str:
 
 
 def normalise_text(value: str) -> str:
-    return " ".join(fold(value).split())
+    return " ".join(fold(value).replace("\x00", "").split())
 
 
 def normalise_host(value: str) -> str | None:
