@@ -86,7 +86,7 @@ _SHAPE = str.maketrans(
         **{c: c for c in " ().-/+"},
     }
 )
-_IBAN_SHAPE = re.compile(r"aa00(?:[ -]?[a0]){11,32}")
+_IBAN_BODY = re.compile(r"(?:[ -]?[a0]){11,30}")
 _PHONE_SHAPE = re.compile(r"0[0 ().\/-]{5,22}0")
 _WORDISH = frozenset("a0")
 
@@ -225,18 +225,17 @@ def _url(candidate: str, found: set[str]) -> None:
 
 
 def _ibans(text: str, shape: str, found: set[str]) -> None:
-    for match in _IBAN_SHAPE.finditer(shape):
-        start = match.start()
-        if start and shape[start - 1] in _WORDISH:
-            continue
-        compact = text[start : match.end()].replace(" ", "").replace("-", "").upper()
-        expected = IBAN_LENGTHS.get(compact[:2])
-        lengths = (expected,) if expected is not None else range(min(34, len(compact)), 14, -1)
-        for length in lengths:
-            candidate = compact[:length]
-            if len(candidate) == length and iban_checksum_ok(candidate):
-                found.add(_IBAN + candidate)
-                break
+    at = shape.find("aa00")
+    while at != -1:
+        length = IBAN_LENGTHS.get(text[at : at + 2].upper())
+        if length is not None and not (at and shape[at - 1] in _WORDISH):
+            body = _IBAN_BODY.match(shape, at + 4)
+            if body is not None:
+                compact = text[at : body.end()].replace(" ", "").replace("-", "").upper()
+                candidate = compact[:length]
+                if len(candidate) == length and iban_checksum_ok(candidate):
+                    found.add(_IBAN + candidate)
+        at = shape.find("aa00", at + 1)
 
 
 def _phones(text: str, shape: str, found: set[str]) -> None:
