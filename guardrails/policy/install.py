@@ -124,13 +124,30 @@ def install(
 
 
 def _param_guard(rule: Param, ledgers: Ledgers, fail_closed: bool) -> Guard:
+    whole = _ParamCheck(rule, ledgers)
     return Guard(
-        _ParamCheck(rule, ledgers),
+        _simple(whole) if whole.simple and not whole.provenance else whole,
         name=rule.rule_name,
         outcome=rule.outcome,
         tools=[rule.tool],
         fail_closed=fail_closed,
     )
+
+
+def _simple(whole: _ParamCheck) -> Any:
+    """The guard function of a rule on a top-level parameter, without provenance:
+    a plain function over locals (the common case, on every call's path)."""
+    check, head, rejected = whole.check, whole.head, whole._rejected
+
+    def rule(inv: Invocation) -> Verdict | GuardResult:
+        value = inv.arguments.get(head, _MISSING)
+        if value is _MISSING:
+            return _PASS  # absent: the schema decides whether it may be
+        failed = check(value, inv.context, None)
+        return rejected(set(failed)) if failed else _PASS
+
+    rule.__name__ = whole.__name__
+    return rule
 
 
 class _ParamCheck:
