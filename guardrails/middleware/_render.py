@@ -1,9 +1,11 @@
-"""Step 8: turn a tool's return value into the text the model sees, capped in size."""
+"""Step 8: turn a tool's return value into the text the model sees, capped in size;
+bound secrets echoed in it replaced (``redact``)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 try:  # the C encoder, without the per-call encoder set-up of json.dumps
     from json.encoder import c_make_encoder as _c_make_encoder  # type: ignore[attr-defined]
@@ -58,7 +60,8 @@ FLAG_SECRET_REDACTED = "secret_redacted"
 
 
 def _needles(secrets: Any) -> tuple[str, ...]:
-    """The texts of the bound secret values, and their JSON-escaped forms, longest first."""
+    """The texts of the bound secret values, and their JSON-escaped and URL-encoded
+    forms, longest first."""
     found: set[str] = set()
     for secret in secrets:
         reveal = getattr(secret, "get_secret_value", None)
@@ -72,6 +75,8 @@ def _needles(secrets: Any) -> tuple[str, ...]:
             found.add(secret)
             found.add(json.encoder.encode_basestring(secret)[1:-1])
             found.add(json.encoder.encode_basestring_ascii(secret)[1:-1])
+            found.add(quote(secret, safe=""))  # as it would sit in a URL's query
+            found.add(quote_plus(secret, safe=""))
     return tuple(sorted(found, key=len, reverse=True))
 
 

@@ -28,6 +28,10 @@ def leaky(mode: str, key: str) -> Any:
         return f"debug: authorised with {key} ok"
     if mode == "dict":
         return {"headers": {"Authorization": f"Bearer {key}"}, "items": [key, 1], key: "as a key"}
+    if mode == "url":
+        from urllib.parse import quote
+
+        return f"GET https://api.example/v1?key={quote(key, safe='')}&q=1"
     if mode == "long":
         return "x" * 90 + key + "y" * 500  # the secret straddles the cut
     if mode == "pydantic":
@@ -49,10 +53,13 @@ def _rails(fn: Any, **kw: Any) -> Guardrails:
     return Guardrails([tool], secrets=lambda name: SECRET, max_result_chars=100, **kw)
 
 
-MODES = ["text", "dict", "long", "pydantic"]
+MODES = ["text", "dict", "long", "pydantic", "url"]
 
 
 def _clean(text: str) -> None:
+    from urllib.parse import quote
+
+    assert quote(SECRET, safe="") not in text
     assert SECRET not in text
     assert json.dumps(SECRET)[1:-1] not in text
     assert "QUOTED" not in text
