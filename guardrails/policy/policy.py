@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..rules.triggers import TermSet
 from .provenance import CONTEXT, USER
 from .rules import Param
 from .schema_paths import resolve
@@ -80,6 +81,9 @@ class Policy:
         if not all(isinstance(p, Param) for p in params):
             raise ConfigurationError("policy params must be Param rules")
         object.__setattr__(self, "params", params)
+        for which in ("trusted", "untrusted"):
+            if isinstance(getattr(self, which), str):
+                raise PolicyError(self.origin, "sources", which, "must be a list of tool names")
         object.__setattr__(self, "trusted", frozenset(self.trusted))
         object.__setattr__(self, "untrusted", frozenset(self.untrusted))
         both = self.trusted & self.untrusted
@@ -99,6 +103,10 @@ class Policy:
             intents[tool] = tuple(terms)
             if not intents[tool]:
                 raise PolicyError(self.origin, f"tools.{tool}", "intent", "needs at least one term")
+            try:
+                TermSet(intents[tool])  # matched like literal triggers: checked the same way
+            except ConfigurationError as exc:
+                raise PolicyError(self.origin, f"tools.{tool}", "intent", str(exc)) from None
         object.__setattr__(self, "intents", MappingProxyType(intents))
         ceilings = dict(self.ceilings)
         if not all(isinstance(c, Ceiling) for c in ceilings.values()):

@@ -64,6 +64,7 @@ def _error(tmp_path: Path, text: str) -> PolicyError:
         ("[tools.pay]\nmax_per_turn = 1.5\n", "tools.pay", "max_per_turn"),
         ("[tools.pay]\nintent = []\n", "tools.pay", "intent"),
         ("[tools.pay]\nintent = 'pay'\n", "tools.pay", "intent"),
+        ("[tools.pay]\nintent = ['!!!']\n", "tools.pay", "intent"),
         ("[tools.pay]\nlimit = 3\n", "tools.pay", "limit"),
         ("[sources]\ntrusted = ['contacts']\n", "sources", "trusted"),
         ("[sources]\ntrusted = ['pay']\nuntrusted = ['pay']\n", "sources", None),
@@ -218,3 +219,8 @@ def test_a_tool_named_like_a_trusted_source_is_refused_when_provenance_is_used()
     with pytest.raises(PolicyError, match="a tool is named 'user'"):
         Guardrails([pay, user], policy=Policy(params=(Param("pay", "iban", grounded_in=["user"]),)))
     Guardrails([pay, user], policy=Policy(params=(Param("pay", "iban", kind="iban"),)))
+
+
+def test_a_single_string_for_a_list_of_tools_is_refused() -> None:
+    with pytest.raises(PolicyError, match=r"\[sources\] trusted: must be a list of tool names"):
+        Policy(trusted="read_mail")  # type: ignore[arg-type]
