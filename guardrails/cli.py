@@ -68,6 +68,10 @@ def _build_parser() -> argparse.ArgumentParser:
     from ._cli_audit import add_arguments as audit_arguments
 
     audit_arguments(sub.add_parser("audit", help="check the audit log (hash chain)"))
+
+    from .policy.cli import add_arguments as policy_arguments
+
+    policy_arguments(sub.add_parser("policy", help="check or explain an argument policy file"))
     return parser
 
 

@@ -89,6 +89,7 @@ class Guardrails:
         max_argument_chars: int = 1_000_000,
         secrets: Callable[[str], Any] | None = None,
         provider_timeout: float | None = 5.0,
+        policy: Any = None,
     ) -> None:
         if provider_timeout is not None and not provider_timeout > 0:
             raise ConfigurationError("provider_timeout must be positive (or None)")
@@ -122,6 +123,8 @@ class Guardrails:
             provider_timeout=provider_timeout,
         )
         self._replan()
+        if policy is not None:
+            self.load_policy(policy)
 
     # -- registration -------------------------------------------------------
 
@@ -175,6 +178,14 @@ class Guardrails:
             raise DuplicateNameError(
                 f"guard name {g.name!r} is used twice: {existing.defined_at} and {g.defined_at}"
             )
+
+    def load_policy(self, policy: Any, *, store: Any = None, **limits: int) -> Any:
+        """Load a policy (a ``Policy`` or a TOML file's path), merged with any loaded
+        before, checked against the registered tools. ``limits``: ``max_values``,
+        ``max_sessions``. See docs/policy.md."""
+        from .policy.attach import attach
+
+        return attach(self, policy, store=store, **limits).policy
 
     def guards_at(self, point: ChokePoint | str) -> tuple[Guard, ...]:
         cp = ChokePoint(point)

@@ -48,6 +48,7 @@ __all__ = [
     "ATTR_REASON",
     "ATTR_REFUSED",
     "ATTR_RULE",
+    "ATTR_SECRET_REDACTED",
     "ATTR_TRUNCATED",
     "ATTR_VERDICT",
     "ERROR_TYPE",
@@ -91,6 +92,7 @@ ATTR_OUTCOME = "guardrails.outcome"
 ATTR_VERDICT = "guardrails.verdict"
 ATTR_REASON = "guardrails.reason"
 ATTR_TRUNCATED = "guardrails.truncated"
+ATTR_SECRET_REDACTED = "guardrails.secret_redacted"
 ATTR_GUARD = "guardrails.guard"
 ATTR_CHOKE_POINT = "guardrails.choke_point"
 ATTR_ENFORCED = "guardrails.enforced"
@@ -241,6 +243,8 @@ class OpenTelemetryRecorder:
             attributes[ATTR_REASON] = str(result.reason)
         if result.truncated:
             attributes[ATTR_TRUNCATED] = True
+        if "secret_redacted" in result.flags:
+            attributes[ATTR_SECRET_REDACTED] = True
         fault = fault_of(result)
         if outcome is not _OK:
             attributes[ERROR_TYPE] = fault or outcome.value

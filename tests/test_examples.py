@@ -48,6 +48,15 @@ EXPECTED = {
         f"c2 (failed): {model_sentence(Outcome.INVALID_ARGS, ['limit', 'query'])}",
         f"c3 (failed): {model_sentence(Outcome.UNAVAILABLE)}",
     ],
+    "policy_mail_payments.py": [
+        "  pay: invalid_args policy:pay.iban",
+        "  browse: invalid_args policy:browse.url",
+        "  send_mail: invalid_args policy:send_mail.to",
+    ],
+    "policy_calendar_files.py": [
+        "  create_event: invalid_args policy:create_event.attendees.*",
+        "  share_file: invalid_args policy:share_file.path",
+    ],
     "mcp_server.py": [
         "acme sees: ['list_invoices']",
         f"purge_invoices{{'year': 2025}}: isError=True {model_sentence(Outcome.UNAVAILABLE)}",

@@ -1,16 +1,18 @@
-"""Step 8: turn a tool's return value into the text the model sees, capped in size."""
+"""Step 8: turn a tool's return value into the text the model sees, capped in size;
+bound secrets echoed in it replaced (``redact``)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 try:  # the C encoder, without the per-call encoder set-up of json.dumps
     from json.encoder import c_make_encoder as _c_make_encoder  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - CPython always has it
     _c_make_encoder = None
 
-__all__ = ["TRUNCATION_MARKER", "render"]
+__all__ = ["FLAG_SECRET_REDACTED", "REDACTED", "TRUNCATION_MARKER", "redact", "render"]
 
 TRUNCATION_MARKER = "\n[guardrails: result truncated]"
 
@@ -49,3 +51,98 @@ def render(value: Any, max_chars: int) -> tuple[str, bool]:
         return text, False
     keep = max(0, max_chars - len(TRUNCATION_MARKER))
     return text[:keep] + TRUNCATION_MARKER, True
+
+
+# -- secrets in results ---------------------------------------------------------
+
+REDACTED = "[redacted]"
+FLAG_SECRET_REDACTED = "secret_redacted"
+
+
+def _needles(secrets: Any) -> tuple[str, ...]:
+    """The texts of the bound secret values, and their JSON-escaped and URL-encoded
+    forms, longest first."""
+    found: set[str] = set()
+    for secret in secrets:
+        reveal = getattr(secret, "get_secret_value", None)
+        if callable(reveal):
+            secret = reveal()
+        if isinstance(secret, bytes | bytearray):
+            secret = bytes(secret).decode("utf-8", "replace")
+        if not isinstance(secret, str):
+            secret = str(secret)
+        if secret:
+            found.add(secret)
+            found.add(json.encoder.encode_basestring(secret)[1:-1])
+            found.add(json.encoder.encode_basestring_ascii(secret)[1:-1])
+            found.add(quote(secret, safe=""))  # as it would sit in a URL's query
+            found.add(quote_plus(secret, safe=""))
+    return tuple(sorted(found, key=len, reverse=True))
+
+
+def _scrub_text(text: str, needles: tuple[str, ...]) -> str:
+    for needle in needles:
+        if needle in text:
+            text = text.replace(needle, REDACTED)
+    return text
+
+
+def _scrub(value: Any, needles: tuple[str, ...], depth: int = 0) -> Any:
+    """A copy of a JSON-like value with every secret replaced in its strings (keys too)."""
+    cls = value.__class__
+    if cls is str:
+        return _scrub_text(value, needles)
+    if depth > 128:
+        return None
+    if isinstance(value, dict):
+        return {
+            (_scrub_text(k, needles) if isinstance(k, str) else k): _scrub(v, needles, depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_scrub(v, needles, depth + 1) for v in value]
+    if value is None or cls is int or cls is float or cls is bool:
+        return value
+    # Anything else (a pydantic model, ...): what the model was shown, as text.
+    return _scrub_text(render(value, 1 << 62)[0], needles)
+
+
+def redact(result: Any, secrets: Any, max_chars: int) -> Any:
+    """``result`` with every bound secret value replaced by ``[redacted]`` in what
+    the model sees (and in ``value``), flagged ``secret_redacted``; unchanged if none.
+
+    When that cannot be done (a value that fails to render twice, a secret
+    that cannot be read as text), the model is shown the ``error`` sentence
+    instead: never text that may hold the secret.
+    """
+    try:
+        needles = _needles(secrets.values())
+        if not needles or result.content is None:
+            return result
+        full = result.content
+        if result.truncated:  # a secret may straddle the cut: redact the whole text, then cut
+            full = render(result.value, 1 << 62)[0]
+        if not any(needle in full for needle in needles):
+            return result
+        content, truncated = render(_scrub_text(full, needles), max_chars)
+        try:
+            value = _scrub(result.value, needles)
+        except Exception:  # a value that cannot be walked: what the model was shown
+            value = content
+    except Exception as exc:
+        from ..verdicts import Outcome, Reason, model_sentence
+
+        return result._replace(
+            outcome=Outcome.ERROR,
+            content=model_sentence(Outcome.ERROR),
+            value=None,
+            truncated=False,
+            reason=Reason.UNSERIALISABLE,
+            exception=exc,
+        )
+    return result._replace(
+        content=content,
+        truncated=truncated,
+        value=value,
+        flags=(*result.flags, FLAG_SECRET_REDACTED),
+    )

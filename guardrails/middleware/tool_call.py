@@ -41,7 +41,7 @@ from ..errors import LimitExceeded, StopRun, UsageError
 from ..guard import GuardOutcome
 from ..tools import Tool
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict, combine, model_sentence
-from ._render import render
+from ._render import redact, render
 from .admission import (
     FLAG_BOUND_ARGUMENT_SUPPLIED,
     Plan,
@@ -186,6 +186,8 @@ class ToolCallPipeline:
                         raise
                     stop = Stop(Outcome.ERROR, Reason.RAISED, None, exc)
             result = self._complete(inv, records, escapes, verdict, stop, value, start, late)
+            if secrets and result.outcome is _OK:
+                result = redact(result, secrets, self.max_result_chars)
             if result.outcome is _OK and plan.output_guards:
                 checked = [g.evaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
                 result = self._after_output(plan, inv, result, checked)
@@ -245,6 +247,8 @@ class ToolCallPipeline:
                         raise
                     stop = Stop(Outcome.ERROR, Reason.RAISED, None, exc)
             result = self._complete(inv, records, escapes, verdict, stop, value, start, late)
+            if secrets and result.outcome is _OK:
+                result = redact(result, secrets, self.max_result_chars)
             if result.outcome is _OK and plan.output_guards:
                 checked = [await g.aevaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
                 result = self._after_output(plan, inv, result, checked)

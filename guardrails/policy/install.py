@@ -1,0 +1,243 @@
+"""A policy made into guards and one call hook for an engine.
+
+- each ``Param`` is a tool_call guard named after the rule (``policy:pay.iban``),
+  applying to its tool, rejecting with the rule's outcome and naming the
+  top-level parameter (never the value);
+- one pre_turn guard, ``policy:intent``, labels the user's input and takes
+  out of the offer every intent-gated tool whose terms the input does not
+  mention; a ``policy:<tool>.intent`` tool_call guard refuses a gated tool
+  when no user input of the turn mentioned it (or none was seen);
+- a ``policy:<tool>.ceiling`` guard (outcome ``limit``) per tool with a ceiling;
+- the ``PolicyHook`` counts the calls that reach a ceiling-bound tool (a
+  second, atomic check against concurrent calls) and labels every ok result
+  with its tool as the source.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..context import Escape, GuardResult, Invocation, ToolResult
+from ..errors import ConfigurationError
+from ..guard import Guard
+from ..middleware.tool_call import Stop
+from ..rules import _paths
+from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
+from .gates import CeilingCheck, Counts, IntentCheck, Intents, PreTurnCheck
+from .policy import Policy
+from .provenance import USER, Ledgers, Sources
+from .rules import Check, Param
+
+__all__ = ["Installed", "install"]
+
+_PASS = Verdict.PASS
+_MISSING = _paths.MISSING
+
+
+class Installed:
+    """What ``install`` made: the guards, the hook and the session labels."""
+
+    __slots__ = ("guards", "hook", "intents", "ledgers", "policy")
+
+    def __init__(
+        self,
+        policy: Policy,
+        guards: list[Guard],
+        hook: PolicyHook | None,
+        ledgers: Ledgers,
+        intents: Intents,
+    ) -> None:
+        self.policy = policy
+        self.intents = intents
+        self.guards = guards
+        self.hook = hook
+        self.ledgers = ledgers
+
+    def label_user_input(self, turn: Any, text: str) -> None:
+        """Label ``text`` as the user's input of ``turn`` (pre_turn does this itself)."""
+        self.intents.seen(turn, text)
+        self.ledgers.label_text(turn, turn.context, USER, text, words=True)
+
+
+def install(
+    policy: Policy,
+    tools: dict[str, Any],
+    *,
+    store: Any = None,
+    max_values: int = 100_000,
+    max_sessions: int = 1_000,
+    carry: Installed | None = None,
+) -> Installed:
+    """Guards and a hook for ``policy``; ``carry``: the policy this one replaces,
+    whose session labels (when the sources are the same), per-turn user input
+    and in-memory counts go on."""
+    for name, limit in (("max_values", max_values), ("max_sessions", max_sessions)):
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigurationError(f"policy: {name} must be a positive integer, not {limit!r}")
+    policy.check(tools)
+    sources = Sources(tools, policy.trusted)
+    ledgers = Ledgers(sources, store=store, max_values=max_values, max_sessions=max_sessions)
+    intents = Intents(policy.intents)
+    counts = Counts(store, dict(policy.ceilings))
+    if carry is not None:
+        old = carry.ledgers
+        if old.sources.bits == sources.bits and old.sources.trusted == sources.trusted:
+            ledgers = old
+        intents.turns = carry.intents.turns
+        if carry.hook is not None and carry.hook.counts.store is store:
+            counts.memory = carry.hook.counts.memory
+    guards: list[Guard] = [_param_guard(p, ledgers, policy.fail_closed) for p in policy.params]
+    if policy.intents or policy.sources_used:
+        # Labels the user's input, and applies the intent gates.
+        pre_turn = Guard(
+            PreTurnCheck(intents, ledgers), name="policy:intent", at=ChokePoint.PRE_TURN
+        )
+        guards.append(pre_turn)
+    for tool in sorted(policy.intents):
+        guards.append(
+            Guard(
+                IntentCheck(tool, intents),
+                name=f"policy:{tool}.intent",
+                outcome=Outcome.UNAVAILABLE,
+                tools=[tool],
+                fail_closed=True,
+            )
+        )
+    for tool, ceiling in sorted(policy.ceilings.items()):
+        guards.append(
+            Guard(
+                CeilingCheck(tool, ceiling, counts),
+                name=f"policy:{tool}.ceiling",
+                outcome=Outcome.LIMIT,
+                tools=[tool],
+                fail_closed=True,
+            )
+        )
+    hook = None
+    if policy.ceilings or policy.sources_used:
+        hook = PolicyHook(ledgers, counts, intents, label=policy.sources_used)
+    return Installed(policy, guards, hook, ledgers, intents)
+
+
+# -- parameter rules ------------------------------------------------------------
+
+
+def _param_guard(rule: Param, ledgers: Ledgers, fail_closed: bool) -> Guard:
+    whole = _ParamCheck(rule, ledgers)
+    return Guard(
+        _simple(whole) if whole.simple and not whole.provenance else whole,
+        name=rule.rule_name,
+        outcome=rule.outcome,
+        tools=[rule.tool],
+        fail_closed=fail_closed,
+    )
+
+
+def _simple(whole: _ParamCheck) -> Any:
+    """The guard function of a rule on a top-level parameter, without provenance:
+    a plain function over locals (the common case, on every call's path)."""
+    check, head, rejected = whole.check, whole.head, whole._rejected
+
+    def rule(inv: Invocation) -> Verdict | GuardResult:
+        value = inv.arguments.get(head, _MISSING)
+        if value is _MISSING:
+            return _PASS  # absent: the schema decides whether it may be
+        failed = check(value, inv.context, None)
+        return rejected(set(failed)) if failed else _PASS
+
+    rule.__name__ = whole.__name__
+    return rule
+
+
+class _ParamCheck:
+    """The guard function of one ``Param``."""
+
+    __slots__ = ("__name__", "check", "head", "ledgers", "path", "provenance", "rule", "simple")
+
+    def __init__(self, rule: Param, ledgers: Ledgers) -> None:
+        self.__name__ = rule.rule_name
+        self.rule = rule
+        self.check = rule._compiled.check
+        self.ledgers = ledgers
+        self.path = _paths.parse(rule.path)
+        self.simple = len(self.path) == 1 and isinstance(self.path[0], str)
+        self.head = rule.path.split(".")[0]
+        self.provenance = rule.grounded_in is not None or rule.not_only_untrusted
+
+    def __call__(self, inv: Invocation) -> Verdict | GuardResult:
+        if self.simple:
+            value = inv.arguments.get(self.head, _MISSING)
+            if value is _MISSING:
+                return _PASS  # absent: the schema decides whether it may be
+            if self.provenance:
+                failed = self.check(
+                    value, inv.context, self.ledgers.view(inv.turn, inv.context, inv.call_id)
+                )
+            else:
+                failed = self.check(value, inv.context, None)
+            return self._rejected(set(failed)) if failed else _PASS
+        seen = self.ledgers.view(inv.turn, inv.context, inv.call_id) if self.provenance else None
+        found: set[Check] = set()
+        for _, value in _paths.walk(inv.arguments, self.path):
+            found.update(self.check(value, inv.context, seen))
+        return self._rejected(found) if found else _PASS
+
+    def _rejected(self, failed: set[Check]) -> GuardResult:
+        evidence = {"rule": self.rule.rule_name, "param": self.rule.path}
+        if failed == {Check.UNKNOWN}:
+            return GuardResult.not_evaluated(
+                Check.UNKNOWN.value, evidence=evidence, escape=EscapeReason.NOT_CONFIGURED
+            )
+        checks = sorted(c.value for c in failed)
+        return GuardResult.rejected(
+            checks[0], evidence={**evidence, "checks": checks}, params=(self.head,)
+        )
+
+
+# -- the hook ----------------------------------------------------------------------------
+
+
+class PolicyHook:
+    """Step 6: count calls for ceilings (atomically); after a call: label its result."""
+
+    __slots__ = ("counts", "intents", "label", "ledgers", "name")
+
+    def __init__(self, ledgers: Ledgers, counts: Counts, intents: Intents, *, label: bool) -> None:
+        self.name = "policy"
+        self.ledgers = ledgers
+        self.counts = counts
+        self.intents = intents
+        self.label = label
+
+    def before(self, invocation: Invocation, /) -> Any:
+        if invocation.name not in self.counts.ceilings:
+            return None
+        try:
+            if self.counts.exceeded(invocation, 1):
+                return Stop(Outcome.LIMIT, Reason.CEILING)
+        except LookupError:
+            return Stop(Outcome.LIMIT, Reason.CEILING)
+        except Exception as exc:
+            return Escape(self.name, ChokePoint.TOOL_CALL, EscapeReason.STORE_UNAVAILABLE, exc)
+        return None
+
+    def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+        if self.label and result.outcome is Outcome.OK and result.content:
+            self._label(invocation, result)
+        return result
+
+    def _label(self, invocation: Invocation, result: ToolResult) -> None:
+        """Label what the model was shown: the text, or the JSON it holds read back
+        (plain values only, whatever object the tool returned)."""
+        turn, context, source = invocation.turn, invocation.context, invocation.name
+        content = result.content
+        if result.value.__class__ is not str and not result.truncated and content[:1] in "[{":
+            try:
+                shown = json.loads(content)
+            except ValueError:
+                pass
+            else:
+                self.ledgers.label_value(turn, context, source, shown)
+                return
+        self.ledgers.label_text(turn, context, source, content)

@@ -1,0 +1,131 @@
+"""Parameter rules: what one argument of one tool may be.
+
+A ``Param`` names a tool and a path into its arguments (``"to"``,
+``"recipient.iban"``, ``"cc.*"``) and holds independent checks: allowed and
+denied values, a pattern, numeric bounds, a value kind with its own limits
+(domains, schemes, countries, prefixes), and provenance (``grounded_in``,
+``not_only_untrusted``). Every check that applies runs; any failure rejects,
+so the order of checks and of rules never matters. ``check()`` is pure: it
+takes the value, the turn's context and a provenance lookup, and returns the
+names of the failed checks (never the value).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConfigurationError
+from ..verdicts import Outcome
+from .checks import Check, Compiled, Seen
+from .kinds import Kind
+
+__all__ = ["Check", "Param", "Seen", "normalised"]
+
+_KIND_OPTIONS = {
+    "domains": {Kind.EMAIL, Kind.URL, Kind.HOST},
+    "deny_domains": {Kind.EMAIL, Kind.URL, Kind.HOST},
+    "schemes": {Kind.URL},
+    "countries": {Kind.IBAN},
+    "prefixes": {Kind.PHONE},
+}
+_LISTS = (
+    "values", "deny_values", "domains", "deny_domains", "schemes", "countries", "prefixes",
+    "grounded_in",
+)  # fmt: skip
+_REJECT_OUTCOMES = (Outcome.INVALID_ARGS, Outcome.LIMIT, Outcome.UNAVAILABLE)
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One rule on one parameter of one tool. Built once; raises ``ConfigurationError``
+    naming the rule when its own options disagree (the tool is checked at install)."""
+
+    tool: str
+    path: str
+    kind: Kind | str | None = None
+    values: Iterable[Any] | None = None
+    values_from: str | None = None
+    deny_values: Iterable[Any] | None = None
+    pattern: str | None = None
+    min: float | None = None
+    max: float | None = None
+    min_from: str | None = None
+    max_from: str | None = None
+    domains: Iterable[str] | None = None
+    deny_domains: Iterable[str] | None = None
+    schemes: Iterable[str] | None = None
+    countries: Iterable[str] | None = None
+    prefixes: Iterable[str] | None = None
+    grounded_in: Iterable[str] | None = None
+    not_only_untrusted: bool = False
+    outcome: Outcome | str = Outcome.INVALID_ARGS
+    name: str | None = None
+    _compiled: Any = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        label = self.name or f"policy:{self.tool}.{self.path}"
+        try:
+            _validate(self, label)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"rule {label!r}: {exc}") from None
+        object.__setattr__(self, "name", label)
+
+    @property
+    def rule_name(self) -> str:
+        return self.name or f"policy:{self.tool}.{self.path}"
+
+    def check(self, value: Any, context: Any, seen: Seen | None) -> list[Check]:
+        """The failed checks for one value (empty: it passes). Pure; never raises."""
+        return self._compiled.check(value, context, seen)  # type: ignore[no-any-return]
+
+    def explain(self) -> list[str]:
+        """One line per check this rule makes, for ``guardrails policy explain``."""
+        return self._compiled.explain()  # type: ignore[no-any-return]
+
+
+def _validate(p: Param, label: str) -> None:
+    if not isinstance(p.tool, str) or not p.tool:
+        raise ConfigurationError("tool must be a tool name")
+    if not isinstance(p.path, str) or not p.path or "" in p.path.split("."):
+        raise ConfigurationError("path must be a parameter name or a dotted path")
+    kind = None
+    if p.kind is not None:
+        try:
+            kind = Kind(p.kind)
+        except ValueError:
+            raise ConfigurationError(
+                f"kind must be one of {[k.value for k in Kind]}, not {p.kind!r}"
+            ) from None
+    object.__setattr__(p, "kind", kind)
+    for option, kinds in _KIND_OPTIONS.items():
+        if getattr(p, option) is not None and kind not in kinds:
+            raise ConfigurationError(
+                f"{option} needs kind {' or '.join(sorted(k.value for k in kinds))}"
+            )
+    outcome: Outcome | None
+    try:
+        outcome = Outcome(p.outcome)
+    except ValueError:
+        outcome = None
+    if outcome not in _REJECT_OUTCOMES:
+        raise ConfigurationError("outcome must be invalid_args, limit or unavailable")
+    object.__setattr__(p, "outcome", outcome)
+    if p.not_only_untrusted not in (True, False):
+        raise ConfigurationError("not_only_untrusted must be true or false")
+    for key in ("values_from", "min_from", "max_from"):
+        if getattr(p, key) is not None and not isinstance(getattr(p, key), str):
+            raise ConfigurationError(f"{key} must name a context value")
+    object.__setattr__(p, "_compiled", Compiled(p, kind))
+    # Frozen all the way down: the lists given become tuples (sets: sorted).
+    for key in _LISTS:
+        given = getattr(p, key)
+        if given is not None:
+            items = sorted(given, key=repr) if isinstance(given, set | frozenset) else given
+            object.__setattr__(p, key, tuple(items))
+
+
+def normalised(p: Param, value: str) -> str | None:
+    """The rule's normal form of ``value`` (its kind's), or None when it is not one."""
+    return p._compiled.normal(value) if p.kind is not None else value

@@ -1,0 +1,101 @@
+"""What a tool's JSON Schema says about a dotted parameter path (checked at load)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["resolve"]
+
+
+def resolve(tool: Any, path: str) -> frozenset[str] | None:
+    """The JSON types the schema allows at ``path``, or None when it does not say.
+
+    Raises ``LookupError(segment)`` for a segment the schema does not declare.
+    A bound parameter (filled from the context) exists, with no declared type.
+    """
+    segments = path.split(".")
+    if segments[0] in getattr(tool, "bound", frozenset()):
+        return None
+    node: Any = tool.schema
+    for depth, segment in enumerate(segments):
+        node = _deref(node, tool.schema)
+        options = _options(node)
+        if segment == "*" or segment.isdigit():
+            items = [o.get("items") for o in options if isinstance(o.get("items"), Mapping)]
+            if not items:
+                raise LookupError(segment)
+            node = items[0]
+            continue
+        found = None
+        for option in options:
+            props = option.get("properties")
+            if isinstance(props, Mapping) and segment in props:
+                found = props[segment]
+                break
+        if found is None:
+            # Inside a parameter, an object open to more keys may hold this one.
+            found = _open_object(options) if depth else None
+            if found is None:
+                raise LookupError(segment)
+        node = found
+    return _types(_deref(node, tool.schema), tool.schema)
+
+
+def _open_object(options: list[Mapping[str, Any]]) -> Any:
+    for option in options:
+        extra = option.get("additionalProperties", True)
+        if option.get("type") == "object" and extra is not False:
+            return extra if isinstance(extra, Mapping) else {}
+    return None
+
+
+def _deref(node: Any, root: Mapping[str, Any]) -> Any:
+    seen = 0
+    while isinstance(node, Mapping) and isinstance(node.get("$ref"), str) and seen < 32:
+        ref = node["$ref"]
+        if not ref.startswith("#/"):
+            return {}
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part, {}) if isinstance(target, Mapping) else {}
+        node = target
+        seen += 1
+    return node if isinstance(node, Mapping) else {}
+
+
+def _options(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    out = [node]
+    for key in ("anyOf", "oneOf", "allOf"):
+        for option in node.get(key, ()) or ():
+            if isinstance(option, Mapping):
+                out.append(option)
+    return out
+
+
+def _types(node: Mapping[str, Any], root: Mapping[str, Any]) -> frozenset[str] | None:
+    found: set[str] = set()
+    for option in _options(node):
+        option = _deref(option, root)
+        declared = option.get("type")
+        if isinstance(declared, str):
+            found.add(declared)
+        elif isinstance(declared, list):
+            found.update(t for t in declared if isinstance(t, str))
+        elif "enum" in option or "const" in option:
+            values = option.get("enum", [option.get("const")])
+            for v in values if isinstance(values, list) else ():
+                found.add(_json_type(v))
+    return frozenset(found) if found else None
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "null" if value is None else "object"
