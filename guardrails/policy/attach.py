@@ -9,16 +9,33 @@ unchanged, and so do the user's input of live turns and in-memory counts. Every 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from ..errors import ConfigurationError
+from ..guard import Guard
+from ..tools import Tool
 from .install import Installed, install
 from .policy import Policy
 
-if TYPE_CHECKING:
-    from ..engine import Guardrails
-
 __all__ = ["attach", "installed"]
+
+
+class Engine(Protocol):
+    """What loading a policy touches of a ``Guardrails`` (no import of the engine here)."""
+
+    _guards: dict[str, Guard]
+    _pipeline: Any
+
+    @property
+    def tools(self) -> Mapping[str, Tool]: ...
+
+    @property
+    def guards(self) -> Mapping[str, Guard]: ...
+
+    def _add_guard(self, g: Guard, /) -> Guard: ...
+
+    def _replan(self) -> None: ...
 
 
 def as_policy(source: Any) -> Policy:
@@ -31,12 +48,12 @@ def as_policy(source: Any) -> Policy:
     raise ConfigurationError(f"a policy is a Policy or the path of a TOML file, not {source!r}")
 
 
-def installed(engine: Guardrails) -> Installed | None:
+def installed(engine: Engine) -> Installed | None:
     found: Installed | None = getattr(engine, "_policy", None)
     return found
 
 
-def attach(engine: Guardrails, source: Any, *, store: Any = None, **limits: Any) -> Installed:
+def attach(engine: Engine, source: Any, *, store: Any = None, **limits: Any) -> Installed:
     """Merge ``source`` into ``engine``'s policy and install the result."""
     unknown = sorted(set(limits) - {"max_values", "max_sessions"})
     if unknown:

@@ -80,7 +80,7 @@ def test_rules_are_guards_in_metrics_spans_and_audit_rows(tmp_path: Path) -> Non
     assert all("not_grounded" in (r.verdicts or "") for r in refused)
     spans = exporter.get_finished_spans()
     events = [dict(e.attributes or {}) for s in spans for e in s.events]
-    assert any(e.get("guardrails.guard") == "policy:send.to" for e in events)
+    assert any(e.get("gen_ai.evaluation.name") == "policy:send.to" for e in events)
 
     everything = (
         [repr(r) for r in store.audit_rows()]

@@ -251,7 +251,8 @@ def test_every_hostile_call_leaves_its_row_and_effects_still_run(store: Store) -
         call_id = texts[(i // 3) % len(texts)] + str(i)
         name = ("lookup", "publish", texts[(i // 2) % len(texts)] + "\udc80")[i % 3]
         result = rails.turn(tenant=tenant, session="s").call(name, {"q": "x"}, call_id)
-        assert not result.escapes, result.escapes
+        # A reason that is not text is the guard's junk answer: counted, never lost.
+        assert all(e.reason == "invalid_return" for e in result.escapes), result.escapes
         if name == "publish":
             assert result.content == "published"
         calls += 1
@@ -261,7 +262,7 @@ def test_every_hostile_call_leaves_its_row_and_effects_still_run(store: Store) -
     assert verify(store).ok
 
 
-def test_a_guard_reason_that_is_no_string_does_not_lose_the_row_of_an_effect(
+def test_a_guard_reason_that_is_no_string_is_counted_and_does_not_lose_the_row_of_an_effect(
     store: Store,
 ) -> None:
     @guard
@@ -271,11 +272,12 @@ def test_a_guard_reason_that_is_no_string_does_not_lose_the_row_of_an_effect(
     audit = AuditLog(store)
     rails = Guardrails([publish], [pass_with_object], hooks=[audit], recorder=[audit])
     result = rails.call("publish", {"q": "x"})
-    assert result.content == "published" and not result.escapes
+    assert result.content == "published"
+    assert [(e.guard, e.reason) for e in result.escapes] == [("pass_with_object", "invalid_return")]
     kinds = [(r.kind, r.tool) for r in store.audit_rows()]
     assert kinds == [("call_started", "publish"), ("tool_call", "publish")]
     (verdict,) = json.loads(store.audit_rows()[-1].verdicts or "[]")
-    assert verdict["reason"] == "<not text: object>"
+    assert (verdict["verdict"], verdict["reason"]) == ("not_evaluated", "invalid_return")
 
 
 def test_a_row_that_cannot_be_built_is_written_with_what_can(
