@@ -15,9 +15,10 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from .confusables import MARK, data, match_key
 from .errors import UsageError
 
-__all__ = ["Text", "content_text", "normalise", "user_text"]
+__all__ = ["Text", "content_text", "fold_text", "normalise", "user_text"]
 
 # Block types whose ``text`` is text the user typed (Anthropic ``text``; OpenAI
 # Chat ``text``; OpenAI Responses ``input_text``).
@@ -56,15 +57,18 @@ class Text:
     """A text with its normalised form and words, computed lazily and once.
 
     ``normalised`` is NFKC + casefold with invisible characters removed;
-    ``words`` its ``\\w+`` runs. ``word_bytes`` is what matching reads: the
-    same words, UTF-8 encoded, separated by one or more spaces. It is built
-    without normalising the whole text: ASCII runs are lower-cased and split
-    by one ``bytes.translate``, and only the words that hold a non-ASCII
-    character go through ``unicodedata`` (so an English text with curly quotes
-    stays on the fast path).
+    ``words`` its ``\\w+`` runs. What matching reads is ``word_bytes`` (the
+    words in order, UTF-8, separated by spaces) and, for text that is not all
+    ASCII, ``word_set`` (the distinct words). In both, a mixed-script word that
+    holds look-alike characters (``rеfund`` with a Cyrillic ``е``) stands as
+    ``MARK`` + its fold (see ``guardrails.confusables``).
+
+    Nothing normalises the whole text: ASCII is lower-cased and split by one
+    ``bytes.translate``, and only the distinct words that hold a non-ASCII
+    character go through ``unicodedata``, all of them in one call.
     """
 
-    __slots__ = ("_normalised", "_word_bytes", "is_ascii", "raw")
+    __slots__ = ("_folded", "_normalised", "_tokens", "_word_bytes", "_word_set", "is_ascii", "raw")
 
     def __init__(self, raw: str) -> None:
         if not isinstance(raw, str):
@@ -72,7 +76,10 @@ class Text:
         self.raw = raw
         self.is_ascii = raw.isascii()
         self._normalised: str | None = None
+        self._folded: str | None = None
         self._word_bytes: bytes | None = None
+        self._word_set: frozenset[bytes] | None = None
+        self._tokens: _Tokens | None = None
 
     def __repr__(self) -> str:
         return f"<Text {len(self.raw)} chars>"
@@ -92,8 +99,15 @@ class Text:
         return self._normalised
 
     @property
+    def folded(self) -> str:
+        """``normalised`` with each mixed-script word replaced by its fold."""
+        if self._folded is None:
+            self._folded = self.normalised if self.is_ascii else fold_text(self.normalised)
+        return self._folded
+
+    @property
     def words(self) -> list[str]:
-        return self.word_bytes.decode("utf-8", "surrogatepass").split()
+        return _WORDS.findall(self.normalised)
 
     @property
     def word_bytes(self) -> bytes:
@@ -101,56 +115,127 @@ class Text:
             if self.is_ascii:
                 self._word_bytes = self.raw.encode("ascii").translate(_ASCII_TABLE)
             else:
-                self._word_bytes = b" ".join(_piece_words(p) for p in pieces(self.raw))
+                self._word_bytes = self._analysis().word_bytes()
         return self._word_bytes
+
+    @property
+    def word_set(self) -> frozenset[bytes]:
+        """The distinct words of ``word_bytes``."""
+        if self._word_set is None:
+            if self.is_ascii:
+                self._word_set = frozenset(self.word_bytes.split())
+            else:
+                self._word_set = self._analysis().words
+        return self._word_set
+
+    def _analysis(self) -> _Tokens:
+        if self._tokens is None:
+            self._tokens = _Tokens(self.raw)
+        return self._tokens
 
 
 # For text with non-ASCII characters: ASCII bytes as in _ASCII_TABLE, every
-# byte of a multi-byte character kept (it is looked at again, below).
+# byte of a multi-byte character kept (its token is looked at again).
 _MIXED_TABLE = bytes(
     (c + 32 if 65 <= c <= 90 else c) if c in _WORD_BYTES or c >= 128 else 32 for c in range(256)
 )
-_NON_ASCII = re.compile(rb"[\x80-\xff]+")
+# Between tokens in the one string that all odd tokens are normalised as:
+# NFKC, casefold and the removal of invisible characters neither make nor
+# remove it, nor combine anything across it.
+_JOIN = "\x00"
+_NON_WORD = re.compile(r"[^\w\x00]+")
 
 
-def _piece_words(piece: str) -> bytes:
-    """The words of one piece, as in ``Text.word_bytes``."""
-    if piece.isascii():
-        return piece.encode("ascii").translate(_ASCII_TABLE)
-    # "surrogatepass": a lone surrogate (invalid, but a str can hold one) is
-    # encoded like any character instead of raising.
-    raw = piece.encode("utf-8", "surrogatepass")
-    buffer = raw.translate(_MIXED_TABLE)
-    out: list[bytes] = []
-    done = 0
-    for run in _non_ascii_runs(buffer):
-        if run.start() < done:
-            if done == len(buffer):
-                break  # the last token reached the end: nothing left to look at
-            continue  # another run inside the token just rewritten
-        # The token around the run, between two ASCII separators (which are
-        # never part of a character, so the slice decodes).
-        start = buffer.rfind(b" ", 0, run.start()) + 1
-        end = buffer.find(b" ", run.end())
+class _Tokens:
+    """The tokens of a text that is not all ASCII, and their normalised words.
+
+    A token is a run of bytes between ASCII non-word characters
+    (``_MIXED_TABLE``). ASCII tokens are words already; an "odd" token (one
+    with a non-ASCII character) is normalised, split into ``\\w+`` words, and
+    each word keyed by ``match_key``.
+    """
+
+    __slots__ = ("buffer", "odd", "words")
+
+    def __init__(self, raw: str) -> None:
+        # "surrogatepass": a lone surrogate (invalid, but a str can hold one)
+        # is encoded like any character instead of raising.
+        self.buffer = raw.encode("utf-8", "surrogatepass").translate(_MIXED_TABLE)
+        distinct: set[bytes] = set()
+        for chunk in chunks(self.buffer):
+            distinct.update(chunk.split())
+        odd = [t for t in distinct if not t.isascii()]
+        distinct.difference_update(odd)
+        self.odd = _normalise_tokens(odd)
+        for words in self.odd.values():
+            distinct.update(words.split())
+        self.words = frozenset(distinct)
+
+    def word_bytes(self) -> bytes:
+        get = self.odd.get
+        return b" ".join(
+            b" ".join(map(get, tokens, tokens))
+            for tokens in (chunk.split() for chunk in chunks(self.buffer))
+        )
+
+
+def _normalise_tokens(odd: list[bytes]) -> dict[bytes, bytes]:
+    """Each odd token -> its normalised words (keyed), UTF-8, separated by spaces."""
+    if not odd:
+        return {}
+    # One call of each kind for all of them: joined by _JOIN, normalised,
+    # every run of non-word characters made a space, split again.
+    normal = normalise(b"\x00".join(odd).decode("utf-8", "surrogatepass"))
+    spaced = _NON_WORD.sub(" ", normal)
+    parts = spaced.encode("utf-8", "surrogatepass").split(b"\x00")
+    if not data().foldable.search(normal):
+        return dict(zip(odd, parts, strict=True))
+    keys = {}
+    for word in set(spaced.replace(_JOIN, " ").split()):
+        key = match_key(word)
+        if key != word:
+            keys[word.encode("utf-8", "surrogatepass")] = key.encode("utf-8", "surrogatepass")
+    if keys:
+        parts = [
+            b" ".join(keys.get(w, w) for w in part.split()) if not part.isascii() else part
+            for part in parts
+        ]
+    return dict(zip(odd, parts, strict=True))
+
+
+def fold_text(normalised: str) -> str:
+    """A normalised text with each mixed-script word holding look-alikes replaced by its fold."""
+    if normalised.isascii() or not data().foldable.search(normalised):
+        return normalised
+    return _ODD_WORD.sub(_fold_match, normalised)
+
+
+# A word holding a non-ASCII word character; \b keeps the search linear.
+_ODD_WORD = re.compile(r"\b\w*[^\W\x00-\x7f]\w*")
+
+
+def _fold_match(match: re.Match[str]) -> str:
+    word = match.group()
+    key = match_key(word)
+    return key[1:] if key.startswith(MARK) else word
+
+
+def chunks(buffer: bytes) -> Iterator[bytes]:
+    """``buffer`` (words separated by spaces) in slices of about ``CHUNK`` bytes, cut between words.
+
+    Split and looked up a slice at a time, the word list stays small enough
+    for the CPU cache, and memory stays flat on long inputs.
+    """
+    start, size = 0, len(buffer)
+    while start < size:
+        end = buffer.find(b" ", start + CHUNK)
         if end < 0:
-            end = len(buffer)
-        token = normalise(raw[start:end].decode("utf-8", "surrogatepass"))
-        out.append(buffer[done:start])
-        out.append(" ".join(_WORDS.findall(token)).encode("utf-8", "surrogatepass"))
-        done = end
-    out.append(buffer[done:])
-    return b"".join(out)
+            end = size
+        yield buffer[start:end]
+        start = end
 
 
-def _non_ascii_runs(buffer: bytes) -> Iterator[re.Match[bytes]]:
-    # bytes.isascii() skips ASCII stretches at memory speed; the regular
-    # expression, 30x slower per byte, only looks inside the others.
-    for start in range(0, len(buffer), _STRETCH):
-        if not buffer[start : start + _STRETCH].isascii():
-            yield from _NON_ASCII.finditer(buffer, start, start + _STRETCH)
-
-
-_STRETCH = 1_024
+CHUNK = 32_768
 PIECE = 32_768
 
 

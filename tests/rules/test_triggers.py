@@ -187,16 +187,17 @@ def test_chunked_lookup_finds_the_same_words_as_one_split(
     words: list[str], data: st.DataObject
 ) -> None:
     import guardrails.rules.triggers as triggers
+    import guardrails.text as text_module
 
     text = Text(" ".join(words) + ", refund.")
     keys = frozenset({b"ab", b"cd", b"refund", b"zz"})
     chunk = data.draw(st.integers(1, 40))
-    original = triggers._CHUNK
-    triggers._CHUNK = chunk
+    original = text_module.CHUNK, triggers._SMALL
+    text_module.CHUNK, triggers._SMALL = chunk, 0
     try:
         chunked = triggers._present(keys, text.word_bytes)
     finally:
-        triggers._CHUNK = original
+        text_module.CHUNK, triggers._SMALL = original
     assert chunked == keys.intersection(text.word_bytes.split())
 
 
@@ -253,18 +254,17 @@ def test_pieces_of_mixed_text_match_as_the_whole_text_would(
     st.integers(1, 9),
 )
 def test_any_unicode_text_matches_as_the_reference_does(
-    terms: list[str], raw: str, piece: int, stretch: int
+    terms: list[str], raw: str, piece: int, chunk: int
 ) -> None:
     import guardrails.text as text_module
 
-    # Small pieces and stretches: every cut between them is exercised.
-    original = text_module.PIECE, text_module._STRETCH
-    text_module.PIECE = piece
-    text_module._STRETCH = stretch
+    # Small pieces and chunks: every cut between them is exercised.
+    original = text_module.PIECE, text_module.CHUNK
+    text_module.PIECE, text_module.CHUNK = piece, chunk
     try:
         found = TermSet(terms).find(raw)
     finally:
-        text_module.PIECE, text_module._STRETCH = original
+        text_module.PIECE, text_module.CHUNK = original
     first: dict[str, str] = {}
     for t in terms:
         first.setdefault(normalise(t), t)
