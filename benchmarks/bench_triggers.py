@@ -56,6 +56,63 @@ def _text(rng: random.Random, words: list[str], size: int, accented: bool = Fals
     return " ".join(out)[:size]
 
 
+# Letters that make words of each language, accented or in another script.
+_SCRIPTS = {
+    "pt": ("abcdefgilmnoprstuv", "ãõáéêíóôúç", ("ção", "ões", "ão")),
+    "es": ("abcdefgilmnoprstuv", "áéíóúñü", ("ción", "ño", "¿", "¡")),
+    "de": ("abcdefghiklmnorstuwz", "äöüß", ("sch", "ß")),
+    "ru": ("абвгдеёжзийклмнопрстуфхцчшщыьэюя", "", ()),
+    "cjk": (
+        "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可",
+        "のはをにがでとたしてるいうかなアイウエオカキク",
+        (),
+    ),
+}
+
+
+def _foreign_words(rng: random.Random, per_language: int) -> list[str]:
+    """Words of Portuguese, Spanish, German, Russian and Chinese/Japanese shape.
+
+    Every word holds at least one non-ASCII character; capitals and the
+    Spanish opening marks come as in real text.
+    """
+    out: list[str] = []
+    for language, (letters, marks, extras) in _SCRIPTS.items():
+        for _ in range(per_language):
+            if language == "cjk":
+                word = "".join(rng.choices(letters + marks, k=rng.randint(2, 4)))
+                if word.isascii():
+                    word += rng.choice(letters)
+            else:
+                body = rng.choices(letters, k=rng.randint(3, 9))
+                if marks:
+                    body[rng.randrange(len(body))] = rng.choice(marks)
+                word = "".join(body)
+                if extras and rng.random() < 0.3:
+                    extra = rng.choice(extras)
+                    word = extra + word if extra in "¿¡" else word + extra
+                if rng.random() < 0.2:
+                    word = word.capitalize()
+            out.append(word)
+    return out
+
+
+def _mixed_text(rng: random.Random, words: list[str], foreign: list[str], size: int) -> str:
+    """English-like text in which one word in five is one of ``foreign``."""
+    out: list[str] = []
+    length = 0
+    while length < size:
+        word = rng.choice(foreign) if rng.random() < 0.2 else rng.choice(words)
+        roll = rng.random()
+        if roll < 0.08:
+            word = word.capitalize() + ","
+        elif roll < 0.12:
+            word += "."
+        out.append(word)
+        length += len(word) + 1
+    return " ".join(out)[:size]
+
+
 def _terms(rng: random.Random, count: int) -> list[str]:
     # Terms drawn from another vocabulary, so they rarely occur: the common case
     # (nothing forbidden) is the one that must stay fast. One in ten is two words.

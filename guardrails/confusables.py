@@ -26,10 +26,22 @@ import bisect
 import json
 import re
 import unicodedata
-from functools import cache
+from collections.abc import Collection
+from functools import cache, reduce
 from importlib.resources import files
+from operator import and_
 
-__all__ = ["MARK", "FoldData", "data", "fold", "is_mixed_script", "match_key"]
+__all__ = [
+    "MARK",
+    "FoldData",
+    "data",
+    "fold",
+    "fold_words",
+    "has_lookalikes",
+    "is_mixed_script",
+    "lookalike_words",
+    "match_key",
+]
 
 # Put before a folded word in ``Text.word_bytes``: never in a word, not
 # whitespace for ``bytes.split``, so a folded word is one token that no word
@@ -50,7 +62,17 @@ _AUGMENT = {
 class FoldData:
     """The loaded tables: the fold (a ``str.translate`` table) and script ranges."""
 
-    __slots__ = ("_ends", "_masks", "_starts", "cache", "foldable", "source", "table")
+    __slots__ = (
+        "_ends",
+        "_masks",
+        "_starts",
+        "cache",
+        "foldable",
+        "foldable_astral",
+        "lookalike_word",
+        "source",
+        "table",
+    )
 
     def __init__(self, raw: dict[str, object]) -> None:
         fold = raw["fold"]
@@ -59,8 +81,15 @@ class FoldData:
             raise ValueError("malformed confusables data")
         self.source = str(raw.get("source", ""))
         self.table: dict[int, str] = {ord(k): v for k, v in fold.items()}
-        # One regular expression that says whether a text holds any foldable character.
-        self.foldable = re.compile(_char_class(sorted(self.table)))
+        # Whether a text holds any foldable character: one character class for
+        # the Basic Multilingual Plane (re tests it with a bitmap), one for the
+        # rest (a list of ranges, slow: searched only when needed).
+        codes = sorted(self.table)
+        bmp = _char_class([c for c in codes if c <= 0xFFFF])
+        self.foldable = re.compile(bmp)
+        self.foldable_astral = re.compile(_char_class([c for c in codes if c > 0xFFFF]))
+        # A word holding one (\b at its start keeps the search linear).
+        self.lookalike_word = re.compile(rf"\b\w*?{bmp}\w*")
         bits: dict[str, int] = {}
 
         def bit(name: str) -> int:
@@ -110,19 +139,51 @@ def data() -> FoldData:
     return FoldData(json.loads(text))
 
 
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_WORDS = re.compile(r"\w+")
+
+
+def has_lookalikes(text: str) -> bool:
+    """Whether ``text`` (normalised) holds any character that ``fold`` changes."""
+    tables = data()
+    if tables.foldable.search(text):
+        return True
+    return bool(_ASTRAL.search(text)) and bool(tables.foldable_astral.search(text))
+
+
+def lookalike_words(words: Collection[str]) -> list[str]:
+    """Those of ``words`` (normalised) that ``fold`` changes."""
+    tables = data()
+    if _ASTRAL.search(" ".join(words)):
+        return [w for w in words if w.translate(tables.table) != w]
+    return list(filter(tables.foldable.search, words))
+
+
+def fold_words(text: str) -> str:
+    """``text`` (normalised) with each mixed-script word holding look-alikes replaced by its fold."""
+    if text.isascii() or not has_lookalikes(text):
+        return text
+    pattern = _WORDS if _ASTRAL.search(text) else data().lookalike_word
+    return pattern.sub(_fold_match, text)
+
+
+def _fold_match(match: re.Match[str]) -> str:
+    word = match.group()
+    key = match_key(word)
+    return key[1:] if key.startswith(MARK) else word
+
+
 def is_mixed_script(word: str) -> bool:
     """Whether the letters of ``word`` come from scripts never written together."""
     tables = data()
-    known = tables.cache
-    resolved = -1
-    for ch in word:
-        mask = known.get(ch)
-        if mask is None:
-            mask = tables.mask(ch)
-        resolved &= mask
-        if not resolved:
-            return True
-    return False
+    try:
+        # All in C: one dict lookup per character, the script sets and-ed.
+        return not reduce(and_, map(tables.cache.__getitem__, word), -1)
+    except KeyError:
+        for ch in word:
+            if ch not in tables.cache:
+                tables.mask(ch)
+        return not reduce(and_, map(tables.cache.__getitem__, word), -1)
 
 
 def fold(word: str) -> str:
@@ -136,9 +197,7 @@ def fold(word: str) -> str:
 def match_key(word: str) -> str:
     """What a normalised word is matched as: itself, or ``MARK`` + its fold when it is
     a mixed-script word holding look-alikes."""
-    if word.isascii():
+    if word.isascii() or not is_mixed_script(word):
         return word
     folded = fold(word)
-    if folded == word or not is_mixed_script(word):
-        return word
-    return MARK + folded
+    return word if folded == word else MARK + folded

@@ -13,9 +13,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
+from functools import lru_cache
+from itertools import compress, filterfalse
 from typing import Any
 
-from .confusables import MARK, data, match_key
+from .confusables import fold_words, has_lookalikes, lookalike_words, match_key
 from .errors import UsageError
 
 __all__ = ["Text", "content_text", "fold_text", "normalise", "user_text"]
@@ -37,11 +40,14 @@ _ASCII_TABLE = bytes(
 # Unicode's Default_Ignorable_Code_Point set (zero-width characters, soft
 # hyphen, joiners, bidi controls, variation selectors, tags): invisible, kept
 # by NFKC, and not word characters, so one inside a term would split it.
+# Two classes: re tests the first (all below U+10000) with a bitmap, and the
+# second, a list of ranges, only in text that holds a character past U+FFFF.
 _IGNORABLE = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
-    "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
-    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+    "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8]"
 )
+_IGNORABLE_ASTRAL = re.compile("[\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 def normalise(text: str) -> str:
@@ -50,25 +56,40 @@ def normalise(text: str) -> str:
     ``ＲＥＦＵＮＤ``, ``Refund``, and ``refund`` with a zero-width space inside,
     all become ``refund``.
     """
-    return unicodedata.normalize("NFKC", _IGNORABLE.sub("", text)).casefold()
+    text = _IGNORABLE.sub("", text)
+    if _ASTRAL.search(text):
+        text = _IGNORABLE_ASTRAL.sub("", text)
+    return unicodedata.normalize("NFKC", text).casefold()
 
 
 class Text:
     """A text with its normalised form and words, computed lazily and once.
 
     ``normalised`` is NFKC + casefold with invisible characters removed;
-    ``words`` its ``\\w+`` runs. What matching reads is ``word_bytes`` (the
-    words in order, UTF-8, separated by spaces) and, for text that is not all
-    ASCII, ``word_set`` (the distinct words). In both, a mixed-script word that
-    holds look-alike characters (``rеfund`` with a Cyrillic ``е``) stands as
-    ``MARK`` + its fold (see ``guardrails.confusables``).
+    ``words`` its ``\\w+`` runs. Matching asks ``present(keys)``: which of
+    ``keys`` (words as UTF-8 bytes) occur as words of the text; and reads
+    ``word_bytes`` (the words in order, separated by spaces) only to confirm a
+    sequence of words. A mixed-script word that holds look-alike characters
+    (``rеfund`` with a Cyrillic ``е``) stands there as ``MARK`` + its fold
+    (see ``guardrails.confusables``).
 
-    Nothing normalises the whole text: ASCII is lower-cased and split by one
-    ``bytes.translate``, and only the distinct words that hold a non-ASCII
-    character go through ``unicodedata``, all of them in one call.
+    Nothing normalises the whole text: one ``bytes.translate`` lower-cases
+    ASCII letters and turns every other ASCII byte but ``_`` into a space, and
+    only the distinct tokens holding a non-ASCII character go through
+    ``unicodedata``, all of them in one call.
     """
 
-    __slots__ = ("_folded", "_normalised", "_tokens", "_word_bytes", "_word_set", "is_ascii", "raw")
+    __slots__ = (
+        "_folded",
+        "_normalised",
+        "_odd",
+        "_odd_words",
+        "_tokens",
+        "_word_bytes",
+        "_wordless",
+        "is_ascii",
+        "raw",
+    )
 
     def __init__(self, raw: str) -> None:
         if not isinstance(raw, str):
@@ -78,8 +99,12 @@ class Text:
         self._normalised: str | None = None
         self._folded: str | None = None
         self._word_bytes: bytes | None = None
-        self._word_set: frozenset[bytes] | None = None
-        self._tokens: _Tokens | None = None
+        self._tokens: bytes | None = None
+        # Tokens holding a non-ASCII character ("odd"), when first needed: each
+        # -> its words as in word_bytes; all their words; those with no word.
+        self._odd: dict[bytes, bytes] | None = None
+        self._odd_words: frozenset[bytes] = frozenset()
+        self._wordless: tuple[bytes, ...] = ()
 
     def __repr__(self) -> str:
         return f"<Text {len(self.raw)} chars>"
@@ -100,7 +125,7 @@ class Text:
 
     @property
     def folded(self) -> str:
-        """``normalised`` with each mixed-script word replaced by its fold."""
+        """``normalised`` with each mixed-script word holding look-alikes replaced by its fold."""
         if self._folded is None:
             self._folded = self.normalised if self.is_ascii else fold_text(self.normalised)
         return self._folded
@@ -110,28 +135,125 @@ class Text:
         return _WORDS.findall(self.normalised)
 
     @property
-    def word_bytes(self) -> bytes:
-        if self._word_bytes is None:
-            if self.is_ascii:
-                self._word_bytes = self.raw.encode("ascii").translate(_ASCII_TABLE)
-            else:
-                self._word_bytes = self._analysis().word_bytes()
-        return self._word_bytes
+    def tokens(self) -> bytes:
+        """The text, ASCII letters lower-cased and other ASCII bytes but ``_`` made spaces.
+
+        Its ASCII tokens are the text's ASCII words; the others are raw UTF-8.
+        """
+        if self._tokens is None:
+            # "surrogatepass": a lone surrogate (invalid, but a str can hold
+            # one) is encoded like any character instead of raising.
+            encoded = self.raw.encode("utf-8", "surrogatepass")
+            self._tokens = encoded.translate(_ASCII_TABLE if self.is_ascii else _MIXED_TABLE)
+        return self._tokens
 
     @property
-    def word_set(self) -> frozenset[bytes]:
-        """The distinct words of ``word_bytes``."""
-        if self._word_set is None:
+    def word_bytes(self) -> bytes:
+        """The words in order, UTF-8, separated by one or more spaces."""
+        if self._word_bytes is None:
             if self.is_ascii:
-                self._word_set = frozenset(self.word_bytes.split())
+                self._word_bytes = self.tokens
             else:
-                self._word_set = self._analysis().words
-        return self._word_set
+                get = self._odd_tokens().get
+                self._word_bytes = b" ".join(
+                    b" ".join(map(get, words, words))
+                    for words in (chunk.split() for chunk in chunks(self.tokens))
+                )
+        return self._word_bytes
 
-    def _analysis(self) -> _Tokens:
-        if self._tokens is None:
-            self._tokens = _Tokens(self.raw)
-        return self._tokens
+    def present(self, keys: AbstractSet[bytes]) -> set[bytes]:
+        """The members of ``keys`` that are words of the text (as in ``word_bytes``)."""
+        buffer = self.tokens
+        odd: set[bytes] | None = None if self.is_ascii or self._odd is not None else set()
+        if len(buffer) <= _SMALL:
+            words = buffer.split(b" ")
+            found = set(keys.intersection(words))
+            if odd is not None:
+                odd.update(filterfalse(bytes.isascii, words))
+        else:
+            # One C loop of hash lookups a chunk at a time; a chunk holding a
+            # non-ASCII byte also gives up its odd tokens (the first time).
+            found = set()
+            for chunk in chunks(buffer):
+                words = chunk.split(b" ")
+                found.update(keys.intersection(words))
+                if odd is not None and not chunk.isascii():
+                    odd.update(filterfalse(bytes.isascii, words))
+        if self.is_ascii:
+            return found
+        if odd is not None:
+            self._set_odd(odd)
+        # An odd token is raw: only the words it normalises to count.
+        found = {w for w in found if w.isascii()}
+        found.update(keys.intersection(self._odd_words))
+        return found
+
+    def has_sequence(self, form: tuple[tuple[bytes, ...], ...]) -> bool:
+        """Whether words occur one after another, each in one of its forms."""
+        if self.is_ascii:
+            return _search(_sequence(tuple(f[:1] for f in form), ()), self.tokens)
+        self._odd_tokens()
+        plain = tuple(f[:1] for f in form)
+        if (
+            len(self._wordless) <= _MAX_WORDLESS
+            and all(p[0].isascii() for p in plain)
+            and all(self._odd_words.isdisjoint(f) for f in form)
+        ):
+            # No odd token holds one of the words: they are ASCII tokens, next
+            # to each other or apart only by odd tokens that hold no word.
+            return _search(_sequence(plain, self._wordless), self.tokens)
+        return _search(_sequence(form, ()), self.word_bytes)
+
+    def _odd_tokens(self) -> dict[bytes, bytes]:
+        if self._odd is None:
+            odd: set[bytes] = set()
+            for chunk in chunks(self.tokens):
+                if not chunk.isascii():
+                    odd.update(filterfalse(bytes.isascii, chunk.split()))
+            self._set_odd(odd)
+        assert self._odd is not None
+        return self._odd
+
+    def _set_odd(self, odd: set[bytes]) -> None:
+        tokens = list(odd)
+        words = _normalise_tokens(tokens)
+        self._odd = dict(zip(tokens, words, strict=True))
+        self._odd_words = frozenset(b" ".join(words).split())
+        # Blank (no word): b" " + words is all whitespace. In C, not one call a token.
+        blank = map(bytes.isspace, map(b" ".__add__, words))
+        self._wordless = tuple(sorted(compress(tokens, blank)))
+
+
+_SMALL = 4_096
+# Past this many distinct odd tokens without a word, sequences are confirmed
+# in word_bytes rather than by a pattern that skips them.
+_MAX_WORDLESS = 32
+_SPACE = ord(" ")
+
+
+@lru_cache(maxsize=4_096)
+def _sequence(form: tuple[tuple[bytes, ...], ...], skip: tuple[bytes, ...]) -> re.Pattern[bytes]:
+    """Words in sequence, separated by spaces and, between them, any of ``skip``."""
+    words = [
+        re.escape(f[0]) if len(f) == 1 else b"(?:" + b"|".join(map(re.escape, f)) + b")"
+        for f in form
+    ]
+    separator = rb" +"
+    if skip:
+        separator = rb"(?: +(?:" + b"|".join(map(re.escape, skip)) + rb"))* +"
+    return re.compile(separator.join(words) + rb"(?![^ ])")
+
+
+def _search(pattern: re.Pattern[bytes], haystack: bytes) -> bool:
+    # The pattern starts with a literal word (or a few), so re scans for it at
+    # C speed; the word boundary before it is checked here, only on a hit.
+    at = 0
+    while (match := pattern.search(haystack, at)) is not None:
+        start = match.start()
+        if start == 0 or haystack[start - 1] == _SPACE:
+            return True
+        at = start + 1
+    return False
 
 
 # For text with non-ASCII characters: ASCII bytes as in _ASCII_TABLE, every
@@ -146,78 +268,59 @@ _JOIN = "\x00"
 _NON_WORD = re.compile(r"[^\w\x00]+")
 
 
-class _Tokens:
-    """The tokens of a text that is not all ASCII, and their normalised words.
+def _normalise_tokens(odd: list[bytes]) -> list[bytes]:
+    """The normalised words (keyed) of each odd token, UTF-8, separated by spaces.
 
-    A token is a run of bytes between ASCII non-word characters
-    (``_MIXED_TABLE``). ASCII tokens are words already; an "odd" token (one
-    with a non-ASCII character) is normalised, split into ``\\w+`` words, and
-    each word keyed by ``match_key``.
+    Tokens seen before (in any text) come from a bounded memo: the words of
+    a language recur from turn to turn.
     """
-
-    __slots__ = ("buffer", "odd", "words")
-
-    def __init__(self, raw: str) -> None:
-        # "surrogatepass": a lone surrogate (invalid, but a str can hold one)
-        # is encoded like any character instead of raising.
-        self.buffer = raw.encode("utf-8", "surrogatepass").translate(_MIXED_TABLE)
-        distinct: set[bytes] = set()
-        for chunk in chunks(self.buffer):
-            distinct.update(chunk.split())
-        odd = [t for t in distinct if not t.isascii()]
-        distinct.difference_update(odd)
-        self.odd = _normalise_tokens(odd)
-        for words in self.odd.values():
-            distinct.update(words.split())
-        self.words = frozenset(distinct)
-
-    def word_bytes(self) -> bytes:
-        get = self.odd.get
-        return b" ".join(
-            b" ".join(map(get, tokens, tokens))
-            for tokens in (chunk.split() for chunk in chunks(self.buffer))
-        )
+    known = _KNOWN
+    missing = list(filterfalse(known.__contains__, odd))
+    if not missing:
+        return list(map(known.__getitem__, odd))
+    fresh = dict(zip(missing, _normalise_fresh(missing), strict=True))
+    words = list(map(fresh.get, odd, map(known.get, odd)))
+    if len(known) + len(fresh) > _KNOWN_SIZE:
+        known.clear()
+    known.update((t, w) for t, w in fresh.items() if len(t) <= _KNOWN_TOKEN)
+    return words  # type: ignore[return-value]
 
 
-def _normalise_tokens(odd: list[bytes]) -> dict[bytes, bytes]:
-    """Each odd token -> its normalised words (keyed), UTF-8, separated by spaces."""
-    if not odd:
-        return {}
+# The memo: at most this many tokens, each at most this many bytes (a long
+# token is rare and would hold memory for nothing).
+_KNOWN: dict[bytes, bytes] = {}
+_KNOWN_SIZE = 32_768
+_KNOWN_TOKEN = 64
+
+
+def _normalise_fresh(odd: list[bytes]) -> list[bytes]:
     # One call of each kind for all of them: joined by _JOIN, normalised,
     # every run of non-word characters made a space, split again.
     normal = normalise(b"\x00".join(odd).decode("utf-8", "surrogatepass"))
     spaced = _NON_WORD.sub(" ", normal)
     parts = spaced.encode("utf-8", "surrogatepass").split(b"\x00")
-    if not data().foldable.search(normal):
-        return dict(zip(odd, parts, strict=True))
+    if not has_lookalikes(normal):
+        return parts
     keys = {}
-    for word in set(spaced.replace(_JOIN, " ").split()):
+    for word in lookalike_words(set(spaced.replace(_JOIN, " ").split())):
         key = match_key(word)
         if key != word:
             keys[word.encode("utf-8", "surrogatepass")] = key.encode("utf-8", "surrogatepass")
     if keys:
         parts = [
-            b" ".join(keys.get(w, w) for w in part.split()) if not part.isascii() else part
+            part if part.isascii() else b" ".join(keys.get(w, w) for w in part.split())
             for part in parts
         ]
-    return dict(zip(odd, parts, strict=True))
+    return parts
 
 
 def fold_text(normalised: str) -> str:
-    """A normalised text with each mixed-script word holding look-alikes replaced by its fold."""
-    if normalised.isascii() or not data().foldable.search(normalised):
-        return normalised
-    return _ODD_WORD.sub(_fold_match, normalised)
+    """A normalised text with each mixed-script word holding look-alikes replaced by its fold.
 
-
-# A word holding a non-ASCII word character; \b keeps the search linear.
-_ODD_WORD = re.compile(r"\b\w*[^\W\x00-\x7f]\w*")
-
-
-def _fold_match(match: re.Match[str]) -> str:
-    word = match.group()
-    key = match_key(word)
-    return key[1:] if key.startswith(MARK) else word
+    ``rеfund`` (Cyrillic ``е``) becomes ``refund``; single-script words are kept
+    (see ``guardrails.confusables``).
+    """
+    return fold_words(normalised)
 
 
 def chunks(buffer: bytes) -> Iterator[bytes]:

@@ -22,11 +22,11 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..confusables import MARK, fold, match_key
 from ..context import GuardResult
 from ..errors import ConfigurationError
 from ..guard import Guard
-from ..confusables import MARK, fold, match_key
-from ..text import Text, chunks, normalise
+from ..text import Text, normalise
 from ..verdicts import ChokePoint, Verdict
 from .effects import Restrict
 
@@ -44,7 +44,6 @@ class TermSet:
     __slots__ = (
         "_keys",
         "_multi",
-        "_patterns",
         "_scan",
         "_single",
         "terms",
@@ -70,8 +69,6 @@ class TermSet:
         # Multi-word terms by every form of their first word: (the forms of
         # each word, the term as given).
         self._multi: dict[bytes, list[tuple[_Form, str]]] = {}
-        # Compiled on first need: most multi-word terms never get that far.
-        self._patterns: dict[tuple[_Form, bool], re.Pattern[bytes]] = {}
         self._scan: Any = None
         if word_boundary:
             self._compile_words()
@@ -111,10 +108,7 @@ class TermSet:
                 found |= self._scan(text.folded)
             return frozenset(self.terms[k] for k in found)
         # Which forms of the terms' words occur at all: C loops of hash lookups.
-        if text.is_ascii:
-            present = _present(self._keys, text.word_bytes)
-        else:
-            present = self._keys.intersection(text.word_set)
+        present = text.present(self._keys)
         if not present:
             return frozenset()
         single = self._single
@@ -124,36 +118,17 @@ class TermSet:
             for form, original in multi[first]:
                 # Confirmed only when each of its words occurs somewhere; then
                 # one regular-expression search finds them in sequence.
-                if original not in found and all(not present.isdisjoint(a) for a in form):
-                    if self._in_sequence(form, text):
-                        found.add(original)
+                if (
+                    original not in found
+                    and all(not present.isdisjoint(a) for a in form)
+                    and text.has_sequence(form)
+                ):
+                    found.add(original)
         return frozenset(found)
-
-    def _in_sequence(self, form: _Form, text: Text) -> bool:
-        # ASCII text holds no folded word: only the plain forms, so the
-        # pattern starts with a literal.
-        key = (form, text.is_ascii)
-        pattern = self._patterns.get(key)
-        if pattern is None:
-            pattern = self._patterns[key] = _sequence_pattern(
-                tuple(alts[:1] for alts in form) if text.is_ascii else form
-            )
-        haystack = text.word_bytes
-        # The pattern starts with a literal word, so re scans for it at C
-        # speed; the word boundary before it is checked here, only on a hit.
-        at = 0
-        while (match := pattern.search(haystack, at)) is not None:
-            start = match.start()
-            if start == 0 or haystack[start - 1] == _SPACE:
-                return True
-            at = start + 1
-        return False
 
 
 # The forms one word of a term may take in Text.word_bytes, most likely first.
 _Form = tuple[tuple[bytes, ...], ...]
-_SPACE = ord(" ")
-_SMALL = 4_096
 
 
 def _forms(word: str) -> tuple[bytes, ...]:
@@ -162,26 +137,6 @@ def _forms(word: str) -> tuple[bytes, ...]:
     plain = folded if match_key(word) != word else word
     forms = dict.fromkeys((plain, MARK + folded))
     return tuple(f.encode("utf-8", "surrogatepass") for f in forms)
-
-
-def _sequence_pattern(form: _Form) -> re.Pattern[bytes]:
-    # In Text.word_bytes, words are separated by spaces and nothing else.
-    words = [
-        re.escape(alts[0]) if len(alts) == 1 else b"(?:" + b"|".join(map(re.escape, alts)) + b")"
-        for alts in form
-    ]
-    return re.compile(rb" +".join(words) + rb"(?![^ ])")
-
-
-def _present(keys: frozenset[Any], buffer: bytes) -> frozenset[Any] | set[Any]:
-    """The members of ``keys`` among the words of ``buffer`` (``Text.word_bytes``)."""
-    if len(buffer) <= _SMALL:
-        return keys.intersection(buffer.split(b" "))
-    present: set[Any] = set()
-    lookup = keys.intersection
-    for chunk in chunks(buffer):
-        present.update(lookup(chunk.split(b" ")))
-    return present
 
 
 def _substring_scanner(keys: list[str]) -> Any:

@@ -186,18 +186,17 @@ def test_a_multi_word_term_needs_a_word_boundary_before_it() -> None:
 def test_chunked_lookup_finds_the_same_words_as_one_split(
     words: list[str], data: st.DataObject
 ) -> None:
-    import guardrails.rules.triggers as triggers
     import guardrails.text as text_module
 
     text = Text(" ".join(words) + ", refund.")
     keys = frozenset({b"ab", b"cd", b"refund", b"zz"})
     chunk = data.draw(st.integers(1, 40))
-    original = text_module.CHUNK, triggers._SMALL
-    text_module.CHUNK, triggers._SMALL = chunk, 0
+    original = text_module.CHUNK, text_module._SMALL
+    text_module.CHUNK, text_module._SMALL = chunk, 0
     try:
-        chunked = triggers._present(keys, text.word_bytes)
+        chunked = text.present(keys)
     finally:
-        text_module.CHUNK, triggers._SMALL = original
+        text_module.CHUNK, text_module._SMALL = original
     assert chunked == keys.intersection(text.word_bytes.split())
 
 
