@@ -27,7 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import budget, per_op_ns, row
 
+import guardrails.text as text_module
 from guardrails.rules import TermSet
+from guardrails.text import Text
 
 GROUP = "pre_turn triggers"
 SIZES = {"100KB": 100_000, "1MB": 1_000_000}
@@ -128,6 +130,56 @@ def _substring_note() -> str:
     return "pyahocorasick"
 
 
+def _pyahocorasick(terms: TermSet) -> Any:
+    """pyahocorasick over the same normalised words: whole words as `` word `` patterns.
+
+    The text is normalised as the library does (``Text.word_bytes``, decoded:
+    pyahocorasick takes ``str``) and padded so that every word has a space on
+    both sides; adjacent words share a space, so overlapping matches are
+    reported. None when pyahocorasick is not installed.
+    """
+    try:
+        import ahocorasick
+    except ImportError:
+        return None
+    automaton = ahocorasick.Automaton()
+    for key in terms.terms:
+        words = " ".join(re.findall(r"\w+", key))
+        automaton.add_word(f" {words} ", key)
+    automaton.make_automaton()
+
+    def find(raw: str) -> set[str]:
+        words = Text(raw).word_bytes.decode("utf-8", "surrogatepass")
+        return {key for _, key in automaton.iter(f" {words} ")}
+
+    return find
+
+
+def _cold(find: Any, text: str) -> Any:
+    """``find(text)`` with the memo of normalised non-ASCII tokens emptied first."""
+
+    def run() -> Any:
+        text_module._KNOWN.clear()
+        return find(text)
+
+    return run
+
+
+def _no_folding(find: Any, text: str) -> Any:
+    """``find(text)``, cold, with look-alike folding switched off: what folding costs."""
+
+    def run() -> Any:
+        text_module._KNOWN.clear()
+        saved = text_module.has_lookalikes
+        text_module.has_lookalikes = lambda _text: False
+        try:
+            return find(text)
+        finally:
+            text_module.has_lookalikes = saved
+
+    return run
+
+
 def run(quick: bool = False) -> list[dict[str, Any]]:
     rng = random.Random(20_261_129)
     words = _vocabulary(rng, 50_000)
@@ -139,40 +191,83 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         plain[i : i + 10_000] + (" “quoted” — " if i % 20_000 else " café ")
         for i in range(0, len(plain), 10_000)
     )
+    # One word in five Portuguese, Spanish, German, Russian or Chinese/Japanese.
+    mixed = _mixed_text(rng, words, _foreign_words(rng, 2_000), SIZES["1MB"])
     sets = {n: TermSet(_terms(rng, n)) for n in TERM_COUNTS}
     # Substring mode is slower without pyahocorasick: 100 KB only.
     substring = {n: TermSet(_terms(rng, n), word_boundary=False) for n in TERM_COUNTS}
     note = _substring_note()
+    big = sets[10_000]
+    aho = _pyahocorasick(big)
 
     cases: dict[str, Any] = {}
     sizes: dict[str, int] = {}
     notes: dict[str, str] = {}
+
+    def case(name: str, fn: Any, text: str, note: str = "") -> None:
+        cases[name] = fn
+        sizes[name] = len(text.encode("utf-8"))
+        if note:
+            notes[name] = note
+
     for label, text in texts.items():
-        cases[f"floor: str.lower() {label}"] = lambda t=text: t.lower()
-        sizes[f"floor: str.lower() {label}"] = len(text)
+        case(f"floor: str.lower() {label}", lambda t=text: t.lower(), text)
         for n, terms in sets.items():
-            name = f"words, {n:,} terms, {label}"
-            cases[name] = lambda ts=terms, t=text: ts.find(t)
-            sizes[name] = len(text)
-    name = "words, 10,000 terms, 1MB non-ASCII"
-    cases[name] = lambda: sets[10_000].find(accented)
-    sizes[name] = len(accented.encode())
-    notes[name] = "accents and full-width letters throughout"
-    name = "words, 10,000 terms, 1MB mostly ASCII"
-    cases[name] = lambda: sets[10_000].find(curly)
-    sizes[name] = len(curly.encode())
-    notes[name] = "a curly quote, dash or accent every 10 KB"
+            case(f"words, {n:,} terms, {label}", lambda ts=terms, t=text: ts.find(t), text)
+    case(
+        "words, 10,000 terms, 1MB non-ASCII",
+        lambda: big.find(accented),
+        accented,
+        "accents and full-width letters throughout",
+    )
+    case(
+        "words, 10,000 terms, 1MB mostly ASCII",
+        lambda: big.find(curly),
+        curly,
+        "a curly quote, dash or accent every 10 KB",
+    )
+    fifth = "1 word in 5 pt/es/de/ru/zh-ja"
+    case("words, 10,000 terms, 1MB mixed", lambda: big.find(mixed), mixed, fifth)
+    case(
+        "words, 10,000 terms, 1MB mixed, cold",
+        _cold(big.find, mixed),
+        mixed,
+        fifth + "; memo of normalised tokens emptied before each scan",
+    )
+    case(
+        "words, 10,000 terms, 1MB mixed, cold, no folding",
+        _no_folding(big.find, mixed),
+        mixed,
+        fifth + "; as cold, look-alike folding switched off",
+    )
+    if aho is not None:
+        case(
+            "pyahocorasick, 10,000 terms, 1MB",
+            lambda: aho(plain),
+            plain,
+            "same normalised words, whole words",
+        )
+        case(
+            "pyahocorasick, 10,000 terms, 1MB mixed",
+            lambda: aho(mixed),
+            mixed,
+            fifth + "; same normalised words, whole words",
+        )
     for n, terms in substring.items():
-        name = f"substring, {n:,} terms, 100KB"
-        cases[name] = lambda ts=terms: ts.find(texts["100KB"])
-        sizes[name] = len(texts["100KB"])
-        notes[name] = note
+        case(
+            f"substring, {n:,} terms, 100KB",
+            lambda ts=terms: ts.find(texts["100KB"]),
+            texts["100KB"],
+            note,
+        )
     # A compiled alternation of the terms, the usual first attempt, for scale.
     alternation = re.compile("|".join(map(re.escape, sorted(sets[1_000].terms, key=len))))
-    name = "regex alternation, 1,000 terms, 100KB"
-    cases[name] = lambda: alternation.findall(texts["100KB"].lower())
-    sizes[name] = len(texts["100KB"])
-    notes[name] = "reference, not used by the library"
+    case(
+        "regex alternation, 1,000 terms, 100KB",
+        lambda: alternation.findall(texts["100KB"].lower()),
+        texts["100KB"],
+        "reference, not used by the library",
+    )
 
     samples = per_op_ns(cases, budget(quick))
     rows = []
@@ -197,4 +292,4 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 
 if __name__ == "__main__":
     for r in run(quick="--quick" in sys.argv):
-        print(f"{r['name']:<42} {r['median_us']:>12.1f} µs {r['mb_per_s']:>8.1f} MB/s")
+        print(f"{r['name']:<52} {r['median_us']:>12.1f} µs {r['mb_per_s']:>8.1f} MB/s")
