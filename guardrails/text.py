@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
-from itertools import compress, filterfalse
+from itertools import compress, filterfalse, islice
 from typing import Any
 
 from .confusables import fold_words, has_lookalikes, lookalike_words, match_key
@@ -179,6 +179,7 @@ class Text:
                 found.update(keys.intersection(words))
                 if odd is not None and not chunk.isascii():
                     odd.update(filterfalse(bytes.isascii, words))
+        found.discard(b"")  # split(b" ") gives one between two spaces: not a word
         if self.is_ascii:
             return found
         if odd is not None:
@@ -282,7 +283,8 @@ def _normalise_tokens(odd: list[bytes]) -> list[bytes]:
     words = list(map(fresh.get, odd, map(known.get, odd)))
     if len(known) + len(fresh) > _KNOWN_SIZE:
         known.clear()
-    known.update((t, w) for t, w in fresh.items() if len(t) <= _KNOWN_TOKEN)
+    short = ((t, w) for t, w in fresh.items() if len(t) <= _KNOWN_TOKEN)
+    known.update(islice(short, _KNOWN_SIZE))
     return words  # type: ignore[return-value]
 
 
