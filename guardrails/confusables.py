@@ -6,11 +6,13 @@ character the text it can be mistaken for; ``fold`` replaces every non-ASCII
 character of a normalised word by that text (Cyrillic ``е`` -> ``e``, Greek
 ``ο`` -> ``o``).
 
-Only mixed-script words are folded when text is matched (``match_key``): a
-word whose letters come from two scripts that are never written together
-(Latin and Cyrillic, Latin and Greek) is a disguise, while a word in one script
-is ordinary writing. So the Russian ``сор`` stays Russian and never matches
-the English ``cop``, and ``cор`` (Latin ``c``, Cyrillic ``ор``) matches both.
+Only disguised words are folded when text is matched (``match_key``): a word
+whose letters come from two scripts never written together (Latin and
+Cyrillic, Latin and Greek), or that holds a look-alike no language writes
+today (``ʀ``, ``ɑ``, small capitals: not "Recommended" in UTS #39). A word in
+one script, of letters in use, is ordinary writing: the Russian ``сор`` stays
+Russian and never matches the English ``cop``, the Turkish ``kız`` keeps its
+``ı``, and ``cор`` (Latin ``c``, Cyrillic ``ор``) matches both ``cop`` and ``сор``.
 Scripts are compared as UTS #39 does ("resolved script sets", with Han,
 Hiragana and Katakana together as Japanese, Han and Hangul as Korean): the
 Japanese ``東京タワー`` is one script. ASCII is never folded (``m`` and ``rn``
@@ -60,7 +62,8 @@ _AUGMENT = {
 
 
 class FoldData:
-    """The loaded tables: the fold (a ``str.translate`` table) and script ranges."""
+    """The loaded tables: the fold (a ``str.translate`` table), the look-alikes
+    in use in no language, and the script ranges."""
 
     __slots__ = (
         "_ends",
@@ -72,6 +75,7 @@ class FoldData:
         "lookalike_word",
         "source",
         "table",
+        "uncommon",
     )
 
     def __init__(self, raw: dict[str, object]) -> None:
@@ -80,6 +84,7 @@ class FoldData:
         if not isinstance(fold, dict) or not isinstance(scripts, list):
             raise ValueError("malformed confusables data")
         self.source = str(raw.get("source", ""))
+        self.uncommon = frozenset(str(raw.get("uncommon", "")))
         self.table: dict[int, str] = {ord(k): v for k, v in fold.items()}
         # Whether a text holds any foldable character: one character class for
         # the Basic Multilingual Plane (re tests it with a bitmap), one for the
@@ -195,9 +200,11 @@ def fold(word: str) -> str:
 
 
 def match_key(word: str) -> str:
-    """What a normalised word is matched as: itself, or ``MARK`` + its fold when it is
-    a mixed-script word holding look-alikes."""
-    if word.isascii() or not is_mixed_script(word):
+    """What a normalised word is matched as: itself, or ``MARK`` + its fold when it
+    is a disguise (mixed-script, or holding a look-alike no language writes)."""
+    if word.isascii():
+        return word
+    if not is_mixed_script(word) and data().uncommon.isdisjoint(word):
         return word
     folded = fold(word)
     return word if folded == word else MARK + folded

@@ -19,6 +19,10 @@ are ordinary spelling, not an attack):
   skeleton of an ASCII word character, it folds to that character (Cyrillic
   ``е`` -> ``e``; a look-alike of ``m``, whose skeleton is ``rn``, -> ``m``);
   otherwise to the normal form of its skeleton.
+- ``uncommon``: the characters of ``fold`` that UTS #39 lists neither as
+  Recommended nor as Inclusion (in modern use in no language: small capitals,
+  phonetic letters, ``ʀ``, ``ɑ``). A word holding one is a disguise even when
+  all its letters are of one script.
 - ``scripts``: ranges ``[first, last, "Latn"]`` of code points and their
   Script_Extensions (short names, space-separated). Code points not listed
   are Common, Inherited or unassigned: they go with any script.
@@ -98,10 +102,19 @@ def script_ranges() -> list[list[object]]:
     return ranges
 
 
+def uncommon(fold: dict[str, str]) -> str:
+    """The look-alikes that no language writes today (not Recommended nor Inclusion in UTS #39)."""
+    common = icu.UnicodeSet(icu.SpoofChecker.getRecommendedUnicodeSet())
+    common.addAll(icu.SpoofChecker.getInclusionUnicodeSet())
+    return "".join(ch for ch in fold if not common.contains(ch))
+
+
 def build() -> str:
+    fold = fold_table(icu.SpoofChecker())
     data = {
         "source": f"ICU {icu.ICU_VERSION} (Unicode {icu.UNICODE_VERSION}) via PyICU {icu.VERSION}",
-        "fold": fold_table(icu.SpoofChecker()),
+        "fold": fold,
+        "uncommon": uncommon(fold),
         "scripts": script_ranges(),
     }
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"), indent=0) + "\n"

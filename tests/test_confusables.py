@@ -53,7 +53,15 @@ def test_look_alikes_fold_to_what_they_imitate() -> None:
 
 
 def test_scripts_written_together_are_one_script() -> None:
-    for word in ("refund", "сор", "東京タワー", "ひらがなカタカナ漢字", "한국어漢字", "abc123_", "été"):
+    for word in (
+        "refund",
+        "сор",
+        "東京タワー",
+        "ひらがなカタカナ漢字",
+        "한국어漢字",
+        "abc123_",
+        "été",
+    ):
         assert not is_mixed_script(word), word
     for word in ("rеfund", "cор", "kπ", "tシャツ", "k팝"):
         assert is_mixed_script(word), word
