@@ -67,8 +67,10 @@ def test_scripts_written_together_are_one_script() -> None:
         assert is_mixed_script(word), word
 
 
-def test_match_key_folds_only_mixed_script_words_holding_look_alikes() -> None:
+def test_match_key_folds_only_disguised_words() -> None:
     assert match_key("refund") == "refund"
+    assert match_key("refᴜnd") == MARK + "refund"  # small capital U: in use nowhere
+    assert match_key("kız") == "kız"  # Turkish dotless ı: a letter in use
     assert match_key("rеfund") == MARK + "refund"
     assert match_key("сор") == "сор"  # Russian, one script
     assert match_key("cор") == MARK + "cop"
@@ -84,11 +86,14 @@ def test_has_lookalikes_and_lookalike_words_see_characters_past_the_bmp() -> Non
     assert lookalike_words(["сор", "café", "refund"]) == ["сор"]
 
 
-def test_fold_words_replaces_only_mixed_script_words() -> None:
+def test_fold_words_replaces_only_disguised_words() -> None:
     assert fold_words("rеfund the сор") == "refund the сор"
     assert fold_words("plain") == "plain"
-    astral = next(ch for ch in _RAW["fold"] if ord(ch) > 0xFFFF)
-    assert fold_words(f"rеfund {astral}") == f"refund {astral}"
+    # Past the BMP: one look-alike in use (kept alone), one in use nowhere (folded).
+    used = next(c for c in _RAW["fold"] if ord(c) > 0xFFFF and c not in _RAW["uncommon"])
+    unused = next(c for c in _RAW["fold"] if ord(c) > 0xFFFF and c in _RAW["uncommon"])
+    assert fold_words(f"rеfund {used} {unused}") == f"refund {used} {fold(unused)}"
+    assert fold(unused) != unused
 
 
 def test_script_lookups_are_remembered() -> None:
