@@ -400,9 +400,9 @@ def test_text_without_disguised_words_matches_as_it_did_before_folding(
     terms: list[str], parts: list[tuple[str, str]]
 ) -> None:
     text = "".join(w + s for w, s in parts)
-    words = re.findall(r"\w+", normalise(text))
+    words = re.findall(r"\w+", normalise(" ".join([text, *terms])))
     if any(_key(w) != w for w in words):
-        return  # a disguised word: folding is meant to change the result
+        return  # a disguised word, in the text or a term: folding is meant to change the result
     assert TermSet(terms).find(text) == _as_given(terms, _reference_today(terms, text))
 
 
