@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
-from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from itertools import compress, filterfalse, islice
 from typing import Any
@@ -161,7 +160,7 @@ class Text:
                 )
         return self._word_bytes
 
-    def present(self, keys: AbstractSet[bytes]) -> set[bytes]:
+    def present(self, keys: frozenset[bytes] | set[bytes]) -> set[bytes]:
         """The members of ``keys`` that are words of the text (as in ``word_bytes``)."""
         buffer = self.tokens
         odd: set[bytes] | None = None if self.is_ascii or self._odd is not None else set()
