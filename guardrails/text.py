@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from itertools import compress, filterfalse, islice
 
@@ -174,7 +174,7 @@ class Text:
                 words = chunk.split(b" ")
                 found.update(keys.intersection(words))
                 if odd is not None and not chunk.isascii():
-                    odd.update(filterfalse(bytes.isascii, words))
+                    odd.update(_odd_in(chunk, words))
         found.discard(b"")  # split(b" ") gives one between two spaces: not a word
         if self.is_ascii:
             return found
@@ -221,6 +221,43 @@ class Text:
         self._wordless = tuple(sorted(compress(tokens, blank)))
 
 
+def _odd_in(chunk: bytes, words: list[bytes]) -> Iterable[bytes]:
+    """The tokens of ``chunk`` (split into ``words``) that hold a non-ASCII byte."""
+    high = chunk.translate(None, _ASCII)
+    if len(high) > _SPARSE:
+        return filterfalse(bytes.isascii, words)
+    # A few non-ASCII characters (curly quotes, a dash in English text): go to
+    # each, rather than test every token of the chunk.
+    found: list[bytes] = []
+    positions = sorted(
+        at
+        for lead in set(high)
+        if lead >= 0xC0  # the first byte of a character
+        for at in _occurrences(chunk, lead)
+    )
+    end = -1
+    for at in positions:
+        if at < end:
+            continue  # in the token just taken
+        start = chunk.rfind(b" ", 0, at) + 1
+        end = chunk.find(b" ", at)
+        if end < 0:
+            end = len(chunk)
+        found.append(chunk[start:end])
+    return found
+
+
+def _occurrences(chunk: bytes, byte: int) -> Iterator[int]:
+    at = chunk.find(byte)
+    while at >= 0:
+        yield at
+        at = chunk.find(byte, at + 1)
+
+
+_ASCII = bytes(range(128))
+# Up to this many non-ASCII bytes in a chunk, its odd tokens are found from
+# their positions; past it, by testing every token.
+_SPARSE = 256
 _SMALL = 4_096
 # Past this many distinct odd tokens without a word, sequences are confirmed
 # in word_bytes rather than by a pattern that skips them.

@@ -82,20 +82,27 @@ def test_word_bytes_are_the_keyed_words_of_the_normalised_text(
     assert words == [_encode(w) for w in _reference_words(raw)]
 
 
-@given(_texts, st.lists(_pieces, max_size=6), st.integers(1, 40), st.booleans())
+@given(
+    _texts,
+    st.lists(_pieces, max_size=6),
+    st.integers(1, 40),
+    st.booleans(),
+    st.sampled_from([0, 2, 256]),
+)
 def test_present_finds_the_keys_that_are_words(
-    raw: str, wanted: list[str], chunk: int, warm: bool
+    raw: str, wanted: list[str], chunk: int, warm: bool, sparse: int
 ) -> None:
     words = {_encode(w) for w in _reference_words(raw)}
     keys = frozenset(_encode(match_key(normalise(w))) for w in wanted) | set(list(words)[:3])
     if not warm:
         text_module._KNOWN.clear()
-    original = text_module.CHUNK, text_module._SMALL
-    text_module.CHUNK, text_module._SMALL = chunk, 0
+    # Small chunks, and odd tokens found from their positions or by testing each.
+    original = text_module.CHUNK, text_module._SMALL, text_module._SPARSE
+    text_module.CHUNK, text_module._SMALL, text_module._SPARSE = chunk, 0, sparse
     try:
         found = Text(raw).present(keys)
     finally:
-        text_module.CHUNK, text_module._SMALL = original
+        text_module.CHUNK, text_module._SMALL, text_module._SPARSE = original
     assert found == keys & words
 
 

@@ -358,7 +358,16 @@ def test_a_long_text_without_spaces_is_one_word() -> None:
 
 def test_look_alikes_of_a_term_match_it() -> None:
     terms = TermSet(["refund", "credit card"])
-    for text in ("rеfund", "ｒefund", "r\u200befund", "RЕFUND", "refᴜnd", "ꭇefund", "rеfυnd", "refunԁ"):
+    for text in (
+        "rеfund",
+        "ｒefund",
+        "r\u200befund",
+        "RЕFUND",
+        "refᴜnd",
+        "ꭇefund",
+        "rеfυnd",
+        "refunԁ",
+    ):
         assert terms.find(text) == {"refund"}, text
     for text in ("crеdit cаrd", "credit — card", "“crеdit” card", "CRЕDIT-CARD"):
         assert terms.find(text) == {"credit card"}, text
