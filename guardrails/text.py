@@ -157,13 +157,21 @@ class Text:
                 )
         return self._word_bytes
 
-    def present(self, keys: frozenset[bytes] | set[bytes]) -> set[bytes]:
-        """The members of ``keys`` that are words of the text (as in ``word_bytes``)."""
+    def present(
+        self, keys: frozenset[bytes] | set[bytes], ascii_keys: frozenset[bytes] | None = None
+    ) -> set[bytes]:
+        """The members of ``keys`` that are words of the text (as in ``word_bytes``).
+
+        ``ascii_keys``, the ASCII members of ``keys``, may be given by a caller
+        that asks often: the text's ASCII words are probed against it, and a
+        smaller set is faster to probe.
+        """
+        probe = keys if ascii_keys is None else ascii_keys
         buffer = self.tokens
         odd: set[bytes] | None = None if self.is_ascii or self._odd is not None else set()
         if len(buffer) <= _SMALL:
-            words = buffer.split(b" ")
-            found = set(keys.intersection(words))
+            words = buffer.split()
+            found = set(probe.intersection(words))
             if odd is not None:
                 odd.update(filterfalse(bytes.isascii, words))
         else:
@@ -171,8 +179,8 @@ class Text:
             # non-ASCII byte also gives up its odd tokens (the first time).
             found = set()
             for chunk in chunks(buffer):
-                words = chunk.split(b" ")
-                found.update(keys.intersection(words))
+                words = chunk.split()
+                found.update(probe.intersection(words))
                 if odd is not None and not chunk.isascii():
                     odd.update(_odd_in(chunk, words))
         found.discard(b"")  # split(b" ") gives one between two spaces: not a word

@@ -42,6 +42,7 @@ class TermSet:
     """A set of terms compiled once; ``find(text)`` returns the terms found."""
 
     __slots__ = (
+        "_ascii_keys",
         "_keys",
         "_multi",
         "_scan",
@@ -79,6 +80,8 @@ class TermSet:
         self._keys = frozenset(self._single).union(
             *(alts for forms in self._multi.values() for form, _ in forms for alts in form)
         )
+        # The ones an ASCII word of the text can equal: half as many to probe.
+        self._ascii_keys = frozenset(k for k in self._keys if k.isascii() and k[:1] != _MARK)
 
     def _compile_words(self) -> None:
         for key, original in self.terms.items():
@@ -108,7 +111,7 @@ class TermSet:
                 found |= self._scan(text.folded)
             return frozenset(self.terms[k] for k in found)
         # Which forms of the terms' words occur at all: C loops of hash lookups.
-        present = text.present(self._keys)
+        present = text.present(self._keys, self._ascii_keys)
         if not present:
             return frozenset()
         single = self._single
@@ -125,6 +128,9 @@ class TermSet:
                 ):
                     found.add(original)
         return frozenset(found)
+
+
+_MARK = MARK.encode()
 
 
 # The forms one word of a term may take in Text.word_bytes, most likely first.
