@@ -90,6 +90,10 @@ class Text:
     def __init__(self, raw: str) -> None:
         if not isinstance(raw, str):
             raise UsageError(f"expected text, got {type(raw).__name__}")
+        if type(raw) is not str:
+            # A str subclass may override encode(), lower(), isascii()...: work
+            # on a plain copy of its characters.
+            raw = str.__add__(raw, "")
         self.raw = raw
         self.is_ascii = raw.isascii()
         self._normalised: str | None = None

@@ -170,3 +170,29 @@ def test_mixed_script_words_are_folded_and_single_script_words_kept() -> None:
     assert fold_text(normalise("Rеfund the сор, cор")) == "refund the сор, cop"
     assert text.folded == "refund the сор, please: cop"
     assert Text("plain ascii").folded == "plain ascii"
+
+
+class _Hostile(str):
+    """A str whose methods lie."""
+
+    def encode(self, *args: object, **kwargs: object) -> bytes:  # type: ignore[override]
+        return b"lies"
+
+    def isascii(self) -> bool:
+        return True
+
+    def lower(self) -> str:  # type: ignore[override]
+        return "lies"
+
+    def split(self, *args: object, **kwargs: object) -> list[str]:  # type: ignore[override]
+        raise RuntimeError("no")
+
+
+def test_a_str_subclass_is_read_by_its_characters_not_its_methods() -> None:
+    text = Text(_Hostile("Rеfund NOW — café"))
+    assert type(text.raw) is str
+    assert text.words == ["rеfund", "now", "café"]
+    assert text.present(frozenset({b"now", _encode(MARK + "refund")})) == {
+        b"now",
+        _encode(MARK + "refund"),
+    }

@@ -474,3 +474,15 @@ def test_disguising_words_of_ordinary_text_keeps_every_match(
             disguised = re.sub(rf"(?<!\w){word}(?!\w)", fake, disguised)
     matcher = TermSet(terms)
     assert matcher.find(disguised) == matcher.find(text)
+
+
+def test_letters_in_use_and_ascii_are_never_folded() -> None:
+    terms = TermSet(["kiz", "lukasz", "dien", "atencao", "cafe", "modern", "ooo", "aooo"])
+    text = "kızım Łukasz điện atenção café modem 000 a000 аооо"  # the last is all Cyrillic
+    assert terms.find(text) == frozenset()
+
+
+def test_a_word_spelt_entirely_in_another_script_is_not_caught() -> None:
+    # Documented: folding it would make ordinary Russian text match English terms.
+    assert TermSet(["scope"]).find("ѕсоре") == frozenset()  # all Cyrillic
+    assert TermSet(["scope"]).find("sсоре") == {"scope"}  # Latin s: a disguise
