@@ -9,7 +9,7 @@ character of a normalised word by that text (Cyrillic ``е`` -> ``e``, Greek
 Only disguised words are folded when text is matched (``match_key``): a word
 whose letters come from two scripts never written together (Latin and
 Cyrillic, Latin and Greek), or that holds a look-alike no language writes
-today (``ʀ``, ``ɑ``, small capitals: not "Recommended" in UTS #39). A word in
+today (``ɑ``, ``ɡ``, small capitals: not "Recommended" in UTS #39). A word in
 one script, of letters in use, is ordinary writing: the Russian ``сор`` stays
 Russian and never matches the English ``cop``, the Turkish ``kız`` keeps its
 ``ı``, and ``cор`` (Latin ``c``, Cyrillic ``ор``) matches both ``cop`` and ``сор``.

@@ -1,4 +1,4 @@
-"""Regenerate ``guardrails/_confusables.json`` from ICU's UTS #39 data.
+r"""Regenerate ``guardrails/_confusables.json`` from ICU's UTS #39 data.
 
 Source: ICU's ``SpoofChecker.getSkeleton`` (Unicode's confusables.txt as ICU
 compiles it) and ICU's Script_Extensions, through PyICU. PyICU builds against
@@ -15,13 +15,13 @@ are ordinary spelling, not an attack):
 
 - ``fold``: character -> the text it folds to. A character is listed when it
   is a word character (``\w``), its own normal form (NFKC + casefold, as
-  ``guardrails.text.normalise`` leaves it), and its skeleton differs from it. When its skeleton is the
-  skeleton of an ASCII word character, it folds to that character (Cyrillic
-  ``е`` -> ``e``; a look-alike of ``m``, whose skeleton is ``rn``, -> ``m``);
-  otherwise to the normal form of its skeleton.
+  ``guardrails.text.normalise`` leaves it), and its skeleton differs from it.
+  When its skeleton is the skeleton of an ASCII word character, it folds to
+  that character (Cyrillic ``е`` -> ``e``; a look-alike of ``m``, whose
+  skeleton is ``rn``, -> ``m``); otherwise to the normal form of its skeleton.
 - ``uncommon``: the characters of ``fold`` that UTS #39 lists neither as
   Recommended nor as Inclusion (in modern use in no language: small capitals,
-  phonetic letters, ``ʀ``, ``ɑ``). A word holding one is a disguise even when
+  phonetic letters such as ``ɑ`` and ``ɡ``). A word holding one is a disguise even when
   all its letters are of one script.
 - ``scripts``: ranges ``[first, last, "Latn"]`` of code points and their
   Script_Extensions (short names, space-separated). Code points not listed
