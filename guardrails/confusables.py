@@ -1,4 +1,4 @@
-"""Look-alike characters: folding a mixed-script word to what it imitates.
+"""Look-alike characters: folding a disguised word to what it imitates.
 
 ``rеfund`` written with a Cyrillic ``е`` is not the word ``refund`` to a
 computer, but is to a reader. Unicode's confusables data (UTS #39) gives each
@@ -165,7 +165,7 @@ def lookalike_words(words: Collection[str]) -> list[str]:
 
 
 def fold_words(text: str) -> str:
-    """``text`` (normalised) with each mixed-script word holding look-alikes replaced by its fold."""
+    """``text`` (normalised) with each disguised word replaced by its fold."""
     if text.isascii() or not has_lookalikes(text):
         return text
     pattern = _WORDS if _ASTRAL.search(text) else data().lookalike_word

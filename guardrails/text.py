@@ -65,9 +65,8 @@ class Text:
     ``words`` its ``\\w+`` runs. Matching asks ``present(keys)``: which of
     ``keys`` (words as UTF-8 bytes) occur as words of the text; and reads
     ``word_bytes`` (the words in order, separated by spaces) only to confirm a
-    sequence of words. A mixed-script word that holds look-alike characters
-    (``rеfund`` with a Cyrillic ``е``) stands there as ``MARK`` + its fold
-    (see ``guardrails.confusables``).
+    sequence of words. A disguised word (``rеfund`` with a Cyrillic ``е``)
+    stands there as ``MARK`` + its fold (see ``guardrails.confusables``).
 
     Nothing normalises the whole text: one ``bytes.translate`` lower-cases
     ASCII letters and turns every other ASCII byte but ``_`` into a space, and
@@ -125,7 +124,7 @@ class Text:
 
     @property
     def folded(self) -> str:
-        """``normalised`` with each mixed-script word holding look-alikes replaced by its fold."""
+        """``normalised`` with each disguised word replaced by its fold (no ``MARK``)."""
         if self._folded is None:
             self._folded = self.normalised if self.is_ascii else fold_text(self.normalised)
         return self._folded
@@ -362,10 +361,10 @@ def _normalise_fresh(odd: list[bytes]) -> list[bytes]:
 
 
 def fold_text(normalised: str) -> str:
-    """A normalised text with each mixed-script word holding look-alikes replaced by its fold.
+    """A normalised text with each disguised word replaced by its fold.
 
-    ``rеfund`` (Cyrillic ``е``) becomes ``refund``; single-script words are kept
-    (see ``guardrails.confusables``).
+    ``rеfund`` (Cyrillic ``е``) becomes ``refund``; words in one script, of
+    letters in use, are kept (see ``guardrails.confusables``).
     """
     return fold_words(normalised)
 

@@ -1,11 +1,13 @@
 """Literal triggers: forbidden subjects in the user's text. A pre_turn rule.
 
-Terms and text are compared after NFKC and casefold (``ＲＥＦＵＮＤ``,
-``Refund`` and ``refund`` are one term). By default a term matches whole words
+Terms and text are compared after the removal of invisible characters, NFKC
+and casefold (``ＲＥＦＵＮＤ``, ``Refund`` and ``refund`` are one term), and a
+disguised word is compared as what it imitates (``rеfund`` with a Cyrillic
+``е``; see ``guardrails.confusables``). By default a term matches whole words
 only (``refund`` does not match ``refundable``). The text's words are
-computed once per turn (``Text.word_bytes``: UTF-8 words separated by
-spaces); every word of every term sits in one set, and the words are looked up
-32 KB at a time (C loops of hash lookups). A multi-word term (``credit card``)
+computed once per turn (``Text``); every form of every word of every term sits
+in one set, and the text's words are looked up 32 KB at a time (C loops of
+hash lookups, ``Text.present``). A multi-word term (``credit card``)
 is indexed by its first word and confirmed by one regular-expression search
 only when all its words occur; its words may be separated by anything that is
 not a word character. The cost grows with the text, hardly with the number of
@@ -22,7 +24,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..confusables import MARK, fold, match_key
+from ..confusables import MARK, fold, fold_words, match_key
 from ..context import GuardResult
 from ..errors import ConfigurationError
 from ..guard import Guard
@@ -47,6 +49,7 @@ class TermSet:
         "_multi",
         "_scan",
         "_single",
+        "_substring",
         "terms",
         "word_boundary",
     )
@@ -71,10 +74,14 @@ class TermSet:
         # each word, the term as given).
         self._multi: dict[bytes, list[tuple[_Form, str]]] = {}
         self._scan: Any = None
+        self._substring: dict[str, str] = {}
         if word_boundary:
             self._compile_words()
         else:
-            self._scan = _substring_scanner(list(originals))
+            # A disguised term (a stray look-alike in it) is also looked for folded.
+            self._substring = {fold_words(key): term for key, term in originals.items()}
+            self._substring.update(originals)
+            self._scan = _substring_scanner(list(self._substring))
         # Every form of every word of every term: the one set the text's words
         # are checked against.
         self._keys = frozenset(self._single).union(
@@ -109,7 +116,7 @@ class TermSet:
             found = self._scan(text.normalised)
             if text.folded is not text.normalised:
                 found |= self._scan(text.folded)
-            return frozenset(self.terms[k] for k in found)
+            return frozenset(self._substring[k] for k in found)
         # Which forms of the terms' words occur at all: C loops of hash lookups.
         present = text.present(self._keys, self._ascii_keys)
         if not present:

@@ -399,6 +399,7 @@ def test_substring_mode_folds_look_alikes_too() -> None:
     assert terms.find("rеfundable") == {"refund"}
     assert terms.find("Сорт") == {"сор"}
     assert terms.find("cop") == frozenset()
+    assert TermSet(["rеfund"], word_boundary=False).find("refundable") == {"rеfund"}
 
 
 @given(
