@@ -234,6 +234,10 @@ class Text:
 
 def _odd_in(chunk: bytes, words: list[bytes]) -> Iterable[bytes]:
     """The tokens of ``chunk`` (split into ``words``) that hold a non-ASCII byte."""
+    # A look at the first 4 KB first: in text full of non-ASCII words, that
+    # is enough to tell, and the whole chunk is not copied for nothing.
+    if len(chunk[:4_096].translate(None, _ASCII)) > _SPARSE:
+        return filterfalse(bytes.isascii, words)
     high = chunk.translate(None, _ASCII)
     if len(high) > _SPARSE:
         return filterfalse(bytes.isascii, words)
