@@ -50,6 +50,10 @@ __all__ = [
 # of single-script text can equal.
 MARK = "\x00"
 
+# Characters whose script set is remembered (every letter of the common
+# scripts fits many times over; text made of rare characters cannot grow it).
+_CACHE_SIZE = 65_536
+
 # UTS #39 augmented script sets: Han is also Japanese, Korean and Han with
 # Bopomofo; Hiragana and Katakana are Japanese; Hangul is Korean.
 _AUGMENT = {
@@ -111,7 +115,7 @@ class FoldData:
             self._starts.append(first)
             self._ends.append(last)
             self._masks.append(mask)
-        # Per character, filled on first sight (bounded by the characters seen).
+        # Per character, filled on first sight (at most _CACHE_SIZE of them).
         self.cache: dict[str, int] = {}
 
     def mask(self, ch: str) -> int:
@@ -119,7 +123,8 @@ class FoldData:
         cp = ord(ch)
         at = bisect.bisect_right(self._starts, cp) - 1
         value = self._masks[at] if at >= 0 and cp <= self._ends[at] else -1
-        self.cache[ch] = value
+        if len(self.cache) < _CACHE_SIZE:
+            self.cache[ch] = value
         return value
 
 
@@ -185,10 +190,7 @@ def is_mixed_script(word: str) -> bool:
         # All in C: one dict lookup per character, the script sets and-ed.
         return not reduce(and_, map(tables.cache.__getitem__, word), -1)
     except KeyError:
-        for ch in word:
-            if ch not in tables.cache:
-                tables.mask(ch)
-        return not reduce(and_, map(tables.cache.__getitem__, word), -1)
+        return not reduce(and_, map(tables.mask, word), -1)
 
 
 def fold(word: str) -> str:

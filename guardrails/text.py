@@ -324,11 +324,13 @@ def _normalise_tokens(odd: list[bytes]) -> list[bytes]:
     a language recur from turn to turn.
     """
     known = _KNOWN
-    missing = list(filterfalse(known.__contains__, odd))
-    if not missing:
-        return list(map(known.__getitem__, odd))
+    # get(), never [] after a test: another thread may empty the memo between.
+    cached = list(map(known.get, odd))
+    if None not in cached:
+        return cached  # type: ignore[return-value]
+    missing = [t for t, w in zip(odd, cached, strict=True) if w is None]
     fresh = dict(zip(missing, _normalise_fresh(missing), strict=True))
-    words = list(map(fresh.get, odd, map(known.get, odd)))
+    words = list(map(fresh.get, odd, cached))
     if len(known) + len(fresh) > _KNOWN_SIZE:
         known.clear()
     short = ((t, w) for t, w in fresh.items() if len(t) <= _KNOWN_TOKEN)

@@ -107,3 +107,20 @@ def test_the_data_file_is_what_the_script_generates() -> None:
     script = Path(__file__).resolve().parent.parent / "scripts" / "gen_confusables.py"
     result = subprocess.run([sys.executable, str(script), "--check"], check=False)
     assert result.returncode == 0, "run python scripts/gen_confusables.py and commit the result"
+
+
+def test_the_script_cache_is_bounded() -> None:
+    import guardrails.confusables as confusables
+
+    tables = data()
+    saved = dict(tables.cache)
+    tables.cache.pop("ѣ", None)
+    original = confusables._CACHE_SIZE
+    confusables._CACHE_SIZE = len(tables.cache)
+    try:
+        assert is_mixed_script("rѣfund")  # ѣ not seen before: computed, not stored
+        assert "ѣ" not in tables.cache
+    finally:
+        confusables._CACHE_SIZE = original
+        tables.cache.clear()
+        tables.cache.update(saved)
