@@ -196,3 +196,37 @@ def test_a_str_subclass_is_read_by_its_characters_not_its_methods() -> None:
         b"now",
         _encode(MARK + "refund"),
     }
+
+
+def test_threads_share_the_memo_while_it_is_emptied() -> None:
+    import threading
+
+    from guardrails.rules import TermSet
+
+    terms = TermSet(["refund", "café", "сор"])
+    texts = [f"Rеfund {i} café, сор — ¿qué? {i}é" for i in range(200)]
+    expected = {"refund", "café", "сор"}
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def clear() -> None:
+        while not stop.is_set():
+            text_module._KNOWN.clear()
+
+    def scan() -> None:
+        try:
+            for raw in texts:
+                assert terms.find(raw) == expected
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    clearer = threading.Thread(target=clear)
+    scanners = [threading.Thread(target=scan) for _ in range(4)]
+    clearer.start()
+    for t in scanners:
+        t.start()
+    for t in scanners:
+        t.join()
+    stop.set()
+    clearer.join()
+    assert errors == []
