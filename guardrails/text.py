@@ -77,8 +77,8 @@ class Text:
     __slots__ = (
         "_folded",
         "_normalised",
-        "_odd",
         "_odd_words",
+        "_pairs",
         "_tokens",
         "_word_bytes",
         "_wordless",
@@ -99,11 +99,12 @@ class Text:
         self._folded: str | None = None
         self._word_bytes: bytes | None = None
         self._tokens: bytes | None = None
-        # Tokens holding a non-ASCII character ("odd"), when first needed: each
-        # -> its words as in word_bytes; all their words; those with no word.
-        self._odd: dict[bytes, bytes] | None = None
+        # Tokens holding a non-ASCII character ("odd"), when first needed: the
+        # tokens and their words as in word_bytes; all those words; the tokens
+        # with no word (when a sequence is looked for).
+        self._pairs: tuple[list[bytes], list[bytes]] | None = None
         self._odd_words: frozenset[bytes] = frozenset()
-        self._wordless: tuple[bytes, ...] = ()
+        self._wordless: tuple[bytes, ...] | None = None
 
     def __repr__(self) -> str:
         return f"<Text {len(self.raw)} chars>"
@@ -153,7 +154,7 @@ class Text:
             if self.is_ascii:
                 self._word_bytes = self.tokens
             else:
-                get = self._odd_tokens().get
+                get = dict(zip(*self._odd_pairs(), strict=True)).get
                 self._word_bytes = b" ".join(
                     b" ".join(map(get, words, words))
                     for words in (chunk.split() for chunk in chunks(self.tokens))
@@ -171,7 +172,7 @@ class Text:
         """
         probe = keys if ascii_keys is None else ascii_keys
         buffer = self.tokens
-        odd: set[bytes] | None = None if self.is_ascii or self._odd is not None else set()
+        odd: set[bytes] | None = None if self.is_ascii or self._pairs is not None else set()
         if len(buffer) <= _SMALL:
             words = buffer.split()
             found = set(probe.intersection(words))
@@ -200,7 +201,11 @@ class Text:
         """Whether words occur one after another, each in one of its forms."""
         if self.is_ascii:
             return _search(_sequence(tuple(f[:1] for f in form), ()), self.tokens)
-        self._odd_tokens()
+        tokens, words = self._odd_pairs()
+        if self._wordless is None:
+            # Blank (no word): b" " + words is all whitespace. In C, not a call a token.
+            blank = map(bytes.isspace, map(b" ".__add__, words))
+            self._wordless = tuple(sorted(compress(tokens, blank)))
         plain = tuple(f[:1] for f in form)
         if (
             len(self._wordless) <= _MAX_WORDLESS
@@ -212,24 +217,21 @@ class Text:
             return _search(_sequence(plain, self._wordless), self.tokens)
         return _search(_sequence(form, ()), self.word_bytes)
 
-    def _odd_tokens(self) -> dict[bytes, bytes]:
-        if self._odd is None:
+    def _odd_pairs(self) -> tuple[list[bytes], list[bytes]]:
+        if self._pairs is None:
             odd: set[bytes] = set()
             for chunk in chunks(self.tokens):
                 if not chunk.isascii():
                     odd.update(filterfalse(bytes.isascii, chunk.split()))
             self._set_odd(odd)
-        assert self._odd is not None
-        return self._odd
+        assert self._pairs is not None
+        return self._pairs
 
     def _set_odd(self, odd: set[bytes]) -> None:
         tokens = list(odd)
         words = _normalise_tokens(tokens)
-        self._odd = dict(zip(tokens, words, strict=True))
+        self._pairs = (tokens, words)
         self._odd_words = frozenset(b" ".join(words).split())
-        # Blank (no word): b" " + words is all whitespace. In C, not one call a token.
-        blank = map(bytes.isspace, map(b" ".__add__, words))
-        self._wordless = tuple(sorted(compress(tokens, blank)))
 
 
 def _odd_in(chunk: bytes, words: list[bytes]) -> Iterable[bytes]:
@@ -333,8 +335,11 @@ def _normalise_tokens(odd: list[bytes]) -> list[bytes]:
     words = list(map(fresh.get, odd, cached))
     if len(known) + len(fresh) > _KNOWN_SIZE:
         known.clear()
-    short = ((t, w) for t, w in fresh.items() if len(t) <= _KNOWN_TOKEN)
-    known.update(islice(short, _KNOWN_SIZE))
+    if len(fresh) <= _KNOWN_SIZE and max(map(len, fresh)) <= _KNOWN_TOKEN:
+        known.update(fresh)  # the usual case, in one C call
+    else:
+        short = ((t, w) for t, w in fresh.items() if len(t) <= _KNOWN_TOKEN)
+        known.update(islice(short, _KNOWN_SIZE))
     return words  # type: ignore[return-value]
 
 
