@@ -187,7 +187,6 @@ class Text:
                 found.update(probe.intersection(words))
                 if odd is not None and not chunk.isascii():
                     odd.update(_odd_in(chunk, words))
-        found.discard(b"")  # split(b" ") gives one between two spaces: not a word
         if self.is_ascii:
             return found
         if odd is not None:
