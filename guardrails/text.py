@@ -15,6 +15,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from itertools import compress, filterfalse, islice
+from operator import not_
 
 from .confusables import fold_words, has_lookalikes, lookalike_words, match_key
 from .errors import UsageError
@@ -202,8 +203,8 @@ class Text:
             return _search(_sequence(tuple(f[:1] for f in form), ()), self.tokens)
         tokens, words = self._odd_pairs()
         if self._wordless is None:
-            # Blank (no word): b" " + words is all whitespace. In C, not a call a token.
-            blank = map(bytes.isspace, map(b" ".__add__, words))
+            # Blank (no word): nothing left once stripped. In C, not a call a token.
+            blank = map(not_, map(bytes.strip, words))
             self._wordless = tuple(sorted(compress(tokens, blank)))
         plain = tuple(f[:1] for f in form)
         if (
