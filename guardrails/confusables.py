@@ -70,13 +70,14 @@ class FoldData:
     in use in no language, and the script ranges."""
 
     __slots__ = (
+        "_bmp",
         "_ends",
+        "_lookalike_word",
         "_masks",
         "_starts",
         "cache",
         "foldable",
         "foldable_astral",
-        "lookalike_word",
         "source",
         "table",
         "uncommon",
@@ -94,11 +95,10 @@ class FoldData:
         # the Basic Multilingual Plane (re tests it with a bitmap), one for the
         # rest (a list of ranges, slow: searched only when needed).
         codes = sorted(self.table)
-        bmp = _char_class([c for c in codes if c <= 0xFFFF])
-        self.foldable = re.compile(bmp)
+        self._bmp = _char_class([c for c in codes if c <= 0xFFFF])
+        self.foldable = re.compile(self._bmp)
         self.foldable_astral = re.compile(_char_class([c for c in codes if c > 0xFFFF]))
-        # A word holding one (\b at its start keeps the search linear).
-        self.lookalike_word = re.compile(rf"\b\w*?{bmp}\w*")
+        self._lookalike_word: re.Pattern[str] | None = None
         bits: dict[str, int] = {}
 
         def bit(name: str) -> int:
@@ -117,6 +117,14 @@ class FoldData:
             self._masks.append(mask)
         # Per character, filled on first sight (at most _CACHE_SIZE of them).
         self.cache: dict[str, int] = {}
+
+    def lookalike_word(self) -> re.Pattern[str]:
+        """A word holding a foldable character (compiled on first use: a class
+        of thousands of characters takes tens of milliseconds to compile)."""
+        if self._lookalike_word is None:
+            # \b at its start keeps the search linear.
+            self._lookalike_word = re.compile(rf"\b\w*?{self._bmp}\w*")
+        return self._lookalike_word
 
     def mask(self, ch: str) -> int:
         """The script set of ``ch`` as bits; -1 (every script) for Common and Inherited."""
@@ -173,7 +181,7 @@ def fold_words(text: str) -> str:
     """``text`` (normalised) with each disguised word replaced by its fold."""
     if text.isascii() or not has_lookalikes(text):
         return text
-    pattern = _WORDS if _ASTRAL.search(text) else data().lookalike_word
+    pattern = _WORDS if _ASTRAL.search(text) else data().lookalike_word()
     return pattern.sub(_fold_match, text)
 
 
