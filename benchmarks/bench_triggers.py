@@ -4,13 +4,21 @@ Each operation is one whole scan as pre_turn does it: normalise the text
 (NFKC + casefold), split it into words, match every term. The floor is one
 ``str.lower()`` pass over the same text: no matcher can be faster than reading
 the text once. The text is English-like (ASCII words, capitals, punctuation);
-two rows use text with non-ASCII characters: a curly quote, dash or accent
-every 10 KB, and accents and full-width letters throughout (only the words
-holding a non-ASCII character go through ``unicodedata``).
+other rows use text with non-ASCII characters: a curly quote, dash or accent
+every 10 KB; accents and full-width letters throughout; and "mixed", where
+one word in five is Portuguese, Spanish, German, Russian or Chinese/Japanese
+(10,000 such words drawn uniformly: a pessimistic vocabulary). "mixed" is
+timed warm (the memo of normalised tokens filled by earlier scans, as in a
+service), cold (memo emptied before each scan), and cold with look-alike
+folding switched off: the difference is what folding costs. pyahocorasick
+rows match the same terms as whole words over the same normalised words
+(``Text.word_bytes``), so they do the same work.
 ``word_boundary=False`` rows use pyahocorasick when it is installed and a
 trie-shaped regular expression otherwise (see the ``note`` column).
 
-Run: ``python benchmarks/run.py --only bench_triggers`` (add ``--quick``).
+Run: ``python benchmarks/run.py --only bench_triggers`` (add ``--quick``);
+``python benchmarks/bench_triggers.py --cpu`` times the 1 MB cases by the
+process's CPU time instead of the wall clock (steadier on a shared machine).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import re
 import statistics
 import string
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import budget, per_op_ns, row
 
+import guardrails.text as text_module
 from guardrails.rules import TermSet
+from guardrails.text import Text
 
 GROUP = "pre_turn triggers"
 SIZES = {"100KB": 100_000, "1MB": 1_000_000}
@@ -56,6 +67,63 @@ def _text(rng: random.Random, words: list[str], size: int, accented: bool = Fals
     return " ".join(out)[:size]
 
 
+# Letters that make words of each language, accented or in another script.
+_SCRIPTS = {
+    "pt": ("abcdefgilmnoprstuv", "ãõáéêíóôúç", ("ção", "ões", "ão")),
+    "es": ("abcdefgilmnoprstuv", "áéíóúñü", ("ción", "ño", "¿", "¡")),
+    "de": ("abcdefghiklmnorstuwz", "äöüß", ("sch", "ß")),
+    "ru": ("абвгдеёжзийклмнопрстуфхцчшщыьэюя", "", ()),
+    "cjk": (
+        "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可",
+        "のはをにがでとたしてるいうかなアイウエオカキク",
+        (),
+    ),
+}
+
+
+def _foreign_words(rng: random.Random, per_language: int) -> list[str]:
+    """Words of Portuguese, Spanish, German, Russian and Chinese/Japanese shape.
+
+    Every word holds at least one non-ASCII character; capitals and the
+    Spanish opening marks come as in real text.
+    """
+    out: list[str] = []
+    for language, (letters, marks, extras) in _SCRIPTS.items():
+        for _ in range(per_language):
+            if language == "cjk":
+                word = "".join(rng.choices(letters + marks, k=rng.randint(2, 4)))
+                if word.isascii():
+                    word += rng.choice(letters)
+            else:
+                body = rng.choices(letters, k=rng.randint(3, 9))
+                if marks:
+                    body[rng.randrange(len(body))] = rng.choice(marks)
+                word = "".join(body)
+                if extras and rng.random() < 0.3:
+                    extra = rng.choice(extras)
+                    word = extra + word if extra in "¿¡" else word + extra
+                if rng.random() < 0.2:
+                    word = word.capitalize()
+            out.append(word)
+    return out
+
+
+def _mixed_text(rng: random.Random, words: list[str], foreign: list[str], size: int) -> str:
+    """English-like text in which one word in five is one of ``foreign``."""
+    out: list[str] = []
+    length = 0
+    while length < size:
+        word = rng.choice(foreign) if rng.random() < 0.2 else rng.choice(words)
+        roll = rng.random()
+        if roll < 0.08:
+            word = word.capitalize() + ","
+        elif roll < 0.12:
+            word += "."
+        out.append(word)
+        length += len(word) + 1
+    return " ".join(out)[:size]
+
+
 def _terms(rng: random.Random, count: int) -> list[str]:
     # Terms drawn from another vocabulary, so they rarely occur: the common case
     # (nothing forbidden) is the one that must stay fast. One in ten is two words.
@@ -71,7 +139,61 @@ def _substring_note() -> str:
     return "pyahocorasick"
 
 
-def run(quick: bool = False) -> list[dict[str, Any]]:
+def _pyahocorasick(terms: TermSet) -> Any:
+    """pyahocorasick over the same normalised words: whole words as `` word `` patterns.
+
+    The text is normalised as the library does (``Text.word_bytes``, decoded:
+    pyahocorasick takes ``str``) and padded so that every word has a space on
+    both sides; adjacent words share a space, so overlapping matches are
+    reported. None when pyahocorasick is not installed.
+    """
+    try:
+        import ahocorasick
+    except ImportError:
+        return None
+    automaton = ahocorasick.Automaton()
+    for key in terms.terms:
+        words = " ".join(re.findall(r"\w+", key))
+        automaton.add_word(f" {words} ", key)
+    automaton.make_automaton()
+
+    def find(raw: str) -> set[str]:
+        words = Text(raw).word_bytes.decode("utf-8", "surrogatepass")
+        return {key for _, key in automaton.iter(f" {words} ")}
+
+    return find
+
+
+def _cold(find: Any, text: str) -> Any:
+    """``find(text)`` with the memo of normalised non-ASCII tokens emptied first."""
+
+    def run() -> Any:
+        text_module._KNOWN.clear()
+        return find(text)
+
+    return run
+
+
+def _no_folding(find: Any, text: str) -> Any:
+    """``find(text)``, cold, with look-alike folding switched off: what folding costs."""
+
+    def run() -> Any:
+        text_module._KNOWN.clear()
+        saved = text_module.has_lookalikes
+        text_module.has_lookalikes = lambda _text: False
+        try:
+            return find(text)
+        finally:
+            text_module.has_lookalikes = saved
+
+    return run
+
+
+Cases = tuple[dict[str, Any], dict[str, int], dict[str, str]]
+
+
+def _cases() -> Cases:
+    """The cases (zero-argument callables), the bytes each reads, and notes."""
     rng = random.Random(20_261_129)
     words = _vocabulary(rng, 50_000)
     texts = {label: _text(rng, words, size) for label, size in SIZES.items()}
@@ -82,41 +204,91 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         plain[i : i + 10_000] + (" “quoted” — " if i % 20_000 else " café ")
         for i in range(0, len(plain), 10_000)
     )
+    # One word in five Portuguese, Spanish, German, Russian or Chinese/Japanese.
+    mixed = _mixed_text(rng, words, _foreign_words(rng, 2_000), SIZES["1MB"])
     sets = {n: TermSet(_terms(rng, n)) for n in TERM_COUNTS}
     # Substring mode is slower without pyahocorasick: 100 KB only.
     substring = {n: TermSet(_terms(rng, n), word_boundary=False) for n in TERM_COUNTS}
     note = _substring_note()
+    big = sets[10_000]
+    aho = _pyahocorasick(big)
 
     cases: dict[str, Any] = {}
     sizes: dict[str, int] = {}
     notes: dict[str, str] = {}
+
+    def case(name: str, fn: Any, text: str, note: str = "") -> None:
+        cases[name] = fn
+        sizes[name] = len(text.encode("utf-8"))
+        if note:
+            notes[name] = note
+
     for label, text in texts.items():
-        cases[f"floor: str.lower() {label}"] = lambda t=text: t.lower()
-        sizes[f"floor: str.lower() {label}"] = len(text)
+        case(f"floor: str.lower() {label}", lambda t=text: t.lower(), text)
         for n, terms in sets.items():
-            name = f"words, {n:,} terms, {label}"
-            cases[name] = lambda ts=terms, t=text: ts.find(t)
-            sizes[name] = len(text)
-    name = "words, 10,000 terms, 1MB non-ASCII"
-    cases[name] = lambda: sets[10_000].find(accented)
-    sizes[name] = len(accented.encode())
-    notes[name] = "accents and full-width letters throughout"
-    name = "words, 10,000 terms, 1MB mostly ASCII"
-    cases[name] = lambda: sets[10_000].find(curly)
-    sizes[name] = len(curly.encode())
-    notes[name] = "a curly quote, dash or accent every 10 KB"
+            case(f"words, {n:,} terms, {label}", lambda ts=terms, t=text: ts.find(t), text)
+    case(
+        "words, 10,000 terms, 1MB non-ASCII",
+        lambda: big.find(accented),
+        accented,
+        "accents and full-width letters throughout",
+    )
+    case(
+        "words, 10,000 terms, 1MB mostly ASCII",
+        lambda: big.find(curly),
+        curly,
+        "a curly quote, dash or accent every 10 KB",
+    )
+    fifth = "1 word in 5 pt/es/de/ru/zh-ja"
+    case("words, 10,000 terms, 1MB mixed", lambda: big.find(mixed), mixed, fifth)
+    # (Guarded, so that this file can also time an older version of the library.)
+    if hasattr(text_module, "_KNOWN"):
+        case(
+            "words, 10,000 terms, 1MB mixed, cold",
+            _cold(big.find, mixed),
+            mixed,
+            fifth + "; memo of normalised tokens emptied before each scan",
+        )
+        case(
+            "words, 10,000 terms, 1MB mixed, cold, no folding",
+            _no_folding(big.find, mixed),
+            mixed,
+            fifth + "; as cold, look-alike folding switched off",
+        )
+    if aho is not None:
+        case(
+            "pyahocorasick, 10,000 terms, 1MB",
+            lambda: aho(plain),
+            plain,
+            "same normalised words, whole words",
+        )
+        case(
+            "pyahocorasick, 10,000 terms, 1MB mixed",
+            lambda: aho(mixed),
+            mixed,
+            fifth + "; same normalised words, whole words",
+        )
     for n, terms in substring.items():
-        name = f"substring, {n:,} terms, 100KB"
-        cases[name] = lambda ts=terms: ts.find(texts["100KB"])
-        sizes[name] = len(texts["100KB"])
-        notes[name] = note
+        case(
+            f"substring, {n:,} terms, 100KB",
+            lambda ts=terms: ts.find(texts["100KB"]),
+            texts["100KB"],
+            note,
+        )
     # A compiled alternation of the terms, the usual first attempt, for scale.
     alternation = re.compile("|".join(map(re.escape, sorted(sets[1_000].terms, key=len))))
-    name = "regex alternation, 1,000 terms, 100KB"
-    cases[name] = lambda: alternation.findall(texts["100KB"].lower())
-    sizes[name] = len(texts["100KB"])
-    notes[name] = "reference, not used by the library"
+    case(
+        "regex alternation, 1,000 terms, 100KB",
+        lambda: alternation.findall(texts["100KB"].lower()),
+        texts["100KB"],
+        "reference, not used by the library",
+    )
 
+    return cases, sizes, notes
+
+
+def run(quick: bool = False) -> list[dict[str, Any]]:
+    cases, sizes, notes = _cases()
     samples = per_op_ns(cases, budget(quick))
     rows = []
     for name, values in samples.items():
@@ -138,6 +310,32 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     return rows
 
 
+def cpu_table(rounds: int = 21) -> str:
+    """MB/s by the process's CPU time (median of interleaved rounds), as a Markdown table.
+
+    On a shared machine wall-clock medians move with other work; the CPU
+    time this process spends moves much less (cache sharing still shows).
+    """
+    cases, sizes, _ = _cases()
+    cases = {k: v for k, v in cases.items() if "1MB" in k}
+    for fn in cases.values():
+        fn()  # warm-up, as per_op_ns does
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, fn in cases.items():
+            start = time.process_time()
+            fn()
+            samples[name].append(time.process_time() - start)
+    lines = ["| case | CPU ms | MB/s (CPU) |", "| --- | ---: | ---: |"]
+    for name, values in samples.items():
+        median = statistics.median(values)
+        lines.append(f"| {name} | {median * 1e3:,.2f} | {sizes[name] / 1e6 / median:,.1f} |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
-    for r in run(quick="--quick" in sys.argv):
-        print(f"{r['name']:<42} {r['median_us']:>12.1f} µs {r['mb_per_s']:>8.1f} MB/s")
+    if "--cpu" in sys.argv:
+        print(cpu_table())
+    else:
+        for r in run(quick="--quick" in sys.argv):
+            print(f"{r['name']:<52} {r['median_us']:>12.1f} µs {r['mb_per_s']:>8.1f} MB/s")

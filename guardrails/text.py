@@ -1,27 +1,28 @@
 """The user's text of a turn, and its normalised form for matching.
 
-``user_text`` takes plain text, one message, or a message list in the
-Anthropic Messages or OpenAI (Chat Completions or Responses) shape, and
-returns the text the user wrote: text content blocks are kept, anything else
-(images, documents, tool results, tool calls) is skipped. ``Text`` holds a
-text and computes, once and only when asked, its normalised form (NFKC, then
-casefold) and its words, so every trigger of a turn shares one scan.
+``Text`` holds a text and computes, once and only when asked, its normalised
+form (invisible characters removed, NFKC, casefold), its words and the
+lookups matching needs, so every trigger of a turn shares one scan. Disguised
+words (``rеfund`` with a Cyrillic ``е``) are folded to what they imitate
+(``guardrails.confusables``). ``user_text`` and ``content_text`` (from
+``guardrails.messages``) take the user's text out of a turn's input.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from itertools import compress, filterfalse, islice
+from operator import not_
 
+from .confusables import fold_words, has_lookalikes, lookalike_words, match_key
 from .errors import UsageError
+from .messages import content_text, user_text
 
-__all__ = ["Text", "content_text", "normalise", "user_text"]
+__all__ = ["Text", "content_text", "fold_text", "normalise", "user_text"]
 
-# Block types whose ``text`` is text the user typed (Anthropic ``text``; OpenAI
-# Chat ``text``; OpenAI Responses ``input_text``).
-_TEXT_BLOCKS = frozenset({"text", "input_text"})
 _WORDS = re.compile(r"\w+")
 
 # ASCII fast path: one bytes.translate maps letters to lower case and every
@@ -36,11 +37,14 @@ _ASCII_TABLE = bytes(
 # Unicode's Default_Ignorable_Code_Point set (zero-width characters, soft
 # hyphen, joiners, bidi controls, variation selectors, tags): invisible, kept
 # by NFKC, and not word characters, so one inside a term would split it.
+# Two classes: re tests the first (all below U+10000) with a bitmap, and the
+# second, a list of ranges, only in text that holds a character past U+FFFF.
 _IGNORABLE = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
-    "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
-    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+    "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8]"
 )
+_IGNORABLE_ASTRAL = re.compile("[\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 def normalise(text: str) -> str:
@@ -49,30 +53,59 @@ def normalise(text: str) -> str:
     ``ＲＥＦＵＮＤ``, ``Refund``, and ``refund`` with a zero-width space inside,
     all become ``refund``.
     """
-    return unicodedata.normalize("NFKC", _IGNORABLE.sub("", text)).casefold()
+    text = _IGNORABLE.sub("", text)
+    if _ASTRAL.search(text):
+        text = _IGNORABLE_ASTRAL.sub("", text)
+    return unicodedata.normalize("NFKC", text).casefold()
 
 
 class Text:
     """A text with its normalised form and words, computed lazily and once.
 
     ``normalised`` is NFKC + casefold with invisible characters removed;
-    ``words`` its ``\\w+`` runs. ``word_bytes`` is what matching reads: the
-    same words, UTF-8 encoded, separated by one or more spaces. It is built
-    without normalising the whole text: ASCII runs are lower-cased and split
-    by one ``bytes.translate``, and only the words that hold a non-ASCII
-    character go through ``unicodedata`` (so an English text with curly quotes
-    stays on the fast path).
+    ``words`` its ``\\w+`` runs. Matching asks ``present(keys)``: which of
+    ``keys`` (words as UTF-8 bytes) occur as words of the text; and reads
+    ``word_bytes`` (the words in order, separated by spaces) only to confirm a
+    sequence of words. A disguised word (``rеfund`` with a Cyrillic ``е``)
+    stands there as ``MARK`` + its fold (see ``guardrails.confusables``).
+
+    Nothing normalises the whole text: one ``bytes.translate`` lower-cases
+    ASCII letters and turns every other ASCII byte but ``_`` into a space, and
+    only the distinct tokens holding a non-ASCII character go through
+    ``unicodedata``, all of them in one call.
     """
 
-    __slots__ = ("_normalised", "_word_bytes", "is_ascii", "raw")
+    __slots__ = (
+        "_folded",
+        "_normalised",
+        "_odd_words",
+        "_pairs",
+        "_tokens",
+        "_word_bytes",
+        "_wordless",
+        "is_ascii",
+        "raw",
+    )
 
     def __init__(self, raw: str) -> None:
         if not isinstance(raw, str):
             raise UsageError(f"expected text, got {type(raw).__name__}")
+        if type(raw) is not str:
+            # A str subclass may override encode(), lower(), isascii()...: work
+            # on a plain copy of its characters.
+            raw = str.__add__(raw, "")
         self.raw = raw
         self.is_ascii = raw.isascii()
         self._normalised: str | None = None
+        self._folded: str | None = None
         self._word_bytes: bytes | None = None
+        self._tokens: bytes | None = None
+        # Tokens holding a non-ASCII character ("odd"), when first needed: the
+        # tokens and their words as in word_bytes; all those words; the tokens
+        # with no word (when a sequence is looked for).
+        self._pairs: tuple[list[bytes], list[bytes]] | None = None
+        self._odd_words: frozenset[bytes] = frozenset()
+        self._wordless: tuple[bytes, ...] | None = None
 
     def __repr__(self) -> str:
         return f"<Text {len(self.raw)} chars>"
@@ -92,65 +125,277 @@ class Text:
         return self._normalised
 
     @property
+    def folded(self) -> str:
+        """``normalised`` with each disguised word replaced by its fold (no ``MARK``)."""
+        if self._folded is None:
+            self._folded = self.normalised if self.is_ascii else fold_text(self.normalised)
+        return self._folded
+
+    @property
     def words(self) -> list[str]:
-        return self.word_bytes.decode("utf-8", "surrogatepass").split()
+        return _WORDS.findall(self.normalised)
+
+    @property
+    def tokens(self) -> bytes:
+        """The text, ASCII letters lower-cased and other ASCII bytes but ``_`` made spaces.
+
+        Its ASCII tokens are the text's ASCII words; the others are raw UTF-8.
+        """
+        if self._tokens is None:
+            # "surrogatepass": a lone surrogate (invalid, but a str can hold
+            # one) is encoded like any character instead of raising.
+            encoded = self.raw.encode("utf-8", "surrogatepass")
+            self._tokens = encoded.translate(_ASCII_TABLE if self.is_ascii else _MIXED_TABLE)
+        return self._tokens
 
     @property
     def word_bytes(self) -> bytes:
+        """The words in order, UTF-8, separated by one or more spaces."""
         if self._word_bytes is None:
             if self.is_ascii:
-                self._word_bytes = self.raw.encode("ascii").translate(_ASCII_TABLE)
+                self._word_bytes = self.tokens
             else:
-                self._word_bytes = b" ".join(_piece_words(p) for p in pieces(self.raw))
+                get = dict(zip(*self._odd_pairs(), strict=True)).get
+                self._word_bytes = b" ".join(
+                    b" ".join(map(get, words, words))
+                    for words in (chunk.split() for chunk in chunks(self.tokens))
+                )
         return self._word_bytes
+
+    def present(
+        self, keys: frozenset[bytes] | set[bytes], ascii_keys: frozenset[bytes] | None = None
+    ) -> set[bytes]:
+        """The members of ``keys`` that are words of the text (as in ``word_bytes``).
+
+        ``ascii_keys``, the ASCII members of ``keys``, may be given by a caller
+        that asks often: the text's ASCII words are probed against it, and a
+        smaller set is faster to probe.
+        """
+        probe = keys if ascii_keys is None else ascii_keys
+        buffer = self.tokens
+        odd: set[bytes] | None = None if self.is_ascii or self._pairs is not None else set()
+        if len(buffer) <= _SMALL:
+            words = buffer.split()
+            found = set(probe.intersection(words))
+            if odd is not None:
+                odd.update(filterfalse(bytes.isascii, words))
+        else:
+            # One C loop of hash lookups a chunk at a time; a chunk holding a
+            # non-ASCII byte also gives up its odd tokens (the first time).
+            found = set()
+            for chunk in chunks(buffer):
+                words = chunk.split()
+                found.update(probe.intersection(words))
+                if odd is not None and not chunk.isascii():
+                    odd.update(_odd_in(chunk, words))
+        if self.is_ascii:
+            return found
+        if odd is not None:
+            self._set_odd(odd)
+        # An odd token is raw: only the words it normalises to count.
+        found = {w for w in found if w.isascii()}
+        found.update(keys.intersection(self._odd_words))
+        return found
+
+    def has_sequence(self, form: tuple[tuple[bytes, ...], ...]) -> bool:
+        """Whether words occur one after another, each in one of its forms."""
+        if self.is_ascii:
+            return _search(_sequence(tuple(f[:1] for f in form), ()), self.tokens)
+        tokens, words = self._odd_pairs()
+        if self._wordless is None:
+            # Blank (no word): nothing left once stripped. In C, not a call a token.
+            blank = map(not_, map(bytes.strip, words))
+            self._wordless = tuple(sorted(compress(tokens, blank)))
+        plain = tuple(f[:1] for f in form)
+        if (
+            len(self._wordless) <= _MAX_WORDLESS
+            and all(p[0].isascii() for p in plain)
+            and all(self._odd_words.isdisjoint(f) for f in form)
+        ):
+            # No odd token holds one of the words: they are ASCII tokens, next
+            # to each other or apart only by odd tokens that hold no word.
+            return _search(_sequence(plain, self._wordless), self.tokens)
+        return _search(_sequence(form, ()), self.word_bytes)
+
+    def _odd_pairs(self) -> tuple[list[bytes], list[bytes]]:
+        if self._pairs is None:
+            odd: set[bytes] = set()
+            for chunk in chunks(self.tokens):
+                if not chunk.isascii():
+                    odd.update(filterfalse(bytes.isascii, chunk.split()))
+            self._set_odd(odd)
+        assert self._pairs is not None
+        return self._pairs
+
+    def _set_odd(self, odd: set[bytes]) -> None:
+        tokens = list(odd)
+        words = _normalise_tokens(tokens)
+        self._pairs = (tokens, words)
+        self._odd_words = frozenset(b" ".join(words).split())
+
+
+def _odd_in(chunk: bytes, words: list[bytes]) -> Iterable[bytes]:
+    """The tokens of ``chunk`` (split into ``words``) that hold a non-ASCII byte."""
+    # A look at the first 4 KB first: in text full of non-ASCII words, that
+    # is enough to tell, and the whole chunk is not copied for nothing.
+    if len(chunk[:4_096].translate(None, _ASCII)) > _SPARSE:
+        return filterfalse(bytes.isascii, words)
+    high = chunk.translate(None, _ASCII)
+    if len(high) > _SPARSE:
+        return filterfalse(bytes.isascii, words)
+    # A few non-ASCII characters (curly quotes, a dash in English text): go to
+    # each, rather than test every token of the chunk.
+    found: list[bytes] = []
+    positions = sorted(
+        at
+        for lead in set(high)
+        if lead >= 0xC0  # the first byte of a character
+        for at in _occurrences(chunk, lead)
+    )
+    end = -1
+    for at in positions:
+        if at < end:
+            continue  # in the token just taken
+        start = chunk.rfind(b" ", 0, at) + 1
+        end = chunk.find(b" ", at)
+        if end < 0:
+            end = len(chunk)
+        found.append(chunk[start:end])
+    return found
+
+
+def _occurrences(chunk: bytes, byte: int) -> Iterator[int]:
+    at = chunk.find(byte)
+    while at >= 0:
+        yield at
+        at = chunk.find(byte, at + 1)
+
+
+_ASCII = bytes(range(128))
+# Up to this many non-ASCII bytes in a chunk, its odd tokens are found from
+# their positions; past it, by testing every token.
+_SPARSE = 256
+_SMALL = 4_096
+# Past this many distinct odd tokens without a word, sequences are confirmed
+# in word_bytes rather than by a pattern that skips them.
+_MAX_WORDLESS = 32
+_SPACE = ord(" ")
+
+
+@lru_cache(maxsize=4_096)
+def _sequence(form: tuple[tuple[bytes, ...], ...], skip: tuple[bytes, ...]) -> re.Pattern[bytes]:
+    """Words in sequence, separated by spaces and, between them, any of ``skip``."""
+    words = [
+        re.escape(f[0]) if len(f) == 1 else b"(?:" + b"|".join(map(re.escape, f)) + b")"
+        for f in form
+    ]
+    separator = rb" +"
+    if skip:
+        separator = rb"(?: +(?:" + b"|".join(map(re.escape, skip)) + rb"))* +"
+    return re.compile(separator.join(words) + rb"(?![^ ])")
+
+
+def _search(pattern: re.Pattern[bytes], haystack: bytes) -> bool:
+    # The pattern starts with a literal word (or a few), so re scans for it at
+    # C speed; the word boundary before it is checked here, only on a hit.
+    at = 0
+    while (match := pattern.search(haystack, at)) is not None:
+        start = match.start()
+        if start == 0 or haystack[start - 1] == _SPACE:
+            return True
+        at = start + 1
+    return False
 
 
 # For text with non-ASCII characters: ASCII bytes as in _ASCII_TABLE, every
-# byte of a multi-byte character kept (it is looked at again, below).
+# byte of a multi-byte character kept (its token is looked at again).
 _MIXED_TABLE = bytes(
     (c + 32 if 65 <= c <= 90 else c) if c in _WORD_BYTES or c >= 128 else 32 for c in range(256)
 )
-_NON_ASCII = re.compile(rb"[\x80-\xff]+")
+# Between tokens in the one string that all odd tokens are normalised as:
+# NFKC, casefold and the removal of invisible characters neither make nor
+# remove it, nor combine anything across it.
+_JOIN = "\x00"
+_NON_WORD = re.compile(r"[^\w\x00]+")
 
 
-def _piece_words(piece: str) -> bytes:
-    """The words of one piece, as in ``Text.word_bytes``."""
-    if piece.isascii():
-        return piece.encode("ascii").translate(_ASCII_TABLE)
-    # "surrogatepass": a lone surrogate (invalid, but a str can hold one) is
-    # encoded like any character instead of raising.
-    raw = piece.encode("utf-8", "surrogatepass")
-    buffer = raw.translate(_MIXED_TABLE)
-    out: list[bytes] = []
-    done = 0
-    for run in _non_ascii_runs(buffer):
-        if run.start() < done:
-            if done == len(buffer):
-                break  # the last token reached the end: nothing left to look at
-            continue  # another run inside the token just rewritten
-        # The token around the run, between two ASCII separators (which are
-        # never part of a character, so the slice decodes).
-        start = buffer.rfind(b" ", 0, run.start()) + 1
-        end = buffer.find(b" ", run.end())
+def _normalise_tokens(odd: list[bytes]) -> list[bytes]:
+    """The normalised words (keyed) of each odd token, UTF-8, separated by spaces.
+
+    Tokens seen before (in any text) come from a bounded memo: the words of
+    a language recur from turn to turn.
+    """
+    known = _KNOWN
+    # get(), never [] after a test: another thread may empty the memo between.
+    cached = list(map(known.get, odd))
+    if None not in cached:
+        return cached  # type: ignore[return-value]
+    missing = [t for t, w in zip(odd, cached, strict=True) if w is None]
+    fresh = dict(zip(missing, _normalise_fresh(missing), strict=True))
+    words = list(map(fresh.get, odd, cached))
+    if len(known) + len(fresh) > _KNOWN_SIZE:
+        known.clear()
+    if len(fresh) <= _KNOWN_SIZE and max(map(len, fresh)) <= _KNOWN_TOKEN:
+        known.update(fresh)  # the usual case, in one C call
+    else:
+        short = ((t, w) for t, w in fresh.items() if len(t) <= _KNOWN_TOKEN)
+        known.update(islice(short, _KNOWN_SIZE))
+    return words  # type: ignore[return-value]
+
+
+# The memo: at most this many tokens, each at most this many bytes (a long
+# token is rare and would hold memory for nothing).
+_KNOWN: dict[bytes, bytes] = {}
+_KNOWN_SIZE = 32_768
+_KNOWN_TOKEN = 64
+
+
+def _normalise_fresh(odd: list[bytes]) -> list[bytes]:
+    # One call of each kind for all of them: joined by _JOIN, normalised,
+    # every run of non-word characters made a space, split again.
+    normal = normalise(b"\x00".join(odd).decode("utf-8", "surrogatepass"))
+    spaced = _NON_WORD.sub(" ", normal)
+    parts = spaced.encode("utf-8", "surrogatepass").split(b"\x00")
+    if not has_lookalikes(normal):
+        return parts
+    keys = {}
+    for word in lookalike_words(set(spaced.replace(_JOIN, " ").split())):
+        key = match_key(word)
+        if key != word:
+            keys[word.encode("utf-8", "surrogatepass")] = key.encode("utf-8", "surrogatepass")
+    if keys:
+        parts = [
+            part if part.isascii() else b" ".join(keys.get(w, w) for w in part.split())
+            for part in parts
+        ]
+    return parts
+
+
+def fold_text(normalised: str) -> str:
+    """A normalised text with each disguised word replaced by its fold.
+
+    ``rеfund`` (Cyrillic ``е``) becomes ``refund``; words in one script, of
+    letters in use, are kept (see ``guardrails.confusables``).
+    """
+    return fold_words(normalised)
+
+
+def chunks(buffer: bytes) -> Iterator[bytes]:
+    """``buffer`` (words separated by spaces) in slices of about ``CHUNK`` bytes, cut between words.
+
+    Split and looked up a slice at a time, the word list stays small enough
+    for the CPU cache, and memory stays flat on long inputs.
+    """
+    start, size = 0, len(buffer)
+    while start < size:
+        end = buffer.find(b" ", start + CHUNK)
         if end < 0:
-            end = len(buffer)
-        token = normalise(raw[start:end].decode("utf-8", "surrogatepass"))
-        out.append(buffer[done:start])
-        out.append(" ".join(_WORDS.findall(token)).encode("utf-8", "surrogatepass"))
-        done = end
-    out.append(buffer[done:])
-    return b"".join(out)
+            end = size
+        yield buffer[start:end]
+        start = end
 
 
-def _non_ascii_runs(buffer: bytes) -> Iterator[re.Match[bytes]]:
-    # bytes.isascii() skips ASCII stretches at memory speed; the regular
-    # expression, 30x slower per byte, only looks inside the others.
-    for start in range(0, len(buffer), _STRETCH):
-        if not buffer[start : start + _STRETCH].isascii():
-            yield from _NON_ASCII.finditer(buffer, start, start + _STRETCH)
-
-
-_STRETCH = 1_024
+CHUNK = 32_768
 PIECE = 32_768
 
 
@@ -165,70 +410,3 @@ def pieces(text: str) -> list[str]:
         out.append(text[start:end])
         start = end
     return out
-
-
-def user_text(turn_input: Any, *, last_only: bool = False) -> str:
-    """The text the user wrote in ``turn_input``, user messages joined by newlines.
-
-    Accepts a ``str``; one message; or a list of messages as dicts or SDK
-    objects (anything with ``role`` and ``content``). Only ``user`` messages
-    count; ``last_only`` keeps the last one. Raises ``UsageError`` for input of
-    another shape.
-    """
-    if isinstance(turn_input, str):
-        return turn_input
-    if turn_input is None:
-        return ""
-    if _is_message(turn_input):
-        messages: list[Any] = [turn_input]
-    elif isinstance(turn_input, Iterable) and not isinstance(turn_input, bytes | bytearray):
-        messages = list(turn_input)
-    else:
-        raise UsageError(
-            f"turn input must be text or a list of messages, not {type(turn_input).__name__}"
-        )
-    texts: list[str] = []
-    for message in messages:
-        if isinstance(message, str):
-            texts.append(message)
-            continue
-        if not _is_message(message):
-            if _get(message, "type") is not None:
-                continue  # an item that is not a message (OpenAI Responses function calls)
-            raise UsageError(f"not a message: {type(message).__name__}")
-        if _get(message, "role") != "user":
-            continue
-        texts.append(content_text(_get(message, "content")))
-    if last_only:
-        return texts[-1] if texts else ""
-    return "\n".join(t for t in texts if t)
-
-
-def _is_message(obj: Any) -> bool:
-    return _get(obj, "role") is not None and _get(obj, "content", _MISSING) is not _MISSING
-
-
-_MISSING = object()
-
-
-def _get(obj: Any, key: str, default: Any = None) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(key, default)
-    return getattr(obj, key, default)
-
-
-def content_text(content: Any) -> str:
-    """The text blocks of one message's content, joined by newlines; other blocks skipped."""
-    if isinstance(content, str):
-        return content
-    if content is None or not isinstance(content, Iterable):
-        return ""
-    parts = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif _get(block, "type") in _TEXT_BLOCKS:
-            text = _get(block, "text")
-            if isinstance(text, str):
-                parts.append(text)
-    return "\n".join(parts)

@@ -1,11 +1,13 @@
 """Literal triggers: forbidden subjects in the user's text. A pre_turn rule.
 
-Terms and text are compared after NFKC and casefold (``ＲＥＦＵＮＤ``,
-``Refund`` and ``refund`` are one term). By default a term matches whole words
+Terms and text are compared after the removal of invisible characters, NFKC
+and casefold (``ＲＥＦＵＮＤ``, ``Refund`` and ``refund`` are one term), and a
+disguised word is compared as what it imitates (``rеfund`` with a Cyrillic
+``е``; see ``guardrails.confusables``). By default a term matches whole words
 only (``refund`` does not match ``refundable``). The text's words are
-computed once per turn (``Text.word_bytes``: UTF-8 words separated by
-spaces); every word of every term sits in one set, and the words are looked up
-32 KB at a time (C loops of hash lookups). A multi-word term (``credit card``)
+computed once per turn (``Text``); every form of every word of every term sits
+in one set, and the text's words are looked up 32 KB at a time (C loops of
+hash lookups, ``Text.present``). A multi-word term (``credit card``)
 is indexed by its first word and confirmed by one regular-expression search
 only when all its words occur; its words may be separated by anything that is
 not a word character. The cost grows with the text, hardly with the number of
@@ -22,6 +24,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..confusables import MARK, fold, fold_words, match_key
 from ..context import GuardResult
 from ..errors import ConfigurationError
 from ..guard import Guard
@@ -41,11 +44,12 @@ class TermSet:
     """A set of terms compiled once; ``find(text)`` returns the terms found."""
 
     __slots__ = (
+        "_ascii_keys",
         "_keys",
         "_multi",
-        "_patterns",
         "_scan",
         "_single",
+        "_substring",
         "terms",
         "word_boundary",
     )
@@ -63,22 +67,28 @@ class TermSet:
             originals.setdefault(key, term)
         self.terms: dict[str, str] = originals  # normalised -> as given
         self.word_boundary = word_boundary
-        # Words are UTF-8 bytes, as in Text.word_bytes. Single-word terms: the
-        # word -> the term as given (what find() reports).
-        self._single: dict[bytes, str] = {}
-        # Multi-word terms by their first word: (all the words, term as given).
-        self._multi: dict[bytes, list[tuple[tuple[bytes, ...], str]]] = {}
-        # Compiled on first need: most multi-word terms never get that far.
-        self._patterns: dict[tuple[bytes, ...], re.Pattern[bytes]] = {}
+        # Words are UTF-8 bytes, as in Text.word_bytes. Single-word terms: each
+        # form the word may take in the text -> the term as given.
+        self._single: dict[bytes, list[str]] = {}
+        # Multi-word terms by every form of their first word: (the forms of
+        # each word, the term as given).
+        self._multi: dict[bytes, list[tuple[_Form, str]]] = {}
         self._scan: Any = None
+        self._substring: dict[str, str] = {}
         if word_boundary:
             self._compile_words()
         else:
-            self._scan = _substring_scanner(list(originals))
-        # Every word of every term: the one set the text's words are checked against.
+            # A disguised term (a stray look-alike in it) is also looked for folded.
+            self._substring = {fold_words(key): term for key, term in originals.items()}
+            self._substring.update(originals)
+            self._scan = _substring_scanner(list(self._substring))
+        # Every form of every word of every term: the one set the text's words
+        # are checked against.
         self._keys = frozenset(self._single).union(
-            *(form for forms in self._multi.values() for form, _ in forms)
+            *(alts for forms in self._multi.values() for form, _ in forms for alts in form)
         )
+        # The ones an ASCII word of the text can equal: half as many to probe.
+        self._ascii_keys = frozenset(k for k in self._keys if k.isascii() and k[:1] != _MARK)
 
     def _compile_words(self) -> None:
         for key, original in self.terms.items():
@@ -87,11 +97,13 @@ class TermSet:
                 raise ConfigurationError(
                     f"term {original!r} has no word characters; use word_boundary=False"
                 )
-            form = tuple(w.encode("utf-8", "surrogatepass") for w in words)
+            form = tuple(_forms(w) for w in words)
             if len(form) == 1:
-                self._single[form[0]] = original
+                for alt in form[0]:
+                    self._single.setdefault(alt, []).append(original)
             else:
-                self._multi.setdefault(form[0], []).append((form, original))
+                for alt in form[0]:
+                    self._multi.setdefault(alt, []).append((form, original))
 
     def __len__(self) -> int:
         return len(self.terms)
@@ -101,67 +113,43 @@ class TermSet:
         if not isinstance(text, Text):
             text = Text(text)
         if not self.word_boundary:
-            return frozenset(self.terms[k] for k in self._scan(text.normalised))
-        # Which of the terms' words occur at all: C loops of hash lookups over
-        # the text's words (no set of the text is built).
-        present = _present(self._keys, text.word_bytes)
+            found = self._scan(text.normalised)
+            if text.folded is not text.normalised:
+                found |= self._scan(text.folded)
+            return frozenset(self._substring[k] for k in found)
+        # Which forms of the terms' words occur at all: C loops of hash lookups.
+        present = text.present(self._keys, self._ascii_keys)
         if not present:
             return frozenset()
         single = self._single
-        found = {single[w] for w in present if w in single}
+        found = {term for w in present if w in single for term in single[w]}
         multi = self._multi
         for first in present.intersection(multi) if multi else ():
             for form, original in multi[first]:
-                # Confirmed only when all of its words occur somewhere; then
+                # Confirmed only when each of its words occurs somewhere; then
                 # one regular-expression search finds them in sequence.
-                if present.issuperset(form) and self._in_sequence(form, text):
+                if (
+                    original not in found
+                    and all(not present.isdisjoint(a) for a in form)
+                    and text.has_sequence(form)
+                ):
                     found.add(original)
         return frozenset(found)
 
-    def _in_sequence(self, form: tuple[bytes, ...], text: Text) -> bool:
-        pattern = self._patterns.get(form)
-        if pattern is None:
-            pattern = self._patterns[form] = _sequence_pattern(form)
-        haystack = text.word_bytes
-        # The pattern starts with the literal first word, so re scans for it at
-        # C speed; the word boundary before it is checked here, only on a hit.
-        at = 0
-        while (match := pattern.search(haystack, at)) is not None:
-            start = match.start()
-            if start == 0 or haystack[start - 1] == _SPACE:
-                return True
-            at = start + 1
-        return False
+
+_MARK = MARK.encode()
 
 
-_SPACE = ord(" ")
+# The forms one word of a term may take in Text.word_bytes, most likely first.
+_Form = tuple[tuple[bytes, ...], ...]
 
 
-def _sequence_pattern(form: tuple[bytes, ...]) -> re.Pattern[bytes]:
-    # In Text.word_bytes, words are separated by spaces and nothing else.
-    return re.compile(rb" +".join(map(re.escape, form)) + rb"(?![^ ])")
-
-
-# Split and looked up a piece at a time, the word list stays small enough for
-# the CPU cache (about 1.5x faster over 1 MB than one list) and memory stays
-# flat on a 10 MB input.
-_CHUNK = 32_768
-
-
-def _present(keys: frozenset[Any], buffer: bytes) -> frozenset[Any] | set[Any]:
-    """The members of ``keys`` among the words of ``buffer`` (``Text.word_bytes``)."""
-    if len(buffer) <= _CHUNK:
-        return keys.intersection(buffer.split())
-    present: set[Any] = set()
-    lookup = keys.intersection
-    start, size = 0, len(buffer)
-    while start < size:
-        end = buffer.find(b" ", start + _CHUNK)  # cut between words, never inside one
-        if end < 0:
-            end = size
-        present.update(lookup(buffer[start:end].split()))
-        start = end
-    return present
+def _forms(word: str) -> tuple[bytes, ...]:
+    """The word as single-script text holds it, and as a disguised (folded) word."""
+    folded = fold(word)
+    plain = folded if match_key(word) != word else word
+    forms = dict.fromkeys((plain, MARK + folded))
+    return tuple(f.encode("utf-8", "surrogatepass") for f in forms)
 
 
 def _substring_scanner(keys: list[str]) -> Any:

@@ -171,18 +171,35 @@ def test_trigger_sees_through_invisible_characters_inside_terms(kind: str, ledge
     assert "issue_refund" not in decision.offered
 
 
-# Look-alikes from other scripts and combining marks are *not* folded: matching
-# them needs a confusables table (Unicode TS #39), which triggers do not use.
-# Recorded here so that a change is noticed; docs/reliability.md lists them.
-NOT_FOLDED: dict[str, str] = {
+# Look-alikes from other scripts inside a Latin word are folded (UTS #39
+# confusables; docs/rules/triggers.md), as are look-alikes in use in no language.
+FOLDED: dict[str, str] = {
     "cyrillic_e": "r\u0435fund",
     "cyrillic_i_in_word": "cred\u0456t card",
+    "cyrillic_a_in_multi_word": "credit c\u0430rd",
+    "greek_upsilon": "ref\u03c5nd",
+    "small_capital_u": "ref\u1d1cnd",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(FOLDED))
+def test_trigger_sees_through_look_alikes_from_other_scripts(kind: str, ledger: Any) -> None:
+    decision = engine(refund_trigger()).turn().pre_turn(f"please {FOLDED[kind]} it")
+
+    ledger.add("trigger_lookalikes", inputs=1)
+    assert "issue_refund" not in decision.offered
+
+
+# A combining accent makes another letter (``re\u0301fund`` is ``réfund``),
+# not a look-alike: not folded, by design. Recorded so that a change is noticed;
+# docs/reliability.md lists it.
+NOT_FOLDED: dict[str, str] = {
     "combining_acute": "re\u0301fund",
 }
 
 
 @pytest.mark.parametrize("kind", sorted(NOT_FOLDED))
-def test_cross_script_look_alikes_are_a_documented_gap(kind: str, ledger: Any) -> None:
+def test_an_accent_is_not_a_look_alike(kind: str, ledger: Any) -> None:
     decision = engine(refund_trigger()).turn().pre_turn(f"please {NOT_FOLDED[kind]} it")
 
     ledger.add("trigger_lookalikes", inputs=1, known_gaps=1)

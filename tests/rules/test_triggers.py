@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import bisect
+import json
 import re
+from importlib.resources import files
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -110,13 +114,19 @@ def test_no_match_passes() -> None:
 
 # -- against a slow, obviously right reference ----------------------------------
 
-_words = st.sampled_from(["refund", "card", "credit", "ok", "Straße", "ＲＥＦＵＮＤ", "café", "x1"])
+_WORD_LIST = [
+    *["refund", "card", "credit", "ok", "Straße", "ＲＥＦＵＮＤ", "café", "x1"],
+    # Look-alikes: Cyrillic е in a Latin word; Russian сор; Latin c + Cyrillic ор.
+    *["rеfund", "crеdit", "сор", "cop", "cор"],
+]
+_words = st.sampled_from(_WORD_LIST)
 _seps = st.sampled_from([" ", "  ", ", ", "-", ".\n", "_", "", "—"])
 
 
-def _reference(terms: list[str], text: str) -> set[str]:
-    # The whole text normalised at once (NFKC, casefold, invisible characters
-    # removed), then one regular expression per term.
+def _reference_today(terms: list[str], text: str) -> set[str]:
+    # Matching without look-alike folding: the whole text normalised at once
+    # (NFKC, casefold, invisible characters removed), then one regular
+    # expression per term.
     norm = normalise(text)
     found = set()
     for term in terms:
@@ -128,6 +138,75 @@ def _reference(terms: list[str], text: str) -> set[str]:
     return found
 
 
+# An independent reading of the confusables data, for the reference below: a
+# word's scripts as sets, Common and Inherited going with any script.
+_DATA = json.loads(files("guardrails").joinpath("_confusables.json").read_text(encoding="utf-8"))
+_STARTS = [first for first, _, _ in _DATA["scripts"]]
+_TOGETHER = {
+    "Hani": {"Hani", "Hanb", "Jpan", "Kore"},
+    "Hira": {"Hira", "Jpan"},
+    "Kana": {"Kana", "Jpan"},
+    "Hang": {"Hang", "Kore"},
+    "Bopo": {"Bopo", "Hanb"},
+}
+
+
+def _scripts(ch: str) -> set[str] | None:
+    at = bisect.bisect_right(_STARTS, ord(ch)) - 1
+    if at < 0 or ord(ch) > _DATA["scripts"][at][1]:
+        return None  # Common, Inherited or unassigned: any script
+    return set().union(*(_TOGETHER.get(n, {n}) for n in _DATA["scripts"][at][2].split()))
+
+
+def _is_mixed(word: str) -> bool:
+    resolved: set[str] | None = None
+    for ch in word:
+        scripts = _scripts(ch)
+        if scripts is not None:
+            resolved = scripts if resolved is None else resolved & scripts
+            if not resolved:
+                return True
+    return False
+
+
+def _fold(word: str) -> str:
+    return normalise("".join(_DATA["fold"].get(ch, ch) for ch in word))
+
+
+def _key(word: str) -> str:
+    """A word of the text as it is matched: folded (and marked) when a disguise."""
+    disguise = _is_mixed(word) or any(ch in _DATA["uncommon"] for ch in word)
+    if word.isascii() or not disguise or _fold(word) == word:
+        return word
+    return "\0" + _fold(word)
+
+
+def _term_forms(word: str) -> set[str]:
+    """A word of a term matches a text word keyed as either of these."""
+    return {_fold(word) if _key(word) != word else word, "\0" + _fold(word)}
+
+
+def _reference(terms: list[str], text: str) -> set[str]:
+    # The whole text normalised, its words keyed one by one; each term's words
+    # looked for in sequence in that list.
+    keys = [_key(w) for w in re.findall(r"\w+", normalise(text))]
+    found = set()
+    for term in terms:
+        forms = [_term_forms(w) for w in re.findall(r"\w+", normalise(term))]
+        n = len(forms)
+        if any(all(keys[i + j] in forms[j] for j in range(n)) for i in range(len(keys) - n + 1)):
+            found.add(term)
+    return found
+
+
+def _as_given(terms: list[str], found: set[str]) -> set[str]:
+    # Several spellings of one term (REFUND, ＲＥＦＵＮＤ) are reported once, as first given.
+    first: dict[str, str] = {}
+    for t in terms:
+        first.setdefault(normalise(t), t)
+    return {first[normalise(t)] for t in found}
+
+
 @given(
     st.lists(st.lists(_words, min_size=1, max_size=2).map(" ".join), min_size=1, max_size=6),
     st.lists(st.tuples(_words, _seps), max_size=12),
@@ -136,13 +215,7 @@ def test_word_mode_agrees_with_a_regex_reference(
     terms: list[str], pieces: list[tuple[str, str]]
 ) -> None:
     text = "".join(w + s for w, s in pieces)
-    expected = _reference(terms, text)
-    found = TermSet(terms).find(text)
-    # Several spellings of one term (REFUND, ＲＥＦＵＮＤ) are reported once, as first given.
-    first = {}
-    for t in terms:
-        first.setdefault(normalise(t), t)
-    assert found == {first[normalise(t)] for t in expected}
+    assert TermSet(terms).find(text) == _as_given(terms, _reference(terms, text))
 
 
 @given(
@@ -186,17 +259,17 @@ def test_a_multi_word_term_needs_a_word_boundary_before_it() -> None:
 def test_chunked_lookup_finds_the_same_words_as_one_split(
     words: list[str], data: st.DataObject
 ) -> None:
-    import guardrails.rules.triggers as triggers
+    import guardrails.text as text_module
 
     text = Text(" ".join(words) + ", refund.")
     keys = frozenset({b"ab", b"cd", b"refund", b"zz"})
     chunk = data.draw(st.integers(1, 40))
-    original = triggers._CHUNK
-    triggers._CHUNK = chunk
+    original = text_module.CHUNK, text_module._SMALL
+    text_module.CHUNK, text_module._SMALL = chunk, 0
     try:
-        chunked = triggers._present(keys, text.word_bytes)
+        chunked = text.present(keys)
     finally:
-        triggers._CHUNK = original
+        text_module.CHUNK, text_module._SMALL = original
     assert chunked == keys.intersection(text.word_bytes.split())
 
 
@@ -217,6 +290,11 @@ _mixed = st.sampled_from(
         "re\u200bfund",
         "“x”",
         "—",
+        "rеfund",
+        "cор",
+        "сор",
+        "Tシャツ",
+        "k팝",
     ]
 )
 
@@ -240,38 +318,185 @@ def test_pieces_of_mixed_text_match_as_the_whole_text_would(
         found = TermSet(terms).find(text)
     finally:
         text_module.PIECE = original
-    first: dict[str, str] = {}
-    for t in terms:
-        first.setdefault(normalise(t), t)
-    assert found == {first[normalise(t)] for t in _reference(terms, raw)}
+    assert found == _as_given(terms, _reference(terms, raw))
 
 
 @given(
-    st.lists(st.sampled_from(["refund", "credit card", "café", "ß", "ǆ"]), min_size=1, max_size=4),
+    st.lists(
+        st.sampled_from(["refund", "credit card", "café", "ß", "ǆ", "cop", "сор", "rеfund", "k팝"]),
+        min_size=1,
+        max_size=4,
+    ),
     st.lists(st.one_of(st.text(max_size=8), _mixed), max_size=10).map(" ".join),
     st.integers(1, 6),
     st.integers(1, 9),
 )
 def test_any_unicode_text_matches_as_the_reference_does(
-    terms: list[str], raw: str, piece: int, stretch: int
+    terms: list[str], raw: str, piece: int, chunk: int
 ) -> None:
     import guardrails.text as text_module
 
-    # Small pieces and stretches: every cut between them is exercised.
-    original = text_module.PIECE, text_module._STRETCH
-    text_module.PIECE = piece
-    text_module._STRETCH = stretch
+    # Small pieces and chunks: every cut between them is exercised.
+    original = text_module.PIECE, text_module.CHUNK
+    text_module.PIECE, text_module.CHUNK = piece, chunk
     try:
         found = TermSet(terms).find(raw)
     finally:
-        text_module.PIECE, text_module._STRETCH = original
-    first: dict[str, str] = {}
-    for t in terms:
-        first.setdefault(normalise(t), t)
-    assert found == {first[normalise(t)] for t in _reference(terms, raw)}
+        text_module.PIECE, text_module.CHUNK = original
+    assert found == _as_given(terms, _reference(terms, raw))
 
 
 def test_a_long_text_without_spaces_is_one_word() -> None:
     text = "退款" * 500_000 + " refund"
     assert TermSet(["refund", "退款"]).find(text) == {"refund"}
     assert TermSet(["退款退款"], word_boundary=False).find(text) == {"退款退款"}
+
+
+# -- look-alike characters ---------------------------------------------------------
+
+
+def test_look_alikes_of_a_term_match_it() -> None:
+    terms = TermSet(["refund", "credit card"])
+    for text in (
+        "rеfund",
+        "ｒefund",
+        "r\u200befund",
+        "RЕFUND",
+        "refᴜnd",
+        "ꭇefund",
+        "rеfυnd",
+        "refunԁ",
+    ):
+        assert terms.find(text) == {"refund"}, text
+    for text in ("crеdit cаrd", "credit — card", "“crеdit” card", "CRЕDIT-CARD"):
+        assert terms.find(text) == {"credit card"}, text
+    assert terms.find("rеfundable") == frozenset()  # still whole words
+
+
+def test_a_word_in_another_script_does_not_match_an_english_term() -> None:
+    # Russian сор ("litter") is written with letters that look like c, o, p.
+    assert TermSet(["cop", "xop", "yxo"]).find("Сор на полу, хор в зале, ухо") == frozenset()
+    # ... but a Latin word disguised with one of them is a disguise.
+    assert TermSet(["cop"]).find("a cор here") == {"cop"}
+
+
+def test_a_term_in_another_script_matches_its_own_script_and_its_disguises() -> None:
+    terms = TermSet(["сор"])
+    assert terms.find("Сор на полу") == {"сор"}
+    assert terms.find("english cop") == frozenset()
+    assert terms.find("mixed cор") == {"сор"}  # Latin c + Cyrillic ор
+
+
+def test_a_mixed_script_term_matches_the_word_it_imitates() -> None:
+    # A term typed with a stray Cyrillic е is taken as the word it looks like.
+    assert TermSet(["rеfund"]).find("refund please") == {"rеfund"}
+    assert TermSet(["rеfund"]).find("rеfund please") == {"rеfund"}
+
+
+def test_substring_mode_folds_look_alikes_too() -> None:
+    terms = TermSet(["refund", "сор"], word_boundary=False)
+    assert terms.find("rеfundable") == {"refund"}
+    assert terms.find("Сорт") == {"сор"}
+    assert terms.find("cop") == frozenset()
+    assert TermSet(["rеfund"], word_boundary=False).find("refundable") == {"rеfund"}
+
+
+@given(
+    st.lists(st.lists(_words, min_size=1, max_size=2).map(" ".join), min_size=1, max_size=5),
+    st.lists(st.tuples(_words, _seps), max_size=12),
+)
+def test_text_without_disguised_words_matches_as_it_did_before_folding(
+    terms: list[str], parts: list[tuple[str, str]]
+) -> None:
+    text = "".join(w + s for w, s in parts)
+    words = re.findall(r"\w+", normalise(" ".join([text, *terms])))
+    if any(_key(w) != w for w in words):
+        return  # a disguised word, in the text or a term: folding is meant to change the result
+    assert TermSet(terms).find(text) == _as_given(terms, _reference_today(terms, text))
+
+
+def test_the_generated_texts_reach_the_folding_branch() -> None:
+    # The words the properties above draw from include disguised words (so
+    # folding runs), and pairs of them where a term matches only thanks to it.
+    reached = [
+        (text, term)
+        for text in _WORD_LIST
+        for term in _WORD_LIST
+        if _reference([term], text) and not _reference_today([term], text)
+    ]
+    assert ("rеfund", "refund") in reached and ("cор", "сор") in reached
+    for text, term in reached:
+        assert TermSet([term]).find(text) == {term}, (text, term)
+
+
+_CORPUS = json.loads(
+    (Path(__file__).resolve().parent.parent / "data" / "ordinary_text.json").read_text("utf-8")
+)
+_LATIN_LOOKALIKES = {"a": "а", "c": "с", "e": "е", "o": "о", "p": "р", "x": "х", "y": "у"}
+
+
+def _corpus_terms() -> list[str]:
+    """Every word of the corpus, and the ASCII word each folds to when it folds to one."""
+    words = sorted({w for text in _CORPUS.values() for w in re.findall(r"\w+", text)})
+    images = {_fold(normalise(w)) for w in words}
+    return words + sorted(i for i in images if i.isascii() and i not in words)
+
+
+def test_folding_adds_no_match_to_ordinary_text_in_several_languages() -> None:
+    terms = _corpus_terms()
+    # The corpus reaches the folding code: words in Cyrillic, Greek, Hangul...
+    # fold to ASCII images that are terms here, and a few words are mixed-script.
+    assert sum(1 for t in terms if t.isascii() and not any(t in x for x in _CORPUS.values())) > 20
+    assert any(_key(w) != w for x in _CORPUS.values() for w in re.findall(r"\w+", normalise(x)))
+    matcher = TermSet(terms)
+    for language, text in _CORPUS.items():
+        assert matcher.find(text) == _as_given(terms, _reference_today(terms, text)), language
+
+
+@given(st.sampled_from(sorted(_CORPUS)), st.data())
+def test_disguising_words_of_ordinary_text_keeps_every_match(
+    language: str, data: st.DataObject
+) -> None:
+    text = _CORPUS[language]
+    latin = sorted({w for w in re.findall(r"\w+", text) if w.isascii() and w.isalpha()})
+    if not latin:
+        return
+    terms = latin[:40]
+    # Replace one letter of some words by a Cyrillic look-alike (a word of one
+    # letter would become a Cyrillic word, which is not a disguise).
+    chosen = data.draw(st.sets(st.sampled_from([t for t in terms if len(t) > 1]), max_size=10))
+    disguised = text
+    for word in chosen:
+        at = next((i for i, c in enumerate(word) if c in _LATIN_LOOKALIKES), None)
+        if at is not None:
+            fake = word[:at] + _LATIN_LOOKALIKES[word[at]] + word[at + 1 :]
+            disguised = re.sub(rf"(?<!\w){word}(?!\w)", fake, disguised)
+    matcher = TermSet(terms)
+    assert matcher.find(disguised) == matcher.find(text)
+
+
+def test_letters_in_use_and_ascii_are_never_folded() -> None:
+    terms = TermSet(["kiz", "lukasz", "dien", "atencao", "cafe", "modern", "ooo", "aooo"])
+    text = "kızım Łukasz điện atenção café modem 000 a000 аооо"  # the last is all Cyrillic
+    assert terms.find(text) == frozenset()
+
+
+def test_a_word_spelt_entirely_in_another_script_is_not_caught() -> None:
+    # Documented: folding it would make ordinary Russian text match English terms.
+    assert TermSet(["scope"]).find("ѕсоре") == frozenset()  # all Cyrillic
+    assert TermSet(["scope"]).find("sсоре") == {"scope"}  # Latin s: a disguise
+
+
+def test_every_word_of_an_english_paragraph_disguised_still_matches() -> None:
+    text = _CORPUS["en"]
+    terms = sorted({w for w in re.findall(r"\w+", text) if w.isascii() and len(w) > 1})
+    disguised = text
+    for word in terms:
+        at = next((i for i, c in enumerate(word) if c in _LATIN_LOOKALIKES), None)
+        if at is not None:
+            fake = word[:at] + _LATIN_LOOKALIKES[word[at]] + word[at + 1 :]
+            disguised = re.sub(rf"(?<!\w){word}(?!\w)", fake, disguised)
+    assert sum(1 for c in disguised if not c.isascii()) > 40  # the branch is reached
+    matcher = TermSet(terms)
+    assert matcher.find(disguised) == matcher.find(text)
+    assert len(matcher.find(text)) == len(matcher)  # every term, once each

@@ -1,0 +1,220 @@
+"""Look-alike characters: folding a disguised word to what it imitates.
+
+``rеfund`` written with a Cyrillic ``е`` is not the word ``refund`` to a
+computer, but is to a reader. Unicode's confusables data (UTS #39) gives each
+character the text it can be mistaken for; ``fold`` replaces every non-ASCII
+character of a normalised word by that text (Cyrillic ``е`` -> ``e``, Greek
+``ο`` -> ``o``).
+
+Only disguised words are folded when text is matched (``match_key``): a word
+whose letters come from two scripts never written together (Latin and
+Cyrillic, Latin and Greek), or that holds a look-alike no language writes
+today (``ɑ``, ``ɡ``, small capitals: not "Recommended" in UTS #39). A word in
+one script, of letters in use, is ordinary writing: the Russian ``сор`` stays
+Russian and never matches the English ``cop``, the Turkish ``kız`` keeps its
+``ı``, and ``cор`` (Latin ``c``, Cyrillic ``ор``) matches both ``cop`` and ``сор``.
+Scripts are compared as UTS #39 does ("resolved script sets", with Han,
+Hiragana and Katakana together as Japanese, Han and Hangul as Korean): the
+Japanese ``東京タワー`` is one script. ASCII is never folded (``m`` and ``rn``
+stay different words: ``modem`` must not match ``modern``).
+
+The data (``_confusables.json``) is generated from ICU's UTS #39 skeletons
+and Script_Extensions by ``scripts/gen_confusables.py``, and loaded on first use.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+import unicodedata
+from collections.abc import Collection
+from functools import cache, reduce
+from importlib.resources import files
+from operator import and_
+
+__all__ = [
+    "MARK",
+    "FoldData",
+    "data",
+    "fold",
+    "fold_words",
+    "has_lookalikes",
+    "is_mixed_script",
+    "lookalike_words",
+    "match_key",
+]
+
+# Put before a folded word in ``Text.word_bytes``: never in a word, not
+# whitespace for ``bytes.split``, so a folded word is one token that no word
+# of single-script text can equal.
+MARK = "\x00"
+
+# Characters whose script set is remembered (every letter of the common
+# scripts fits many times over; text made of rare characters cannot grow it).
+_CACHE_SIZE = 65_536
+
+# UTS #39 augmented script sets: Han is also Japanese, Korean and Han with
+# Bopomofo; Hiragana and Katakana are Japanese; Hangul is Korean.
+_AUGMENT = {
+    "Hani": ("Hani", "Hanb", "Jpan", "Kore"),
+    "Hira": ("Hira", "Jpan"),
+    "Kana": ("Kana", "Jpan"),
+    "Hang": ("Hang", "Kore"),
+    "Bopo": ("Bopo", "Hanb"),
+}
+
+
+class FoldData:
+    """The loaded tables: the fold (a ``str.translate`` table), the look-alikes
+    in use in no language, and the script ranges."""
+
+    __slots__ = (
+        "_bmp",
+        "_ends",
+        "_lookalike_word",
+        "_masks",
+        "_starts",
+        "cache",
+        "foldable",
+        "foldable_astral",
+        "source",
+        "table",
+        "uncommon",
+    )
+
+    def __init__(self, raw: dict[str, object]) -> None:
+        fold = raw["fold"]
+        scripts = raw["scripts"]
+        if not isinstance(fold, dict) or not isinstance(scripts, list):
+            raise ValueError("malformed confusables data")
+        self.source = str(raw.get("source", ""))
+        self.uncommon = frozenset(str(raw.get("uncommon", "")))
+        self.table: dict[int, str] = {ord(k): v for k, v in fold.items()}
+        # Whether a text holds any foldable character: one character class for
+        # the Basic Multilingual Plane (re tests it with a bitmap), one for the
+        # rest (a list of ranges, slow: searched only when needed).
+        codes = sorted(self.table)
+        self._bmp = _char_class([c for c in codes if c <= 0xFFFF])
+        self.foldable = re.compile(self._bmp)
+        self.foldable_astral = re.compile(_char_class([c for c in codes if c > 0xFFFF]))
+        self._lookalike_word: re.Pattern[str] | None = None
+        bits: dict[str, int] = {}
+
+        def bit(name: str) -> int:
+            return bits.setdefault(name, 1 << len(bits))
+
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+        self._masks: list[int] = []
+        for first, last, names in scripts:
+            mask = 0
+            for name in names.split():
+                for member in _AUGMENT.get(name, (name,)):
+                    mask |= bit(member)
+            self._starts.append(first)
+            self._ends.append(last)
+            self._masks.append(mask)
+        # Per character, filled on first sight (at most _CACHE_SIZE of them).
+        self.cache: dict[str, int] = {}
+
+    def lookalike_word(self) -> re.Pattern[str]:
+        """A word holding a foldable character (compiled on first use: a class
+        of thousands of characters takes tens of milliseconds to compile)."""
+        if self._lookalike_word is None:
+            # \b at its start keeps the search linear.
+            self._lookalike_word = re.compile(rf"\b\w*?{self._bmp}\w*")
+        return self._lookalike_word
+
+    def mask(self, ch: str) -> int:
+        """The script set of ``ch`` as bits; -1 (every script) for Common and Inherited."""
+        cp = ord(ch)
+        at = bisect.bisect_right(self._starts, cp) - 1
+        value = self._masks[at] if at >= 0 and cp <= self._ends[at] else -1
+        if len(self.cache) < _CACHE_SIZE:
+            self.cache[ch] = value
+        return value
+
+
+def _char_class(codes: list[int]) -> str:
+    ranges: list[list[int]] = []
+    for cp in codes:
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    parts = (
+        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+        for a, b in ranges
+    )
+    return "[" + "".join(parts) + "]"
+
+
+@cache
+def data() -> FoldData:
+    """The confusables tables, loaded once."""
+    text = files("guardrails").joinpath("_confusables.json").read_text(encoding="utf-8")
+    return FoldData(json.loads(text))
+
+
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_WORDS = re.compile(r"\w+")
+
+
+def has_lookalikes(text: str) -> bool:
+    """Whether ``text`` (normalised) holds any character that ``fold`` changes."""
+    tables = data()
+    if tables.foldable.search(text):
+        return True
+    return bool(_ASTRAL.search(text)) and bool(tables.foldable_astral.search(text))
+
+
+def lookalike_words(words: Collection[str]) -> list[str]:
+    """Those of ``words`` (normalised) that ``fold`` changes."""
+    tables = data()
+    if _ASTRAL.search(" ".join(words)):
+        return [w for w in words if w.translate(tables.table) != w]
+    return list(filter(tables.foldable.search, words))
+
+
+def fold_words(text: str) -> str:
+    """``text`` (normalised) with each disguised word replaced by its fold."""
+    if text.isascii() or not has_lookalikes(text):
+        return text
+    pattern = _WORDS if _ASTRAL.search(text) else data().lookalike_word()
+    return pattern.sub(_fold_match, text)
+
+
+def _fold_match(match: re.Match[str]) -> str:
+    word = match.group()
+    key = match_key(word)
+    return key[1:] if key.startswith(MARK) else word
+
+
+def is_mixed_script(word: str) -> bool:
+    """Whether the letters of ``word`` come from scripts never written together."""
+    tables = data()
+    try:
+        # All in C: one dict lookup per character, the script sets and-ed.
+        return not reduce(and_, map(tables.cache.__getitem__, word), -1)
+    except KeyError:
+        return not reduce(and_, map(tables.mask, word), -1)
+
+
+def fold(word: str) -> str:
+    """``word`` (normalised) with every non-ASCII look-alike replaced by what it imitates."""
+    folded = word.translate(data().table)
+    if folded == word:
+        return word
+    return unicodedata.normalize("NFKC", folded).casefold()
+
+
+def match_key(word: str) -> str:
+    """What a normalised word is matched as: itself, or ``MARK`` + its fold when it
+    is a disguise (mixed-script, or holding a look-alike no language writes)."""
+    if word.isascii():
+        return word
+    if not is_mixed_script(word) and data().uncommon.isdisjoint(word):
+        return word
+    folded = fold(word)
+    return word if folded == word else MARK + folded
