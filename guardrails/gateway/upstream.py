@@ -1,0 +1,199 @@
+"""One upstream MCP server, kept connected: started, watched, restarted with backoff.
+
+A supervisor task owns the ``mcp.Client`` (it is entered and left in that
+task). Calls borrow it. A call to an upstream that is down fails at once with
+``UpstreamUnavailable`` (the model sees ``unavailable``); a broken connection
+or a crash during a call raises ``UpstreamFailed`` (``error``); a call that
+outlives its timeout raises ``TimeoutError`` (``error``) and makes the
+supervisor ping the upstream, restarting it if the ping fails too. Nothing the
+upstream says travels in these exceptions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+
+from ..errors import StopRun
+from .config import UpstreamConfig
+from .metrics import GatewayCounters
+
+__all__ = ["Backoff", "Upstream", "UpstreamFailed", "UpstreamUnavailable"]
+
+log = logging.getLogger("guardrails.gateway")
+
+_MAX_PAGES = 100
+
+
+class UpstreamUnavailable(StopRun):
+    """The upstream is down (starting, or restarting after a failure)."""
+
+
+class UpstreamFailed(RuntimeError):
+    """The upstream's connection broke, or it answered something that is not a result."""
+
+
+class Backoff:
+    """Delays between restarts: ``initial`` doubling up to ``maximum``, reset on success."""
+
+    def __init__(self, initial: float = 0.25, maximum: float = 30.0) -> None:
+        self.initial = initial
+        self.maximum = maximum
+        self.delay = initial
+
+    def next(self) -> float:
+        delay = self.delay
+        self.delay = min(self.delay * 2, self.maximum)
+        return delay
+
+    def reset(self) -> None:
+        self.delay = self.initial
+
+
+class Upstream:
+    """The connection to one upstream, and the tools it listed when it last connected."""
+
+    def __init__(
+        self,
+        config: UpstreamConfig,
+        counters: GatewayCounters,
+        *,
+        backoff: Backoff | None = None,
+        health_interval: float = 15.0,
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self.counters = counters
+        self.backoff = backoff or Backoff()
+        self.health_interval = health_interval
+        self.tools: list[Any] = []
+        self._client: Any = None
+        self._broken = anyio.Event()
+        self._wake = anyio.Event()
+
+    # -- calls ----------------------------------------------------------------
+
+    async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
+        """The upstream's ``CallToolResult``; raises as the module docstring says."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
+        client = self._client
+        if client is None or self._broken.is_set():
+            self.counters.failed(self.name, "unavailable")
+            raise UpstreamUnavailable(f"upstream {self.name!r} is down")
+        try:
+            with anyio.fail_after(timeout):
+                return await client.call_tool(tool, arguments)
+        except TimeoutError:
+            self.counters.failed(self.name, "timeout")
+            self._wake.set()  # the supervisor pings it now
+            raise
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                self._break()
+            raise UpstreamFailed(f"upstream {self.name!r} answered an error ({exc.code})") from exc
+        except Exception as exc:
+            self._break()
+            raise UpstreamFailed(f"upstream {self.name!r} failed ({type(exc).__name__})") from exc
+
+    def _break(self) -> None:
+        if not self._broken.is_set():
+            self.counters.failed(self.name, "disconnected")
+        self._broken.set()
+        self._wake.set()
+
+    # -- supervision ----------------------------------------------------------
+
+    async def run(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        """Connect, list, watch; on failure wait the backoff and start again. Runs until cancelled.
+
+        ``task_status.started()`` is called after the first successful listing.
+        """
+        started = False
+        while True:
+            try:
+                async with self._connect() as client:
+                    with anyio.fail_after(self.config.connect_timeout):
+                        self.tools = await _list_all(client)
+                    self._broken = anyio.Event()
+                    self._wake = anyio.Event()
+                    self._client = client
+                    self.counters.set_up(self.name, True)
+                    self.backoff.reset()
+                    if not started:
+                        started = True
+                        task_status.started()
+                    await self._watch(client)
+            except Exception as exc:
+                if not self._broken.is_set():
+                    self.counters.failed(self.name, "disconnected")
+                log.warning("upstream %r failed (%s); restarting", self.name, type(exc).__name__)
+            finally:
+                self._client = None
+                self._broken.set()
+                self.counters.set_up(self.name, False)
+            await anyio.sleep(self.backoff.next())
+            self.counters.restarted(self.name)
+
+    async def _watch(self, client: Any) -> None:
+        """Returns when the connection is broken or a health ping fails."""
+        while not self._broken.is_set():
+            with anyio.move_on_after(self.health_interval):
+                await self._wake.wait()
+            if self._broken.is_set():
+                return
+            self._wake = anyio.Event()
+            try:
+                with anyio.fail_after(self.config.timeout):
+                    await client.send_ping()
+            except TimeoutError:
+                self.counters.failed(self.name, "timeout")
+                self._broken.set()
+            except Exception:
+                self._break()
+
+    def _connect(self) -> Any:
+        from mcp import Client, StdioServerParameters
+
+        config = self.config
+        if config.command is not None:
+            target: Any = StdioServerParameters(
+                command=config.command[0],
+                args=list(config.command[1:]),
+                env=dict(config.env) or None,
+                cwd=config.cwd,
+            )
+        else:
+            assert config.url is not None
+            target = _http(config.url, dict(config.headers))
+        return Client(target, cache=None)
+
+
+@asynccontextmanager
+async def _http(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
+
+
+async def _list_all(client: Any) -> list[Any]:
+    tools: list[Any] = []
+    cursor = None
+    for _ in range(_MAX_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
+    log.warning("upstream listing stopped after %d pages", _MAX_PAGES)
+    return tools
