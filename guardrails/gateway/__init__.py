@@ -5,7 +5,8 @@ docs/gateway.md. Importing this package does not import ``mcp``; starting a
 gateway does.
 """
 
-from .app import Gateway, StoreCounter, UpstreamStartError
+from typing import TYPE_CHECKING, Any
+
 from .config import (
     AuthConfig,
     GatewayConfig,
@@ -17,6 +18,9 @@ from .config import (
     parse_config,
 )
 from .secrets import EnvSecrets, FileSecrets, SecretProvider, secret_provider
+
+if TYPE_CHECKING:
+    from .app import Gateway, StoreCounter, UpstreamStartError
 
 __all__ = [
     "AuthConfig",
@@ -35,3 +39,12 @@ __all__ = [
     "parse_config",
     "secret_provider",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The server side needs anyio and mcp: imported when first used.
+    if name in ("Gateway", "StoreCounter", "UpstreamStartError"):
+        from . import app
+
+        return getattr(app, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

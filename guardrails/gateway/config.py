@@ -51,6 +51,8 @@ class UpstreamConfig:
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout: float = 30.0
     connect_timeout: float = 30.0
+    backoff_initial: float = 0.25
+    backoff_max: float = 30.0
     prefix: bool = False
     tools: Mapping[str, ToolConfig] = field(default_factory=dict)
 
@@ -208,7 +210,8 @@ class _Reader:
         if not isinstance(data, Mapping):
             raise self.error(where, "must be a table")
         self.keys(data, where, {"command", "url", "env", "cwd", "headers", "timeout",
-                                "connect_timeout", "prefix", "tools"})  # fmt: skip
+                                "connect_timeout", "backoff_initial", "backoff_max", "prefix",
+                                "tools"})  # fmt: skip
         command, url = data.get("command"), data.get("url")
         if (command is None) == (url is None):
             raise self.error(where, "give exactly one of command (stdio) or url (streamable HTTP)")
@@ -231,6 +234,8 @@ class _Reader:
             headers=self.texts(data, f"{where}.headers"),
             timeout=self.seconds(data, f"{where}.timeout", 30.0) or 30.0,
             connect_timeout=self.seconds(data, f"{where}.connect_timeout", 30.0) or 30.0,
+            backoff_initial=self.seconds(data, f"{where}.backoff_initial", 0.25) or 0.25,
+            backoff_max=self.seconds(data, f"{where}.backoff_max", 30.0) or 30.0,
             prefix=self.flag(data, f"{where}.prefix"),
             tools={tool: self.tool(f"{where}.tools.{tool}", tools[tool]) for tool in tools},
         )

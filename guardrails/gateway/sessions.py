@@ -5,7 +5,7 @@
 - session, in order: a key the client chose (``_meta["guardrails/session"]``
   or the ``Guardrails-Session`` HTTP header), scoped by the principal; else
   the transport's MCP session id (``Mcp-Session-Id``), scoped by the
-  principal; else, over stdio, the connection itself. A stateless HTTP request
+  principal; else, over stdio, the connection itself (one per process). A stateless HTTP request
   without a key has no session: per-session rules then do not evaluate.
 - values: the tenant's configured values (what bound parameters read).
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,7 +40,7 @@ class Sessions:
     def __init__(self, tenants: Mapping[str, TenantConfig], stdio_tenant: str) -> None:
         self.tenants = tenants
         self.stdio_tenant = stdio_tenant
-        self._connections: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        self._stdio = f"stdio:{uuid.uuid4().hex}"
 
     def __call__(self, ctx: Any) -> TurnContext:
         request = getattr(ctx, "request", None)
@@ -70,13 +69,8 @@ class Sessions:
             if mcp_session:
                 return f"mcp:{_digest(principal + chr(0) + mcp_session)}"
             return None
-        connection = getattr(ctx, "session", None)
-        if connection is None:
-            return None
-        try:
-            return self._connections.setdefault(connection, f"conn:{uuid.uuid4().hex}")
-        except TypeError:  # not weak-referenceable: no connection identity
-            return None
+        # Over stdio the process serves one client: its connection is the session.
+        return self._stdio
 
 
 def _access_token(request: Any) -> Any:

@@ -5,7 +5,9 @@ task). Calls borrow it. A call to an upstream that is down fails at once with
 ``UpstreamUnavailable`` (the model sees ``unavailable``); a broken connection
 or a crash during a call raises ``UpstreamFailed`` (``error``); a call that
 outlives its timeout raises ``TimeoutError`` (``error``) and makes the
-supervisor ping the upstream, restarting it if the ping fails too. Nothing the
+supervisor check the upstream at once (a ``tools/list`` within the timeout),
+restarting it if the check fails too. The same check runs every
+``health_interval`` seconds. Nothing the
 upstream says travels in these exceptions.
 """
 
@@ -68,7 +70,7 @@ class Upstream:
         self.config = config
         self.name = config.name
         self.counters = counters
-        self.backoff = backoff or Backoff()
+        self.backoff = backoff or Backoff(config.backoff_initial, config.backoff_max)
         self.health_interval = health_interval
         self.tools: list[Any] = []
         self._client: Any = None
@@ -149,8 +151,10 @@ class Upstream:
                 return
             self._wake = anyio.Event()
             try:
+                # tools/list is the one request every MCP era answers (ping is gone in
+                # the 2026-07-28 protocol); it also keeps the listing fresh.
                 with anyio.fail_after(self.config.timeout):
-                    await client.send_ping()
+                    self.tools = (await client.list_tools()).tools
             except TimeoutError:
                 self.counters.failed(self.name, "timeout")
                 self._broken.set()
