@@ -4,7 +4,7 @@ It speaks just enough JSON-RPC to be listed, then, per tool: ``ok`` answers
 its process id; ``crash`` exits mid-call; ``hang`` never answers; ``slow``
 answers after ``seconds``; ``garbage`` writes a line that is not JSON and a
 result that is not a tool result; ``leak`` answers an error whose text holds a
-credential. With ``--hang-pings`` it stops answering pings after a hang.
+credential. With ``--hang-all`` a hang stops it answering anything at all.
 """
 
 from __future__ import annotations
@@ -73,12 +73,12 @@ def call(rid: object, params: dict[str, object]) -> None:
 
 
 def main() -> None:
-    hang_pings = "--hang-pings" in sys.argv
+    hang_all = "--hang-all" in sys.argv
     for line in sys.stdin:
         message = json.loads(line)
         rid, method = message.get("id"), message.get("method")
-        if rid is None:
-            continue  # a notification
+        if rid is None or (hang_all and HUNG.is_set()):
+            continue  # a notification, or a server that hangs
         if method == "initialize":
             version = message["params"]["protocolVersion"]
             result = {
@@ -90,8 +90,7 @@ def main() -> None:
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
         elif method == "ping":
-            if not (hang_pings and HUNG.is_set()):
-                send({"jsonrpc": "2.0", "id": rid, "result": {}})
+            send({"jsonrpc": "2.0", "id": rid, "result": {}})
         elif method == "tools/call":
             call(rid, message.get("params") or {})
         else:

@@ -1,0 +1,145 @@
+"""A misbehaving upstream: crashes, hangs, garbage and leaks become closed outcomes; restarts."""
+
+from __future__ import annotations
+
+import urllib.request
+from pathlib import Path
+
+import anyio
+
+from guardrails.store import SQLiteStore
+from guardrails.verdicts import Outcome, model_sentence
+
+from .conftest import (
+    MISBEHAVING,
+    TOKENS,
+    command_toml,
+    gateway_client,
+    http_client,
+    http_gateway,
+    text,
+    write_config,
+)
+
+ERROR = model_sentence(Outcome.ERROR)
+UNAVAILABLE = model_sentence(Outcome.UNAVAILABLE)
+
+
+def upstream(*, backoff: float = 0.05, extra: list[str] | None = None, timeout: float = 1) -> str:
+    return (
+        f"[upstreams.bad]\ncommand = {command_toml([*MISBEHAVING, *(extra or [])])}\n"
+        f"timeout = {timeout}\nbackoff_initial = {backoff}\nbackoff_max = {backoff}\n"
+    )
+
+
+async def until_answered(client: object) -> str:
+    """Calls ``ok`` until the restarted upstream answers (bounded polling, no fixed sleep)."""
+    with anyio.fail_after(30):
+        while True:
+            result = await client.call_tool("ok", {})  # type: ignore[attr-defined]
+            if not result.is_error:
+                return text(result)
+            # While the gateway is finding out, a call times out; once it knows, unavailable.
+            assert text(result) in (UNAVAILABLE, ERROR)
+            await anyio.sleep(0.05)
+
+
+async def test_a_crash_is_an_error_then_unavailable_while_down(
+    transport: str, tmp_path: Path
+) -> None:
+    # A long backoff keeps the upstream down after its crash.
+    config = write_config(tmp_path, upstream(backoff=60))
+    async with gateway_client(transport, config) as client:
+        assert not (await client.call_tool("ok", {})).is_error
+        crashed = await client.call_tool("crash", {})
+        down = await client.call_tool("ok", {})
+    assert text(crashed) == ERROR
+    assert text(down) == UNAVAILABLE
+
+
+async def test_a_crashed_upstream_is_restarted_and_counted(tmp_path: Path) -> None:
+    async with http_gateway(write_config(tmp_path, upstream())) as (url, _):
+        async with http_client(url, TOKENS["acme"]) as client:
+            before = text(await client.call_tool("ok", {}))
+            assert text(await client.call_tool("crash", {})) == ERROR
+            after = await until_answered(client)
+        metrics = urllib.request.urlopen(url.replace("/mcp", "/metrics")).read().decode()
+    assert before != after  # a new process
+    assert _sample(metrics, 'guardrails_gateway_upstream_restarts_total{upstream="bad"}') >= 1
+    assert (
+        _sample(
+            metrics,
+            'guardrails_gateway_upstream_failures_total{reason="disconnected",upstream="bad"}',
+        )
+        >= 1
+    )
+    assert _sample(metrics, 'guardrails_gateway_upstream_up{upstream="bad"}') == 1
+
+
+async def test_a_hung_upstream_times_out_and_is_restarted(transport: str, tmp_path: Path) -> None:
+    config = write_config(tmp_path, upstream(extra=["--hang-all"]))
+    async with gateway_client(transport, config) as client:
+        before = text(await client.call_tool("ok", {}))
+        hung = await client.call_tool("hang", {})
+        after = await until_answered(client)
+    assert text(hung) == ERROR
+    assert before != after
+
+
+async def test_a_slow_call_is_bounded_but_a_healthy_upstream_stays(
+    transport: str, tmp_path: Path
+) -> None:
+    config = write_config(tmp_path, upstream(timeout=0.5))
+    async with gateway_client(transport, config) as client:
+        before = text(await client.call_tool("ok", {}))
+        slow = await client.call_tool("slow", {"seconds": 5})
+        after = text(await client.call_tool("ok", {}))
+    assert text(slow) == ERROR
+    assert before == after  # it answered the health check: not restarted
+
+
+async def test_garbage_and_leaked_error_text_never_reach_the_client(
+    transport: str, tmp_path: Path
+) -> None:
+    async with gateway_client(transport, write_config(tmp_path, upstream())) as client:
+        garbage = await client.call_tool("garbage", {})
+        await until_answered(client)  # a result that is not one: the upstream was restarted
+        leak = await client.call_tool("leak", {})
+    assert text(garbage) == ERROR and text(leak) == ERROR
+    assert "hunter2" not in leak.model_dump_json() and "JSON" not in garbage.model_dump_json()
+
+
+async def test_sigterm_lets_calls_in_flight_finish_and_keeps_their_audit_rows(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "received"
+    config = write_config(tmp_path, upstream(timeout=20))
+    env = {"MISBEHAVING_MARKER": str(marker)}
+    async with http_gateway(config, env) as (url, process):
+        async with http_client(url, TOKENS["acme"]) as client:
+            for _ in range(3):
+                await client.call_tool("ok", {})
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(client.call_tool, "slow", {"seconds": 1})
+                with anyio.fail_after(30):
+                    while not marker.exists():  # the slow call reached the upstream
+                        await anyio.sleep(0.02)
+                process.terminate()
+        with anyio.fail_after(30):
+            code = await process.wait()
+    assert code == 0
+    store = SQLiteStore(str(tmp_path / "audit.db"))
+    try:
+        rows = store.audit_rows(kind="tool_call")
+    finally:
+        store.close()
+    assert sorted((r.tool, r.outcome) for r in rows) == [
+        ("ok", "ok"), ("ok", "ok"), ("ok", "ok"), ("slow", "ok"),
+    ]  # fmt: skip
+
+
+def _sample(metrics: str, series: str) -> float:
+    for line in metrics.splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    raise AssertionError(f"no sample {series} in:\n{metrics}")
