@@ -10,6 +10,8 @@ from __future__ import annotations
 import signal
 import socket
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
@@ -75,8 +77,11 @@ async def serve_http(gateway: Gateway, host: str, port: int) -> None:
             file=sys.stderr,
             flush=True,
         )
-        # uvicorn handles SIGTERM/SIGINT: it stops accepting and lets requests finish.
-        await server.serve(sockets=[sock])
+        # uvicorn handles SIGTERM/SIGINT: it stops accepting and lets requests
+        # finish, then re-raises the signal to the handler that was there before
+        # it: ours notes it, so that the upstreams and the store close too.
+        with _signals_noted():
+            await server.serve(sockets=[sock])
 
 
 async def serve_stdio(gateway: Gateway) -> None:
@@ -99,6 +104,17 @@ async def _stop_on_signal(scope: anyio.CancelScope) -> None:
             # write their audit rows; nothing new is read.
             scope.cancel()
             return
+
+
+@contextmanager
+def _signals_noted() -> Iterator[None]:
+    noted = (signal.SIGTERM, signal.SIGINT)
+    previous = {number: signal.signal(number, lambda *_: None) for number in noted}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _url_host(host: str) -> str:

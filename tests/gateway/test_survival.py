@@ -113,9 +113,9 @@ async def test_sigterm_lets_calls_in_flight_finish_and_keeps_their_audit_rows(
     tmp_path: Path,
 ) -> None:
     marker = tmp_path / "received"
-    config = write_config(tmp_path, upstream(timeout=20))
-    env = {"MISBEHAVING_MARKER": str(marker)}
-    async with http_gateway(config, env) as (url, process):
+    # An upstream started over stdio gets the SDK's minimal environment plus its `env`.
+    body = upstream(timeout=20) + f'env = {{ MISBEHAVING_MARKER = "{marker}" }}\n'
+    async with http_gateway(write_config(tmp_path, body)) as (url, process):
         async with http_client(url, TOKENS["acme"]) as client:
             for _ in range(3):
                 await client.call_tool("ok", {})
