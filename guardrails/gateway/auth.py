@@ -127,4 +127,3 @@ class CountRefusals:
             await send(message)
 
         await self.app(scope, receive, counted)
-

@@ -58,15 +58,17 @@ def catalog(upstreams: Iterable[Upstream]) -> list[Tool]:
         for remote, definition in listed.items():
             name = names[u.name, remote]
             if not _NAME.match(name):
-                log.warning("upstream %r: tool name %r cannot be published; skipped", u.name, remote)
+                log.warning(
+                    "upstream %r: tool name %r cannot be published; skipped", u.name, remote
+                )
                 continue
-            tools.append(_tool(u, remote, name, definition, u.config.tools.get(remote, ToolConfig())))
+            tools.append(
+                _tool(u, remote, name, definition, u.config.tools.get(remote, ToolConfig()))
+            )
     return tools
 
 
-def _tool(
-    upstream: Upstream, remote: str, name: str, definition: Any, config: ToolConfig
-) -> Tool:
+def _tool(upstream: Upstream, remote: str, name: str, definition: Any, config: ToolConfig) -> Tool:
     where = f"upstreams.{upstream.name}.tools.{remote}"
     bind: dict[str, Binding] = dict(config.bind)
     for param, secret in config.secrets.items():
@@ -120,4 +122,3 @@ def _redact(text: str, values: Iterable[Any]) -> str:
             if secret:
                 text = text.replace(secret, REDACTED)
     return text
-

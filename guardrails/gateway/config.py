@@ -104,7 +104,9 @@ def load_config(path: str | Path) -> GatewayConfig:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ConfigurationError(f"{path}: cannot read the gateway config ({exc.strerror})") from exc
+        raise ConfigurationError(
+            f"{path}: cannot read the gateway config ({exc.strerror})"
+        ) from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"{path}: not valid TOML ({exc})") from exc
     return parse_config(data, base=path.parent, source=str(path))
@@ -134,9 +136,7 @@ def parse_config(
         max_result_chars=r.count(gw, "gateway.max_result_chars") or 16_000,
         stdio_tenant=r.text(gw, "gateway.stdio_tenant", "local"),
         upstreams=tuple(r.upstream(name, upstreams[name]) for name in upstreams),
-        tenants={
-            name: r.tenant(name, value) for name, value in r.table(data, "tenants").items()
-        },
+        tenants={name: r.tenant(name, value) for name, value in r.table(data, "tenants").items()},
         auth=r.auth(r.table(data, "auth")),
         secrets=r.secrets(r.table(data, "secrets")),
         source=source,
@@ -221,7 +221,9 @@ class _Reader:
             or not all(isinstance(part, str) and part for part in command)
         ):
             raise self.error(f"{where}.command", "must be a non-empty list of strings")
-        if url is not None and not (isinstance(url, str) and url.startswith(("http://", "https://"))):
+        if url is not None and not (
+            isinstance(url, str) and url.startswith(("http://", "https://"))
+        ):
             raise self.error(f"{where}.url", "must be an http:// or https:// URL")
         tools = self.table(data, f"{where}.tools")
         cwd = data.get("cwd")
@@ -247,7 +249,9 @@ class _Reader:
         action = self.flag(data, f"{where}.action")
         secrets = self.texts(data, f"{where}.secrets")
         if secrets and not action:
-            raise self.error(f"{where}.secrets", "secrets go only into tools declared action = true")
+            raise self.error(
+                f"{where}.secrets", "secrets go only into tools declared action = true"
+            )
         key = data.get("idempotency_key")
         if key is not None and not (
             isinstance(key, bool)
@@ -282,7 +286,9 @@ class _Reader:
         file = data.get("tokens_file")
         return AuthConfig(
             tokens_file=None if file is None else self.path(self.text(data, "auth.tokens_file")),
-            tokens_env=None if data.get("tokens_env") is None else self.text(data, "auth.tokens_env"),
+            tokens_env=None
+            if data.get("tokens_env") is None
+            else self.text(data, "auth.tokens_env"),
         )
 
     def secrets(self, data: Mapping[str, Any]) -> SecretsConfig:
@@ -299,5 +305,7 @@ class _Reader:
         return SecretsConfig(
             provider=provider,
             prefix=prefix,
-            directory=None if directory is None else self.path(self.text(data, "secrets.directory")),
+            directory=None
+            if directory is None
+            else self.path(self.text(data, "secrets.directory")),
         )

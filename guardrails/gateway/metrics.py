@@ -83,7 +83,9 @@ class GatewayCounters(Collector):
         for upstream, value in sorted(restarts.items()):
             restarted.add_metric([upstream], value)
         yield restarted
-        live = GaugeMetricFamily(UPSTREAM_UP, "1 while the upstream is connected", labels=["upstream"])
+        live = GaugeMetricFamily(
+            UPSTREAM_UP, "1 while the upstream is connected", labels=["upstream"]
+        )
         for upstream, value in sorted(up.items()):
             live.add_metric([upstream], value)
         yield live

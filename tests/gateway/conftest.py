@@ -37,9 +37,7 @@ def command_toml(command: list[str]) -> str:
     return "[" + ", ".join(f'"{part}"' for part in command) + "]"
 
 
-def write_config(
-    tmp_path: Path, body: str, *, store: str | None = None, gateway: str = ""
-) -> Path:
+def write_config(tmp_path: Path, body: str, *, store: str | None = None, gateway: str = "") -> Path:
     """A gateway TOML file: ``[gateway]`` (the store, ``gateway`` lines), ``body``, auth, secrets.
 
     Over stdio the tenant is ``acme``.
@@ -165,3 +163,11 @@ def transport(request: pytest.FixtureRequest) -> Iterator[str]:
 
 def text(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+def scrape(url: str) -> str:
+    """The gateway's /metrics page."""
+    import urllib.request
+
+    with urllib.request.urlopen(url.replace("/mcp", "/metrics")) as response:
+        return str(response.read().decode())

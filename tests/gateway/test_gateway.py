@@ -174,10 +174,10 @@ async def test_http_without_a_known_token_is_refused_and_counted(
     import urllib.error
     import urllib.request
 
-    from .conftest import http_client, http_gateway
+    from .conftest import http_client, http_gateway, scrape
 
     async with http_gateway(write_config(tmp_path, TOOLS)) as (url, _):
-        with pytest.raises(Exception) as caught:  # noqa: B017 - the SDK's error type varies by era
+        with pytest.raises(Exception) as caught:
             async with http_client(url, token) as client:
                 await client.list_tools()
         assert not isinstance(caught.value, AssertionError)
@@ -187,11 +187,14 @@ async def test_http_without_a_known_token_is_refused_and_counted(
             request.add_header("Authorization", f"Bearer {token}")
         with pytest.raises(urllib.error.HTTPError) as refused_http:
             urllib.request.urlopen(request)
+        refused_http.value.close()
         assert refused_http.value.code == 401
         assert refused_http.value.headers["WWW-Authenticate"].startswith("Bearer")
-        metrics = urllib.request.urlopen(url.replace("/mcp", "/metrics")).read().decode()
+        metrics = scrape(url)
     refused = [
-        line for line in metrics.splitlines() if line.startswith("guardrails_gateway_auth_refusals_total")
+        line
+        for line in metrics.splitlines()
+        if line.startswith("guardrails_gateway_auth_refusals_total")
     ]
     # The client's attempt (one or more requests) and the direct request above.
     assert refused and float(refused[0].split()[-1]) >= 2

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import urllib.request
 from pathlib import Path
 
 import anyio
@@ -17,6 +16,7 @@ from .conftest import (
     gateway_client,
     http_client,
     http_gateway,
+    scrape,
     text,
     write_config,
 )
@@ -63,7 +63,7 @@ async def test_a_crashed_upstream_is_restarted_and_counted(tmp_path: Path) -> No
             before = text(await client.call_tool("ok", {}))
             assert text(await client.call_tool("crash", {})) == ERROR
             after = await until_answered(client)
-        metrics = urllib.request.urlopen(url.replace("/mcp", "/metrics")).read().decode()
+        metrics = scrape(url)
     assert before != after  # a new process
     assert _sample(metrics, 'guardrails_gateway_upstream_restarts_total{upstream="bad"}') >= 1
     assert (

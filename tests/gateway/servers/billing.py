@@ -8,7 +8,7 @@ import sys
 from mcp.server import MCPServer
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__)))))
-from tests.gateway.servers._serve import serve  # noqa: E402
+from tests.gateway.servers._serve import serve
 
 app = MCPServer("billing")
 CALLS: list[str] = []
