@@ -92,6 +92,9 @@ class Gateway:
                     yield self
                 finally:
                     tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # The task group wraps what went wrong; a single error is raised as itself.
+            raise _single(group) from None
         finally:
             self.store.close()
 
@@ -155,6 +158,13 @@ async def _start(tg: Any, upstream: Upstream) -> None:
         raise UpstreamStartError(
             f"upstreams.{upstream.name}: not listed within {upstream.config.connect_timeout:g}s"
         ) from None
+
+
+def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
 
 
 def _store_url(store: str) -> str:
