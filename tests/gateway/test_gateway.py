@@ -12,6 +12,8 @@ from guardrails.verdicts import Outcome, model_sentence
 
 from .conftest import (
     BILLING,
+    PY,
+    ROOT,
     SECRET,
     billing_over_http,
     command_toml,
@@ -198,3 +200,27 @@ async def test_http_without_a_known_token_is_refused_and_counted(
     ]
     # The client's attempt (one or more requests) and the direct request above.
     assert refused and float(refused[0].split()[-1]) >= 2
+
+
+EXAMPLE = [PY, str(ROOT / "examples" / "mcp_server.py")]
+
+
+async def test_in_front_of_the_repositorys_example_server(transport: str, tmp_path: Path) -> None:
+    from .conftest import started
+
+    async def check(upstream: str) -> None:
+        async with gateway_client(transport, write_config(tmp_path, upstream)) as client:
+            listed = await client.list_tools()
+            invoices = await client.call_tool("list_invoices", {"year": 2025})
+            refused = await client.call_tool("list_invoices", {"year": 2025, "tenant": "acme"})
+        schemas = {t.name: t.input_schema for t in listed.tools}
+        assert sorted(schemas) == ["list_invoices", "purge_invoices"]
+        assert sorted(schemas["list_invoices"]["properties"]) == ["year"]
+        assert json.loads(text(invoices)) == ["guest-2025-001", "guest-2025-002"]
+        assert text(refused).startswith(model_sentence(Outcome.INVALID_ARGS))
+
+    await check(f"[upstreams.invoices]\ncommand = {command_toml([*EXAMPLE, '--stdio'])}\n")
+    async with started(
+        [*EXAMPLE, "--http", "127.0.0.1:0"], r"running on (http://\S+)", stderr=True
+    ) as (url, _):
+        await check(f'[upstreams.invoices]\nurl = "{url}/mcp"\n')
