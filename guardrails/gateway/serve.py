@@ -22,7 +22,7 @@ from .auth import CountRefusals, TokenTable, load_tokens
 
 __all__ = ["http_app", "serve_http", "serve_stdio"]
 
-GRACE_SECONDS = 10.0
+GRACE_SECONDS = 10
 
 
 def http_app(gateway: Gateway, host: str = "127.0.0.1") -> Any:
@@ -45,7 +45,9 @@ def http_app(gateway: Gateway, host: str = "127.0.0.1") -> Any:
     server = gateway.server()
     app = server.streamable_http_app(
         host=host,
-        auth=AuthSettings(issuer_url=f"http://{_url_host(host)}", resource_server_url=None),
+        auth=AuthSettings.model_validate(
+            {"issuer_url": f"http://{_url_host(host)}", "resource_server_url": None}
+        ),
         token_verifier=TokenTable(tokens),
         custom_starlette_routes=[Route("/metrics", metrics, methods=["GET"])],
     )

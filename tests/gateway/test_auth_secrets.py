@@ -54,7 +54,7 @@ def test_tokens_come_from_a_file_and_the_environment(
     monkeypatch.setenv("GW_TOKENS", "globex tok-g;initech tok-i")
     table = load_tokens(AuthConfig(tokens_file=str(tmp_path / "tokens"), tokens_env="GW_TOKENS"))
     assert sorted(table.values()) == ["acme", "globex", "initech"]
-    with pytest.raises(ConfigurationError, match="auth.tokens_file: cannot read"):
+    with pytest.raises(ConfigurationError, match=r"auth\.tokens_file: cannot read"):
         load_tokens(AuthConfig(tokens_file=str(tmp_path / "absent")))
 
 
@@ -101,5 +101,5 @@ def test_a_provider_factory_is_imported_by_name() -> None:
     provider = secret_provider(SecretsConfig(provider=f"{vault}:provider"))
     assert provider("PAY_KEY") == "from-the-vault" and provider("OTHER") is None
     for bad in (f"{vault}:absent", "no_such_module_here:x", f"{vault}:not_a_provider"):
-        with pytest.raises(ConfigurationError, match="secrets.provider"):
+        with pytest.raises(ConfigurationError, match=r"secrets\.provider"):
             secret_provider(SecretsConfig(provider=bad))

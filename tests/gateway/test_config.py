@@ -24,7 +24,7 @@ def test_a_full_configuration_is_read_with_paths_from_the_files_folder() -> None
         '[secrets]\nprovider = "file"\ndirectory = "/run/secrets"\n'
         '[tenants.acme]\ntools = ["lookup"]\nvalues = { account_id = "a-1" }\n'
         + UPSTREAM
-        + 'timeout = 2.5\n[upstreams.billing.tools.charge]\naction = true\n'
+        + "timeout = 2.5\n[upstreams.billing.tools.charge]\naction = true\n"
         'secrets = { api_key = "KEY" }\nbind = { account_id = "account_id" }\n'
         'idempotency_key = ["amount"]\n'
         '[upstreams.web]\nurl = "https://tools.example/mcp"\nheaders = { X-Team = "a" }\n'

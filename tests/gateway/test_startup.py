@@ -55,7 +55,7 @@ async def test_a_policy_file_is_refused_clearly_until_policies_are_supported() -
 async def test_an_upstream_that_never_starts_is_named() -> None:
     text = (
         '[gateway]\nstore = "memory:"\n[upstreams.broken]\n'
-        f'command = {command_toml([PY, "-c", "raise SystemExit(1)"])}\n'
+        f"command = {command_toml([PY, '-c', 'raise SystemExit(1)'])}\n"
         "connect_timeout = 1\nbackoff_initial = 0.05\n"
     )
     with pytest.raises(UpstreamStartError, match=r"upstreams.broken: not listed within 1s"):
