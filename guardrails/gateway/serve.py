@@ -20,12 +20,12 @@ from ..errors import ConfigurationError
 from .app import Gateway
 from .auth import CountRefusals, TokenTable, load_tokens
 
-__all__ = ["http_app", "serve_http", "serve_stdio"]
+__all__ = ["http_app", "http_tokens", "serve_http", "serve_stdio"]
 
 GRACE_SECONDS = 10
 
 
-def http_app(gateway: Gateway, host: str = "127.0.0.1") -> Any:
+def http_app(gateway: Gateway, host: str = "127.0.0.1", tokens: TokenTable | None = None) -> Any:
     """The ASGI app: ``/mcp`` behind bearer auth (refusals counted), ``/metrics`` open."""
     from mcp.server.auth.settings import AuthSettings
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -33,11 +33,8 @@ def http_app(gateway: Gateway, host: str = "127.0.0.1") -> Any:
     from starlette.responses import Response
     from starlette.routing import Route
 
-    tokens = load_tokens(gateway.config.auth)
-    if not tokens:
-        raise ConfigurationError(
-            "auth: serving over HTTP needs bearer tokens (auth.tokens_file or auth.tokens_env)"
-        )
+    if tokens is None:
+        tokens = http_tokens(gateway)
 
     async def metrics(request: Request) -> Response:
         return Response(generate_latest(gateway.registry), media_type=CONTENT_TYPE_LATEST)
@@ -48,16 +45,27 @@ def http_app(gateway: Gateway, host: str = "127.0.0.1") -> Any:
         auth=AuthSettings.model_validate(
             {"issuer_url": f"http://{_url_host(host)}", "resource_server_url": None}
         ),
-        token_verifier=TokenTable(tokens),
+        token_verifier=tokens,
         custom_starlette_routes=[Route("/metrics", metrics, methods=["GET"])],
     )
     return CountRefusals(app, gateway.counters.refused)
+
+
+def http_tokens(gateway: Gateway) -> TokenTable:
+    """The tokens of the configuration; serving over HTTP without any is refused."""
+    tokens = load_tokens(gateway.config.auth)
+    if not tokens:
+        raise ConfigurationError(
+            "auth: serving over HTTP needs bearer tokens (auth.tokens_file or auth.tokens_env)"
+        )
+    return TokenTable(tokens)
 
 
 async def serve_http(gateway: Gateway, host: str, port: int) -> None:
     """Serve on ``host:port`` (port 0: a free one), announcing the URL on stderr when bound."""
     import uvicorn
 
+    tokens = http_tokens(gateway)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -68,7 +76,7 @@ async def serve_http(gateway: Gateway, host: str, port: int) -> None:
         raise ConfigurationError(f"--http {host}:{port}: cannot listen ({exc.strerror})") from exc
     sock.listen(128)
     async with gateway.running():
-        app = http_app(gateway, host)
+        app = http_app(gateway, host, tokens)
         config = uvicorn.Config(
             app, log_level="warning", lifespan="on", timeout_graceful_shutdown=GRACE_SECONDS
         )
