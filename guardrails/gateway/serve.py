@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 from ..errors import ConfigurationError
+from ._stdin import stdin_lines
 from .app import Gateway
 from .auth import CountRefusals, TokenTable, load_tokens
 
@@ -98,13 +99,14 @@ async def serve_stdio(gateway: Gateway) -> None:
     """Serve one client over this process's stdin and stdout."""
     from mcp.server.stdio import stdio_server
 
-    async with gateway.running(), anyio.create_task_group() as tg:
-        server = gateway.server()
-        tg.start_soon(_stop_on_signal, tg.cancel_scope)
-        print("guardrails gateway: serving over stdio", file=sys.stderr, flush=True)
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
-        tg.cancel_scope.cancel()  # the client closed stdin
+    with stdin_lines() as lines:
+        async with gateway.running(), anyio.create_task_group() as tg:
+            server = gateway.server()
+            tg.start_soon(_stop_on_signal, tg.cancel_scope)
+            print("guardrails gateway: serving over stdio", file=sys.stderr, flush=True)
+            async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
+                await server.run(read, write, server.create_initialization_options())
+            tg.cancel_scope.cancel()  # the client closed stdin
 
 
 async def _stop_on_signal(scope: anyio.CancelScope) -> None:

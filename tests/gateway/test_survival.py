@@ -143,3 +143,47 @@ def _sample(metrics: str, series: str) -> float:
         if line.startswith(series + " "):
             return float(line.split()[-1])
     raise AssertionError(f"no sample {series} in:\n{metrics}")
+
+
+async def test_sigterm_over_stdio_finishes_the_call_in_flight(tmp_path: Path) -> None:
+    import json
+    import os
+
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    from .conftest import GATEWAY_ENV, PY
+
+    marker = tmp_path / "received"
+    body = upstream(timeout=20) + f'env = {{ MISBEHAVING_MARKER = "{marker}" }}\n'
+    config = write_config(tmp_path, body)
+    command = [PY, "-m", "guardrails.cli", "gateway", "--config", str(config), "--stdio"]
+    process = await anyio.open_process(command, env={**os.environ, **GATEWAY_ENV})
+    assert process.stdin is not None and process.stdout is not None
+
+    async def send(message: dict[str, object]) -> None:
+        await process.stdin.send((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())  # type: ignore[union-attr]
+
+    async with process:
+        version = HANDSHAKE_PROTOCOL_VERSIONS[-1]
+        client = {"name": "raw", "version": "0"}
+        await send({"id": 1, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {}, "clientInfo": client}})  # fmt: skip
+        with anyio.fail_after(60):
+            first = await process.stdout.receive()
+        assert b'"id":1' in first.replace(b" ", b"")
+        await send({"method": "notifications/initialized"})
+        await send({"id": 2, "method": "tools/call", "params": {
+            "name": "slow", "arguments": {"seconds": 1}}})  # fmt: skip
+        with anyio.fail_after(30):
+            while not marker.exists():  # the call reached the upstream
+                await anyio.sleep(0.02)
+        process.terminate()
+        with anyio.fail_after(30):
+            code = await process.wait()
+    assert code == 0
+    store = SQLiteStore(str(tmp_path / "audit.db"))
+    try:
+        rows = store.audit_rows(kind="tool_call")
+    finally:
+        store.close()
+    assert [(r.tool, r.outcome) for r in rows] == [("slow", "ok")]
