@@ -30,7 +30,12 @@ def main() -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
-    server = uvicorn.Server(uvicorn.Config(app.streamable_http_app(json_response=os.environ.get("ECHO_JSON") == "1"), log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app.streamable_http_app(json_response=os.environ.get("ECHO_JSON") == "1"),
+            log_level="warning",
+        )
+    )
     print(f"listening {sock.getsockname()[1]}", flush=True)
     anyio.run(lambda: server.serve(sockets=[sock]))
 

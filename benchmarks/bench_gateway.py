@@ -133,10 +133,15 @@ def _rows(group: str, samples: dict[str, list[float]], floor: str) -> list[dict[
         median = statistics.median(values)
         out.append(
             row(
-                group, name, median,
-                ratio=round(median / floor_us, 2), added_us=round(median - floor_us, 1),
-                best_us=round(min(values), 1), rounds=len(values), floor=floor,
-            )  # fmt: skip
+                group,
+                name,
+                median,
+                ratio=round(median / floor_us, 2),
+                added_us=round(median - floor_us, 1),
+                best_us=round(min(values), 1),
+                rounds=len(values),
+                floor=floor,
+            )
         )
     return out
 
@@ -179,9 +184,7 @@ async def _run(quick: bool) -> list[dict[str, Any]]:
             command = [*GATEWAY, "--config", str(http_config), "--http", "127.0.0.1:0"]
             async with _process(command, r"listening on (http://\S+/mcp)", stderr=True) as url:
                 async with _http_client(upstream) as direct, _http_client(url, TOKEN) as gw:
-                    samples = await _interleaved(
-                        {"direct": direct, "through gateway": gw}, rounds
-                    )
+                    samples = await _interleaved({"direct": direct, "through gateway": gw}, rounds)
                 rows += _rows("gateway.http", samples, "direct")
                 for name, connect in (
                     ("direct", lambda: _http_client(upstream)),
@@ -190,9 +193,12 @@ async def _run(quick: bool) -> list[dict[str, Any]]:
                     per_s, median = await _throughput(connect, calls)
                     rows.append(
                         row(
-                            "gateway.concurrent", f"{name}, {CLIENTS} clients", median,
-                            ops_per_s=round(per_s, 1), load=round(os.getloadavg()[0], 2),
-                        )  # fmt: skip
+                            "gateway.concurrent",
+                            f"{name}, {CLIENTS} clients",
+                            median,
+                            ops_per_s=round(per_s, 1),
+                            load=round(os.getloadavg()[0], 2),
+                        )
                     )
     return rows
 
