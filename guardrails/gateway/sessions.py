@@ -60,7 +60,7 @@ class Sessions:
     def _session(self, ctx: Any, headers: Any, principal: str) -> str | None:
         meta = getattr(ctx, "meta", None)
         key = meta.get(META_KEY) if isinstance(meta, Mapping) else None
-        if key is None and headers is not None:
+        if not (isinstance(key, str) and key) and headers is not None:
             key = headers.get(SESSION_HEADER)
         if isinstance(key, str) and key:
             return f"key:{_digest(principal + chr(0) + key)}"
