@@ -6,6 +6,8 @@ its upstream says ``prefix = true``; then it is published as
 forwards the call: bound values and secrets from the configuration are added
 by tool_call (secrets only into action tools), the upstream's own error text
 is dropped, and the value of every injected secret is cut out of its answer.
+A listed tool whose name cannot be published or whose schema does not
+compile is left out (and logged), unless the configuration names it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, SchemaError
 from ..tools import _NAME, Binding, Secret, Tool
 from .config import ToolConfig
 from .upstream import Upstream
@@ -62,9 +64,15 @@ def catalog(upstreams: Iterable[Upstream]) -> list[Tool]:
                     "upstream %r: tool name %r cannot be published; skipped", u.name, remote
                 )
                 continue
-            tools.append(
-                _tool(u, remote, name, definition, u.config.tools.get(remote, ToolConfig()))
-            )
+            configured = u.config.tools.get(remote)
+            try:
+                tools.append(_tool(u, remote, name, definition, configured or ToolConfig()))
+            except SchemaError:
+                if configured is not None:
+                    raise
+                # A third-party schema that does not compile: that tool cannot
+                # be checked, so it is not published; the others still are.
+                log.warning("upstream %r: tool %r has an invalid schema; skipped", u.name, remote)
     return tools
 
 
@@ -89,7 +97,7 @@ def _tool(upstream: Upstream, remote: str, name: str, definition: Any, config: T
             options=options,
         )
     except ConfigurationError as exc:
-        raise ConfigurationError(f"{where}: {exc}") from exc
+        raise type(exc)(f"{where}: {exc}") from exc
 
 
 def _forward(

@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
                 _metrics_server(gateway, *_address(args.metrics, "--metrics"))
             anyio.run(serve_stdio, gateway)
     except GuardrailsError as exc:
-        print(f"guardrails gateway: {exc}", file=sys.stderr)
+        # One line: a schema error's detail (the validator's report) stays out.
+        print(f"guardrails gateway: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         pass

@@ -187,3 +187,39 @@ async def test_sigterm_over_stdio_finishes_the_call_in_flight(tmp_path: Path) ->
     finally:
         store.close()
     assert [(r.tool, r.outcome) for r in rows] == [("slow", "ok")]
+
+
+async def test_tools_that_cannot_be_checked_are_left_out_and_other_blocks_forwarded(
+    tmp_path: Path,
+) -> None:
+    async with gateway_client("stdio", write_config(tmp_path, upstream())) as client:
+        listed = await client.list_tools()
+        image = await client.call_tool("image", {})
+        unlisted = await client.call_tool("broken_schema", {"x": 1})
+    names = {t.name for t in listed.tools}
+    assert names == {"ok", "crash", "hang", "slow", "garbage", "leak", "image"}
+    assert not image.is_error and '"mimeType":"image/png"' in text(image)
+    assert text(unlisted) == UNAVAILABLE
+
+
+async def test_hostile_calls_get_closed_outcomes(tmp_path: Path) -> None:
+    deep: object = "x"
+    for _ in range(200):
+        deep = [deep]
+    async with gateway_client("http", write_config(tmp_path, upstream())) as client:
+        results = [
+            await client.call_tool("ok", {"deep": deep}),
+            await client.call_tool("ok", {"big": "x" * 2_000_000}),
+            await client.call_tool("\u202eko\u0000" * 1000, {}),
+            await client.call_tool("slow", {"seconds": float("nan")}),
+            await client.call_tool("ok", {}),
+        ]
+    sentences = {model_sentence(o) for o in Outcome if o is not Outcome.OK}
+    # Too deep and too big are refused before any upstream sees them.
+    assert text(results[0]).startswith(model_sentence(Outcome.INVALID_ARGS))
+    assert text(results[1]).startswith(model_sentence(Outcome.INVALID_ARGS))
+    assert text(results[2]) == UNAVAILABLE
+    assert text(results[3]) in sentences or text(results[3]).startswith(
+        model_sentence(Outcome.INVALID_ARGS)
+    )
+    assert not results[4].is_error  # and the gateway still answers

@@ -4,7 +4,8 @@ It speaks just enough JSON-RPC to be listed, then, per tool: ``ok`` answers
 its process id; ``crash`` exits mid-call; ``hang`` never answers; ``slow``
 answers after ``seconds``; ``garbage`` writes a line that is not JSON and a
 result that is not a tool result; ``leak`` answers an error whose text holds a
-credential. With ``--hang-all`` a hang stops it answering anything at all.
+credential; ``image`` answers an image block. It also lists a tool whose
+schema does not compile and one whose name cannot be published. With ``--hang-all`` a hang stops it answering anything at all.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ TOOLS = [
     tool("slow", {"seconds": {"type": "number"}}),
     tool("garbage"),
     tool("leak"),
+    tool("image"),
+    {"name": "broken_schema", "inputSchema": {"type": "object", "properties": {"x": {"type": 12}}}},
+    tool("bad name!"),
 ]
 
 
@@ -66,6 +70,9 @@ def call(rid: object, params: dict[str, object]) -> None:
             sys.stdout.write("}}} this is not JSON {{{\n")
             sys.stdout.flush()
         send({"jsonrpc": "2.0", "id": rid, "result": {"content": "not a list", "isError": 7}})
+    elif name == "image":
+        image = {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}
+        send({"jsonrpc": "2.0", "id": rid, "result": {"content": [image], "isError": False}})
     elif name == "leak":
         send({"jsonrpc": "2.0", "id": rid, "result": text("password=hunter2 at db", True)})
     else:
