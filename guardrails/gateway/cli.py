@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 __all__ = ["add_arguments", "run"]
 
@@ -67,7 +68,15 @@ def _address(text: str, option: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def _metrics_server(gateway: object, host: str, port: int) -> None:
+def _metrics_server(gateway: Any, host: str, port: int) -> None:
     from prometheus_client import start_http_server
 
-    start_http_server(port, addr=host, registry=gateway.registry)  # type: ignore[attr-defined]
+    from ..errors import ConfigurationError
+
+    try:
+        server, _ = start_http_server(port, addr=host, registry=gateway.registry)
+    except OSError as exc:
+        raise ConfigurationError(f"--metrics {host}:{port}: cannot listen ({exc.strerror})") from exc
+    bound = server.server_address[1]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"guardrails gateway: metrics on http://{shown}:{bound}/metrics", file=sys.stderr)

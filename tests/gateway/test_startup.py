@@ -146,3 +146,30 @@ def test_command_errors_are_one_line(tmp_path: Path, args: list[str], message: s
     )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and message in done.stderr
+
+
+async def test_stdio_serves_metrics_where_asked(tmp_path: Path) -> None:
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    from .conftest import scrape
+
+    (tmp_path / "gw.toml").write_text(BASE)
+    errors = tmp_path / "stderr"
+    params = StdioServerParameters(
+        command=PY,
+        args=["-m", "guardrails.cli", "gateway", "--config", "gw.toml", "--metrics", "127.0.0.1:0"],
+        env={"PYTHONPATH": str(ROOT)},
+        cwd=str(tmp_path),
+    )
+    with errors.open("w") as errlog:
+        from mcp.client.stdio import stdio_client
+
+        async with Client(stdio_client(params, errlog=errlog), cache=None) as client:
+            await client.call_tool("echo", {"text": "x"})
+            with anyio.fail_after(30):
+                while "metrics on" not in errors.read_text():
+                    await anyio.sleep(0.02)
+            url = errors.read_text().split("metrics on ", 1)[1].split()[0]
+            metrics = scrape(url.replace("/metrics", "/mcp"))
+    assert 'guardrails_tool_outcomes_total{outcome="ok",tool="echo"} 1.0' in metrics
