@@ -24,6 +24,7 @@ from ..errors import ConfigurationError, GuardrailsError
 from ..integrations.mcp import GuardedTools
 from ..metrics import PrometheusRecorder
 from ..rules import SessionCeiling, allow_list
+from ..rules.workflow import Workflow
 from ..store import Store, open_store
 from ..telemetry import OpenTelemetryRecorder
 from .catalog import catalog
@@ -107,9 +108,16 @@ class Gateway:
         hooks: list[Any] = [audit, spans.hook()]
         if self.config.max_calls_per_session is not None:
             hooks.append(SessionCeiling(self.config.max_calls_per_session, StoreCounter(store)))
+        guards: list[Any] = []
+        for config in self.config.workflows:
+            unknown = sorted({tool for tool, _ in config.steps} - tools.keys())
+            if unknown:
+                raise ConfigurationError(f"workflows.{config.name}.steps: no tool {unknown[0]!r}")
+            flow = Workflow(config.name, config.steps, store)
+            hooks.append(flow)
+            guards.append(flow.pre_turn_guard())
         hooks.append(Idempotency(store))
         hooks.extend(policy.hooks)
-        guards: list[Any] = []
         if self.config.tenants:
             every = list(tools)
             by_tenant = {

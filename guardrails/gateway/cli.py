@@ -76,7 +76,9 @@ def _metrics_server(gateway: Any, host: str, port: int) -> None:
     try:
         server, _ = start_http_server(port, addr=host, registry=gateway.registry)
     except OSError as exc:
-        raise ConfigurationError(f"--metrics {host}:{port}: cannot listen ({exc.strerror})") from exc
+        raise ConfigurationError(
+            f"--metrics {host}:{port}: cannot listen ({exc.strerror})"
+        ) from exc
     bound = server.server_address[1]
     shown = f"[{host}]" if ":" in host else host
     print(f"guardrails gateway: metrics on http://{shown}:{bound}/metrics", file=sys.stderr)

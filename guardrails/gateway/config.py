@@ -23,6 +23,7 @@ __all__ = [
     "TenantConfig",
     "ToolConfig",
     "UpstreamConfig",
+    "WorkflowConfig",
     "load_config",
     "parse_config",
 ]
@@ -66,6 +67,14 @@ class TenantConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkflowConfig:
+    """A step-gated chain of (published) tool names, each with the instructions its success returns."""
+
+    name: str
+    steps: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class AuthConfig:
     """Where bearer tokens come from: a file, an environment variable, or both."""
 
@@ -93,6 +102,7 @@ class GatewayConfig:
     stdio_tenant: str = "local"
     upstreams: tuple[UpstreamConfig, ...] = ()
     tenants: Mapping[str, TenantConfig] = field(default_factory=dict)
+    workflows: tuple[WorkflowConfig, ...] = ()
     auth: AuthConfig = field(default_factory=AuthConfig)
     secrets: SecretsConfig = field(default_factory=SecretsConfig)
     source: str = "<config>"
@@ -117,7 +127,7 @@ def parse_config(
 ) -> GatewayConfig:
     """A checked ``GatewayConfig`` from parsed TOML; paths relative to ``base``."""
     r = _Reader(source, base)
-    r.keys(data, "", {"gateway", "auth", "secrets", "tenants", "upstreams"})
+    r.keys(data, "", {"gateway", "auth", "secrets", "tenants", "upstreams", "workflows"})
     gw = r.table(data, "gateway")
     r.keys(gw, "gateway", {"name", "store", "store_env", "policy", "max_calls_per_session",
                            "max_result_chars", "stdio_tenant"})  # fmt: skip
@@ -137,6 +147,9 @@ def parse_config(
         stdio_tenant=r.text(gw, "gateway.stdio_tenant", "local"),
         upstreams=tuple(r.upstream(name, upstreams[name]) for name in upstreams),
         tenants={name: r.tenant(name, value) for name, value in r.table(data, "tenants").items()},
+        workflows=tuple(
+            r.workflow(name, value) for name, value in r.table(data, "workflows").items()
+        ),
         auth=r.auth(r.table(data, "auth")),
         secrets=r.secrets(r.table(data, "secrets")),
         source=source,
@@ -280,6 +293,26 @@ class _Reader:
             tools=None if tools is None else frozenset(tools),
             values=dict(self.table(data, f"{where}.values")),
         )
+
+    def workflow(self, name: str, data: Any) -> WorkflowConfig:
+        where = f"workflows.{name}"
+        if not isinstance(data, Mapping):
+            raise self.error(where, "must be a table")
+        self.keys(data, where, {"steps"})
+        steps = data.get("steps")
+        if not isinstance(steps, list) or not steps:
+            raise self.error(f"{where}.steps", "must be a non-empty list of steps")
+        chain = []
+        for number, step in enumerate(steps):
+            at = f"{where}.steps[{number}]"
+            if not isinstance(step, Mapping):
+                raise self.error(at, "must be a table with tool and instructions")
+            self.keys(step, at, {"tool", "instructions"})
+            chain.append((self.text(step, f"{at}.tool"), self.text(step, f"{at}.instructions")))
+        tools = [tool for tool, _ in chain]
+        if len(set(tools)) != len(tools):
+            raise self.error(f"{where}.steps", "a tool appears twice")
+        return WorkflowConfig(name=name, steps=tuple(chain))
 
     def auth(self, data: Mapping[str, Any]) -> AuthConfig:
         self.keys(data, "auth", {"tokens_file", "tokens_env"})

@@ -82,6 +82,17 @@ def test_a_postgresql_store_is_kept_as_a_url_and_store_env_names_a_variable() ->
         ('[secrets]\nprovider = "file"\n' + UPSTREAM, "secrets.directory: the file provider"),
         ('[tenants.a]\ntools = "lookup"\n' + UPSTREAM, "tenants.a.tools: must be a list"),
         ("[auth]\ntokens = 1\n" + UPSTREAM, "auth.tokens: unknown key"),
+        ("[workflows.w]\nsteps = []\n" + UPSTREAM, "workflows.w.steps: must be a non-empty"),
+        ('[workflows.w]\nsteps = ["a"]\n' + UPSTREAM, "workflows.w.steps[0]: must be a table"),
+        (
+            '[workflows.w]\nsteps = [{ tool = "a" }]\n' + UPSTREAM,
+            "workflows.w.steps[0].instructions: must be a non-empty string",
+        ),
+        (
+            '[workflows.w]\nsteps = [{ tool = "a", instructions = "x" }, '
+            '{ tool = "a", instructions = "y" }]\n' + UPSTREAM,
+            "workflows.w.steps: a tool appears twice",
+        ),
     ],
 )
 def test_a_mistake_names_the_file_and_the_key(text: str, where: str) -> None:

@@ -224,3 +224,34 @@ async def test_in_front_of_the_repositorys_example_server(transport: str, tmp_pa
         [*EXAMPLE, "--http", "127.0.0.1:0"], r"running on (http://\S+)", stderr=True
     ) as (url, _):
         await check(f'[upstreams.invoices]\nurl = "{url}/mcp"\n')
+
+
+WORKFLOW = (
+    TOOLS
+    + """
+[workflows.checkout]
+steps = [
+    { tool = "lookup", instructions = "Now call charge with the amount due." },
+    { tool = "charge", instructions = "Paid: tell the user." },
+]
+"""
+)
+
+
+async def test_a_workflow_is_gated_step_by_step_across_calls(
+    transport: str, tmp_path: Path
+) -> None:
+    async with gateway_client(transport, write_config(tmp_path, WORKFLOW), session="w") as c:
+        first = {t.name for t in (await c.list_tools()).tools}
+        skipped = await c.call_tool("charge", {"amount": 5})
+        looked = await c.call_tool("lookup", {"year": 2025})
+        second = {t.name for t in (await c.list_tools()).tools}
+        charged = await c.call_tool("charge", {"amount": 5})
+        again = await c.call_tool("lookup", {"year": 2025})
+    assert "lookup" in first and "charge" not in first
+    assert text(skipped) == model_sentence(Outcome.UNAVAILABLE)
+    assert "Now call charge" not in dump(skipped)
+    assert text(looked) == "invoices of acc-7 for 2025: 2\n\nNow call charge with the amount due."
+    assert "charge" in second and "lookup" not in second
+    assert text(charged).endswith("Paid: tell the user.")
+    assert text(again) == model_sentence(Outcome.UNAVAILABLE)  # the workflow is done

@@ -173,3 +173,14 @@ async def test_stdio_serves_metrics_where_asked(tmp_path: Path) -> None:
             url = errors.read_text().split("metrics on ", 1)[1].split()[0]
             metrics = scrape(url.replace("/metrics", "/mcp"))
     assert 'guardrails_tool_outcomes_total{outcome="ok",tool="echo"} 1.0' in metrics
+
+
+async def test_a_workflow_step_that_is_no_tool_fails_at_start() -> None:
+    text = (
+        BASE
+        + '[workflows.w]\nsteps = [{ tool = "echo", instructions = "a" }, '
+        + ('{ tool = "refund", instructions = "b" }]\n')
+    )
+    with pytest.raises(ConfigurationError, match=r"workflows\.w\.steps: no tool 'refund'"):
+        async with gateway(text).running():
+            pass
