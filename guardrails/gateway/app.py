@@ -75,7 +75,8 @@ class Gateway:
         self.secrets = secrets if secrets is not None else secret_provider(config.secrets)
         self.tracer_provider = tracer_provider
         self.upstreams = [
-            Upstream(u, self.counters, health_interval=health_interval) for u in config.upstreams
+            Upstream(u, self.counters, health_interval=health_interval, secrets=self.secrets)
+            for u in config.upstreams
         ]
         self.sessions = Sessions(config.tenants, config.stdio_tenant)
         self.store: Store | None = None

@@ -14,7 +14,8 @@ upstream says travels in these exceptions.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -29,6 +30,7 @@ __all__ = ["Backoff", "Upstream", "UpstreamFailed", "UpstreamUnavailable"]
 log = logging.getLogger("guardrails.gateway")
 
 _MAX_PAGES = 100
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.\-]+)\}")
 
 
 class UpstreamUnavailable(StopRun):
@@ -66,8 +68,10 @@ class Upstream:
         *,
         backoff: Backoff | None = None,
         health_interval: float = 15.0,
+        secrets: Callable[[str], Any] | None = None,
     ) -> None:
         self.config = config
+        self.secrets = secrets
         self.name = config.name
         self.counters = counters
         self.backoff = backoff or Backoff(config.backoff_initial, config.backoff_max)
@@ -134,7 +138,9 @@ class Upstream:
             except Exception as exc:
                 if not self._broken.is_set():
                     self.counters.failed(self.name, "disconnected")
-                log.warning("upstream %r failed (%s); restarting", self.name, type(exc).__name__)
+                # The exception's own text may come from the upstream: only ours is logged.
+                detail = str(exc) if isinstance(exc, UpstreamFailed) else type(exc).__name__
+                log.warning("upstream %r failed (%s); restarting", self.name, detail)
             finally:
                 self._client = None
                 self._broken.set()
@@ -169,13 +175,26 @@ class Upstream:
             target: Any = StdioServerParameters(
                 command=config.command[0],
                 args=list(config.command[1:]),
-                env=dict(config.env) or None,
+                env=self._resolved(config.env) or None,
                 cwd=config.cwd,
             )
         else:
             assert config.url is not None
-            target = _http(config.url, dict(config.headers))
+            target = _http(config.url, self._resolved(config.headers))
         return Client(target, cache=None)
+
+    def _resolved(self, values: Mapping[str, str]) -> dict[str, str]:
+        """``values`` with each ``${NAME}`` replaced by the secret ``NAME``, read now."""
+
+        def secret(match: re.Match[str]) -> str:
+            value = None if self.secrets is None else self.secrets(match.group(1))
+            if value is None:
+                raise UpstreamFailed(
+                    f"upstream {self.name!r}: secret {match.group(1)!r} is missing"
+                )
+            return str(value)
+
+        return {key: _PLACEHOLDER.sub(secret, value) for key, value in values.items()}
 
 
 @asynccontextmanager

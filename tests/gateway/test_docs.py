@@ -40,3 +40,15 @@ def test_the_outcome_table_quotes_the_fixed_sentences() -> None:
 
 def test_the_missing_extra_line_is_the_one_the_command_prints() -> None:
     assert "guardrails gateway: needs the mcp extra: pip install 'guardrails-kit[mcp]'\n" in PAGE
+
+
+def test_the_pages_complete_configurations_are_valid() -> None:
+    import tomllib
+
+    from guardrails.gateway import parse_config
+
+    blocks = re.findall(r"```toml\n(.*?)```", PAGE, re.S)
+    complete = [b for b in blocks if "[upstreams." in b]
+    assert complete
+    for block in complete:
+        parse_config(tomllib.loads(block))

@@ -184,3 +184,14 @@ async def test_a_workflow_step_that_is_no_tool_fails_at_start() -> None:
     with pytest.raises(ConfigurationError, match=r"workflows\.w\.steps: no tool 'refund'"):
         async with gateway(text).running():
             pass
+
+
+async def test_an_upstream_whose_secret_is_missing_does_not_start() -> None:
+    text = (
+        '[gateway]\nstore = "memory:"\n[upstreams.billing]\n'
+        f"command = {command_toml(BILLING)}\n"
+        'env = { KEY = "${SURELY_NOT_A_SECRET_ANYWHERE}" }\nconnect_timeout = 1\n'
+    )
+    with pytest.raises(UpstreamStartError, match=r"upstreams\.billing: not listed within 1s"):
+        async with gateway(text).running():
+            pass

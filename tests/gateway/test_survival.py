@@ -197,7 +197,7 @@ async def test_tools_that_cannot_be_checked_are_left_out_and_other_blocks_forwar
         image = await client.call_tool("image", {})
         unlisted = await client.call_tool("broken_schema", {"x": 1})
     names = {t.name for t in listed.tools}
-    assert names == {"ok", "crash", "hang", "slow", "garbage", "leak", "image"}
+    assert names == {"ok", "crash", "hang", "slow", "garbage", "leak", "image", "key_digest"}
     assert not image.is_error and '"mimeType":"image/png"' in text(image)
     assert text(unlisted) == UNAVAILABLE
 
@@ -223,3 +223,14 @@ async def test_hostile_calls_get_closed_outcomes(tmp_path: Path) -> None:
         model_sentence(Outcome.INVALID_ARGS)
     )
     assert not results[4].is_error  # and the gateway still answers
+
+
+async def test_an_upstreams_own_credentials_come_from_the_secret_provider(tmp_path: Path) -> None:
+    import hashlib
+
+    from .conftest import SECRET
+
+    body = upstream() + 'env = { UPSTREAM_KEY = "${PAY_KEY}" }\n'
+    async with gateway_client("stdio", write_config(tmp_path, body)) as client:
+        digest = await client.call_tool("key_digest", {})
+    assert text(digest) == hashlib.sha256(SECRET.encode()).hexdigest()

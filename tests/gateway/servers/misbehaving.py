@@ -10,6 +10,7 @@ schema does not compile and one whose name cannot be published. With ``--hang-al
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -38,6 +39,7 @@ TOOLS = [
     tool("garbage"),
     tool("leak"),
     tool("image"),
+    tool("key_digest"),
     {"name": "broken_schema", "inputSchema": {"type": "object", "properties": {"x": {"type": 12}}}},
     tool("bad name!"),
 ]
@@ -70,6 +72,9 @@ def call(rid: object, params: dict[str, object]) -> None:
             sys.stdout.write("}}} this is not JSON {{{\n")
             sys.stdout.flush()
         send({"jsonrpc": "2.0", "id": rid, "result": {"content": "not a list", "isError": 7}})
+    elif name == "key_digest":  # proves the server received its key, without showing it
+        key = os.environ.get("UPSTREAM_KEY", "").encode()
+        send({"jsonrpc": "2.0", "id": rid, "result": text(hashlib.sha256(key).hexdigest())})
     elif name == "image":
         image = {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}
         send({"jsonrpc": "2.0", "id": rid, "result": {"content": [image], "isError": False}})
