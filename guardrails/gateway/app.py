@@ -27,6 +27,7 @@ from ..rules import SessionCeiling, allow_list
 from ..rules.workflow import Workflow
 from ..store import Store, open_store
 from ..telemetry import OpenTelemetryRecorder
+from ..verdicts import Outcome, model_sentence
 from .catalog import catalog
 from .config import GatewayConfig
 from .metrics import GatewayCounters
@@ -147,16 +148,30 @@ class Gateway:
 
         if self.rails is None:
             raise GuardrailsError("the gateway is not running: use `async with gateway.running()`")
+        from mcp.types import ListToolsResult
+
         tools = GuardedTools(self.rails, context=self.sessions)
+
+        async def list_tools(ctx: Any, params: Any = None) -> Any:
+            try:
+                return await tools.list_tools(ctx, params)
+            except Exception:
+                # A fault of the gateway itself: nothing is offered, nothing is said.
+                log.exception("tools/list failed")
+                return ListToolsResult(tools=[], ttl_ms=0, cache_scope="private")
 
         async def call_tool(ctx: Any, params: Any) -> Any:
             # A call that started runs to its end and writes its audit row, even
             # when the server is stopping or the client gives up on it; the
             # upstream's timeout bounds it.
             with anyio.CancelScope(shield=True):
-                return await tools.call_tool(ctx, params)
+                try:
+                    return await tools.call_tool(ctx, params)
+                except Exception:
+                    log.exception("tools/call failed outside the tool_call pipeline")
+                    return _failed_call()
 
-        return Server(self.config.name, on_list_tools=tools.list_tools, on_call_tool=call_tool)
+        return Server(self.config.name, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 async def _start(tg: Any, upstream: Upstream) -> None:
@@ -167,6 +182,13 @@ async def _start(tg: Any, upstream: Upstream) -> None:
         raise UpstreamStartError(
             f"upstreams.{upstream.name}: not listed within {upstream.config.connect_timeout:g}s"
         ) from None
+
+
+def _failed_call() -> Any:
+    from mcp.types import CallToolResult, TextContent
+
+    sentence = model_sentence(Outcome.ERROR)
+    return CallToolResult(content=[TextContent(type="text", text=sentence)], is_error=True)
 
 
 def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:

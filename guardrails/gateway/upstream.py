@@ -157,10 +157,10 @@ class Upstream:
                 return
             self._wake = anyio.Event()
             try:
-                # tools/list is the one request every MCP era answers (ping is gone in
-                # the 2026-07-28 protocol); it also keeps the listing fresh.
+                # tools/list is the one request every MCP era answers (ping is gone
+                # in the 2026-07-28 protocol).
                 with anyio.fail_after(self.config.timeout):
-                    self.tools = (await client.list_tools()).tools
+                    await client.list_tools()
             except TimeoutError:
                 self.counters.failed(self.name, "timeout")
                 self._broken.set()

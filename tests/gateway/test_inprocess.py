@@ -97,3 +97,19 @@ async def test_every_call_leaves_an_audit_row_without_secrets_or_values(tmp_path
     ]
     dumped = repr(rows)
     assert SECRET not in dumped and "private words" not in dumped and "hunter2" not in dumped
+
+
+async def test_a_fault_outside_the_pipeline_is_a_closed_answer(tmp_path: Path) -> None:
+    config = parse_config(tomllib.loads(CONFIG), base=tmp_path)
+    gateway = Gateway(config, secrets={}.get)
+
+    def broken_context(ctx: object) -> object:
+        raise RuntimeError("internal detail: password=hunter2")
+
+    gateway.sessions = broken_context  # type: ignore[assignment]
+    async with gateway.running(), Client(gateway.server(), cache=None) as client:
+        listed = await client.list_tools()
+        called = await client.call_tool("echo", {"text": "x"})
+    assert listed.tools == []
+    assert called.is_error and text(called) == model_sentence(Outcome.ERROR)
+    assert "hunter2" not in called.model_dump_json()
