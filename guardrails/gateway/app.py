@@ -23,8 +23,6 @@ from ..engine import Guardrails
 from ..errors import ConfigurationError, GuardrailsError
 from ..integrations.mcp import GuardedTools
 from ..metrics import PrometheusRecorder
-from ..rules import SessionCeiling, allow_list
-from ..rules.workflow import Workflow
 from ..store import Store, open_store
 from ..telemetry import OpenTelemetryRecorder
 from ..verdicts import Outcome, model_sentence
@@ -32,6 +30,7 @@ from .catalog import catalog
 from .config import GatewayConfig
 from .metrics import GatewayCounters
 from .policy import policy_rules
+from .rules import StoreCounter, session_ceiling, tenant_allow_list, workflows
 from .secrets import SecretProvider, secret_provider
 from .sessions import Sessions
 from .upstream import Upstream
@@ -43,19 +42,6 @@ log = logging.getLogger("guardrails.gateway")
 
 class UpstreamStartError(GuardrailsError):
     """An upstream could not be started and listed when the gateway started."""
-
-
-class StoreCounter:
-    """A session ceiling's counter in the store, so that every replica counts together."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    def incr(self, key: str, /) -> int:
-        return self.store.incr(key)
-
-    def get(self, key: str) -> int:
-        return self.store.incr(key, 0)
 
 
 class Gateway:
@@ -102,37 +88,25 @@ class Gateway:
             self.store.close()
 
     def engine(self, store: Store) -> Guardrails:
-        """The engine over the upstreams' tools, as the configuration and policy say."""
+        """The engine over the upstreams' tools, as the configuration and policy say.
+
+        Hooks run in this order: the audit log (its ``after`` last), spans, the
+        session ceiling, workflows, idempotency, then the policy's.
+        """
         tools = {t.name: t for t in catalog(self.upstreams)}
         policy = policy_rules(self.config.policy, tools)
         audit = AuditLog(store)
         spans = OpenTelemetryRecorder(self.tracer_provider)
-        hooks: list[Any] = [audit, spans.hook()]
-        if self.config.max_calls_per_session is not None:
-            hooks.append(SessionCeiling(self.config.max_calls_per_session, StoreCounter(store)))
-        guards: list[Any] = []
-        for config in self.config.workflows:
-            unknown = sorted({tool for tool, _ in config.steps} - tools.keys())
-            if unknown:
-                raise ConfigurationError(f"workflows.{config.name}.steps: no tool {unknown[0]!r}")
-            flow = Workflow(config.name, config.steps, store)
-            hooks.append(flow)
-            guards.append(flow.pre_turn_guard())
-        hooks.append(Idempotency(store))
-        hooks.extend(policy.hooks)
-        if self.config.tenants:
-            every = list(tools)
-            by_tenant = {
-                name: every if tenant.tools is None else sorted(tenant.tools)
-                for name, tenant in self.config.tenants.items()
-            }
-            for name, allowed in by_tenant.items():
-                unknown = sorted(set(allowed) - tools.keys())
-                if unknown:
-                    raise ConfigurationError(f"tenants.{name}.tools: no tool {unknown[0]!r}")
-            # A tenant the configuration does not name is offered nothing.
-            guards.append(allow_list(by_tenant=by_tenant, name="tenants", fail_closed=True))
-        guards.extend(policy.guards)
+        flow_guards, flow_hooks = workflows(self.config.workflows, tools, store)
+        hooks = [
+            audit,
+            spans.hook(),
+            *session_ceiling(self.config.max_calls_per_session, store),
+            *flow_hooks,
+            Idempotency(store),
+            *policy.hooks,
+        ]
+        guards = [*tenant_allow_list(self.config.tenants, tools), *flow_guards, *policy.guards]
         return Guardrails(
             tools.values(),
             guards,
