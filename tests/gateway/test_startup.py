@@ -195,3 +195,15 @@ async def test_an_upstream_whose_secret_is_missing_does_not_start() -> None:
     with pytest.raises(UpstreamStartError, match=r"upstreams\.billing: not listed within 1s"):
         async with gateway(text).running():
             pass
+
+
+def test_the_package_and_the_command_import_without_mcp_or_anyio() -> None:
+    code = (
+        "import sys; sys.modules['mcp'] = None; sys.modules['anyio'] = None\n"
+        "import guardrails.gateway, guardrails.cli\n"
+        "guardrails.cli._build_parser()\n"
+        "config = guardrails.gateway.parse_config({'upstreams': {'u': {'url': 'http://x'}}})\n"
+        "assert config.upstreams[0].name == 'u'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
