@@ -255,3 +255,22 @@ async def test_a_workflow_is_gated_step_by_step_across_calls(
     assert "charge" in second and "lookup" not in second
     assert text(charged).endswith("Paid: tell the user.")
     assert text(again) == model_sentence(Outcome.UNAVAILABLE)  # the workflow is done
+
+
+async def test_a_stateful_mcp_session_is_the_session(tmp_path: Path) -> None:
+    from mcp import Client
+
+    from guardrails.gateway.upstream import _http
+
+    from .conftest import TOKENS, http_gateway
+
+    config = write_config(tmp_path, TOOLS, gateway="max_calls_per_session = 1")
+    headers = {"Authorization": f"Bearer {TOKENS['acme']}"}
+    answers = []
+    async with http_gateway(config) as (url, _):
+        for _ in range(2):  # two connections, each its own Mcp-Session-Id
+            async with Client(_http(url, headers), cache=None, mode="legacy") as client:
+                answers.append(text(await client.call_tool("echo", {"text": "x"})))
+                answers.append(text(await client.call_tool("echo", {"text": "x"})))
+    limit = model_sentence(Outcome.LIMIT)
+    assert answers == ["x", limit, "x", limit]
