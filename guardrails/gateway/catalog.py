@@ -13,6 +13,7 @@ compile is left out (and logged), unless the configuration names it.
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -124,9 +125,12 @@ def _text(result: Any) -> str:
 
 
 def _redact(text: str, values: Iterable[Any]) -> str:
-    for value in values:
-        if value is not None:
-            secret = value if isinstance(value, str) else str(value)
-            if secret:
-                text = text.replace(secret, REDACTED)
-    return text
+    """``text`` with every occurrence of each value replaced, in one pass, longest first."""
+    secrets = sorted(
+        {v if isinstance(v, str) else str(v) for v in values if v is not None}, key=len
+    )
+    secrets = [s for s in secrets if s]
+    if not secrets:
+        return text
+    pattern = "|".join(re.escape(s) for s in reversed(secrets))
+    return re.sub(pattern, REDACTED, text)

@@ -72,6 +72,21 @@ async def test_a_secret_the_provider_lacks_makes_the_call_unavailable(tmp_path: 
     assert text(result) == model_sentence(Outcome.UNAVAILABLE)
 
 
+async def test_a_provider_that_raises_makes_the_call_unavailable_and_says_nothing(
+    tmp_path: Path,
+) -> None:
+    def vault(name: str) -> str:
+        raise ConnectionError(f"vault down, token={SECRET}")
+
+    config = parse_config(tomllib.loads(CONFIG), base=tmp_path)
+    gateway = Gateway(config, secrets=vault)
+    async with gateway.running(), Client(gateway.server(), cache=None) as client:
+        result = await client.call_tool("charge", {"amount": 3})
+        echoed = await client.call_tool("echo", {"text": "still here"})
+    assert text(result) == model_sentence(Outcome.UNAVAILABLE)
+    assert SECRET not in result.model_dump_json() and text(echoed) == "still here"
+
+
 async def test_a_long_answer_is_cut_before_it_reaches_the_client(tmp_path: Path) -> None:
     async with connected(tmp_path, {}) as (_, client):
         result = await client.call_tool("echo", {"text": "line\n" * 5000})

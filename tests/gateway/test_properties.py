@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from guardrails.errors import ConfigurationError
 from guardrails.gateway.auth import parse_tokens
+from guardrails.gateway.catalog import REDACTED, _redact
 from guardrails.gateway.sessions import META_KEY, SESSION_HEADER, Sessions
 
 word = st.text(st.characters(blacklist_categories=("Z", "C")), min_size=1, max_size=20).filter(
@@ -72,3 +73,17 @@ def test_any_request_gets_a_context_whose_session_holds_no_client_text(
     chosen = isinstance(meta, dict) and isinstance(meta.get(META_KEY), str) and meta[META_KEY]
     if chosen or (headers and headers.get(SESSION_HEADER)):
         assert context.session is not None and context.session.startswith("key:")
+
+
+secret_text = st.text(min_size=1, max_size=12).filter(lambda s: s not in REDACTED)
+
+
+@given(st.lists(secret_text, min_size=1, max_size=3), st.lists(st.text(max_size=20), max_size=4))
+def test_no_injected_secret_survives_in_an_answer(secrets: list[str], parts: list[str]) -> None:
+    # Answers that hold the secrets (the branch under test) among arbitrary text.
+    answer = "".join(p + secrets[i % len(secrets)] for i, p in enumerate(parts or [""]))
+    redacted = _redact(answer, secrets)
+    pieces = redacted.split(REDACTED)
+    assert len(pieces) > 1
+    for secret in secrets:
+        assert not any(secret in piece for piece in pieces)
