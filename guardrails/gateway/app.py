@@ -33,7 +33,7 @@ from .policy import policy_rules
 from .rules import StoreCounter, session_ceiling, tenant_allow_list, workflows
 from .secrets import SecretProvider, secret_provider
 from .sessions import Sessions
-from .upstream import Upstream
+from .upstream import Upstream, innermost
 
 __all__ = ["Gateway", "StoreCounter", "UpstreamStartError"]
 
@@ -83,7 +83,7 @@ class Gateway:
                     tg.cancel_scope.cancel()
         except BaseExceptionGroup as group:
             # The task group wraps what went wrong; a single error is raised as itself.
-            raise _single(group) from None
+            raise innermost(group) from None
         finally:
             self.store.close()
 
@@ -163,13 +163,6 @@ def _failed_call() -> Any:
 
     sentence = model_sentence(Outcome.ERROR)
     return CallToolResult(content=[TextContent(type="text", text=sentence)], is_error=True)
-
-
-def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    error: BaseException = group
-    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        error = error.exceptions[0]
-    return error
 
 
 def _store_url(store: str) -> str:

@@ -25,7 +25,7 @@ from ..errors import StopRun
 from .config import UpstreamConfig
 from .metrics import GatewayCounters
 
-__all__ = ["Backoff", "Upstream", "UpstreamFailed", "UpstreamUnavailable"]
+__all__ = ["Backoff", "Upstream", "UpstreamFailed", "UpstreamUnavailable", "innermost"]
 
 log = logging.getLogger("guardrails.gateway")
 
@@ -139,7 +139,8 @@ class Upstream:
                 if not self._broken.is_set():
                     self.counters.failed(self.name, "disconnected")
                 # The exception's own text may come from the upstream: only ours is logged.
-                detail = str(exc) if isinstance(exc, UpstreamFailed) else type(exc).__name__
+                cause = innermost(exc)
+                detail = str(cause) if isinstance(cause, UpstreamFailed) else type(cause).__name__
                 log.warning("upstream %r failed (%s); restarting", self.name, detail)
             finally:
                 self._client = None
@@ -207,6 +208,13 @@ async def _http(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams
+
+
+def innermost(exc: BaseException) -> BaseException:
+    """The single exception inside nested exception groups (task groups wrap what they raise)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 async def _list_all(client: Any) -> list[Any]:

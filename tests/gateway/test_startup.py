@@ -133,19 +133,36 @@ def test_without_mcp_the_command_says_which_extra_to_install(tmp_path: Path) -> 
     [
         (["--config", "absent.toml"], "cannot read the gateway config"),
         (["--config", "gw.toml", "--http", "nowhere"], "--http 'nowhere': expected HOST:PORT"),
+        (["--config", "gw.toml", "--http", "127.0.0.1:0"], "auth: serving over HTTP needs"),
+        (["--config", "dead.toml", "--stdio"], "upstreams.dead: not listed within 1s"),
+        (["--config", "gw.toml", "--stdio", "--metrics", "TAKEN"], "cannot listen"),
     ],
 )
 def test_command_errors_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    import socket
+
     (tmp_path / "gw.toml").write_text(BASE)
-    done = subprocess.run(
-        [sys.executable, "-m", "guardrails.cli", "gateway", *args],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    (tmp_path / "dead.toml").write_text(
+        '[gateway]\nstore = "memory:"\n[upstreams.dead]\n'
+        f"command = {command_toml([PY, '-c', 'raise SystemExit(1)'])}\nconnect_timeout = 1\n"
     )
+    taken = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    args = [a.replace("TAKEN", f"127.0.0.1:{taken.getsockname()[1]}") for a in args]
+    with taken:
+        done = subprocess.run(
+            [sys.executable, "-m", "guardrails.cli", "gateway", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+            stdin=subprocess.DEVNULL,
+        )
     assert done.returncode == 2
-    assert done.stderr.count("\n") == 1 and message in done.stderr
+    # Warnings may come first (an upstream restarting); the error is the last line.
+    *_, last = done.stderr.splitlines()
+    assert last.startswith("guardrails gateway: ") and message in last
 
 
 async def test_stdio_serves_metrics_where_asked(tmp_path: Path) -> None:
