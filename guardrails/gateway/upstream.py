@@ -58,8 +58,19 @@ class Backoff:
         self.delay = self.initial
 
 
+class _Connection:
+    """One connection's client and state: a failure of this connection never marks the next."""
+
+    __slots__ = ("broken", "client", "wake")
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.broken = anyio.Event()
+        self.wake = anyio.Event()
+
+
 class Upstream:
-    """The connection to one upstream, and the tools it listed when it last connected."""
+    """The connection to one upstream, and the tools it listed when it first connected."""
 
     def __init__(
         self,
@@ -77,9 +88,7 @@ class Upstream:
         self.backoff = backoff or Backoff(config.backoff_initial, config.backoff_max)
         self.health_interval = health_interval
         self.tools: list[Any] = []
-        self._client: Any = None
-        self._broken = anyio.Event()
-        self._wake = anyio.Event()
+        self._live: _Connection | None = None
 
     # -- calls ----------------------------------------------------------------
 
@@ -88,30 +97,30 @@ class Upstream:
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
 
-        client = self._client
-        if client is None or self._broken.is_set():
+        live = self._live
+        if live is None or live.broken.is_set():
             self.counters.failed(self.name, "unavailable")
             raise UpstreamUnavailable(f"upstream {self.name!r} is down")
         try:
             with anyio.fail_after(timeout):
-                return await client.call_tool(tool, arguments)
+                return await live.client.call_tool(tool, arguments)
         except TimeoutError:
             self.counters.failed(self.name, "timeout")
-            self._wake.set()  # the supervisor pings it now
+            live.wake.set()  # the supervisor checks it now
             raise
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
-                self._break()
+                self._break(live)
             raise UpstreamFailed(f"upstream {self.name!r} answered an error ({exc.code})") from exc
         except Exception as exc:
-            self._break()
+            self._break(live)
             raise UpstreamFailed(f"upstream {self.name!r} failed ({type(exc).__name__})") from exc
 
-    def _break(self) -> None:
-        if not self._broken.is_set():
+    def _break(self, live: _Connection) -> None:
+        if not live.broken.is_set():
             self.counters.failed(self.name, "disconnected")
-        self._broken.set()
-        self._wake.set()
+        live.broken.set()
+        live.wake.set()
 
     # -- supervision ----------------------------------------------------------
 
@@ -122,51 +131,53 @@ class Upstream:
         """
         started = False
         while True:
+            live: _Connection | None = None
             try:
                 async with self._connect() as client:
                     with anyio.fail_after(self.config.connect_timeout):
-                        self.tools = await _list_all(client)
-                    self._broken = anyio.Event()
-                    self._wake = anyio.Event()
-                    self._client = client
+                        tools = await _list_all(client)
+                    if not started:
+                        self.tools = tools
+                    live = self._live = _Connection(client)
                     self.counters.set_up(self.name, True)
                     self.backoff.reset()
                     if not started:
                         started = True
                         task_status.started()
-                    await self._watch(client)
+                    await self._watch(live)
             except Exception as exc:
-                if not self._broken.is_set():
+                if live is None or not live.broken.is_set():
                     self.counters.failed(self.name, "disconnected")
                 # The exception's own text may come from the upstream: only ours is logged.
                 cause = innermost(exc)
                 detail = str(cause) if isinstance(cause, UpstreamFailed) else type(cause).__name__
                 log.warning("upstream %r failed (%s); restarting", self.name, detail)
             finally:
-                self._client = None
-                self._broken.set()
+                self._live = None
+                if live is not None:
+                    live.broken.set()
                 self.counters.set_up(self.name, False)
             await anyio.sleep(self.backoff.next())
             self.counters.restarted(self.name)
 
-    async def _watch(self, client: Any) -> None:
-        """Returns when the connection is broken or a health ping fails."""
-        while not self._broken.is_set():
+    async def _watch(self, live: _Connection) -> None:
+        """Returns when the connection is broken or a health check fails."""
+        while not live.broken.is_set():
             with anyio.move_on_after(self.health_interval):
-                await self._wake.wait()
-            if self._broken.is_set():
+                await live.wake.wait()
+            if live.broken.is_set():
                 return
-            self._wake = anyio.Event()
+            live.wake = anyio.Event()
             try:
                 # tools/list is the one request every MCP era answers (ping is gone
                 # in the 2026-07-28 protocol).
                 with anyio.fail_after(self.config.timeout):
-                    await client.list_tools()
+                    await live.client.list_tools()
             except TimeoutError:
                 self.counters.failed(self.name, "timeout")
-                self._broken.set()
+                live.broken.set()
             except Exception:
-                self._break()
+                self._break(live)
 
     def _connect(self) -> Any:
         from mcp import Client, StdioServerParameters
