@@ -94,6 +94,8 @@ class SecretsConfig:
 
 @dataclass(frozen=True, slots=True)
 class GatewayConfig:
+    """The whole file, checked. ``store`` is a path, a URL, or ``env:VARIABLE``."""
+
     name: str = "guardrails-gateway"
     store: str = "guardrails-gateway.db"
     policy: str | None = None
@@ -131,19 +133,16 @@ def parse_config(
     gw = r.table(data, "gateway")
     r.keys(gw, "gateway", {"name", "store", "store_env", "policy", "max_calls_per_session",
                            "max_result_chars", "stdio_tenant"})  # fmt: skip
-    store = r.text(gw, "gateway.store", "guardrails-gateway.db")
-    store_env = gw.get("store_env")
-    if store_env is not None:
-        store = "env:" + r.text(gw, "gateway.store_env")
+    store = r.store(gw)
     upstreams = r.table(data, "upstreams")
     if not upstreams:
         raise r.error("upstreams", "declare at least one upstream ([upstreams.NAME])")
     return GatewayConfig(
         name=r.text(gw, "gateway.name", "guardrails-gateway"),
-        store=store if store.startswith(("env:", "memory:", "postgres")) else r.path(store),
+        store=store,
         policy=None if gw.get("policy") is None else r.path(r.text(gw, "gateway.policy")),
         max_calls_per_session=r.count(gw, "gateway.max_calls_per_session"),
-        max_result_chars=r.count(gw, "gateway.max_result_chars") or 16_000,
+        max_result_chars=r.result_chars(gw),
         stdio_tenant=r.text(gw, "gateway.stdio_tenant", "local"),
         upstreams=tuple(r.upstream(name, upstreams[name]) for name in upstreams),
         tenants={name: r.tenant(name, value) for name, value in r.table(data, "tenants").items()},
@@ -216,6 +215,30 @@ class _Reader:
         value = data.get(key.rsplit(".", 1)[-1], False)
         if not isinstance(value, bool):
             raise self.error(key, f"must be true or false, not {value!r}")
+        return value
+
+    def store(self, gw: Mapping[str, Any]) -> str:
+        if "store" in gw and "store_env" in gw:
+            raise self.error("gateway.store_env", "give store or store_env, not both")
+        if "store_env" in gw:
+            return "env:" + self.text(gw, "gateway.store_env")
+        store = self.text(gw, "gateway.store", "guardrails-gateway.db")
+        if store == "memory:" or store.startswith(("postgresql://", "postgres://")):
+            return store
+        if store.startswith("sqlite:///"):
+            store = store[len("sqlite:///") - 1 :]  # the path, with its leading slash
+        elif "://" in store:
+            raise self.error(
+                "gateway.store", "use a file path, sqlite:///, postgresql:// or memory:"
+            )
+        return self.path(store)
+
+    def result_chars(self, gw: Mapping[str, Any]) -> int:
+        value = self.count(gw, "gateway.max_result_chars")
+        if value is None:
+            return 16_000
+        if value < 64:
+            raise self.error("gateway.max_result_chars", f"must be at least 64, not {value}")
         return value
 
     def upstream(self, name: str, data: Any) -> UpstreamConfig:

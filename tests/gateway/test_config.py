@@ -44,6 +44,9 @@ def test_a_postgresql_store_is_kept_as_a_url_and_store_env_names_a_variable() ->
     pg = parse('[gateway]\nstore = "postgresql://gw@db/gw"\n' + UPSTREAM)
     env = parse('[gateway]\nstore_env = "GW_STORE"\n' + UPSTREAM)
     assert pg.store == "postgresql://gw@db/gw"  # type: ignore[attr-defined]
+    absolute = parse('[gateway]\nstore = "sqlite:///var/lib/gw.db"\n' + UPSTREAM)
+    assert absolute.store == "/var/lib/gw.db"  # type: ignore[attr-defined]
+    assert parse('[gateway]\nstore = "memory:"\n' + UPSTREAM).store == "memory:"  # type: ignore[attr-defined]
     assert env.store == "env:GW_STORE"  # type: ignore[attr-defined]
 
 
@@ -82,6 +85,9 @@ def test_a_postgresql_store_is_kept_as_a_url_and_store_env_names_a_variable() ->
         ('[secrets]\nprovider = "file"\n' + UPSTREAM, "secrets.directory: the file provider"),
         ('[tenants.a]\ntools = "lookup"\n' + UPSTREAM, "tenants.a.tools: must be a list"),
         ("[auth]\ntokens = 1\n" + UPSTREAM, "auth.tokens: unknown key"),
+        ("[gateway]\nmax_result_chars = 10\n" + UPSTREAM, "gateway.max_result_chars: must be at"),
+        ('[gateway]\nstore = "a"\nstore_env = "B"\n' + UPSTREAM, "gateway.store_env: give store"),
+        ('[gateway]\nstore = "redis://x"\n' + UPSTREAM, "gateway.store: use a file path"),
         ("[workflows.w]\nsteps = []\n" + UPSTREAM, "workflows.w.steps: must be a non-empty"),
         ('[workflows.w]\nsteps = ["a"]\n' + UPSTREAM, "workflows.w.steps[0]: must be a table"),
         (
