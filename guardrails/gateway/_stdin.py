@@ -2,8 +2,9 @@
 
 The MCP SDK reads stdin in a worker thread, which a cancellation cannot
 interrupt: on SIGTERM the gateway would wait for the client's next line. On
-POSIX, when stdin is a pipe, a socket or a terminal, this reader waits for
-the descriptor to be readable instead, and a cancellation ends it at once.
+POSIX, when stdin is a pipe, a socket or a terminal of its own (not the
+same file as stdout), this reader waits for the descriptor to be readable
+instead, and a cancellation ends it at once.
 """
 
 from __future__ import annotations
@@ -51,11 +52,17 @@ class _Lines:
 def stdin_lines(fd: int = 0) -> Iterator[_Lines | None]:
     """A cancellable reader of ``fd``, or ``None`` where one cannot be made (use the SDK's)."""
     try:
-        mode = os.fstat(fd).st_mode
+        status = os.fstat(fd)
+        out = os.fstat(1)
     except OSError:
         yield None
         return
-    if os.name != "posix" or not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+    mode = status.st_mode
+    # O_NONBLOCK belongs to the open file: when stdout is the same file (a
+    # terminal, one socket for both), the SDK's blocking writes would fail.
+    shared = (status.st_dev, status.st_ino) == (out.st_dev, out.st_ino)
+    readable = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    if os.name != "posix" or shared or not readable:
         yield None
         return
     blocking = os.get_blocking(fd)
