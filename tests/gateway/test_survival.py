@@ -235,3 +235,34 @@ async def test_an_upstreams_own_credentials_come_from_the_secret_provider(tmp_pa
     async with gateway_client("stdio", write_config(tmp_path, body)) as client:
         digest = await client.call_tool("key_digest", {})
     assert text(digest) == hashlib.sha256(SECRET.encode()).hexdigest()
+
+
+async def test_an_http_upstream_that_goes_away_is_reconnected_when_it_returns(
+    tmp_path: Path,
+) -> None:
+    from .conftest import BILLING, started
+
+    async with started([*BILLING, "--http"], r"listening (\d+)", stderr=False) as (port, first):
+        url = f"http://127.0.0.1:{port}/mcp"
+        body = f'[upstreams.billing]\nurl = "{url}"\ntimeout = 5\nbackoff_initial = 0.05\n'
+        body += "backoff_max = 0.2\n"
+        async with (
+            http_gateway(write_config(tmp_path, body)) as (gateway_url, _),
+            http_client(gateway_url, TOKENS["acme"]) as client,
+        ):
+            before = text(await client.call_tool("pid", {}))
+            first.terminate()
+            await first.wait()
+            gone = await client.call_tool("pid", {})
+            # The same port again: the gateway reconnects on its own.
+            again = [*BILLING, "--http", port]
+            async with started(again, r"listening (\d+)", stderr=False):
+                with anyio.fail_after(30):
+                    while True:
+                        result = await client.call_tool("pid", {})
+                        if not result.is_error:
+                            break
+                        await anyio.sleep(0.05)
+                after = text(result)
+    assert text(gone) in (ERROR, UNAVAILABLE)
+    assert before != after
