@@ -2,6 +2,7 @@
 
 python examples/mcp_server.py           # a client talks to the server in memory
 python examples/mcp_server.py --stdio   # serve over stdio, for any MCP client
+python examples/mcp_server.py --http 127.0.0.1:8000   # serve streamable HTTP at /mcp
 """
 
 from __future__ import annotations
@@ -66,5 +67,16 @@ async def serve_stdio() -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
+async def serve_http(address: str) -> None:
+    import uvicorn
+
+    host, _, port = address.rpartition(":")
+    config = uvicorn.Config(server.streamable_http_app(host=host), host=host, port=int(port))
+    await uvicorn.Server(config).serve()
+
+
 if __name__ == "__main__":
-    anyio.run(serve_stdio if "--stdio" in sys.argv else demo)
+    if "--http" in sys.argv:
+        anyio.run(serve_http, sys.argv[sys.argv.index("--http") + 1])
+    else:
+        anyio.run(serve_stdio if "--stdio" in sys.argv else demo)

@@ -57,6 +57,13 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     demo.set_defaults(func=_demo)
     from .coverage import add_arguments as coverage_arguments
+    from .gateway.cli import add_arguments as gateway_arguments
+
+    gateway_arguments(
+        sub.add_parser(
+            "gateway", help="one guarded MCP endpoint in front of MCP servers (needs the mcp extra)"
+        )
+    )
 
     coverage_arguments(
         sub.add_parser(

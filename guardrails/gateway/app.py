@@ -1,0 +1,177 @@
+"""The gateway: upstreams, the engine that guards their tools, and the MCP server in front.
+
+``Gateway.running()`` starts every upstream (failing, with the upstream's
+name, if one cannot be listed in its ``connect_timeout``), builds the engine
+from their listings and the configuration, and yields; leaving it stops the
+upstreams and closes the store. ``gateway.server()`` is the low-level MCP
+``Server`` that stdio and HTTP serve alike.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from prometheus_client import CollectorRegistry
+
+from ..audit import AuditLog
+from ..effects import Idempotency
+from ..engine import Guardrails
+from ..errors import ConfigurationError, GuardrailsError
+from ..integrations.mcp import GuardedTools
+from ..metrics import PrometheusRecorder
+from ..store import Store, open_store
+from ..telemetry import OpenTelemetryRecorder
+from ..verdicts import Outcome, model_sentence
+from .catalog import catalog
+from .config import GatewayConfig
+from .metrics import GatewayCounters
+from .policy import load_policy
+from .rules import StoreCounter, session_ceiling, tenant_allow_list, workflows
+from .secrets import SecretProvider, secret_provider
+from .sessions import Sessions
+from .upstream import Upstream, innermost
+
+__all__ = ["Gateway", "StoreCounter", "UpstreamStartError"]
+
+log = logging.getLogger("guardrails.gateway")
+
+
+class UpstreamStartError(GuardrailsError):
+    """An upstream could not be started and listed when the gateway started."""
+
+
+class Gateway:
+    """Holds configuration until ``running()``; then ``rails`` and ``server()`` exist."""
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        *,
+        registry: CollectorRegistry | None = None,
+        secrets: SecretProvider | None = None,
+        tracer_provider: Any = None,
+        health_interval: float = 15.0,
+    ) -> None:
+        self.config = config
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.counters = GatewayCounters(tuple(u.name for u in config.upstreams), self.registry)
+        self.secrets = secrets if secrets is not None else secret_provider(config.secrets)
+        self.tracer_provider = tracer_provider
+        self.upstreams = [
+            Upstream(u, self.counters, health_interval=health_interval, secrets=self.secrets)
+            for u in config.upstreams
+        ]
+        self.sessions = Sessions(config.tenants, config.stdio_tenant)
+        self.store: Store | None = None
+        self.rails: Guardrails | None = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Gateway]:
+        self.store = open_store(_store_url(self.config.store))
+        try:
+            async with anyio.create_task_group() as tg:
+                for upstream in self.upstreams:
+                    await _start(tg, upstream)
+                self.rails = self.engine(self.store)
+                try:
+                    yield self
+                finally:
+                    tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # The task group wraps what went wrong; a single error is raised as itself.
+            raise innermost(group) from None
+        finally:
+            self.store.close()
+
+    def engine(self, store: Store) -> Guardrails:
+        """The engine over the upstreams' tools, as the configuration and policy say.
+
+        Hooks run in this order: the audit log (its ``after`` last), spans, the
+        session ceiling, workflows, idempotency, then the policy's.
+        """
+        tools = {t.name: t for t in catalog(self.upstreams)}
+        audit = AuditLog(store)
+        spans = OpenTelemetryRecorder(self.tracer_provider)
+        flow_guards, flow_hooks = workflows(self.config.workflows, tools, store)
+        hooks = [
+            audit,
+            spans.hook(),
+            *session_ceiling(self.config.max_calls_per_session, store),
+            *flow_hooks,
+            Idempotency(store),
+        ]
+        guards = [*tenant_allow_list(self.config.tenants, tools), *flow_guards]
+        rails = Guardrails(
+            tools.values(),
+            guards,
+            hooks=hooks,
+            recorder=[audit, PrometheusRecorder(self.registry), spans],
+            secrets=self.secrets,
+            max_result_chars=self.config.max_result_chars,
+        )
+        load_policy(rails, self.config.policy, store)
+        return rails
+
+    def server(self) -> Any:
+        """The low-level MCP ``Server`` answering tools/list and tools/call through the engine."""
+        from mcp.server import Server
+
+        if self.rails is None:
+            raise GuardrailsError("the gateway is not running: use `async with gateway.running()`")
+        from mcp.types import ListToolsResult
+
+        tools = GuardedTools(self.rails, context=self.sessions)
+
+        async def list_tools(ctx: Any, params: Any = None) -> Any:
+            try:
+                return await tools.list_tools(ctx, params)
+            except Exception:
+                # A fault of the gateway itself: nothing is offered, nothing is said.
+                log.exception("tools/list failed")
+                return ListToolsResult(tools=[], ttl_ms=0, cache_scope="private")
+
+        async def call_tool(ctx: Any, params: Any) -> Any:
+            # A call that started runs to its end and writes its audit row, even
+            # when the server is stopping or the client gives up on it; the
+            # upstream's timeout bounds it.
+            with anyio.CancelScope(shield=True):
+                try:
+                    return await tools.call_tool(ctx, params)
+                except Exception:
+                    log.exception("tools/call failed outside the tool_call pipeline")
+                    return _failed_call()
+
+        return Server(self.config.name, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def _start(tg: Any, upstream: Upstream) -> None:
+    try:
+        with anyio.fail_after(upstream.config.connect_timeout):
+            await tg.start(upstream.run)
+    except TimeoutError:
+        raise UpstreamStartError(
+            f"upstreams.{upstream.name}: not listed within {upstream.config.connect_timeout:g}s"
+        ) from None
+
+
+def _failed_call() -> Any:
+    from mcp.types import CallToolResult, TextContent
+
+    sentence = model_sentence(Outcome.ERROR)
+    return CallToolResult(content=[TextContent(type="text", text=sentence)], is_error=True)
+
+
+def _store_url(store: str) -> str:
+    if not store.startswith("env:"):
+        return store
+    import os
+
+    variable = store[len("env:") :]
+    value = os.environ.get(variable)
+    if not value:
+        raise ConfigurationError(f"gateway.store_env: ${variable} is not set")
+    return value

@@ -1,0 +1,129 @@
+"""Bearer tokens mapped to tenants, read from a file or the environment.
+
+One entry per line, ``<tenant> <token>``; blank lines and ``#`` comments are
+skipped. A token may be written as ``sha256:<hex digest>`` so that the file
+holds no usable credential. Tokens are compared by their SHA-256 digest in
+constant time; a token that maps to no tenant is refused by the MCP SDK's
+bearer middleware with HTTP 401 and ``WWW-Authenticate: Bearer``, and counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigurationError
+from .config import AuthConfig
+
+__all__ = ["CountRefusals", "TokenTable", "load_tokens", "parse_tokens"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8")).digest()
+
+
+def parse_tokens(text: str, where: str) -> dict[bytes, str]:
+    """``digest -> tenant`` from ``<tenant> <token>`` lines; errors name the line, not the token."""
+    table: dict[bytes, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) != 2:
+            raise ConfigurationError(f"{where}, line {number}: expected '<tenant> <token>'")
+        tenant, token = parts
+        if token.startswith("sha256:"):
+            try:
+                digest = bytes.fromhex(token[len("sha256:") :])
+            except ValueError:
+                digest = b""
+            if len(digest) != 32:
+                raise ConfigurationError(f"{where}, line {number}: a bad sha256: digest")
+        else:
+            digest = _digest(token)
+        if digest in table and table[digest] != tenant:
+            raise ConfigurationError(f"{where}, line {number}: this token already maps to a tenant")
+        table[digest] = tenant
+    return table
+
+
+def load_tokens(config: AuthConfig) -> dict[bytes, str]:
+    """The tokens of the file and of the environment variable (either may be absent)."""
+    table: dict[bytes, str] = {}
+    if config.tokens_file is not None:
+        try:
+            text = Path(config.tokens_file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigurationError(
+                f"auth.tokens_file: cannot read {config.tokens_file} ({exc.strerror})"
+            ) from exc
+        table.update(parse_tokens(text, config.tokens_file))
+    if config.tokens_env is not None:
+        raw = os.environ.get(config.tokens_env, "")
+        # In a variable, entries may also be separated by ';'.
+        table.update(parse_tokens(raw.replace(";", "\n"), f"${config.tokens_env}"))
+    return table
+
+
+class TokenTable:
+    """The MCP SDK's ``TokenVerifier``: a known token becomes an ``AccessToken`` of its tenant.
+
+    ``client_id`` is the tenant; ``subject`` is a short digest of the token, the
+    principal that client-chosen session keys are scoped by.
+    """
+
+    def __init__(self, tokens: dict[bytes, str]) -> None:
+        self._tokens = list(tokens.items())
+
+    @property
+    def tenants(self) -> frozenset[str]:
+        return frozenset(tenant for _, tenant in self._tokens)
+
+    def tenant_of(self, token: str) -> str | None:
+        digest = _digest(token)
+        found = None
+        for known, tenant in self._tokens:
+            # Every entry is compared, so the time taken does not say which matched.
+            if hmac.compare_digest(known, digest):
+                found = tenant
+        return found
+
+    async def verify_token(self, token: str) -> Any:
+        from mcp.server.auth.provider import AccessToken
+
+        tenant = self.tenant_of(token)
+        if tenant is None:
+            return None
+        principal = hashlib.sha256(b"principal:" + _digest(token)).hexdigest()[:16]
+        return AccessToken(token=token, client_id=tenant, scopes=[], subject=principal)
+
+
+class CountRefusals:
+    """ASGI wrapper that counts the HTTP 401/403 answers of the app it wraps."""
+
+    def __init__(self, app: ASGIApp, count: Callable[[], None]) -> None:
+        self.app = app
+        self.count = count
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def counted(message: Message) -> None:
+            if message.get("type") == "http.response.start" and message.get("status") in (401, 403):
+                self.count()
+            await send(message)
+
+        await self.app(scope, receive, counted)

@@ -1,0 +1,84 @@
+"""``guardrails gateway --config FILE [--http HOST:PORT | --stdio] [--metrics HOST:PORT]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, metavar="FILE", help="the gateway's TOML file")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument(
+        "--http", metavar="HOST:PORT", help="serve streamable HTTP at http://HOST:PORT/mcp"
+    )
+    how.add_argument("--stdio", action="store_true", help="serve one client over stdio (default)")
+    parser.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        help="with --stdio, serve Prometheus metrics there (over HTTP they are at /metrics)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        print(
+            "guardrails gateway: needs the mcp extra: pip install 'guardrails-kit[mcp]'",
+            file=sys.stderr,
+        )
+        return 2
+    import anyio
+
+    from ..errors import GuardrailsError
+    from .app import Gateway
+    from .config import load_config
+    from .serve import serve_http, serve_stdio
+
+    try:
+        gateway = Gateway(load_config(args.config))
+        if args.http is not None:
+            host, port = _address(args.http, "--http")
+            anyio.run(serve_http, gateway, host, port)
+        else:
+            if args.metrics is not None:
+                _metrics_server(gateway, *_address(args.metrics, "--metrics"))
+            anyio.run(serve_stdio, gateway)
+    except GuardrailsError as exc:
+        # One line: a schema error's detail (the validator's report) stays out.
+        print(f"guardrails gateway: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _address(text: str, option: str) -> tuple[str, int]:
+    from ..errors import ConfigurationError
+
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ConfigurationError(f"{option} {text!r}: expected HOST:PORT")
+    return host, int(port)
+
+
+def _metrics_server(gateway: Any, host: str, port: int) -> None:
+    from prometheus_client import start_http_server
+
+    from ..errors import ConfigurationError
+
+    try:
+        server, _ = start_http_server(port, addr=host, registry=gateway.registry)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"--metrics {host}:{port}: cannot listen ({exc.strerror})"
+        ) from exc
+    bound = server.server_address[1]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"guardrails gateway: metrics on http://{shown}:{bound}/metrics", file=sys.stderr)

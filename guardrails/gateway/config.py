@@ -1,0 +1,367 @@
+"""The gateway's configuration: a TOML file, checked in full when it is loaded.
+
+Every mistake is a ``ConfigurationError`` that names the file and the key
+(``gateway.toml: upstreams.billing.tools.charge.bind.account_id: ...``), raised
+before any upstream is started. Relative paths are read from the file's folder.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigurationError
+
+__all__ = [
+    "AuthConfig",
+    "GatewayConfig",
+    "SecretsConfig",
+    "TenantConfig",
+    "ToolConfig",
+    "UpstreamConfig",
+    "WorkflowConfig",
+    "load_config",
+    "parse_config",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolConfig:
+    """What the gateway adds to one upstream tool: bindings, secrets, action, limits."""
+
+    action: bool = False
+    bind: Mapping[str, str] = field(default_factory=dict)
+    secrets: Mapping[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    idempotency_key: tuple[str, ...] | bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamConfig:
+    """One upstream MCP server: a command started over stdio, or a streamable-HTTP URL."""
+
+    name: str
+    command: tuple[str, ...] | None = None
+    url: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = 30.0
+    connect_timeout: float = 30.0
+    backoff_initial: float = 0.25
+    backoff_max: float = 30.0
+    prefix: bool = False
+    tools: Mapping[str, ToolConfig] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TenantConfig:
+    """A tenant's allow-list (None: no list, every tool) and the values bound for it."""
+
+    tools: frozenset[str] | None = None
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowConfig:
+    """A step-gated chain of (published) tool names, each with the instructions its success returns."""
+
+    name: str
+    steps: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AuthConfig:
+    """Where bearer tokens come from: a file, an environment variable, or both."""
+
+    tokens_file: str | None = None
+    tokens_env: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SecretsConfig:
+    """The secret provider: ``env`` (``prefix`` + name), ``file`` (``directory``/name), or
+    ``module:factory`` (a callable returning a ``name -> value`` function)."""
+
+    provider: str = "env"
+    prefix: str = ""
+    directory: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayConfig:
+    """The whole file, checked. ``store`` is a path, a URL, or ``env:VARIABLE``."""
+
+    name: str = "guardrails-gateway"
+    store: str = "guardrails-gateway.db"
+    policy: str | None = None
+    max_calls_per_session: int | None = None
+    max_result_chars: int = 16_000
+    stdio_tenant: str = "local"
+    upstreams: tuple[UpstreamConfig, ...] = ()
+    tenants: Mapping[str, TenantConfig] = field(default_factory=dict)
+    workflows: tuple[WorkflowConfig, ...] = ()
+    auth: AuthConfig = field(default_factory=AuthConfig)
+    secrets: SecretsConfig = field(default_factory=SecretsConfig)
+    source: str = "<config>"
+
+
+def load_config(path: str | Path) -> GatewayConfig:
+    """Read and check a gateway TOML file."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigurationError(
+            f"{path}: cannot read the gateway config ({exc.strerror})"
+        ) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError(f"{path}: not valid TOML ({exc})") from exc
+    return parse_config(data, base=path.parent, source=str(path))
+
+
+def parse_config(
+    data: Mapping[str, Any], *, base: Path = Path("."), source: str = "<config>"
+) -> GatewayConfig:
+    """A checked ``GatewayConfig`` from parsed TOML; paths relative to ``base``."""
+    r = _Reader(source, base)
+    r.keys(data, "", {"gateway", "auth", "secrets", "tenants", "upstreams", "workflows"})
+    gw = r.table(data, "gateway")
+    r.keys(gw, "gateway", {"name", "store", "store_env", "policy", "max_calls_per_session",
+                           "max_result_chars", "stdio_tenant"})  # fmt: skip
+    store = r.store(gw)
+    upstreams = r.table(data, "upstreams")
+    if not upstreams:
+        raise r.error("upstreams", "declare at least one upstream ([upstreams.NAME])")
+    return GatewayConfig(
+        name=r.text(gw, "gateway.name", "guardrails-gateway"),
+        store=store,
+        policy=None if gw.get("policy") is None else r.path(r.text(gw, "gateway.policy")),
+        max_calls_per_session=r.count(gw, "gateway.max_calls_per_session"),
+        max_result_chars=r.result_chars(gw),
+        stdio_tenant=r.text(gw, "gateway.stdio_tenant", "local"),
+        upstreams=tuple(r.upstream(name, upstreams[name]) for name in upstreams),
+        tenants={name: r.tenant(name, value) for name, value in r.table(data, "tenants").items()},
+        workflows=tuple(
+            r.workflow(name, value) for name, value in r.table(data, "workflows").items()
+        ),
+        auth=r.auth(r.table(data, "auth")),
+        secrets=r.secrets(r.table(data, "secrets")),
+        source=source,
+    )
+
+
+class _Reader:
+    """Typed reads with errors that name the file and the key."""
+
+    def __init__(self, source: str, base: Path) -> None:
+        self.source = source
+        self.base = base
+
+    def error(self, key: str, message: str) -> ConfigurationError:
+        return ConfigurationError(f"{self.source}: {key}: {message}")
+
+    def keys(self, table: Mapping[str, Any], where: str, allowed: set[str]) -> None:
+        for key in table:
+            if key not in allowed:
+                name = f"{where}.{key}" if where else key
+                raise self.error(name, f"unknown key (expected one of {sorted(allowed)})")
+
+    def table(self, data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+        value = data.get(key.rsplit(".", 1)[-1], {})
+        if not isinstance(value, Mapping):
+            raise self.error(key, "must be a table")
+        return value
+
+    def text(self, data: Mapping[str, Any], key: str, default: str | None = None) -> str:
+        value = data.get(key.rsplit(".", 1)[-1], default)
+        if not isinstance(value, str) or not value:
+            raise self.error(key, "must be a non-empty string")
+        return value
+
+    def texts(self, data: Mapping[str, Any], key: str) -> dict[str, str]:
+        table = self.table(data, key)
+        for name, value in table.items():
+            if not isinstance(value, str) or not value:
+                raise self.error(f"{key}.{name}", "must be a non-empty string")
+        return dict(table)
+
+    def path(self, value: str) -> str:
+        return str(self.base / Path(value).expanduser())
+
+    def count(self, data: Mapping[str, Any], key: str) -> int | None:
+        value = data.get(key.rsplit(".", 1)[-1])
+        if value is None:
+            return None
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise self.error(key, f"must be a non-negative integer, not {value!r}")
+        return value
+
+    def seconds(self, data: Mapping[str, Any], key: str, default: float | None) -> float | None:
+        value = data.get(key.rsplit(".", 1)[-1], default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.error(key, f"must be a number of seconds, not {value!r}")
+        if not (math.isfinite(value) and value > 0):
+            raise self.error(key, f"must be positive and finite, not {value!r}")
+        return float(value)
+
+    def flag(self, data: Mapping[str, Any], key: str) -> bool:
+        value = data.get(key.rsplit(".", 1)[-1], False)
+        if not isinstance(value, bool):
+            raise self.error(key, f"must be true or false, not {value!r}")
+        return value
+
+    def store(self, gw: Mapping[str, Any]) -> str:
+        if "store" in gw and "store_env" in gw:
+            raise self.error("gateway.store_env", "give store or store_env, not both")
+        if "store_env" in gw:
+            return "env:" + self.text(gw, "gateway.store_env")
+        store = self.text(gw, "gateway.store", "guardrails-gateway.db")
+        if store == "memory:" or store.startswith(("postgresql://", "postgres://")):
+            return store
+        if store.startswith("sqlite:///"):
+            store = store[len("sqlite:///") - 1 :]  # the path, with its leading slash
+        elif "://" in store:
+            raise self.error(
+                "gateway.store", "use a file path, sqlite:///, postgresql:// or memory:"
+            )
+        return self.path(store)
+
+    def result_chars(self, gw: Mapping[str, Any]) -> int:
+        value = self.count(gw, "gateway.max_result_chars")
+        if value is None:
+            return 16_000
+        if value < 64:
+            raise self.error("gateway.max_result_chars", f"must be at least 64, not {value}")
+        return value
+
+    def upstream(self, name: str, data: Any) -> UpstreamConfig:
+        where = f"upstreams.{name}"
+        if not isinstance(data, Mapping):
+            raise self.error(where, "must be a table")
+        self.keys(data, where, {"command", "url", "env", "cwd", "headers", "timeout",
+                                "connect_timeout", "backoff_initial", "backoff_max", "prefix",
+                                "tools"})  # fmt: skip
+        command, url = data.get("command"), data.get("url")
+        if (command is None) == (url is None):
+            raise self.error(where, "give exactly one of command (stdio) or url (streamable HTTP)")
+        if command is not None and (
+            not isinstance(command, list)
+            or not command
+            or not all(isinstance(part, str) and part for part in command)
+        ):
+            raise self.error(f"{where}.command", "must be a non-empty list of strings")
+        if url is not None and not (
+            isinstance(url, str) and url.startswith(("http://", "https://"))
+        ):
+            raise self.error(f"{where}.url", "must be an http:// or https:// URL")
+        tools = self.table(data, f"{where}.tools")
+        cwd = data.get("cwd")
+        return UpstreamConfig(
+            name=name,
+            command=None if command is None else tuple(command),
+            url=url,
+            env=self.texts(data, f"{where}.env"),
+            cwd=None if cwd is None else self.path(self.text(data, f"{where}.cwd")),
+            headers=self.texts(data, f"{where}.headers"),
+            timeout=self.seconds(data, f"{where}.timeout", 30.0) or 30.0,
+            connect_timeout=self.seconds(data, f"{where}.connect_timeout", 30.0) or 30.0,
+            backoff_initial=self.seconds(data, f"{where}.backoff_initial", 0.25) or 0.25,
+            backoff_max=self.seconds(data, f"{where}.backoff_max", 30.0) or 30.0,
+            prefix=self.flag(data, f"{where}.prefix"),
+            tools={tool: self.tool(f"{where}.tools.{tool}", tools[tool]) for tool in tools},
+        )
+
+    def tool(self, where: str, data: Any) -> ToolConfig:
+        if not isinstance(data, Mapping):
+            raise self.error(where, "must be a table")
+        self.keys(data, where, {"action", "bind", "secrets", "timeout", "idempotency_key"})
+        action = self.flag(data, f"{where}.action")
+        secrets = self.texts(data, f"{where}.secrets")
+        if secrets and not action:
+            raise self.error(
+                f"{where}.secrets", "secrets go only into tools declared action = true"
+            )
+        key = data.get("idempotency_key")
+        if key is not None and not (
+            isinstance(key, bool)
+            or (isinstance(key, list) and key and all(isinstance(k, str) for k in key))
+        ):
+            raise self.error(f"{where}.idempotency_key", "must be true or a list of argument names")
+        return ToolConfig(
+            action=action,
+            bind=self.texts(data, f"{where}.bind"),
+            secrets=secrets,
+            timeout=self.seconds(data, f"{where}.timeout", None),
+            idempotency_key=tuple(key) if isinstance(key, list) else key,
+        )
+
+    def tenant(self, name: str, data: Any) -> TenantConfig:
+        where = f"tenants.{name}"
+        if not isinstance(data, Mapping):
+            raise self.error(where, "must be a table")
+        self.keys(data, where, {"tools", "values"})
+        tools = data.get("tools")
+        if tools is not None and not (
+            isinstance(tools, list) and all(isinstance(t, str) for t in tools)
+        ):
+            raise self.error(f"{where}.tools", "must be a list of tool names")
+        return TenantConfig(
+            tools=None if tools is None else frozenset(tools),
+            values=dict(self.table(data, f"{where}.values")),
+        )
+
+    def workflow(self, name: str, data: Any) -> WorkflowConfig:
+        where = f"workflows.{name}"
+        if not isinstance(data, Mapping):
+            raise self.error(where, "must be a table")
+        self.keys(data, where, {"steps"})
+        steps = data.get("steps")
+        if not isinstance(steps, list) or not steps:
+            raise self.error(f"{where}.steps", "must be a non-empty list of steps")
+        chain = []
+        for number, step in enumerate(steps):
+            at = f"{where}.steps[{number}]"
+            if not isinstance(step, Mapping):
+                raise self.error(at, "must be a table with tool and instructions")
+            self.keys(step, at, {"tool", "instructions"})
+            chain.append((self.text(step, f"{at}.tool"), self.text(step, f"{at}.instructions")))
+        tools = [tool for tool, _ in chain]
+        if len(set(tools)) != len(tools):
+            raise self.error(f"{where}.steps", "a tool appears twice")
+        return WorkflowConfig(name=name, steps=tuple(chain))
+
+    def auth(self, data: Mapping[str, Any]) -> AuthConfig:
+        self.keys(data, "auth", {"tokens_file", "tokens_env"})
+        file = data.get("tokens_file")
+        return AuthConfig(
+            tokens_file=None if file is None else self.path(self.text(data, "auth.tokens_file")),
+            tokens_env=None
+            if data.get("tokens_env") is None
+            else self.text(data, "auth.tokens_env"),
+        )
+
+    def secrets(self, data: Mapping[str, Any]) -> SecretsConfig:
+        self.keys(data, "secrets", {"provider", "prefix", "directory"})
+        provider = self.text(data, "secrets.provider", "env")
+        if provider not in ("env", "file") and ":" not in provider:
+            raise self.error("secrets.provider", "use env, file, or module:factory")
+        directory = data.get("directory")
+        if provider == "file" and directory is None:
+            raise self.error("secrets.directory", "the file provider needs a directory")
+        prefix = data.get("prefix", "")
+        if not isinstance(prefix, str):
+            raise self.error("secrets.prefix", "must be a string")
+        return SecretsConfig(
+            provider=provider,
+            prefix=prefix,
+            directory=None
+            if directory is None
+            else self.path(self.text(data, "secrets.directory")),
+        )

@@ -1,0 +1,94 @@
+"""The gateway's own Prometheus series: refused clients and upstream failures.
+
+Names and labels are public API. Label values come from closed sets: the
+transport, the upstream names of the configuration, and ``FAILURES``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+__all__ = [
+    "AUTH_REFUSALS",
+    "FAILURES",
+    "GatewayCounters",
+    "UPSTREAM_FAILURES",
+    "UPSTREAM_RESTARTS",
+    "UPSTREAM_UP",
+]
+
+AUTH_REFUSALS = "guardrails_gateway_auth_refusals_total"
+UPSTREAM_FAILURES = "guardrails_gateway_upstream_failures_total"
+UPSTREAM_RESTARTS = "guardrails_gateway_upstream_restarts_total"
+UPSTREAM_UP = "guardrails_gateway_upstream_up"
+
+FAILURES = ("disconnected", "timeout", "unavailable")
+"""Why an upstream failed: its connection broke or it exited; a call or a health
+check outlived its timeout; a call came while it was down (answered ``unavailable``)."""
+
+
+class GatewayCounters(Collector):
+    """Plain counters behind one lock, exposed when Prometheus scrapes."""
+
+    def __init__(self, upstreams: tuple[str, ...], registry: CollectorRegistry | None = None):
+        self._lock = threading.Lock()
+        self.refusals = 0
+        self.failures = {(u, f): 0 for u in upstreams for f in FAILURES}
+        self.restarts = dict.fromkeys(upstreams, 0)
+        self.up = dict.fromkeys(upstreams, 0)
+        if registry is not None:
+            registry.register(self)
+
+    def refused(self) -> None:
+        with self._lock:
+            self.refusals += 1
+
+    def failed(self, upstream: str, failure: str) -> None:
+        with self._lock:
+            self.failures[upstream, failure] += 1
+
+    def restarted(self, upstream: str) -> None:
+        with self._lock:
+            self.restarts[upstream] += 1
+
+    def set_up(self, upstream: str, up: bool) -> None:
+        with self._lock:
+            self.up[upstream] = int(up)
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            refusals = self.refusals
+            failures = dict(self.failures)
+            restarts = dict(self.restarts)
+            up = dict(self.up)
+        refused = CounterMetricFamily(
+            AUTH_REFUSALS[: -len("_total")], "HTTP clients refused for a missing or unknown token"
+        )
+        refused.add_metric([], refusals)
+        yield refused
+        failed = CounterMetricFamily(
+            UPSTREAM_FAILURES[: -len("_total")], "Upstream failures", labels=["upstream", "reason"]
+        )
+        for (upstream, reason), value in sorted(failures.items()):
+            failed.add_metric([upstream, reason], value)
+        yield failed
+        restarted = CounterMetricFamily(
+            UPSTREAM_RESTARTS[: -len("_total")], "Upstream restarts", labels=["upstream"]
+        )
+        for upstream, value in sorted(restarts.items()):
+            restarted.add_metric([upstream], value)
+        yield restarted
+        live = GaugeMetricFamily(
+            UPSTREAM_UP, "1 while the upstream is connected", labels=["upstream"]
+        )
+        for upstream, value in sorted(up.items()):
+            live.add_metric([upstream], value)
+        yield live
+
+    def describe(self) -> Iterator[Metric]:
+        return self.collect()

@@ -1,0 +1,138 @@
+"""The two ways to serve the gateway: one client over stdio, many over streamable HTTP.
+
+Both stop cleanly on SIGTERM or SIGINT: no new request is taken, the calls in
+flight finish (each writes its audit row before it answers), then the
+upstreams are stopped and the store is closed.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import anyio
+
+from ..errors import ConfigurationError
+from ._stdin import stdin_lines
+from .app import Gateway
+from .auth import CountRefusals, TokenTable, load_tokens
+
+__all__ = ["http_app", "http_tokens", "serve_http", "serve_stdio"]
+
+GRACE_SECONDS = 10
+
+
+def http_app(gateway: Gateway, host: str = "127.0.0.1", tokens: TokenTable | None = None) -> Any:
+    """The ASGI app: ``/mcp`` behind bearer auth (refusals counted), ``/metrics`` open."""
+    from mcp.server.auth.settings import AuthSettings
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    if tokens is None:
+        tokens = http_tokens(gateway)
+
+    async def metrics(request: Request) -> Response:
+        return Response(generate_latest(gateway.registry), media_type=CONTENT_TYPE_LATEST)
+
+    server = gateway.server()
+    app = server.streamable_http_app(
+        # One JSON answer per request rather than an event stream: the gateway
+        # sends nothing before the result, and this is several times faster.
+        json_response=True,
+        host=host,
+        auth=AuthSettings.model_validate(
+            {"issuer_url": f"http://{_url_host(host)}", "resource_server_url": None}
+        ),
+        token_verifier=tokens,
+        custom_starlette_routes=[Route("/metrics", metrics, methods=["GET"])],
+    )
+    return CountRefusals(app, gateway.counters.refused)
+
+
+def http_tokens(gateway: Gateway) -> TokenTable:
+    """The tokens of the configuration; serving over HTTP without any is refused."""
+    tokens = load_tokens(gateway.config.auth)
+    if not tokens:
+        raise ConfigurationError(
+            "auth: serving over HTTP needs bearer tokens (auth.tokens_file or auth.tokens_env)"
+        )
+    return TokenTable(tokens)
+
+
+async def serve_http(gateway: Gateway, host: str, port: int) -> None:
+    """Serve on ``host:port`` (port 0: a free one), announcing the URL on stderr when bound."""
+    import uvicorn
+
+    tokens = http_tokens(gateway)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say
+    # so, and without it every answer waits out a delayed ACK (about 40 ms).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigurationError(f"--http {host}:{port}: cannot listen ({exc.strerror})") from exc
+    sock.listen(128)
+    async with gateway.running():
+        app = http_app(gateway, host, tokens)
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="on", timeout_graceful_shutdown=GRACE_SECONDS
+        )
+        server = uvicorn.Server(config)
+        bound = sock.getsockname()[1]
+        print(
+            f"guardrails gateway: listening on http://{_url_host(host)}:{bound}/mcp",
+            file=sys.stderr,
+            flush=True,
+        )
+        # uvicorn handles SIGTERM/SIGINT: it stops accepting and lets requests
+        # finish, then re-raises the signal to the handler that was there before
+        # it: ours notes it, so that the upstreams and the store close too.
+        with _signals_noted():
+            await server.serve(sockets=[sock])
+
+
+async def serve_stdio(gateway: Gateway) -> None:
+    """Serve one client over this process's stdin and stdout."""
+    from mcp.server.stdio import stdio_server
+
+    with stdin_lines() as lines:
+        async with gateway.running(), anyio.create_task_group() as tg:
+            server = gateway.server()
+            tg.start_soon(_stop_on_signal, tg.cancel_scope)
+            print("guardrails gateway: serving over stdio", file=sys.stderr, flush=True)
+            async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
+                await server.run(read, write, server.create_initialization_options())
+            tg.cancel_scope.cancel()  # the client closed stdin
+
+
+async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            # Calls in flight are shielded (Gateway.server): they finish and
+            # write their audit rows; nothing new is read.
+            scope.cancel()
+            return
+
+
+@contextmanager
+def _signals_noted() -> Iterator[None]:
+    noted = (signal.SIGTERM, signal.SIGINT)
+    previous = {number: signal.signal(number, lambda *_: None) for number in noted}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

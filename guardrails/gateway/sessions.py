@@ -1,0 +1,83 @@
+"""Who is asking, and in which session: each MCP request becomes a ``TurnContext``.
+
+- tenant: over HTTP, the tenant of the bearer token; over stdio, the
+  configured ``stdio_tenant`` (whoever started the process).
+- session, in order: a key the client chose (``_meta["guardrails/session"]``
+  or the ``Guardrails-Session`` HTTP header), scoped by the principal; else
+  the transport's MCP session id (``Mcp-Session-Id``), scoped by the
+  principal; else, over stdio, the connection itself (one per process). A stateless HTTP request
+  without a key has no session: per-session rules then do not evaluate.
+- values: the tenant's configured values (what bound parameters read).
+
+Session strings hold digests, never what the client sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from ..context import TurnContext
+from .config import TenantConfig
+
+__all__ = ["META_KEY", "SESSION_HEADER", "Sessions"]
+
+META_KEY = "guardrails/session"
+SESSION_HEADER = "guardrails-session"
+_MCP_SESSION_HEADER = "mcp-session-id"
+_NO_VALUES: Mapping[str, Any] = {}
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:32]
+
+
+class Sessions:
+    """Maps a request's ``ServerRequestContext`` to its turn context."""
+
+    def __init__(self, tenants: Mapping[str, TenantConfig], stdio_tenant: str) -> None:
+        self.tenants = tenants
+        self.stdio_tenant = stdio_tenant
+        self._stdio = f"stdio:{uuid.uuid4().hex}"
+
+    def __call__(self, ctx: Any) -> TurnContext:
+        request = getattr(ctx, "request", None)
+        headers = getattr(request, "headers", None)
+        if headers is None:
+            tenant: str | None = self.stdio_tenant
+            principal = "stdio"
+        else:
+            token = _access_token(request)
+            tenant = None if token is None else token.client_id
+            principal = "anonymous" if token is None else (token.subject or token.client_id)
+        session = self._session(ctx, headers, principal)
+        config = self.tenants.get(tenant) if tenant is not None else None
+        values = _NO_VALUES if config is None else config.values
+        return TurnContext(tenant=tenant, session=session, values=values)
+
+    def _session(self, ctx: Any, headers: Any, principal: str) -> str | None:
+        meta = getattr(ctx, "meta", None)
+        key = meta.get(META_KEY) if isinstance(meta, Mapping) else None
+        if not (isinstance(key, str) and key) and headers is not None:
+            key = headers.get(SESSION_HEADER)
+        if isinstance(key, str) and key:
+            return f"key:{_digest(principal + chr(0) + key)}"
+        if headers is not None:
+            mcp_session = headers.get(_MCP_SESSION_HEADER)
+            if mcp_session:
+                return f"mcp:{_digest(principal + chr(0) + mcp_session)}"
+            return None
+        # Over stdio the process serves one client: its connection is the session.
+        return self._stdio
+
+
+def _access_token(request: Any) -> Any:
+    from mcp.server.auth.middleware.auth_context import get_access_token
+
+    token = get_access_token()
+    if token is not None:
+        return token
+    user = getattr(request, "scope", {}).get("user")
+    return getattr(user, "access_token", None)

@@ -1,0 +1,54 @@
+"""docs/gateway.md says what the code does: series names, sentences, the missing-extra line."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from guardrails.gateway import metrics
+from guardrails.verdicts import Outcome, model_sentence
+
+PAGE = (Path(__file__).resolve().parents[2] / "docs" / "gateway.md").read_text()
+
+
+def test_the_series_table_names_every_gateway_series_and_its_reasons() -> None:
+    documented = set(re.findall(r"^\| `(guardrails_gateway_\w+)`", PAGE, re.M))
+    exported = {
+        metrics.AUTH_REFUSALS,
+        metrics.UPSTREAM_FAILURES,
+        metrics.UPSTREAM_RESTARTS,
+        metrics.UPSTREAM_UP,
+    }
+    assert documented == exported
+    for reason in metrics.FAILURES:
+        assert f"`{reason}`" in PAGE
+
+
+def test_the_outcome_table_quotes_the_fixed_sentences() -> None:
+    section = PAGE.split("## What the client sees", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| [^|]+ \| `(\w+)` \| ([^|]+) \|$", section, re.M)
+    assert {outcome for outcome, _ in rows} == {o.value for o in Outcome}
+    for outcome, answer in rows:
+        if outcome == "ok":
+            continue
+        sentence = model_sentence(Outcome(outcome))
+        if outcome == "invalid_args":
+            assert answer.strip().startswith(sentence.rstrip("."))
+        else:
+            assert answer.strip() == sentence
+
+
+def test_the_missing_extra_line_is_the_one_the_command_prints() -> None:
+    assert "guardrails gateway: needs the mcp extra: pip install 'guardrails-kit[mcp]'\n" in PAGE
+
+
+def test_the_pages_complete_configurations_are_valid() -> None:
+    import tomllib
+
+    from guardrails.gateway import parse_config
+
+    blocks = re.findall(r"```toml\n(.*?)```", PAGE, re.S)
+    complete = [b for b in blocks if "[upstreams." in b]
+    assert complete
+    for block in complete:
+        parse_config(tomllib.loads(block))
