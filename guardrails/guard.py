@@ -28,13 +28,15 @@ from .context import Escape, GuardResult, VerdictRecord
 from .errors import ConfigurationError, NotConfigured, UsageError
 from .verdicts import ChokePoint, EscapeReason, Outcome, Verdict
 
-__all__ = ["Guard", "GuardOutcome", "guard"]
+__all__ = ["Guard", "GuardOutcome", "evaluate_plain", "guard"]
 
 log = logging.getLogger("guardrails")
 
 _new = tuple.__new__
 _Record = VerdictRecord
 _NOT_EVALUATED = Verdict.NOT_EVALUATED
+_PASS = Verdict.PASS
+_REJECT = Verdict.REJECT
 
 _REJECT_OUTCOMES = frozenset({Outcome.INVALID_ARGS, Outcome.LIMIT, Outcome.UNAVAILABLE})
 
@@ -114,6 +116,11 @@ class Guard:
 
     def __repr__(self) -> str:
         return f"<Guard {self.name!r} at {sorted(self.choke_points)}>"
+
+    @property
+    def plain(self) -> bool:
+        """A sync guard without timeout or observe mode (see ``evaluate_plain``)."""
+        return self._plain
 
     def applies_to(self, tool: str) -> bool:
         return self.tools is None or tool in self.tools
@@ -241,6 +248,48 @@ class Guard:
             not self.observe,
         )
         return record, Escape(self.name, point, reason, exc), ()
+
+
+def evaluate_plain(
+    guards: tuple[Guard, ...], subject: Any, point: ChokePoint
+) -> tuple[list[VerdictRecord], bool] | list[GuardOutcome]:
+    """Plain guards (``Guard.plain``) evaluated in one loop; never raises (but see ``stops``).
+
+    While every guard answers a bare ``pass`` or ``reject``: ``(records,
+    rejected)``, one clock read per guard (each record's duration runs from the
+    end of the guard before it). As soon as one does anything else (raises,
+    declines, returns a ``GuardResult`` or junk), the outcomes of every guard
+    exactly as ``evaluate`` gives them; no guard is called twice.
+    """
+    records: list[VerdictRecord] = []
+    rejected = False
+    clock = perf_counter_ns()
+    for guard in guards:
+        try:
+            returned = guard.fn(subject)
+        except UsageError:
+            raise
+        except Exception as exc:
+            outcome = guard._failed(point, clock, exc)
+        except BaseException as exc:
+            if stops(exc):
+                raise
+            outcome = guard._failed(point, clock, exc)
+        else:
+            now = perf_counter_ns()
+            if returned is _PASS or returned is _REJECT:
+                rejected = rejected or returned is _REJECT
+                records.append(
+                    _new(_Record, (guard.name, point, returned, None, None, now - clock, True))
+                )
+                clock = now
+                continue
+            outcome = guard.interpret(returned, point, clock)
+        done: list[GuardOutcome] = [(record, None, ()) for record in records]
+        done.append(outcome)
+        done.extend(g.evaluate(subject, point) for g in guards[len(done) :])
+        return done
+    return records, rejected
 
 
 _ESCAPE_REASONS = frozenset(EscapeReason)

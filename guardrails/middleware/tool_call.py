@@ -38,7 +38,7 @@ from .._aio import (
 from .._aio import late as _late
 from ..context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
 from ..errors import LimitExceeded, StopRun, UsageError
-from ..guard import GuardOutcome
+from ..guard import GuardOutcome, evaluate_plain
 from ..tools import Tool
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict, combine, model_sentence
 from ._render import redact, render
@@ -157,7 +157,12 @@ class ToolCallPipeline:
             view = _Proxy(args) if nested is None else _bound_view(nested, args)
         inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
         try:
-            if plan.guards:
+            if plan.plain:
+                judged = _judge_plain(plan, inv, start)
+                if judged.__class__ is ToolResult:
+                    return self._finish(turn, judged)
+                records, escapes, verdict = judged  # type: ignore[misc]
+            elif plan.guards:
                 outcomes = [g.evaluate(inv, _TOOL_CALL) for g in plan.guards]
                 judged = _judge(plan, inv, outcomes, start)
                 if judged.__class__ is ToolResult:
@@ -215,7 +220,12 @@ class ToolCallPipeline:
             view = _Proxy(args) if nested is None else _bound_view(nested, args)
         inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
         try:
-            if plan.guards:
+            if plan.plain:  # sync guards only: the same loop as the sync driver
+                judged = _judge_plain(plan, inv, start)
+                if judged.__class__ is ToolResult:
+                    return self._finish(turn, judged)
+                records, escapes, verdict = judged  # type: ignore[misc]
+            elif plan.guards:
                 outcomes = [await g.aevaluate(inv, _TOOL_CALL) for g in plan.guards]
                 judged = _judge(plan, inv, outcomes, start)
                 if judged.__class__ is ToolResult:
@@ -489,6 +499,20 @@ class ToolCallPipeline:
 # When several enforced guards reject one call, the model is told the most
 # final of their outcomes, whatever the order the guards were registered in.
 _SEVERITY = {Outcome.INVALID_ARGS: 0, Outcome.LIMIT: 1, Outcome.UNAVAILABLE: 2}
+
+
+def _judge_plain(
+    plan: Plan, inv: Invocation, start: int
+) -> ToolResult | tuple[tuple[VerdictRecord, ...], list[Escape], Verdict]:
+    """Step 5 for plain guards: every one passed is the common case, decided here;
+    anything else goes to ``_judge`` with the same outcomes ``evaluate`` gives."""
+    ran = evaluate_plain(plan.guards, inv, _TOOL_CALL)
+    if ran.__class__ is list:
+        return _judge(plan, inv, ran, start)  # type: ignore[arg-type]
+    records, rejected = ran  # type: ignore[misc]
+    if rejected:
+        return _judge(plan, inv, [(r, None, ()) for r in records], start)
+    return tuple(records), [], _PASS
 
 
 def _judge(
