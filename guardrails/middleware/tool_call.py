@@ -507,9 +507,9 @@ def _judge_plain(
     """Step 5 for plain guards: every one passed is the common case, decided here;
     anything else goes to ``_judge`` with the same outcomes ``evaluate`` gives."""
     ran = evaluate_plain(plan.guards, inv, _TOOL_CALL)
-    if ran.__class__ is list:
-        return _judge(plan, inv, ran, start)  # type: ignore[arg-type]
-    records, rejected = ran  # type: ignore[misc]
+    if isinstance(ran, list):
+        return _judge(plan, inv, ran, start)
+    records, rejected = ran
     if rejected:
         return _judge(plan, inv, [(r, None, ()) for r in records], start)
     return tuple(records), [], _PASS
