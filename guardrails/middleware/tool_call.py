@@ -510,9 +510,33 @@ def _judge_plain(
     if isinstance(ran, list):
         return _judge(plan, inv, ran, start)
     records, rejected = ran
-    if rejected:
-        return _judge(plan, inv, [(r, None, ()) for r in records], start)
-    return tuple(records), [], _PASS
+    if not rejected:
+        return tuple(records), [], _PASS
+    # Bare verdicts: no escapes, no parameter names; the most final outcome wins.
+    outcome = max(
+        (g.outcome for g, r in zip(plan.guards, records, strict=True) if r[2] is _REJECT),
+        key=_SEVERITY.__getitem__,
+    )
+    return _new(
+        ToolResult,
+        (
+            inv.call_id,
+            inv.name,
+            outcome,
+            model_sentence(outcome),
+            _REJECT,
+            tuple(records),
+            (),
+            Reason.GUARD,
+            (),
+            None,
+            None,
+            perf_counter_ns() - start,
+            False,
+            (),
+            True,
+        ),
+    )
 
 
 def _judge(
