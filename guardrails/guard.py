@@ -262,6 +262,7 @@ def evaluate_plain(
     exactly as ``evaluate`` gives them; no guard is called twice.
     """
     records: list[VerdictRecord] = []
+    append = records.append
     rejected = False
     clock = perf_counter_ns()
     for guard in guards:
@@ -270,26 +271,34 @@ def evaluate_plain(
         except UsageError:
             raise
         except Exception as exc:
-            outcome = guard._failed(point, clock, exc)
+            return _and_the_rest(guards, records, guard._failed(point, clock, exc), subject, point)
         except BaseException as exc:
             if stops(exc):
                 raise
-            outcome = guard._failed(point, clock, exc)
-        else:
-            now = perf_counter_ns()
-            if returned is _PASS or returned is _REJECT:
-                rejected = rejected or returned is _REJECT
-                records.append(
-                    _new(_Record, (guard.name, point, returned, None, None, now - clock, True))
-                )
-                clock = now
-                continue
-            outcome = guard.interpret(returned, point, clock)
-        done: list[GuardOutcome] = [(record, None, ()) for record in records]
-        done.append(outcome)
-        done.extend(g.evaluate(subject, point) for g in guards[len(done) :])
-        return done
+            return _and_the_rest(guards, records, guard._failed(point, clock, exc), subject, point)
+        now = perf_counter_ns()
+        if returned is not _PASS:
+            if returned is not _REJECT:
+                outcome = guard.interpret(returned, point, clock)
+                return _and_the_rest(guards, records, outcome, subject, point)
+            rejected = True
+        append(_new(_Record, (guard.name, point, returned, None, None, now - clock, True)))
+        clock = now
     return records, rejected
+
+
+def _and_the_rest(
+    guards: tuple[Guard, ...],
+    records: list[VerdictRecord],
+    outcome: GuardOutcome,
+    subject: Any,
+    point: ChokePoint,
+) -> list[GuardOutcome]:
+    """The outcomes so far in ``evaluate``'s form, then the remaining guards' own."""
+    done: list[GuardOutcome] = [(record, None, ()) for record in records]
+    done.append(outcome)
+    done.extend(g.evaluate(subject, point) for g in guards[len(done) :])
+    return done
 
 
 _ESCAPE_REASONS = frozenset(EscapeReason)

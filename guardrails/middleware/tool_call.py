@@ -142,7 +142,7 @@ class ToolCallPipeline:
 
     def run(self, turn: Any, name: str, arguments: Any, call_id: str | None) -> ToolResult:
         start = perf_counter_ns()
-        call_id = entry_call_id(call_id, new_call_id)
+        call_id = next(_CALL_IDS) if call_id is None else entry_call_id(call_id, new_call_id)
         admitted = admit(self.plans, turn, name, arguments, call_id, self.max_argument_chars, start)
         if admitted.__class__ is ToolResult:
             return self._finish(turn, admitted)
@@ -181,7 +181,7 @@ class ToolCallPipeline:
                 tool = plan.tool
                 began = perf_counter_ns()
                 try:
-                    value = self._call_sync(tool, args, secrets)
+                    value = tool.fn(**args) if tool.plain else self._call_sync(tool, args, secrets)
                     if tool.deadline_ns is not None:
                         late = _late(began, tool.deadline_ns)
                 except Exception as exc:
@@ -205,7 +205,7 @@ class ToolCallPipeline:
 
     async def arun(self, turn: Any, name: str, arguments: Any, call_id: str | None) -> ToolResult:
         start = perf_counter_ns()
-        call_id = entry_call_id(call_id, new_call_id)
+        call_id = next(_CALL_IDS) if call_id is None else entry_call_id(call_id, new_call_id)
         admitted = admit(self.plans, turn, name, arguments, call_id, self.max_argument_chars, start)
         if admitted.__class__ is ToolResult:
             return self._finish(turn, admitted)
