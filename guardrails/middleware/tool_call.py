@@ -179,11 +179,12 @@ class ToolCallPipeline:
             late = False
             if stop is None:
                 tool = plan.tool
-                began = perf_counter_ns()
+                deadline = tool.deadline_ns
+                began = 0 if deadline is None else perf_counter_ns()
                 try:
                     value = tool.fn(**args) if tool.plain else self._call_sync(tool, args, secrets)
-                    if tool.deadline_ns is not None:
-                        late = _late(began, tool.deadline_ns)
+                    if deadline is not None:
+                        late = _late(began, deadline)
                 except Exception as exc:
                     stop = _failure(exc)
                 except BaseException as exc:
@@ -245,11 +246,12 @@ class ToolCallPipeline:
             late = False
             if stop is None:
                 tool = plan.tool
-                began = perf_counter_ns()
+                deadline = tool.deadline_ns
+                began = 0 if deadline is None else perf_counter_ns()
                 try:
                     value = await self._call_async(tool, args, secrets)
-                    if tool.deadline_ns is not None:
-                        late = _late(began, tool.deadline_ns)
+                    if deadline is not None:
+                        late = _late(began, deadline)
                 except Exception as exc:
                     stop = _failure(exc)
                 except BaseException as exc:
