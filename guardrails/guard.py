@@ -28,7 +28,7 @@ from .context import Escape, GuardResult, VerdictRecord
 from .errors import ConfigurationError, NotConfigured, UsageError
 from .verdicts import ChokePoint, EscapeReason, Outcome, Verdict
 
-__all__ = ["Guard", "GuardOutcome", "evaluate_plain", "guard"]
+__all__ = ["Guard", "GuardOutcome", "PlainStep", "evaluate_plain", "guard", "plain_steps"]
 
 log = logging.getLogger("guardrails")
 
@@ -250,8 +250,17 @@ class Guard:
         return record, Escape(self.name, point, reason, exc), ()
 
 
+# One plain guard as the loop reads it: the guard, its function and its name.
+PlainStep = tuple["Guard", Callable[[Any], Any], str]
+
+
+def plain_steps(guards: Iterable[Guard]) -> tuple[PlainStep, ...]:
+    """The steps of ``evaluate_plain``, made once (at registration)."""
+    return tuple((g, g.fn, g.name) for g in guards)
+
+
 def evaluate_plain(
-    guards: tuple[Guard, ...], subject: Any, point: ChokePoint
+    steps: tuple[PlainStep, ...], subject: Any, point: ChokePoint
 ) -> tuple[list[VerdictRecord], bool] | list[GuardOutcome]:
     """Plain guards (``Guard.plain``) evaluated in one loop; never raises (but see ``stops``).
 
@@ -265,30 +274,30 @@ def evaluate_plain(
     append = records.append
     rejected = False
     clock = perf_counter_ns()
-    for guard in guards:
+    for guard, fn, name in steps:
         try:
-            returned = guard.fn(subject)
+            returned = fn(subject)
         except UsageError:
             raise
         except Exception as exc:
-            return _and_the_rest(guards, records, guard._failed(point, clock, exc), subject, point)
+            return _and_the_rest(steps, records, guard._failed(point, clock, exc), subject, point)
         except BaseException as exc:
             if stops(exc):
                 raise
-            return _and_the_rest(guards, records, guard._failed(point, clock, exc), subject, point)
+            return _and_the_rest(steps, records, guard._failed(point, clock, exc), subject, point)
         now = perf_counter_ns()
         if returned is not _PASS:
             if returned is not _REJECT:
                 outcome = guard.interpret(returned, point, clock)
-                return _and_the_rest(guards, records, outcome, subject, point)
+                return _and_the_rest(steps, records, outcome, subject, point)
             rejected = True
-        append(_new(_Record, (guard.name, point, returned, None, None, now - clock, True)))
+        append(_new(_Record, (name, point, returned, None, None, now - clock, True)))
         clock = now
     return records, rejected
 
 
 def _and_the_rest(
-    guards: tuple[Guard, ...],
+    steps: tuple[PlainStep, ...],
     records: list[VerdictRecord],
     outcome: GuardOutcome,
     subject: Any,
@@ -297,7 +306,7 @@ def _and_the_rest(
     """The outcomes so far in ``evaluate``'s form, then the remaining guards' own."""
     done: list[GuardOutcome] = [(record, None, ()) for record in records]
     done.append(outcome)
-    done.extend(g.evaluate(subject, point) for g in guards[len(done) :])
+    done.extend(step[0].evaluate(subject, point) for step in steps[len(done) :])
     return done
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardrails import ChokePoint, Guard, Guardrails, GuardResult, UsageError, Verdict, tool
-from guardrails.guard import evaluate_plain
+from guardrails.guard import evaluate_plain, plain_steps
 from guardrails.verdicts import EscapeReason
 
 _POINT = ChokePoint.TOOL_CALL
@@ -61,7 +61,7 @@ def test_one_loop_gives_what_evaluate_gives_guard_by_guard(
 ) -> None:
     looped: list[str] = []
     each: list[str] = []
-    ran = evaluate_plain(_guards(behaviours, fail_closed, looped), None, _POINT)
+    ran = evaluate_plain(plain_steps(_guards(behaviours, fail_closed, looped)), None, _POINT)
     expected = [g.evaluate(None, _POINT) for g in _guards(behaviours, fail_closed, each)]
     assert _comparable(_as_outcomes(ran)) == _comparable(expected)
     assert looped == each  # every guard called once, in order
@@ -73,10 +73,9 @@ def test_one_loop_gives_what_evaluate_gives_guard_by_guard(
 
 
 def test_both_forms_are_reached() -> None:
-    assert type(evaluate_plain(_guards(["pass", "reject"], False, []), None, _POINT)) is tuple
-    assert (
-        type(evaluate_plain(_guards(["pass", "raises", "pass"], False, []), None, _POINT)) is list
-    )
+    both = (["pass", "reject"], ["pass", "raises", "pass"])
+    ran = [evaluate_plain(plain_steps(_guards(b, False, [])), None, _POINT) for b in both]
+    assert [type(r) for r in ran] == [tuple, list]
 
 
 def test_a_usage_error_and_a_deliberate_stop_still_propagate() -> None:
@@ -88,7 +87,8 @@ def test_a_usage_error_and_a_deliberate_stop_still_propagate() -> None:
 
     for fn, exc in ((misuse, UsageError), (interrupt, KeyboardInterrupt)):
         with pytest.raises(exc):
-            evaluate_plain((Guard(lambda s: Verdict.PASS, name="first"), Guard(fn)), None, _POINT)
+            steps = plain_steps((Guard(lambda s: Verdict.PASS, name="first"), Guard(fn)))
+            evaluate_plain(steps, None, _POINT)
 
 
 def test_plain_means_sync_without_timeout_or_observe_mode() -> None:

@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..context import Escape, ToolResult
-from ..guard import Guard
+from ..guard import Guard, plain_steps
 from ..tools import Tool
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict, model_sentence
 from ._frozen import FrozenDict, FrozenList
@@ -45,7 +45,7 @@ class Plan:
     """Everything the pipeline needs about one tool, computed at registration: the
     tool (its compiled schema, bound parameters and ``extra`` check) and its guards."""
 
-    __slots__ = ("awaits", "guards", "output_guards", "plain", "tool")
+    __slots__ = ("awaits", "guards", "output_guards", "plain", "steps", "tool")
 
     def __init__(
         self,
@@ -63,6 +63,7 @@ class Plan:
         # Every guard sync, without timeout or observe mode: one loop runs them
         # all, in either driver (``evaluate_plain``).
         self.plain = bool(guards) and all(g.plain for g in guards)
+        self.steps = plain_steps(guards) if self.plain else ()
 
 
 class _Refused(Exception):

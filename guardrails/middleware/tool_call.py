@@ -508,7 +508,7 @@ def _judge_plain(
 ) -> ToolResult | tuple[tuple[VerdictRecord, ...], list[Escape], Verdict]:
     """Step 5 for plain guards: every one passed is the common case, decided here;
     anything else goes to ``_judge`` with the same outcomes ``evaluate`` gives."""
-    ran = evaluate_plain(plan.guards, inv, _TOOL_CALL)
+    ran = evaluate_plain(plan.steps, inv, _TOOL_CALL)
     if isinstance(ran, list):
         return _judge(plan, inv, ran, start)
     records, rejected = ran
