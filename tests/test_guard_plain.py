@@ -8,7 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from guardrails import ChokePoint, Guard, Guardrails, GuardResult, UsageError, Verdict, tool
+from guardrails import (
+    ChokePoint,
+    Guard,
+    Guardrails,
+    GuardResult,
+    Invocation,
+    ToolResult,
+    UsageError,
+    Verdict,
+    tool,
+)
 from guardrails.guard import evaluate_plain, plain_steps
 from guardrails.verdicts import EscapeReason
 
@@ -114,3 +124,43 @@ def test_a_guard_that_fails_after_plain_passes_is_recorded_like_any_other() -> N
     assert result.outcome == "unavailable" and result.reason == "guard"
     assert [r.verdict for r in result.verdicts] == ["pass", "not_evaluated", "reject"]
     assert [(e.guard, e.reason) for e in result.escapes] == [("g1", "raised")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.sampled_from(["invalid_args", "limit", "unavailable"])),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_a_rejection_decided_in_the_loop_is_the_one_the_general_step_gives(
+    guards: list[tuple[bool, str]],
+) -> None:
+    from guardrails.middleware.tool_call import _judge, _judge_plain
+
+    made = [
+        Guard(
+            (lambda r: lambda s: Verdict.REJECT if r else Verdict.PASS)(rejects),
+            name=f"g{i}",
+            outcome=outcome,
+        )
+        for i, (rejects, outcome) in enumerate(guards)
+    ]
+    rails = Guardrails([echo], made)
+    turn = rails.turn()
+    plan = rails._pipeline.plans["echo"]
+    assert plan.plain
+    inv = Invocation("echo", {"q": "x"}, {"q": "x"}, turn.context, "c1", plan.tool, turn)
+    fast = _judge_plain(plan, inv, 0)
+    general = _judge(plan, inv, [g.evaluate(inv, _POINT) for g in plan.guards], 0)
+    if any(rejects for rejects, _ in guards):
+        assert type(fast) is ToolResult and type(general) is ToolResult
+        assert fast._replace(duration_ns=0, verdicts=()) == general._replace(
+            duration_ns=0, verdicts=()
+        )
+        assert [r._replace(duration_ns=0) for r in fast.verdicts] == [
+            r._replace(duration_ns=0) for r in general.verdicts
+        ]
+    else:
+        assert type(fast) is tuple and fast[1:] == general[1:] == ([], Verdict.PASS)  # type: ignore[index]

@@ -249,7 +249,10 @@ class ToolCallPipeline:
                 deadline = tool.deadline_ns
                 began = 0 if deadline is None else perf_counter_ns()
                 try:
-                    value = await self._call_async(tool, args, secrets)
+                    if tool.plain:
+                        value = tool.fn(**args)
+                    else:
+                        value = await self._call_async(tool, args, secrets)
                     if deadline is not None:
                         late = _late(began, deadline)
                 except Exception as exc:
