@@ -135,10 +135,13 @@ def guards(quick: bool) -> list[Row]:
     timed = compare(group, cases, floor="bare call", quick=quick, between_rounds=clear)
     by_count = dict(zip(GUARD_COUNTS, timed[1:], strict=True))
     one = by_count[1]["median_us"]
+    bare = timed[0]["median_us"]
     by_count[1]["note"] = f"{one - by_count[0]['median_us']:.2f} µs for the first guard"
     for count in GUARD_COUNTS[2:]:
         per_guard = (by_count[count]["median_us"] - one) / (count - 1)
-        by_count[count]["note"] = f"{per_guard:.2f} µs per guard after the first"
+        by_count[count]["note"] = (
+            f"{per_guard:.2f} µs per guard after the first ({per_guard / bare:.2f}x the bare call)"
+        )
     return timed
 
 

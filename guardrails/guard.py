@@ -28,13 +28,15 @@ from .context import Escape, GuardResult, VerdictRecord
 from .errors import ConfigurationError, NotConfigured, UsageError
 from .verdicts import ChokePoint, EscapeReason, Outcome, Verdict
 
-__all__ = ["Guard", "GuardOutcome", "guard"]
+__all__ = ["Guard", "GuardOutcome", "PlainStep", "evaluate_plain", "guard", "plain_steps"]
 
 log = logging.getLogger("guardrails")
 
 _new = tuple.__new__
 _Record = VerdictRecord
 _NOT_EVALUATED = Verdict.NOT_EVALUATED
+_PASS = Verdict.PASS
+_REJECT = Verdict.REJECT
 
 _REJECT_OUTCOMES = frozenset({Outcome.INVALID_ARGS, Outcome.LIMIT, Outcome.UNAVAILABLE})
 
@@ -114,6 +116,11 @@ class Guard:
 
     def __repr__(self) -> str:
         return f"<Guard {self.name!r} at {sorted(self.choke_points)}>"
+
+    @property
+    def plain(self) -> bool:
+        """A sync guard without timeout or observe mode (see ``evaluate_plain``)."""
+        return self._plain
 
     def applies_to(self, tool: str) -> bool:
         return self.tools is None or tool in self.tools
@@ -241,6 +248,66 @@ class Guard:
             not self.observe,
         )
         return record, Escape(self.name, point, reason, exc), ()
+
+
+# One plain guard as the loop reads it: the guard, its function and its name.
+PlainStep = tuple["Guard", Callable[[Any], Any], str]
+
+
+def plain_steps(guards: Iterable[Guard]) -> tuple[PlainStep, ...]:
+    """The steps of ``evaluate_plain``, made once (at registration)."""
+    return tuple((g, g.fn, g.name) for g in guards)
+
+
+def evaluate_plain(
+    steps: tuple[PlainStep, ...], subject: Any, point: ChokePoint
+) -> tuple[list[VerdictRecord], bool] | list[GuardOutcome]:
+    """Plain guards (``Guard.plain``) evaluated in one loop; never raises (but see ``stops``).
+
+    While every guard answers a bare ``pass`` or ``reject``: ``(records,
+    rejected)``, one clock read per guard (each record's duration runs from the
+    end of the guard before it). As soon as one does anything else (raises,
+    declines, returns a ``GuardResult`` or junk), the outcomes of every guard
+    exactly as ``evaluate`` gives them; no guard is called twice.
+    """
+    records: list[VerdictRecord] = []
+    append = records.append
+    rejected = False
+    clock = perf_counter_ns()
+    for guard, fn, name in steps:
+        try:
+            returned = fn(subject)
+        except UsageError:
+            raise
+        except Exception as exc:
+            return _and_the_rest(steps, records, guard._failed(point, clock, exc), subject, point)
+        except BaseException as exc:
+            if stops(exc):
+                raise
+            return _and_the_rest(steps, records, guard._failed(point, clock, exc), subject, point)
+        now = perf_counter_ns()
+        if returned is not _PASS:
+            if returned is not _REJECT:
+                outcome = guard.interpret(returned, point, clock)
+                return _and_the_rest(steps, records, outcome, subject, point)
+            rejected = True
+        append(_new(_Record, (name, point, returned, None, None, now - clock, True)))
+        clock = now
+    return records, rejected
+
+
+def _and_the_rest(
+    steps: tuple[PlainStep, ...],
+    records: list[VerdictRecord],
+    outcome: GuardOutcome,
+    subject: Any,
+    point: ChokePoint,
+) -> list[GuardOutcome]:
+    """The outcomes so far in ``evaluate``'s form, then the remaining guards' own."""
+    done: list[GuardOutcome] = [(record, None, ()) for record in records]
+    done.append(outcome)
+    done.extend(step[0].evaluate(subject, point) for step in steps[len(done) :])
+    return done
 
 
 _ESCAPE_REASONS = frozenset(EscapeReason)

@@ -39,8 +39,11 @@ else:  # pragma: no cover
 
 def render(value: Any, max_chars: int) -> tuple[str, bool]:
     """``(content, truncated)``. Raises when the value cannot be serialised."""
-    if type(value) is str:
+    cls = type(value)
+    if cls is str:
         text = value
+    elif cls is dict or cls is list:  # the common results: straight to the encoder
+        text = _encode(value)
     elif value is None:
         text = ""
     elif hasattr(value, "model_dump_json"):

@@ -20,10 +20,10 @@ import re
 from collections.abc import Callable
 from time import perf_counter_ns
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..context import Escape, ToolResult
-from ..guard import Guard
+from ..guard import Guard, plain_steps
 from ..tools import Tool
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict, model_sentence
 from ._frozen import FrozenDict, FrozenList
@@ -41,16 +41,29 @@ _Proxy = MappingProxyType
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-class Plan(NamedTuple):
+class Plan:
     """Everything the pipeline needs about one tool, computed at registration: the
     tool (its compiled schema, bound parameters and ``extra`` check) and its guards."""
 
-    tool: Tool
-    guards: tuple[Guard, ...]
-    output_guards: tuple[Guard, ...]
-    # True when a guard is async: only then can a guard swallow the caller's
-    # cancellation, and the async driver checks for it before the tool runs.
-    awaits: bool = False
+    __slots__ = ("awaits", "guards", "output_guards", "plain", "steps", "tool")
+
+    def __init__(
+        self,
+        tool: Tool,
+        guards: tuple[Guard, ...],
+        output_guards: tuple[Guard, ...],
+        awaits: bool = False,
+    ) -> None:
+        self.tool = tool
+        self.guards = guards
+        self.output_guards = output_guards
+        # True when a guard is async: only then can a guard swallow the caller's
+        # cancellation, and the async driver checks for it before the tool runs.
+        self.awaits = awaits
+        # Every guard sync, without timeout or observe mode: one loop runs them
+        # all, in either driver (``evaluate_plain``).
+        self.plain = bool(guards) and all(g.plain for g in guards)
+        self.steps = plain_steps(guards) if self.plain else ()
 
 
 class _Refused(Exception):

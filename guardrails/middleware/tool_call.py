@@ -38,7 +38,7 @@ from .._aio import (
 from .._aio import late as _late
 from ..context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
 from ..errors import LimitExceeded, StopRun, UsageError
-from ..guard import GuardOutcome
+from ..guard import GuardOutcome, evaluate_plain
 from ..tools import Tool
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict, combine, model_sentence
 from ._render import redact, render
@@ -142,7 +142,7 @@ class ToolCallPipeline:
 
     def run(self, turn: Any, name: str, arguments: Any, call_id: str | None) -> ToolResult:
         start = perf_counter_ns()
-        call_id = entry_call_id(call_id, new_call_id)
+        call_id = next(_CALL_IDS) if call_id is None else entry_call_id(call_id, new_call_id)
         admitted = admit(self.plans, turn, name, arguments, call_id, self.max_argument_chars, start)
         if admitted.__class__ is ToolResult:
             return self._finish(turn, admitted)
@@ -157,7 +157,12 @@ class ToolCallPipeline:
             view = _Proxy(args) if nested is None else _bound_view(nested, args)
         inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
         try:
-            if plan.guards:
+            if plan.plain:
+                judged = _judge_plain(plan, inv, start)
+                if judged.__class__ is ToolResult:
+                    return self._finish(turn, judged)
+                records, escapes, verdict = judged  # type: ignore[misc]
+            elif plan.guards:
                 outcomes = [g.evaluate(inv, _TOOL_CALL) for g in plan.guards]
                 judged = _judge(plan, inv, outcomes, start)
                 if judged.__class__ is ToolResult:
@@ -174,11 +179,12 @@ class ToolCallPipeline:
             late = False
             if stop is None:
                 tool = plan.tool
-                began = perf_counter_ns()
+                deadline = tool.deadline_ns
+                began = 0 if deadline is None else perf_counter_ns()
                 try:
-                    value = self._call_sync(tool, args, secrets)
-                    if tool.deadline_ns is not None:
-                        late = _late(began, tool.deadline_ns)
+                    value = tool.fn(**args) if tool.plain else self._call_sync(tool, args, secrets)
+                    if deadline is not None:
+                        late = _late(began, deadline)
                 except Exception as exc:
                     stop = _failure(exc)
                 except BaseException as exc:
@@ -200,7 +206,7 @@ class ToolCallPipeline:
 
     async def arun(self, turn: Any, name: str, arguments: Any, call_id: str | None) -> ToolResult:
         start = perf_counter_ns()
-        call_id = entry_call_id(call_id, new_call_id)
+        call_id = next(_CALL_IDS) if call_id is None else entry_call_id(call_id, new_call_id)
         admitted = admit(self.plans, turn, name, arguments, call_id, self.max_argument_chars, start)
         if admitted.__class__ is ToolResult:
             return self._finish(turn, admitted)
@@ -215,7 +221,12 @@ class ToolCallPipeline:
             view = _Proxy(args) if nested is None else _bound_view(nested, args)
         inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
         try:
-            if plan.guards:
+            if plan.plain:  # sync guards only: the same loop as the sync driver
+                judged = _judge_plain(plan, inv, start)
+                if judged.__class__ is ToolResult:
+                    return self._finish(turn, judged)
+                records, escapes, verdict = judged  # type: ignore[misc]
+            elif plan.guards:
                 outcomes = [await g.aevaluate(inv, _TOOL_CALL) for g in plan.guards]
                 judged = _judge(plan, inv, outcomes, start)
                 if judged.__class__ is ToolResult:
@@ -235,11 +246,15 @@ class ToolCallPipeline:
             late = False
             if stop is None:
                 tool = plan.tool
-                began = perf_counter_ns()
+                deadline = tool.deadline_ns
+                began = 0 if deadline is None else perf_counter_ns()
                 try:
-                    value = await self._call_async(tool, args, secrets)
-                    if tool.deadline_ns is not None:
-                        late = _late(began, tool.deadline_ns)
+                    if tool.plain:
+                        value = tool.fn(**args)
+                    else:
+                        value = await self._call_async(tool, args, secrets)
+                    if deadline is not None:
+                        late = _late(began, deadline)
                 except Exception as exc:
                     stop = _failure(exc)
                 except BaseException as exc:
@@ -489,6 +504,44 @@ class ToolCallPipeline:
 # When several enforced guards reject one call, the model is told the most
 # final of their outcomes, whatever the order the guards were registered in.
 _SEVERITY = {Outcome.INVALID_ARGS: 0, Outcome.LIMIT: 1, Outcome.UNAVAILABLE: 2}
+
+
+def _judge_plain(
+    plan: Plan, inv: Invocation, start: int
+) -> ToolResult | tuple[tuple[VerdictRecord, ...], list[Escape], Verdict]:
+    """Step 5 for plain guards: every one passed is the common case, decided here;
+    anything else goes to ``_judge`` with the same outcomes ``evaluate`` gives."""
+    ran = evaluate_plain(plan.steps, inv, _TOOL_CALL)
+    if isinstance(ran, list):
+        return _judge(plan, inv, ran, start)
+    records, rejected = ran
+    if not rejected:
+        return tuple(records), [], _PASS
+    # Bare verdicts: no escapes, no parameter names; the most final outcome wins.
+    outcome = max(
+        (g.outcome for g, r in zip(plan.guards, records, strict=True) if r[2] is _REJECT),
+        key=_SEVERITY.__getitem__,
+    )
+    return _new(
+        ToolResult,
+        (
+            inv.call_id,
+            inv.name,
+            outcome,
+            model_sentence(outcome),
+            _REJECT,
+            tuple(records),
+            (),
+            Reason.GUARD,
+            (),
+            None,
+            None,
+            perf_counter_ns() - start,
+            False,
+            (),
+            True,
+        ),
+    )
 
 
 def _judge(
