@@ -62,7 +62,13 @@ class Gateway:
         self.secrets = secrets if secrets is not None else secret_provider(config.secrets)
         self.tracer_provider = tracer_provider
         self.upstreams = [
-            Upstream(u, self.counters, health_interval=health_interval, secrets=self.secrets)
+            Upstream(
+                u,
+                self.counters,
+                health_interval=health_interval,
+                secrets=self.secrets,
+                secrets_timeout=config.secrets.timeout,
+            )
             for u in config.upstreams
         ]
         self.sessions = Sessions(config.tenants, config.stdio_tenant)
@@ -93,7 +99,7 @@ class Gateway:
         Hooks run in this order: the audit log (its ``after`` last), spans, the
         session ceiling, workflows, idempotency, then the policy's.
         """
-        tools = {t.name: t for t in catalog(self.upstreams)}
+        tools = {t.name: t for t in catalog(self.upstreams, store)}
         audit = AuditLog(store)
         spans = OpenTelemetryRecorder(self.tracer_provider)
         flow_guards, flow_hooks = workflows(self.config.workflows, tools, store)
@@ -111,6 +117,7 @@ class Gateway:
             hooks=hooks,
             recorder=[audit, PrometheusRecorder(self.registry), spans],
             secrets=self.secrets,
+            provider_timeout=self.config.secrets.timeout,
             max_result_chars=self.config.max_result_chars,
         )
         load_policy(rails, self.config.policy, store)

@@ -38,6 +38,9 @@ class ToolConfig:
     secrets: Mapping[str, str] = field(default_factory=dict)
     timeout: float | None = None
     idempotency_key: tuple[str, ...] | bool | None = None
+    cost: float | None = None
+    daily_cap: float | None = None
+    instance_cap: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,7 @@ class SecretsConfig:
     provider: str = "env"
     prefix: str = ""
     directory: str | None = None
+    timeout: float = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,13 +285,15 @@ class _Reader:
     def tool(self, where: str, data: Any) -> ToolConfig:
         if not isinstance(data, Mapping):
             raise self.error(where, "must be a table")
-        self.keys(data, where, {"action", "bind", "secrets", "timeout", "idempotency_key"})
+        self.keys(data, where, {"action", "bind", "secrets", "timeout", "idempotency_key",
+                                "cost", "daily_cap", "instance_cap"})  # fmt: skip
         action = self.flag(data, f"{where}.action")
         secrets = self.texts(data, f"{where}.secrets")
         if secrets and not action:
             raise self.error(
                 f"{where}.secrets", "secrets go only into tools declared action = true"
             )
+        cost, daily_cap, instance_cap = self.budget(where, data)
         key = data.get("idempotency_key")
         if key is not None and not (
             isinstance(key, bool)
@@ -300,7 +306,33 @@ class _Reader:
             secrets=secrets,
             timeout=self.seconds(data, f"{where}.timeout", None),
             idempotency_key=tuple(key) if isinstance(key, list) else key,
+            cost=cost,
+            daily_cap=daily_cap,
+            instance_cap=instance_cap,
         )
+
+    def budget(
+        self, where: str, data: Mapping[str, Any]
+    ) -> tuple[float | None, float | None, float | None]:
+        """``cost`` per call and the caps it is counted against (a cap needs a cost)."""
+        cost = self.amount(data, f"{where}.cost", zero=True)
+        daily = self.amount(data, f"{where}.daily_cap")
+        instance = self.amount(data, f"{where}.instance_cap")
+        for cap, value in (("daily_cap", daily), ("instance_cap", instance)):
+            if value is not None and not cost:
+                raise self.error(f"{where}.{cap}", "a cap needs a positive cost per call (cost)")
+        return cost, daily, instance
+
+    def amount(self, data: Mapping[str, Any], key: str, *, zero: bool = False) -> float | None:
+        value = data.get(key.rsplit(".", 1)[-1])
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.error(key, f"must be a number, not {value!r}")
+        if not (math.isfinite(value) and (value >= 0 if zero else value > 0)):
+            least = "non-negative" if zero else "positive"
+            raise self.error(key, f"must be {least} and finite, not {value!r}")
+        return float(value)
 
     def tenant(self, name: str, data: Any) -> TenantConfig:
         where = f"tenants.{name}"
@@ -348,7 +380,7 @@ class _Reader:
         )
 
     def secrets(self, data: Mapping[str, Any]) -> SecretsConfig:
-        self.keys(data, "secrets", {"provider", "prefix", "directory"})
+        self.keys(data, "secrets", {"provider", "prefix", "directory", "timeout"})
         provider = self.text(data, "secrets.provider", "env")
         if provider not in ("env", "file") and ":" not in provider:
             raise self.error("secrets.provider", "use env, file, or module:factory")
@@ -364,4 +396,5 @@ class _Reader:
             directory=None
             if directory is None
             else self.path(self.text(data, "secrets.directory")),
+            timeout=self.seconds(data, "secrets.timeout", 5.0) or 5.0,
         )

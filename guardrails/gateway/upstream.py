@@ -80,9 +80,11 @@ class Upstream:
         backoff: Backoff | None = None,
         health_interval: float = 15.0,
         secrets: Callable[[str], Any] | None = None,
+        secrets_timeout: float = 5.0,
     ) -> None:
         self.config = config
         self.secrets = secrets
+        self.secrets_timeout = secrets_timeout
         self.name = config.name
         self.counters = counters
         self.backoff = backoff or Backoff(config.backoff_initial, config.backoff_max)
@@ -133,7 +135,7 @@ class Upstream:
         while True:
             live: _Connection | None = None
             try:
-                async with self._connect() as client:
+                async with await self._connect() as client:
                     with anyio.fail_after(self.config.connect_timeout):
                         tools = await _list_all(client)
                     if not started:
@@ -179,7 +181,7 @@ class Upstream:
             except Exception:
                 self._break(live)
 
-    def _connect(self) -> Any:
+    async def _connect(self) -> Any:
         from mcp import Client, StdioServerParameters
 
         config = self.config
@@ -187,26 +189,51 @@ class Upstream:
             target: Any = StdioServerParameters(
                 command=config.command[0],
                 args=list(config.command[1:]),
-                env=self._resolved(config.env) or None,
+                env=await self._resolved(config.env) or None,
                 cwd=config.cwd,
             )
         else:
             assert config.url is not None
-            target = _http(config.url, self._resolved(config.headers))
+            target = _http(config.url, await self._resolved(config.headers))
         return Client(target, cache=None)
 
-    def _resolved(self, values: Mapping[str, str]) -> dict[str, str]:
-        """``values`` with each ``${NAME}`` replaced by the secret ``NAME``, read now."""
+    async def _resolved(self, values: Mapping[str, str]) -> dict[str, str]:
+        """``values`` with each ``${NAME}`` replaced by the secret ``NAME``, read now.
 
-        def secret(match: re.Match[str]) -> str:
-            value = None if self.secrets is None else self.secrets(match.group(1))
+        The provider runs in a worker thread under ``secrets_timeout``: a slow
+        vault delays this upstream's start, never the event loop.
+        """
+        names = sorted({m.group(1) for v in values.values() for m in _PLACEHOLDER.finditer(v)})
+        if not names:
+            return dict(values)
+        found: dict[str, str] = {}
+        for name in names:
+            value = await self._secret(name)
             if value is None:
-                raise UpstreamFailed(
-                    f"upstream {self.name!r}: secret {match.group(1)!r} is missing"
-                )
-            return str(value)
+                raise UpstreamFailed(f"upstream {self.name!r}: secret {name!r} is missing")
+            found[name] = str(value)
+        return {
+            key: _PLACEHOLDER.sub(lambda m: found[m.group(1)], value)
+            for key, value in values.items()
+        }
 
-        return {key: _PLACEHOLDER.sub(secret, value) for key, value in values.items()}
+    async def _secret(self, name: str) -> Any:
+        provider = self.secrets
+        if provider is None:
+            return None
+        try:
+            with anyio.fail_after(self.secrets_timeout):
+                return await anyio.to_thread.run_sync(provider, name, abandon_on_cancel=True)
+        except TimeoutError:
+            raise UpstreamFailed(
+                f"upstream {self.name!r}: secret {name!r} not read within "
+                f"{self.secrets_timeout:g}s"
+            ) from None
+        except Exception as exc:
+            raise UpstreamFailed(
+                f"upstream {self.name!r}: secret {name!r} could not be read "
+                f"({type(exc).__name__})"
+            ) from None
 
 
 @asynccontextmanager
