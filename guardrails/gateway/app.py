@@ -21,7 +21,6 @@ from ..audit import AuditLog
 from ..effects import Idempotency
 from ..engine import Guardrails
 from ..errors import ConfigurationError, GuardrailsError
-from ..integrations.mcp import GuardedTools
 from ..metrics import PrometheusRecorder
 from ..store import Store, open_store
 from ..telemetry import OpenTelemetryRecorder
@@ -33,6 +32,7 @@ from .policy import load_policy
 from .rules import StoreCounter, session_ceiling, tenant_allow_list, workflows
 from .secrets import SecretProvider, secret_provider
 from .sessions import Sessions
+from .turns import GatewayTools
 from .upstream import Upstream, innermost
 
 __all__ = ["Gateway", "StoreCounter", "UpstreamStartError"]
@@ -131,7 +131,7 @@ class Gateway:
             raise GuardrailsError("the gateway is not running: use `async with gateway.running()`")
         from mcp.types import ListToolsResult
 
-        tools = GuardedTools(self.rails, context=self.sessions)
+        tools = GatewayTools(self.rails, context=self.sessions)
 
         async def list_tools(ctx: Any, params: Any = None) -> Any:
             try:
