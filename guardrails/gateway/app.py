@@ -71,12 +71,23 @@ class Gateway:
             )
             for u in config.upstreams
         ]
+        for upstream in self.upstreams:
+            upstream.on_tools_changed = self._republish
         self.sessions = Sessions(config.tenants, config.stdio_tenant)
         self.store: Store | None = None
         self.rails: Guardrails | None = None
+        # One recorder for every engine built (the registry takes each series once).
+        self.prometheus = PrometheusRecorder(self.registry)
+        self._served: list[GatewayTools] = []
+        self._changes: Any = None  # the MCP subscription bus, while running
+        self._listen: Any = None
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
+        from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+
+        self._changes = InMemorySubscriptionBus()
+        self._listen = ListenHandler(self._changes)
         self.store = open_store(_store_url(self.config.store))
         try:
             async with anyio.create_task_group() as tg:
@@ -91,7 +102,36 @@ class Gateway:
             # The task group wraps what went wrong; a single error is raised as itself.
             raise innermost(group) from None
         finally:
+            self._listen.close()
             self.store.close()
+
+    async def _republish(self, upstream: Upstream, tools: list[Any]) -> None:
+        """An upstream's listing changed: build the engine again, and tell listening clients.
+
+        A listing that no longer fits the configuration (a configured tool is
+        gone, a bound parameter left its schema) is logged, and the tools
+        published before stay published.
+        """
+        from mcp.server.subscriptions import ToolsListChanged
+
+        if self.store is None:
+            return
+        before, upstream.tools = upstream.tools, tools
+        try:
+            rails = self.engine(self.store)
+        except Exception as exc:
+            upstream.tools = before
+            detail = str(exc).splitlines()[0] if isinstance(exc, GuardrailsError) else ""
+            log.warning(
+                "upstream %r: its new tool list is not published (%s)",
+                upstream.name,
+                detail or type(exc).__name__,
+            )
+            return
+        self.rails = rails
+        for served in self._served:
+            served.rails = rails
+        await self._changes.publish(ToolsListChanged())
 
     def engine(self, store: Store) -> Guardrails:
         """The engine over the upstreams' tools, as the configuration and policy say.
@@ -115,7 +155,7 @@ class Gateway:
             tools.values(),
             guards,
             hooks=hooks,
-            recorder=[audit, PrometheusRecorder(self.registry), spans],
+            recorder=[audit, self.prometheus, spans],
             secrets=self.secrets,
             provider_timeout=self.config.secrets.timeout,
             max_result_chars=self.config.max_result_chars,
@@ -132,6 +172,7 @@ class Gateway:
         from mcp.types import ListToolsResult
 
         tools = GatewayTools(self.rails, context=self.sessions)
+        self._served.append(tools)
 
         async def list_tools(ctx: Any, params: Any = None) -> Any:
             try:
@@ -152,7 +193,13 @@ class Gateway:
                     log.exception("tools/call failed outside the tool_call pipeline")
                     return _failed_call()
 
-        return Server(self.config.name, on_list_tools=list_tools, on_call_tool=call_tool)
+        return Server(
+            self.config.name,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            # Clients of the 2026-07-28 protocol listen for tools/list_changed here.
+            on_subscriptions_listen=self._listen,
+        )
 
 
 async def _start(tg: Any, upstream: Upstream) -> None:

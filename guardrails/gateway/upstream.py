@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -90,6 +90,11 @@ class Upstream:
         self.backoff = backoff or Backoff(config.backoff_initial, config.backoff_max)
         self.health_interval = health_interval
         self.tools: list[Any] = []
+        # The listing last read (``tools`` is what is published; they differ
+        # while a new listing does not fit the configuration).
+        self.listed: list[Any] = []
+        # Called with this upstream and its new listing when the listing changed.
+        self.on_tools_changed: Callable[[Upstream, list[Any]], Awaitable[None]] | None = None
         self._live: _Connection | None = None
 
     # -- calls ----------------------------------------------------------------
@@ -139,8 +144,9 @@ class Upstream:
                     with anyio.fail_after(self.config.connect_timeout):
                         tools = await _list_all(client)
                     if not started:
-                        self.tools = tools
+                        self.tools = self.listed = tools
                     live = self._live = _Connection(client)
+                    await self._relisted(tools)
                     self.counters.set_up(self.name, True)
                     self.backoff.reset()
                     if not started:
@@ -174,12 +180,23 @@ class Upstream:
                 # tools/list is the one request every MCP era answers (ping is gone
                 # in the 2026-07-28 protocol).
                 with anyio.fail_after(self.config.timeout):
-                    await live.client.list_tools()
+                    tools = await _list_all(live.client)
             except TimeoutError:
                 self.counters.failed(self.name, "timeout")
                 live.broken.set()
             except Exception:
                 self._break(live)
+            else:
+                await self._relisted(tools)
+
+    async def _relisted(self, tools: list[Any]) -> None:
+        """Tell the gateway when a listing differs from the one read before."""
+        if _signature(tools) == _signature(self.listed):
+            return
+        self.listed = tools
+        log.warning("upstream %r: its tool list changed; publishing it again", self.name)
+        if self.on_tools_changed is not None:
+            await self.on_tools_changed(self, tools)
 
     async def _connect(self) -> Any:
         from mcp import Client, StdioServerParameters
@@ -246,6 +263,11 @@ async def _http(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams
+
+
+def _signature(tools: list[Any]) -> list[str]:
+    """A listing as comparable text: names, descriptions, schemas (in order of name)."""
+    return sorted(t.model_dump_json(by_alias=True, exclude_none=True) for t in tools)
 
 
 def innermost(exc: BaseException) -> BaseException:
