@@ -72,9 +72,7 @@ def catalog(upstreams: Iterable[Upstream], store: Store | None = None) -> list[T
                 continue
             configured = u.config.tools.get(remote)
             try:
-                tools.append(
-                    _tool(u, remote, name, definition, configured or ToolConfig(), store)
-                )
+                tools.append(_tool(u, remote, name, definition, configured or ToolConfig(), store))
             except SchemaError:
                 if configured is not None:
                     raise

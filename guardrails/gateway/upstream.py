@@ -243,13 +243,11 @@ class Upstream:
                 return await anyio.to_thread.run_sync(provider, name, abandon_on_cancel=True)
         except TimeoutError:
             raise UpstreamFailed(
-                f"upstream {self.name!r}: secret {name!r} not read within "
-                f"{self.secrets_timeout:g}s"
+                f"upstream {self.name!r}: secret {name!r} not read within {self.secrets_timeout:g}s"
             ) from None
         except Exception as exc:
             raise UpstreamFailed(
-                f"upstream {self.name!r}: secret {name!r} could not be read "
-                f"({type(exc).__name__})"
+                f"upstream {self.name!r}: secret {name!r} could not be read ({type(exc).__name__})"
             ) from None
 
 

@@ -90,7 +90,7 @@ async def test_an_upstream_credential_is_read_off_the_loop_and_a_hang_stops_the_
     vault = BlockingVault()
     gateway = Gateway(parse_config(tomllib.loads(UPSTREAM_SECRET), base=tmp_path), secrets=vault)
     try:
-        with pytest.raises(UpstreamStartError, match="upstreams.billing: not listed within 3s"):
+        with pytest.raises(UpstreamStartError, match=r"upstreams\.billing: not listed within 3s"):
             async with gateway.running():
                 pass
     finally:
