@@ -23,10 +23,31 @@ __all__ = [
     "TenantConfig",
     "ToolConfig",
     "UpstreamConfig",
+    "KEYS",
     "WorkflowConfig",
     "load_config",
     "parse_config",
 ]
+
+
+# Every key each table accepts (any other is an error); docs/gateway.md's
+# reference documents exactly these.
+KEYS: Mapping[str, frozenset[str]] = {
+    "": frozenset({"gateway", "auth", "secrets", "tenants", "upstreams", "workflows"}),
+    "gateway": frozenset({"name", "store", "store_env", "policy", "max_calls_per_session",
+                          "max_result_chars", "stdio_tenant"}),
+    "auth": frozenset({"tokens_file", "tokens_env"}),
+    "secrets": frozenset({"provider", "prefix", "directory", "timeout"}),
+    "tenants.NAME": frozenset({"tools", "values"}),
+    "workflows.NAME": frozenset({"steps"}),
+    "workflows.NAME.steps": frozenset({"tool", "instructions"}),
+    "upstreams.NAME": frozenset({"command", "url", "env", "cwd", "headers", "timeout",
+                                 "connect_timeout", "backoff_initial", "backoff_max", "prefix",
+                                 "tools"}),
+    "upstreams.NAME.tools.TOOL": frozenset({"action", "bind", "secrets", "timeout",
+                                            "idempotency_key", "cost", "daily_cap",
+                                            "instance_cap"}),
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,10 +154,9 @@ def parse_config(
 ) -> GatewayConfig:
     """A checked ``GatewayConfig`` from parsed TOML; paths relative to ``base``."""
     r = _Reader(source, base)
-    r.keys(data, "", {"gateway", "auth", "secrets", "tenants", "upstreams", "workflows"})
+    r.keys(data, "", KEYS[""])
     gw = r.table(data, "gateway")
-    r.keys(gw, "gateway", {"name", "store", "store_env", "policy", "max_calls_per_session",
-                           "max_result_chars", "stdio_tenant"})  # fmt: skip
+    r.keys(gw, "gateway", KEYS["gateway"])
     store = r.store(gw)
     upstreams = r.table(data, "upstreams")
     if not upstreams:
@@ -169,7 +189,7 @@ class _Reader:
     def error(self, key: str, message: str) -> ConfigurationError:
         return ConfigurationError(f"{self.source}: {key}: {message}")
 
-    def keys(self, table: Mapping[str, Any], where: str, allowed: set[str]) -> None:
+    def keys(self, table: Mapping[str, Any], where: str, allowed: frozenset[str]) -> None:
         for key in table:
             if key not in allowed:
                 name = f"{where}.{key}" if where else key
@@ -249,9 +269,7 @@ class _Reader:
         where = f"upstreams.{name}"
         if not isinstance(data, Mapping):
             raise self.error(where, "must be a table")
-        self.keys(data, where, {"command", "url", "env", "cwd", "headers", "timeout",
-                                "connect_timeout", "backoff_initial", "backoff_max", "prefix",
-                                "tools"})  # fmt: skip
+        self.keys(data, where, KEYS["upstreams.NAME"])
         command, url = data.get("command"), data.get("url")
         if (command is None) == (url is None):
             raise self.error(where, "give exactly one of command (stdio) or url (streamable HTTP)")
@@ -285,8 +303,7 @@ class _Reader:
     def tool(self, where: str, data: Any) -> ToolConfig:
         if not isinstance(data, Mapping):
             raise self.error(where, "must be a table")
-        self.keys(data, where, {"action", "bind", "secrets", "timeout", "idempotency_key",
-                                "cost", "daily_cap", "instance_cap"})  # fmt: skip
+        self.keys(data, where, KEYS["upstreams.NAME.tools.TOOL"])
         action = self.flag(data, f"{where}.action")
         secrets = self.texts(data, f"{where}.secrets")
         if secrets and not action:
@@ -338,7 +355,7 @@ class _Reader:
         where = f"tenants.{name}"
         if not isinstance(data, Mapping):
             raise self.error(where, "must be a table")
-        self.keys(data, where, {"tools", "values"})
+        self.keys(data, where, KEYS["tenants.NAME"])
         tools = data.get("tools")
         if tools is not None and not (
             isinstance(tools, list) and all(isinstance(t, str) for t in tools)
@@ -353,7 +370,7 @@ class _Reader:
         where = f"workflows.{name}"
         if not isinstance(data, Mapping):
             raise self.error(where, "must be a table")
-        self.keys(data, where, {"steps"})
+        self.keys(data, where, KEYS["workflows.NAME"])
         steps = data.get("steps")
         if not isinstance(steps, list) or not steps:
             raise self.error(f"{where}.steps", "must be a non-empty list of steps")
@@ -362,7 +379,7 @@ class _Reader:
             at = f"{where}.steps[{number}]"
             if not isinstance(step, Mapping):
                 raise self.error(at, "must be a table with tool and instructions")
-            self.keys(step, at, {"tool", "instructions"})
+            self.keys(step, at, KEYS["workflows.NAME.steps"])
             chain.append((self.text(step, f"{at}.tool"), self.text(step, f"{at}.instructions")))
         tools = [tool for tool, _ in chain]
         if len(set(tools)) != len(tools):
@@ -370,7 +387,7 @@ class _Reader:
         return WorkflowConfig(name=name, steps=tuple(chain))
 
     def auth(self, data: Mapping[str, Any]) -> AuthConfig:
-        self.keys(data, "auth", {"tokens_file", "tokens_env"})
+        self.keys(data, "auth", KEYS["auth"])
         file = data.get("tokens_file")
         return AuthConfig(
             tokens_file=None if file is None else self.path(self.text(data, "auth.tokens_file")),
@@ -380,7 +397,7 @@ class _Reader:
         )
 
     def secrets(self, data: Mapping[str, Any]) -> SecretsConfig:
-        self.keys(data, "secrets", {"provider", "prefix", "directory", "timeout"})
+        self.keys(data, "secrets", KEYS["secrets"])
         provider = self.text(data, "secrets.provider", "env")
         if provider not in ("env", "file") and ":" not in provider:
             raise self.error("secrets.provider", "use env, file, or module:factory")

@@ -40,12 +40,13 @@ async def restart_with(client: Client, generation: Path, number: str) -> None:
 
 
 async def test_a_new_listing_is_published_and_listening_clients_are_told(
-    tmp_path: Path,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     generation = tmp_path / "generation"
     generation.write_text("1")
     config = parse_config(tomllib.loads(config_text(generation)), base=tmp_path)
     gateway = Gateway(config, secrets={}.get, health_interval=3600)
+    caplog.set_level(logging.WARNING, logger="guardrails.gateway")
     async with gateway.running(), Client(gateway.server(), cache=None) as client:
         first = await client.list_tools()
         async with client.listen(tools_list_changed=True) as changes:
@@ -58,6 +59,8 @@ async def test_a_new_listing_is_published_and_listening_clients_are_told(
         old_alpha = await client.call_tool("alpha", {"text": "old"})
         beta = await client.call_tool("beta", {"text": "gone"})
     assert type(event).__name__ == "ToolsListChanged"
+    logged = [r.getMessage() for r in caplog.records]
+    assert "upstream 'changing': its tool list changed; publishing it again" in logged
     assert {t.name for t in first.tools} == {"alpha", "beta", "stop"}
     assert {t.name for t in second.tools} == {"alpha", "gamma", "stop"}
     assert set(schema_of(first, "alpha")) == {"text"}
