@@ -7,8 +7,10 @@ or a crash during a call raises ``UpstreamFailed`` (``error``); a call that
 outlives its timeout raises ``TimeoutError`` (``error``) and makes the
 supervisor check the upstream at once (a ``tools/list`` within the timeout),
 restarting it if the check fails too. The same check runs every
-``health_interval`` seconds. Nothing the
-upstream says travels in these exceptions.
+``health_interval`` seconds. Each listing (at a restart, at a health check)
+is compared with the one before; a change is handed to ``on_tools_changed``
+(the gateway publishes it again). Nothing the upstream says travels in these
+exceptions.
 """
 
 from __future__ import annotations

@@ -84,4 +84,4 @@ def test_the_configuration_reference_documents_exactly_the_keys_the_reader_accep
 def test_the_logged_sentences_are_the_ones_the_page_quotes() -> None:
     assert "`upstream 'NAME': its tool list changed; publishing it again`" in PAGE
     assert "`upstream 'NAME': its new tool list is not published (...)`" in PAGE
-    assert "`_meta[\"guardrails/user\"]`" in PAGE
+    assert '`_meta["guardrails/user"]`' in PAGE
