@@ -114,9 +114,9 @@ class Gateway:
         """
         from mcp.server.subscriptions import ToolsListChanged
 
-        if self.store is None:
-            return
         before, upstream.tools = upstream.tools, tools
+        if self.store is None or self.rails is None:
+            return  # still starting: the engine is built from every listing once all are in
         try:
             rails = self.engine(self.store)
         except Exception as exc:
