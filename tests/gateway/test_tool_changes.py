@@ -13,7 +13,16 @@ from mcp import Client
 from guardrails.gateway import Gateway, parse_config
 from guardrails.verdicts import Outcome, model_sentence
 
-from .conftest import PY, SERVERS, command_toml, text
+from .conftest import (
+    PY,
+    SERVERS,
+    TOKENS,
+    command_toml,
+    http_client,
+    http_gateway,
+    text,
+    write_config,
+)
 
 
 def config_text(generation: Path, extra: str = "") -> str:
@@ -94,3 +103,24 @@ async def test_a_listing_that_no_longer_fits_the_configuration_keeps_the_old_one
         "upstream 'changing': its new tool list is not published "
         "(upstreams.changing.tools.beta: the upstream does not list this tool)"
     ) in [r.getMessage() for r in caplog.records]
+
+
+async def test_over_http_a_listening_client_is_told_and_lists_the_new_tools(
+    tmp_path: Path,
+) -> None:
+    generation = tmp_path / "generation"
+    generation.write_text("1")
+    command = command_toml([PY, str(SERVERS / "changing.py"), str(generation)])
+    body = f"[upstreams.changing]\ncommand = {command}\nbackoff_initial = 0.05\n"
+    async with (
+        http_gateway(write_config(tmp_path, body)) as (url, _),
+        http_client(url, TOKENS["acme"]) as client,
+    ):
+        first = {t.name for t in (await client.list_tools()).tools}
+        async with client.listen(tools_list_changed=True) as changes:
+            await restart_with(client, generation, "2")
+            with anyio.fail_after(60):
+                event = await changes.__anext__()
+        second = {t.name for t in (await client.list_tools()).tools}
+    assert type(event).__name__ == "ToolsListChanged"
+    assert first == {"alpha", "beta", "stop"} and second == {"alpha", "gamma", "stop"}
