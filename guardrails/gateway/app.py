@@ -4,7 +4,8 @@
 name, if one cannot be listed in its ``connect_timeout``), builds the engine
 from their listings and the configuration, and yields; leaving it stops the
 upstreams and closes the store. ``gateway.server()`` is the low-level MCP
-``Server`` that stdio and HTTP serve alike.
+``Server`` that stdio and HTTP serve alike. When an upstream's listing changes
+the engine is built again (``_republish``) and listening clients are told.
 """
 
 from __future__ import annotations
