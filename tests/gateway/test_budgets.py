@@ -7,12 +7,20 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from mcp import Client
 
+from guardrails import Guardrails
+from guardrails.audit import AuditLog
 from guardrails.errors import ConfigurationError
 from guardrails.gateway import Gateway, parse_config
-from guardrails.store import SQLiteStore
+from guardrails.gateway.budgets import budgeted
+from guardrails.gateway.config import ToolConfig
+from guardrails.store import MemoryStore, SQLiteStore
+from guardrails.tools import Tool
 from guardrails.verdicts import Outcome, model_sentence
 
 from .conftest import BILLING, command_toml, text
@@ -112,3 +120,68 @@ def test_budget_keys_are_checked_with_the_file_and_key(table: str, key: str, mes
         parse_config(tomllib.loads(body), source="gw.toml")
     assert str(caught.value).startswith(f"gw.toml: upstreams.billing.tools.echo.{key}: ")
     assert message in str(caught.value)
+
+
+# The branches the model guards, reached for certain: the daily cap, a session's cap,
+# and a failed call that leaves room for the next.
+@example(cost=0.5, daily=1.0, instance=None, sessions=["a", "b", "c"], failing=set())
+@example(cost=0.5, daily=None, instance=0.5, sessions=["a", "a", "b"], failing=set())
+@example(cost=1.0, daily=1.0, instance=1.0, sessions=["a", "a", "a"], failing={0})
+@settings(max_examples=60, deadline=None)
+@given(
+    cost=st.sampled_from([0.25, 0.5, 1.0]),
+    daily=st.one_of(st.none(), st.integers(1, 12).map(lambda n: n * 0.25)),
+    instance=st.one_of(st.none(), st.integers(1, 8).map(lambda n: n * 0.25)),
+    sessions=st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=12),
+    failing=st.sets(st.integers(0, 11), max_size=3),
+)
+def test_budgets_admit_exactly_the_calls_the_caps_allow(
+    cost: float,
+    daily: float | None,
+    instance: float | None,
+    sessions: list[str],
+    failing: set[int],
+) -> None:
+    """The gateway's budgets against a model: admitted while both sums stay within their caps;
+    a call the upstream fails costs nothing."""
+    calls: list[int] = []
+
+    async def forward(**arguments: object) -> str:
+        calls.append(len(calls))
+        if arguments["n"] in failing:
+            raise RuntimeError("the upstream failed")
+        return "ok"
+
+    forward.__name__ = "t"
+    store = MemoryStore()
+    config = ToolConfig(cost=cost, daily_cap=daily, instance_cap=instance)
+    tool = Tool.from_definition(
+        {"name": "t", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+        budgeted(forward, config, store, "u.t"),
+    )
+    audit = AuditLog(store)
+    rails = Guardrails([tool], hooks=[audit], recorder=[audit])
+
+    async def run() -> list[Outcome]:
+        return [
+            (await rails.turn(session=s).acall("t", {"n": n})).outcome
+            for n, s in enumerate(sessions)
+        ]
+
+    outcomes = anyio.run(run)
+    day, spent = 0.0, dict.fromkeys("abc", 0.0)
+    expected = []
+    for n, s in enumerate(sessions):
+        if (daily is not None and day + cost > daily) or (
+            instance is not None and spent[s] + cost > instance
+        ):
+            expected.append(Outcome.LIMIT)
+            continue
+        if n in failing:
+            expected.append(Outcome.ERROR)
+            continue
+        day += cost
+        spent[s] += cost
+        expected.append(Outcome.OK)
+    assert outcomes == expected, (outcomes, expected)
+    assert len(calls) == sum(o is not Outcome.LIMIT for o in expected)
