@@ -6,7 +6,8 @@ send it as ``_meta["guardrails/user"]`` on each request of the user's turn:
 pre_turn then reads it, so a policy's intent gates offer and admit the tools
 the user asked for. A request without it has no user input: intent-gated
 tools are neither listed nor callable (``unavailable``), as the policy says
-for a turn with no user input. The text is read, never stored or logged.
+for a turn with no user input. The text is never stored or logged (a policy
+grounding values in ``user`` keeps digests of them, as everywhere).
 """
 
 from __future__ import annotations
