@@ -108,6 +108,27 @@ async def test_max_per_turn_is_reported_at_start_and_zero_still_closes_a_tool(
     assert closed.is_error
 
 
+GROUNDED = """
+[tools.echo.params.text]
+kind = "email"
+grounded_in = ["user"]
+"""
+
+
+async def test_a_value_grounded_in_user_is_admitted_once_the_user_said_it(
+    tmp_path: Path,
+) -> None:
+    address = {"text": "bob@example.com"}
+    async with connected(tmp_path, GROUNDED) as client:
+        unsaid = await client.call_tool("echo", address)
+        said = await client.call_tool("echo", address, meta=meta("Mail it to Bob@Example.com"))
+        later = await client.call_tool("echo", address)  # the same session: seen before
+        other = await client.call_tool("echo", address, meta=meta(None, "another session"))
+    assert text(unsaid) == model_sentence(Outcome.INVALID_ARGS, ["text"])
+    assert text(said) == "bob@example.com" and text(later) == "bob@example.com"
+    assert text(other) == model_sentence(Outcome.INVALID_ARGS, ["text"])
+
+
 @given(st.one_of(st.none(), st.integers(), st.text(), st.binary(), st.lists(st.text())))
 def test_user_text_is_a_non_empty_bounded_string_or_nothing(value: Any) -> None:
     found = user_text({USER_KEY: value})
