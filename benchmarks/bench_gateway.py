@@ -83,14 +83,19 @@ async def _drain(stream: Any) -> None:
         pass
 
 
-def _config(directory: Path, upstream: str) -> Path:
+def _config(directory: Path, upstream: str, tool: str = "", name: str = "gateway") -> Path:
     (directory / "tokens").write_text(f"bench {TOKEN}\n")
-    path = directory / "gateway.toml"
+    path = directory / f"{name}.toml"
     path.write_text(
-        f'[gateway]\nstore = "audit.db"\nstdio_tenant = "bench"\n'
-        f'[auth]\ntokens_file = "tokens"\n[upstreams.echo]\n{upstream}\n'
+        f'[gateway]\nstore = "{name}.db"\nstdio_tenant = "bench"\n'
+        f'[auth]\ntokens_file = "tokens"\n[upstreams.echo]\n{upstream}\n{tool}'
     )
     return path
+
+
+# A budgeted echo: each call reserves and settles its cost against two caps
+# (never reached) and writes a paid_call row.
+BUDGET = "[upstreams.echo.tools.echo]\ncost = 0.001\ndaily_cap = 1e9\ninstance_cap = 1e9\n"
 
 
 def _stdio(command: list[str]) -> Client:
@@ -175,8 +180,14 @@ async def _run(quick: bool) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         stdio_config = _config(directory, f"command = {_toml(ECHO)}")
-        async with _stdio(ECHO) as direct, _stdio([*GATEWAY, "--config", str(stdio_config)]) as gw:
-            samples = await _interleaved({"direct": direct, "through gateway": gw}, rounds)
+        paid_config = _config(directory, f"command = {_toml(ECHO)}", BUDGET, "budgeted")
+        async with (
+            _stdio(ECHO) as direct,
+            _stdio([*GATEWAY, "--config", str(stdio_config)]) as gw,
+            _stdio([*GATEWAY, "--config", str(paid_config)]) as paid,
+        ):
+            cases = {"direct": direct, "through gateway": gw, "through gateway, budgeted": paid}
+            samples = await _interleaved(cases, rounds)
         rows += _rows("gateway.stdio", samples, "direct")
         async with _process([*ECHO, "--http"], r"listening (\d+)", stderr=False) as port:
             upstream = f"http://127.0.0.1:{port}/mcp"

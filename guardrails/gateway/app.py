@@ -4,7 +4,8 @@
 name, if one cannot be listed in its ``connect_timeout``), builds the engine
 from their listings and the configuration, and yields; leaving it stops the
 upstreams and closes the store. ``gateway.server()`` is the low-level MCP
-``Server`` that stdio and HTTP serve alike.
+``Server`` that stdio and HTTP serve alike. When an upstream's listing changes
+the engine is built again (``_republish``) and listening clients are told.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from ..audit import AuditLog
 from ..effects import Idempotency
 from ..engine import Guardrails
 from ..errors import ConfigurationError, GuardrailsError
-from ..integrations.mcp import GuardedTools
 from ..metrics import PrometheusRecorder
 from ..store import Store, open_store
 from ..telemetry import OpenTelemetryRecorder
@@ -33,6 +33,7 @@ from .policy import load_policy
 from .rules import StoreCounter, session_ceiling, tenant_allow_list, workflows
 from .secrets import SecretProvider, secret_provider
 from .sessions import Sessions
+from .turns import GatewayTools
 from .upstream import Upstream, innermost
 
 __all__ = ["Gateway", "StoreCounter", "UpstreamStartError"]
@@ -62,15 +63,32 @@ class Gateway:
         self.secrets = secrets if secrets is not None else secret_provider(config.secrets)
         self.tracer_provider = tracer_provider
         self.upstreams = [
-            Upstream(u, self.counters, health_interval=health_interval, secrets=self.secrets)
+            Upstream(
+                u,
+                self.counters,
+                health_interval=health_interval,
+                secrets=self.secrets,
+                secrets_timeout=config.secrets.timeout,
+            )
             for u in config.upstreams
         ]
+        for upstream in self.upstreams:
+            upstream.on_tools_changed = self._republish
         self.sessions = Sessions(config.tenants, config.stdio_tenant)
         self.store: Store | None = None
         self.rails: Guardrails | None = None
+        # One recorder for every engine built (the registry takes each series once).
+        self.prometheus = PrometheusRecorder(self.registry)
+        self._served: list[GatewayTools] = []
+        self._changes: Any = None  # the MCP subscription bus, while running
+        self._listen: Any = None
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
+        from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+
+        self._changes = InMemorySubscriptionBus()
+        self._listen = ListenHandler(self._changes)
         self.store = open_store(_store_url(self.config.store))
         try:
             async with anyio.create_task_group() as tg:
@@ -85,7 +103,36 @@ class Gateway:
             # The task group wraps what went wrong; a single error is raised as itself.
             raise innermost(group) from None
         finally:
+            self._listen.close()
             self.store.close()
+
+    async def _republish(self, upstream: Upstream, tools: list[Any]) -> None:
+        """An upstream's listing changed: build the engine again, and tell listening clients.
+
+        A listing that no longer fits the configuration (a configured tool is
+        gone, a bound parameter left its schema) is logged, and the tools
+        published before stay published.
+        """
+        from mcp.server.subscriptions import ToolsListChanged
+
+        before, upstream.tools = upstream.tools, tools
+        if self.store is None or self.rails is None:
+            return  # still starting: the engine is built from every listing once all are in
+        try:
+            rails = self.engine(self.store)
+        except Exception as exc:
+            upstream.tools = before
+            detail = str(exc).splitlines()[0] if isinstance(exc, GuardrailsError) else ""
+            log.warning(
+                "upstream %r: its new tool list is not published (%s)",
+                upstream.name,
+                detail or type(exc).__name__,
+            )
+            return
+        self.rails = rails
+        for served in self._served:
+            served.rails = rails
+        await self._changes.publish(ToolsListChanged())
 
     def engine(self, store: Store) -> Guardrails:
         """The engine over the upstreams' tools, as the configuration and policy say.
@@ -93,7 +140,7 @@ class Gateway:
         Hooks run in this order: the audit log (its ``after`` last), spans, the
         session ceiling, workflows, idempotency, then the policy's.
         """
-        tools = {t.name: t for t in catalog(self.upstreams)}
+        tools = {t.name: t for t in catalog(self.upstreams, store)}
         audit = AuditLog(store)
         spans = OpenTelemetryRecorder(self.tracer_provider)
         flow_guards, flow_hooks = workflows(self.config.workflows, tools, store)
@@ -109,8 +156,9 @@ class Gateway:
             tools.values(),
             guards,
             hooks=hooks,
-            recorder=[audit, PrometheusRecorder(self.registry), spans],
+            recorder=[audit, self.prometheus, spans],
             secrets=self.secrets,
+            provider_timeout=self.config.secrets.timeout,
             max_result_chars=self.config.max_result_chars,
         )
         load_policy(rails, self.config.policy, store)
@@ -124,7 +172,8 @@ class Gateway:
             raise GuardrailsError("the gateway is not running: use `async with gateway.running()`")
         from mcp.types import ListToolsResult
 
-        tools = GuardedTools(self.rails, context=self.sessions)
+        tools = GatewayTools(self.rails, context=self.sessions)
+        self._served.append(tools)
 
         async def list_tools(ctx: Any, params: Any = None) -> Any:
             try:
@@ -145,7 +194,13 @@ class Gateway:
                     log.exception("tools/call failed outside the tool_call pipeline")
                     return _failed_call()
 
-        return Server(self.config.name, on_list_tools=list_tools, on_call_tool=call_tool)
+        return Server(
+            self.config.name,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            # Clients of the 2026-07-28 protocol listen for tools/list_changed here.
+            on_subscriptions_listen=self._listen,
+        )
 
 
 async def _start(tg: Any, upstream: Upstream) -> None:

@@ -19,7 +19,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from ..errors import ConfigurationError, SchemaError
+from ..store import Store
 from ..tools import _NAME, Binding, Secret, Tool
+from .budgets import budgeted
 from .config import ToolConfig
 from .upstream import Upstream
 
@@ -47,8 +49,11 @@ def published_names(upstreams: Iterable[Upstream]) -> dict[tuple[str, str], str]
     return names
 
 
-def catalog(upstreams: Iterable[Upstream]) -> list[Tool]:
-    """Guarded tools for every listed upstream tool; configured tools that were not listed fail."""
+def catalog(upstreams: Iterable[Upstream], store: Store | None = None) -> list[Tool]:
+    """Guarded tools for every listed upstream tool; configured tools that were not listed fail.
+
+    ``store`` keeps the budgets of tools with a ``cost`` (none: budgets are not counted).
+    """
     upstreams = list(upstreams)
     names = published_names(upstreams)
     tools: list[Tool] = []
@@ -67,7 +72,7 @@ def catalog(upstreams: Iterable[Upstream]) -> list[Tool]:
                 continue
             configured = u.config.tools.get(remote)
             try:
-                tools.append(_tool(u, remote, name, definition, configured or ToolConfig()))
+                tools.append(_tool(u, remote, name, definition, configured or ToolConfig(), store))
             except SchemaError:
                 if configured is not None:
                     raise
@@ -77,7 +82,14 @@ def catalog(upstreams: Iterable[Upstream]) -> list[Tool]:
     return tools
 
 
-def _tool(upstream: Upstream, remote: str, name: str, definition: Any, config: ToolConfig) -> Tool:
+def _tool(
+    upstream: Upstream,
+    remote: str,
+    name: str,
+    definition: Any,
+    config: ToolConfig,
+    store: Store | None,
+) -> Tool:
     where = f"upstreams.{upstream.name}.tools.{remote}"
     bind: dict[str, Binding] = dict(config.bind)
     for param, secret in config.secrets.items():
@@ -89,6 +101,7 @@ def _tool(upstream: Upstream, remote: str, name: str, definition: Any, config: T
         options["idempotency_key"] = config.idempotency_key
     timeout = config.timeout or upstream.config.timeout
     forward = _forward(upstream, remote, timeout, tuple(config.secrets))
+    forward = budgeted(forward, config, store, f"{upstream.name}.{remote}")
     try:
         return Tool.from_definition(
             {**definition.model_dump(by_alias=True, exclude_none=True), "name": name},

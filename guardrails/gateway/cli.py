@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metrics",
         metavar="HOST:PORT",
-        help="with --stdio, serve Prometheus metrics there (over HTTP they are at /metrics)",
+        help="serve Prometheus metrics at HOST:PORT/metrics (over HTTP: instead of the clients' port)",
     )
     parser.set_defaults(func=run)
 
@@ -33,6 +33,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    from functools import partial
+
     import anyio
 
     from ..errors import GuardrailsError
@@ -42,12 +44,13 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         gateway = Gateway(load_config(args.config))
-        if args.http is not None:
-            host, port = _address(args.http, "--http")
-            anyio.run(serve_http, gateway, host, port)
+        http = None if args.http is None else _address(args.http, "--http")
+        if args.metrics is not None:
+            # Metrics on their own address: not on the clients' port at all.
+            _metrics_server(gateway, *_address(args.metrics, "--metrics"))
+        if http is not None:
+            anyio.run(partial(serve_http, metrics=args.metrics is None), gateway, *http)
         else:
-            if args.metrics is not None:
-                _metrics_server(gateway, *_address(args.metrics, "--metrics"))
             anyio.run(serve_stdio, gateway)
     except GuardrailsError as exc:
         # One line: a schema error's detail (the validator's report) stays out.

@@ -10,11 +10,20 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
+from .settings import (
+    KEYS,
+    AuthConfig,
+    GatewayConfig,
+    SecretsConfig,
+    TenantConfig,
+    ToolConfig,
+    UpstreamConfig,
+    WorkflowConfig,
+)
 
 __all__ = [
     "AuthConfig",
@@ -23,91 +32,11 @@ __all__ = [
     "TenantConfig",
     "ToolConfig",
     "UpstreamConfig",
+    "KEYS",
     "WorkflowConfig",
     "load_config",
     "parse_config",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolConfig:
-    """What the gateway adds to one upstream tool: bindings, secrets, action, limits."""
-
-    action: bool = False
-    bind: Mapping[str, str] = field(default_factory=dict)
-    secrets: Mapping[str, str] = field(default_factory=dict)
-    timeout: float | None = None
-    idempotency_key: tuple[str, ...] | bool | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class UpstreamConfig:
-    """One upstream MCP server: a command started over stdio, or a streamable-HTTP URL."""
-
-    name: str
-    command: tuple[str, ...] | None = None
-    url: str | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    timeout: float = 30.0
-    connect_timeout: float = 30.0
-    backoff_initial: float = 0.25
-    backoff_max: float = 30.0
-    prefix: bool = False
-    tools: Mapping[str, ToolConfig] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class TenantConfig:
-    """A tenant's allow-list (None: no list, every tool) and the values bound for it."""
-
-    tools: frozenset[str] | None = None
-    values: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class WorkflowConfig:
-    """A step-gated chain of (published) tool names, each with the instructions its success returns."""
-
-    name: str
-    steps: tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class AuthConfig:
-    """Where bearer tokens come from: a file, an environment variable, or both."""
-
-    tokens_file: str | None = None
-    tokens_env: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SecretsConfig:
-    """The secret provider: ``env`` (``prefix`` + name), ``file`` (``directory``/name), or
-    ``module:factory`` (a callable returning a ``name -> value`` function)."""
-
-    provider: str = "env"
-    prefix: str = ""
-    directory: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class GatewayConfig:
-    """The whole file, checked. ``store`` is a path, a URL, or ``env:VARIABLE``."""
-
-    name: str = "guardrails-gateway"
-    store: str = "guardrails-gateway.db"
-    policy: str | None = None
-    max_calls_per_session: int | None = None
-    max_result_chars: int = 16_000
-    stdio_tenant: str = "local"
-    upstreams: tuple[UpstreamConfig, ...] = ()
-    tenants: Mapping[str, TenantConfig] = field(default_factory=dict)
-    workflows: tuple[WorkflowConfig, ...] = ()
-    auth: AuthConfig = field(default_factory=AuthConfig)
-    secrets: SecretsConfig = field(default_factory=SecretsConfig)
-    source: str = "<config>"
 
 
 def load_config(path: str | Path) -> GatewayConfig:
@@ -129,10 +58,9 @@ def parse_config(
 ) -> GatewayConfig:
     """A checked ``GatewayConfig`` from parsed TOML; paths relative to ``base``."""
     r = _Reader(source, base)
-    r.keys(data, "", {"gateway", "auth", "secrets", "tenants", "upstreams", "workflows"})
+    r.keys(data, "", KEYS[""])
     gw = r.table(data, "gateway")
-    r.keys(gw, "gateway", {"name", "store", "store_env", "policy", "max_calls_per_session",
-                           "max_result_chars", "stdio_tenant"})  # fmt: skip
+    r.keys(gw, "gateway", KEYS["gateway"])
     store = r.store(gw)
     upstreams = r.table(data, "upstreams")
     if not upstreams:
@@ -165,7 +93,7 @@ class _Reader:
     def error(self, key: str, message: str) -> ConfigurationError:
         return ConfigurationError(f"{self.source}: {key}: {message}")
 
-    def keys(self, table: Mapping[str, Any], where: str, allowed: set[str]) -> None:
+    def keys(self, table: Mapping[str, Any], where: str, allowed: frozenset[str]) -> None:
         for key in table:
             if key not in allowed:
                 name = f"{where}.{key}" if where else key
@@ -245,9 +173,7 @@ class _Reader:
         where = f"upstreams.{name}"
         if not isinstance(data, Mapping):
             raise self.error(where, "must be a table")
-        self.keys(data, where, {"command", "url", "env", "cwd", "headers", "timeout",
-                                "connect_timeout", "backoff_initial", "backoff_max", "prefix",
-                                "tools"})  # fmt: skip
+        self.keys(data, where, KEYS["upstreams.NAME"])
         command, url = data.get("command"), data.get("url")
         if (command is None) == (url is None):
             raise self.error(where, "give exactly one of command (stdio) or url (streamable HTTP)")
@@ -281,13 +207,14 @@ class _Reader:
     def tool(self, where: str, data: Any) -> ToolConfig:
         if not isinstance(data, Mapping):
             raise self.error(where, "must be a table")
-        self.keys(data, where, {"action", "bind", "secrets", "timeout", "idempotency_key"})
+        self.keys(data, where, KEYS["upstreams.NAME.tools.TOOL"])
         action = self.flag(data, f"{where}.action")
         secrets = self.texts(data, f"{where}.secrets")
         if secrets and not action:
             raise self.error(
                 f"{where}.secrets", "secrets go only into tools declared action = true"
             )
+        cost, daily_cap, instance_cap = self.budget(where, data)
         key = data.get("idempotency_key")
         if key is not None and not (
             isinstance(key, bool)
@@ -300,13 +227,39 @@ class _Reader:
             secrets=secrets,
             timeout=self.seconds(data, f"{where}.timeout", None),
             idempotency_key=tuple(key) if isinstance(key, list) else key,
+            cost=cost,
+            daily_cap=daily_cap,
+            instance_cap=instance_cap,
         )
+
+    def budget(
+        self, where: str, data: Mapping[str, Any]
+    ) -> tuple[float | None, float | None, float | None]:
+        """``cost`` per call and the caps it is counted against (a cap needs a cost)."""
+        cost = self.amount(data, f"{where}.cost", zero=True)
+        daily = self.amount(data, f"{where}.daily_cap")
+        instance = self.amount(data, f"{where}.instance_cap")
+        for cap, value in (("daily_cap", daily), ("instance_cap", instance)):
+            if value is not None and not cost:
+                raise self.error(f"{where}.{cap}", "a cap needs a positive cost per call (cost)")
+        return cost, daily, instance
+
+    def amount(self, data: Mapping[str, Any], key: str, *, zero: bool = False) -> float | None:
+        value = data.get(key.rsplit(".", 1)[-1])
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.error(key, f"must be a number, not {value!r}")
+        if not (math.isfinite(value) and (value >= 0 if zero else value > 0)):
+            least = "non-negative" if zero else "positive"
+            raise self.error(key, f"must be {least} and finite, not {value!r}")
+        return float(value)
 
     def tenant(self, name: str, data: Any) -> TenantConfig:
         where = f"tenants.{name}"
         if not isinstance(data, Mapping):
             raise self.error(where, "must be a table")
-        self.keys(data, where, {"tools", "values"})
+        self.keys(data, where, KEYS["tenants.NAME"])
         tools = data.get("tools")
         if tools is not None and not (
             isinstance(tools, list) and all(isinstance(t, str) for t in tools)
@@ -321,7 +274,7 @@ class _Reader:
         where = f"workflows.{name}"
         if not isinstance(data, Mapping):
             raise self.error(where, "must be a table")
-        self.keys(data, where, {"steps"})
+        self.keys(data, where, KEYS["workflows.NAME"])
         steps = data.get("steps")
         if not isinstance(steps, list) or not steps:
             raise self.error(f"{where}.steps", "must be a non-empty list of steps")
@@ -330,7 +283,7 @@ class _Reader:
             at = f"{where}.steps[{number}]"
             if not isinstance(step, Mapping):
                 raise self.error(at, "must be a table with tool and instructions")
-            self.keys(step, at, {"tool", "instructions"})
+            self.keys(step, at, KEYS["workflows.NAME.steps"])
             chain.append((self.text(step, f"{at}.tool"), self.text(step, f"{at}.instructions")))
         tools = [tool for tool, _ in chain]
         if len(set(tools)) != len(tools):
@@ -338,7 +291,7 @@ class _Reader:
         return WorkflowConfig(name=name, steps=tuple(chain))
 
     def auth(self, data: Mapping[str, Any]) -> AuthConfig:
-        self.keys(data, "auth", {"tokens_file", "tokens_env"})
+        self.keys(data, "auth", KEYS["auth"])
         file = data.get("tokens_file")
         return AuthConfig(
             tokens_file=None if file is None else self.path(self.text(data, "auth.tokens_file")),
@@ -348,7 +301,7 @@ class _Reader:
         )
 
     def secrets(self, data: Mapping[str, Any]) -> SecretsConfig:
-        self.keys(data, "secrets", {"provider", "prefix", "directory"})
+        self.keys(data, "secrets", KEYS["secrets"])
         provider = self.text(data, "secrets.provider", "env")
         if provider not in ("env", "file") and ":" not in provider:
             raise self.error("secrets.provider", "use env, file, or module:factory")
@@ -364,4 +317,5 @@ class _Reader:
             directory=None
             if directory is None
             else self.path(self.text(data, "secrets.directory")),
+            timeout=self.seconds(data, "secrets.timeout", 5.0) or 5.0,
         )

@@ -26,8 +26,17 @@ __all__ = ["http_app", "http_tokens", "serve_http", "serve_stdio"]
 GRACE_SECONDS = 10
 
 
-def http_app(gateway: Gateway, host: str = "127.0.0.1", tokens: TokenTable | None = None) -> Any:
-    """The ASGI app: ``/mcp`` behind bearer auth (refusals counted), ``/metrics`` open."""
+def http_app(
+    gateway: Gateway,
+    host: str = "127.0.0.1",
+    tokens: TokenTable | None = None,
+    *,
+    metrics: bool = True,
+) -> Any:
+    """The ASGI app: ``/mcp`` behind bearer auth (refusals counted), ``/metrics`` open.
+
+    ``metrics=False`` leaves ``/metrics`` out (they are served on their own address).
+    """
     from mcp.server.auth.settings import AuthSettings
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
     from starlette.requests import Request
@@ -37,8 +46,10 @@ def http_app(gateway: Gateway, host: str = "127.0.0.1", tokens: TokenTable | Non
     if tokens is None:
         tokens = http_tokens(gateway)
 
-    async def metrics(request: Request) -> Response:
+    async def scrape(request: Request) -> Response:
         return Response(generate_latest(gateway.registry), media_type=CONTENT_TYPE_LATEST)
+
+    routes = [Route("/metrics", scrape, methods=["GET"])] if metrics else []
 
     server = gateway.server()
     app = server.streamable_http_app(
@@ -50,7 +61,7 @@ def http_app(gateway: Gateway, host: str = "127.0.0.1", tokens: TokenTable | Non
             {"issuer_url": f"http://{_url_host(host)}", "resource_server_url": None}
         ),
         token_verifier=tokens,
-        custom_starlette_routes=[Route("/metrics", metrics, methods=["GET"])],
+        custom_starlette_routes=routes,
     )
     return CountRefusals(app, gateway.counters.refused)
 
@@ -65,8 +76,11 @@ def http_tokens(gateway: Gateway) -> TokenTable:
     return TokenTable(tokens)
 
 
-async def serve_http(gateway: Gateway, host: str, port: int) -> None:
-    """Serve on ``host:port`` (port 0: a free one), announcing the URL on stderr when bound."""
+async def serve_http(gateway: Gateway, host: str, port: int, *, metrics: bool = True) -> None:
+    """Serve on ``host:port`` (port 0: a free one), announcing the URL on stderr when bound.
+
+    ``metrics=False``: no ``/metrics`` on this port (``--metrics`` serves them elsewhere).
+    """
     import uvicorn
 
     tokens = http_tokens(gateway)
@@ -82,7 +96,7 @@ async def serve_http(gateway: Gateway, host: str, port: int) -> None:
         raise ConfigurationError(f"--http {host}:{port}: cannot listen ({exc.strerror})") from exc
     sock.listen(128)
     async with gateway.running():
-        app = http_app(gateway, host, tokens)
+        app = http_app(gateway, host, tokens, metrics=metrics)
         config = uvicorn.Config(
             app, log_level="warning", lifespan="on", timeout_graceful_shutdown=GRACE_SECONDS
         )

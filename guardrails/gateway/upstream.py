@@ -7,15 +7,17 @@ or a crash during a call raises ``UpstreamFailed`` (``error``); a call that
 outlives its timeout raises ``TimeoutError`` (``error``) and makes the
 supervisor check the upstream at once (a ``tools/list`` within the timeout),
 restarting it if the check fails too. The same check runs every
-``health_interval`` seconds. Nothing the
-upstream says travels in these exceptions.
+``health_interval`` seconds. Each listing (at a restart, at a health check)
+is compared with the one before; a change is handed to ``on_tools_changed``
+(the gateway publishes it again). Nothing the upstream says travels in these
+exceptions.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -80,14 +82,21 @@ class Upstream:
         backoff: Backoff | None = None,
         health_interval: float = 15.0,
         secrets: Callable[[str], Any] | None = None,
+        secrets_timeout: float = 5.0,
     ) -> None:
         self.config = config
         self.secrets = secrets
+        self.secrets_timeout = secrets_timeout
         self.name = config.name
         self.counters = counters
         self.backoff = backoff or Backoff(config.backoff_initial, config.backoff_max)
         self.health_interval = health_interval
         self.tools: list[Any] = []
+        # The listing last read (``tools`` is what is published; they differ
+        # while a new listing does not fit the configuration).
+        self.listed: list[Any] = []
+        # Called with this upstream and its new listing when the listing changed.
+        self.on_tools_changed: Callable[[Upstream, list[Any]], Awaitable[None]] | None = None
         self._live: _Connection | None = None
 
     # -- calls ----------------------------------------------------------------
@@ -133,12 +142,13 @@ class Upstream:
         while True:
             live: _Connection | None = None
             try:
-                async with self._connect() as client:
+                async with await self._connect() as client:
                     with anyio.fail_after(self.config.connect_timeout):
                         tools = await _list_all(client)
                     if not started:
-                        self.tools = tools
+                        self.tools = self.listed = tools
                     live = self._live = _Connection(client)
+                    await self._relisted(tools)
                     self.counters.set_up(self.name, True)
                     self.backoff.reset()
                     if not started:
@@ -172,14 +182,25 @@ class Upstream:
                 # tools/list is the one request every MCP era answers (ping is gone
                 # in the 2026-07-28 protocol).
                 with anyio.fail_after(self.config.timeout):
-                    await live.client.list_tools()
+                    tools = await _list_all(live.client)
             except TimeoutError:
                 self.counters.failed(self.name, "timeout")
                 live.broken.set()
             except Exception:
                 self._break(live)
+            else:
+                await self._relisted(tools)
 
-    def _connect(self) -> Any:
+    async def _relisted(self, tools: list[Any]) -> None:
+        """Tell the gateway when a listing differs from the one read before."""
+        if _signature(tools) == _signature(self.listed):
+            return
+        self.listed = tools
+        log.warning("upstream %r: its tool list changed; publishing it again", self.name)
+        if self.on_tools_changed is not None:
+            await self.on_tools_changed(self, tools)
+
+    async def _connect(self) -> Any:
         from mcp import Client, StdioServerParameters
 
         config = self.config
@@ -187,26 +208,49 @@ class Upstream:
             target: Any = StdioServerParameters(
                 command=config.command[0],
                 args=list(config.command[1:]),
-                env=self._resolved(config.env) or None,
+                env=await self._resolved(config.env) or None,
                 cwd=config.cwd,
             )
         else:
             assert config.url is not None
-            target = _http(config.url, self._resolved(config.headers))
+            target = _http(config.url, await self._resolved(config.headers))
         return Client(target, cache=None)
 
-    def _resolved(self, values: Mapping[str, str]) -> dict[str, str]:
-        """``values`` with each ``${NAME}`` replaced by the secret ``NAME``, read now."""
+    async def _resolved(self, values: Mapping[str, str]) -> dict[str, str]:
+        """``values`` with each ``${NAME}`` replaced by the secret ``NAME``, read now.
 
-        def secret(match: re.Match[str]) -> str:
-            value = None if self.secrets is None else self.secrets(match.group(1))
+        The provider runs in a worker thread under ``secrets_timeout``: a slow
+        vault delays this upstream's start, never the event loop.
+        """
+        names = sorted({m.group(1) for v in values.values() for m in _PLACEHOLDER.finditer(v)})
+        if not names:
+            return dict(values)
+        found: dict[str, str] = {}
+        for name in names:
+            value = await self._secret(name)
             if value is None:
-                raise UpstreamFailed(
-                    f"upstream {self.name!r}: secret {match.group(1)!r} is missing"
-                )
-            return str(value)
+                raise UpstreamFailed(f"upstream {self.name!r}: secret {name!r} is missing")
+            found[name] = str(value)
+        return {
+            key: _PLACEHOLDER.sub(lambda m: found[m.group(1)], value)
+            for key, value in values.items()
+        }
 
-        return {key: _PLACEHOLDER.sub(secret, value) for key, value in values.items()}
+    async def _secret(self, name: str) -> Any:
+        provider = self.secrets
+        if provider is None:
+            return None
+        try:
+            with anyio.fail_after(self.secrets_timeout):
+                return await anyio.to_thread.run_sync(provider, name, abandon_on_cancel=True)
+        except TimeoutError:
+            raise UpstreamFailed(
+                f"upstream {self.name!r}: secret {name!r} not read within {self.secrets_timeout:g}s"
+            ) from None
+        except Exception as exc:
+            raise UpstreamFailed(
+                f"upstream {self.name!r}: secret {name!r} could not be read ({type(exc).__name__})"
+            ) from None
 
 
 @asynccontextmanager
@@ -219,6 +263,11 @@ async def _http(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams
+
+
+def _signature(tools: list[Any]) -> list[str]:
+    """A listing as comparable text: names, descriptions, schemas (in order of name)."""
+    return sorted(t.model_dump_json(by_alias=True, exclude_none=True) for t in tools)
 
 
 def innermost(exc: BaseException) -> BaseException:

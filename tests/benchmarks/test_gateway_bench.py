@@ -21,6 +21,7 @@ def test_gateway_benchmark_rows_are_well_formed(monkeypatch: pytest.MonkeyPatch)
     assert [(r["group"], r["name"]) for r in rows] == [
         ("gateway.stdio", "direct"),
         ("gateway.stdio", "through gateway"),
+        ("gateway.stdio", "through gateway, budgeted"),
         ("gateway.http", "direct"),
         ("gateway.http", "through gateway"),
         ("gateway.concurrent", "direct, 8 clients"),

@@ -52,3 +52,36 @@ def test_the_pages_complete_configurations_are_valid() -> None:
     assert complete
     for block in complete:
         parse_config(tomllib.loads(block))
+
+
+def _reference() -> dict[str, set[str]]:
+    """``table -> keys`` as the configuration reference documents them."""
+    section = PAGE.split("## Configuration reference", 1)[1].split("\n## ", 1)[0]
+    documented: dict[str, set[str]] = {}
+    table = None
+    for line in section.splitlines():
+        heading = re.match(r"^`\[([\w.]+)\]`", line)
+        if heading:
+            table = heading.group(1)
+            documented[table] = set()
+        elif table is not None and line.startswith("| `"):
+            first = line.split("|")[1]
+            documented[table] |= set(re.findall(r"`(\w+)`", first))
+    return documented
+
+
+def test_the_configuration_reference_documents_exactly_the_keys_the_reader_accepts() -> None:
+    from guardrails.gateway.config import KEYS
+
+    documented = _reference()
+    accepted = {table: set(keys) for table, keys in KEYS.items() if table != ""}
+    # A workflow's steps are documented inline: `{ tool = "...", instructions = "..." }`.
+    steps = accepted.pop("workflows.NAME.steps")
+    assert documented == accepted
+    assert all(f'{key} = "..."' in PAGE for key in steps)
+
+
+def test_the_logged_sentences_are_the_ones_the_page_quotes() -> None:
+    assert "`upstream 'NAME': its tool list changed; publishing it again`" in PAGE
+    assert "`upstream 'NAME': its new tool list is not published (...)`" in PAGE
+    assert '`_meta["guardrails/user"]`' in PAGE

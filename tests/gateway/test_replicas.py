@@ -1,4 +1,5 @@
-"""Two gateway replicas sharing PostgreSQL: one session ceiling, one idempotency key, one log."""
+"""Two gateway replicas sharing PostgreSQL: one session ceiling, one idempotency key, one
+budget, one log."""
 
 from __future__ import annotations
 
@@ -28,6 +29,11 @@ action = true
 bind = {{ account_id = "account_id" }}
 secrets = {{ api_key = "PAY_KEY" }}
 idempotency_key = ["amount"]
+
+[upstreams.billing.tools.pid]
+cost = 1
+daily_cap = 3
+instance_cap = 2
 """
 
 
@@ -55,6 +61,10 @@ async def test_two_replicas_share_ceilings_idempotency_and_the_audit_log(
         for replica in (one, two):
             async with http_client(replica, token, "payments") as client:
                 charged.append(text(await client.call_tool("charge", {"amount": 5})))
+        paid = []
+        for replica, session in ((one, "b1"), (two, "b1"), (one, "b1"), (two, "b2"), (one, "b2")):
+            async with http_client(replica, token, session) as client:
+                paid.append((await client.call_tool("pid", {})).is_error)
     assert echoed == ["x", "x", "x", model_sentence(Outcome.LIMIT)]
     assert charged == ["charged 5 to acc-7 with key [redacted]"] * 2
     store = PostgresStore(pg_dsn)
@@ -63,3 +73,11 @@ async def test_two_replicas_share_ceilings_idempotency_and_the_audit_log(
     finally:
         store.close()
     assert sorted(str(r.reason) for r in rows) == ["None", "replayed"]
+    # b1: two calls, then its instance cap (2); b2: one call, then the daily cap (3).
+    assert paid == [False, False, True, False, True]
+    store = PostgresStore(pg_dsn)
+    try:
+        refusals = [r.reason for r in store.audit_rows(kind="paid_call") if r.outcome == "limit"]
+    finally:
+        store.close()
+    assert refusals == ["instance_cap", "daily_cap"]

@@ -1,0 +1,125 @@
+"""The gateway's configuration as checked values, and the keys each table accepts.
+
+``config.py`` reads a TOML file into these; nothing here checks anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "KEYS",
+    "AuthConfig",
+    "GatewayConfig",
+    "SecretsConfig",
+    "TenantConfig",
+    "ToolConfig",
+    "UpstreamConfig",
+    "WorkflowConfig",
+]
+
+# Every key each table accepts (any other is an error); docs/gateway.md's
+# reference documents exactly these.
+KEYS: Mapping[str, frozenset[str]] = {
+    "": frozenset({"gateway", "auth", "secrets", "tenants", "upstreams", "workflows"}),
+    "gateway": frozenset({"name", "store", "store_env", "policy", "max_calls_per_session",
+                          "max_result_chars", "stdio_tenant"}),
+    "auth": frozenset({"tokens_file", "tokens_env"}),
+    "secrets": frozenset({"provider", "prefix", "directory", "timeout"}),
+    "tenants.NAME": frozenset({"tools", "values"}),
+    "workflows.NAME": frozenset({"steps"}),
+    "workflows.NAME.steps": frozenset({"tool", "instructions"}),
+    "upstreams.NAME": frozenset({"command", "url", "env", "cwd", "headers", "timeout",
+                                 "connect_timeout", "backoff_initial", "backoff_max", "prefix",
+                                 "tools"}),
+    "upstreams.NAME.tools.TOOL": frozenset({"action", "bind", "secrets", "timeout",
+                                            "idempotency_key", "cost", "daily_cap",
+                                            "instance_cap"}),
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class ToolConfig:
+    """What the gateway adds to one upstream tool: bindings, secrets, action, limits."""
+
+    action: bool = False
+    bind: Mapping[str, str] = field(default_factory=dict)
+    secrets: Mapping[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    idempotency_key: tuple[str, ...] | bool | None = None
+    cost: float | None = None
+    daily_cap: float | None = None
+    instance_cap: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamConfig:
+    """One upstream MCP server: a command started over stdio, or a streamable-HTTP URL."""
+
+    name: str
+    command: tuple[str, ...] | None = None
+    url: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = 30.0
+    connect_timeout: float = 30.0
+    backoff_initial: float = 0.25
+    backoff_max: float = 30.0
+    prefix: bool = False
+    tools: Mapping[str, ToolConfig] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TenantConfig:
+    """A tenant's allow-list (None: no list, every tool) and the values bound for it."""
+
+    tools: frozenset[str] | None = None
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowConfig:
+    """A step-gated chain of (published) tool names, each with the instructions its success returns."""
+
+    name: str
+    steps: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AuthConfig:
+    """Where bearer tokens come from: a file, an environment variable, or both."""
+
+    tokens_file: str | None = None
+    tokens_env: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SecretsConfig:
+    """The secret provider: ``env`` (``prefix`` + name), ``file`` (``directory``/name), or
+    ``module:factory`` (a callable returning a ``name -> value`` function)."""
+
+    provider: str = "env"
+    prefix: str = ""
+    directory: str | None = None
+    timeout: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayConfig:
+    """The whole file, checked. ``store`` is a path, a URL, or ``env:VARIABLE``."""
+
+    name: str = "guardrails-gateway"
+    store: str = "guardrails-gateway.db"
+    policy: str | None = None
+    max_calls_per_session: int | None = None
+    max_result_chars: int = 16_000
+    stdio_tenant: str = "local"
+    upstreams: tuple[UpstreamConfig, ...] = ()
+    tenants: Mapping[str, TenantConfig] = field(default_factory=dict)
+    workflows: tuple[WorkflowConfig, ...] = ()
+    auth: AuthConfig = field(default_factory=AuthConfig)
+    secrets: SecretsConfig = field(default_factory=SecretsConfig)
+    source: str = "<config>"
