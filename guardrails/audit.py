@@ -23,6 +23,7 @@ exception text only with ``exception_text=True``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -33,7 +34,7 @@ from typing import Any
 from .context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
 from .effects._state import CallState, enter, leave
 from .middleware.tool_call import Stop
-from .store import AuditRow, Store
+from .store import AuditRow, Store, offloop
 from .verdicts import ChokePoint, EscapeReason, Outcome, Reason
 
 __all__ = ["AUDITED", "AuditLog", "decode_escapes", "decode_verdicts"]
@@ -68,55 +69,100 @@ class AuditLog:
     # -- CallHook ---------------------------------------------------------------
 
     def before(self, invocation: Invocation, /) -> Stop | None:
+        row = self._started(invocation)
+        if row is None:
+            return None
+        try:
+            self.store.append(row)
+        except Exception as exc:
+            return _not_started(invocation, exc)
+        return None
+
+    def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+        row = self._final(invocation, result)
+        try:
+            self.store.append(row)
+        except Exception as exc:
+            return self._missed(result, exc)
+        return _with_flag(result)
+
+    async def abefore(self, invocation: Invocation, /) -> Stop | None:
+        """``before`` for ``acall``: the row is written off the event loop."""
+        row = self._started(invocation)
+        if row is None:
+            return None
+        try:
+            await offloop.append(self.store, row)
+        except Exception as exc:
+            return _not_started(invocation, exc)
+        return None
+
+    async def aafter(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+        """``after`` for ``acall``: committed off the loop before the result returns."""
+        row = self._final(invocation, result)
+        try:
+            await offloop.append(self.store, row)
+        except Exception as exc:
+            return self._missed(result, exc)
+        return _with_flag(result)
+
+    def _started(self, invocation: Invocation) -> AuditRow | None:
+        """The ``call_started`` row of an effectful tool, or None for a read-only one."""
         enter(invocation, self)  # the tool body (a PaidCall) adds its spend to this call
         tool = invocation.tool
         if tool is None or not tool.effect:
             return None
         ctx = invocation.context
-        row = AuditRow(
+        return AuditRow(
             "call_started", self.clock(), invocation.call_id, ctx.tenant, ctx.session,
             ctx.agent, ctx.workflow, invocation.name,
         )  # fmt: skip
-        try:
-            self.store.append(row)
-        except Exception as exc:
-            log.warning("audit log unavailable; %s not run", invocation.name)
-            return Stop(Outcome.UNAVAILABLE, Reason.AUDIT_UNAVAILABLE, None, exc)
-        return None
 
-    def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+    def _final(self, invocation: Invocation, result: ToolResult) -> AuditRow:
         state = leave(invocation, self)
         try:
-            row = self.tool_row(result, invocation.context, state)
+            return self.tool_row(result, invocation.context, state)
         except Exception:  # a value nothing could encode: keep the row, without it
-            row = self._minimal_row(result, invocation.context)
-        try:
-            self.store.append(row)
-        except Exception as exc:
-            log.warning("audit row of call %s not written", result.call_id)
-            missed = Escape(self.name, ChokePoint.TOOL_CALL, EscapeReason.AUDIT_UNAVAILABLE, exc)
-            return result._replace(
-                escapes=(*result.escapes, missed), flags=(*result.flags, AUDITED)
-            )
-        return _with_flag(result)
+            return self._minimal_row(result, invocation.context)
+
+    def _missed(self, result: ToolResult, exc: Exception) -> ToolResult:
+        log.warning("audit row of call %s not written", result.call_id)
+        missed = Escape(self.name, ChokePoint.TOOL_CALL, EscapeReason.AUDIT_UNAVAILABLE, exc)
+        return result._replace(escapes=(*result.escapes, missed), flags=(*result.flags, AUDITED))
 
     # -- Recorder -----------------------------------------------------------------
+    #
+    # Recorders cannot await. On an event loop's thread the row is queued for
+    # the store's own thread instead of written on the loop (``rows()`` and
+    # ``flush()`` wait for it); elsewhere it is written before returning.
 
     def on_tool_result(self, result: ToolResult, /) -> None:
         if AUDITED not in result.flags:
-            self.store.append(self._row_of(result, None))
+            self._write(self._row_of(result, None))
 
     def on_turn_result(self, turn: Any, result: ToolResult, /) -> None:
         """What ``Recorders`` calls: the turn gives refused calls their tenant and session."""
         if AUDITED not in result.flags:
-            self.store.append(self._row_of(result, getattr(turn, "context", None)))
+            self._write(self._row_of(result, getattr(turn, "context", None)))
 
     def on_event(self, kind: str, payload: Any, /) -> None:
         try:
             row = self.event_row(kind, payload)
         except Exception:
             row = AuditRow(kind, self.clock(), detail=_INCOMPLETE)
-        self.store.append(row)
+        self._write(row)
+
+    def _write(self, row: AuditRow) -> None:
+        runner = offloop.off_loop(self.store) if _on_loop() else None
+        if runner is None:
+            self.store.append(row)
+        else:
+            runner.post(row)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until the rows queued on an event loop's thread are written (False on timeout)."""
+        runner = offloop.off_loop(self.store)
+        return True if runner is None else runner.drain(timeout)
 
     def _row_of(self, result: ToolResult, context: TurnContext | None) -> AuditRow:
         try:
@@ -200,6 +246,7 @@ class AuditLog:
 
     def rows(self, **filters: str) -> Iterator[AuditRow]:
         """Every row matching ``filters`` (column = value), oldest first, fetched in pages."""
+        self.flush()
         after = 0
         while True:
             page = self.store.audit_rows(after_id=after, limit=500, **filters)
@@ -217,6 +264,15 @@ _NO_CONTEXT = TurnContext()
 _INCOMPLETE = '{"row": "incomplete: a value could not be encoded"}'
 _type_qualname = type.__dict__["__qualname__"].__get__
 _FLAGS = ToolResult._fields.index("flags")
+
+
+def _not_started(invocation: Invocation, exc: Exception) -> Stop:
+    log.warning("audit log unavailable; %s not run", invocation.name)
+    return Stop(Outcome.UNAVAILABLE, Reason.AUDIT_UNAVAILABLE, None, exc)
+
+
+def _on_loop() -> bool:
+    return asyncio._get_running_loop() is not None
 
 
 def _with_flag(result: ToolResult) -> ToolResult:

@@ -103,6 +103,8 @@ class PostgresStore:
         self._lock = threading.Lock()
         self._migrated = False
         self._batcher = Batcher(self) if group_commit else None
+        # Async callers' operations run on this many threads (``offloop``).
+        self.off_loop_threads = min(4, max_size)
 
     # -- connections ----------------------------------------------------------
 

@@ -1,0 +1,234 @@
+"""The async side of a store: its operations run on the store's own threads, never on the loop.
+
+``off_loop(store)`` gives the ``OffLoop`` of a store (one per store and
+process). An async caller awaits ``run(fn, *args)`` (any sync function that
+uses the store, run with the caller's context variables) or ``append(row)``;
+the event loop goes on serving other tasks meanwhile. Audit rows queued
+together are written in one ``append_many`` (one transaction, one commit),
+and each caller is answered only after its row is committed. ``post(row)``
+queues a row without waiting (recorders, which cannot await); ``drain()``
+waits until everything queued so far is done, and runs at exit.
+
+SQLite gets one thread (its writes are serialised by the file lock anyway),
+PostgreSQL one per connection it may hold, up to four. A ``MemoryStore``
+answers in microseconds under a lock and runs inline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import contextvars
+import logging
+import os
+import threading
+import weakref
+from collections import deque
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ._base import AuditRow
+from .memory import MemoryStore
+
+__all__ = ["OffLoop", "off_loop"]
+
+T = TypeVar("T")
+log = logging.getLogger("guardrails")
+
+_MAX_BATCH = 512
+
+
+class _Job:
+    __slots__ = ("args", "context", "fn", "future", "loop", "row")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop | None,
+        future: asyncio.Future[Any] | None,
+        row: AuditRow | None = None,
+        fn: Callable[..., Any] | None = None,
+        args: tuple[Any, ...] = (),
+        context: contextvars.Context | None = None,
+    ) -> None:
+        self.loop = loop
+        self.future = future
+        self.row = row
+        self.fn = fn
+        self.args = args
+        self.context = context
+
+    def settle(self, ok: bool, value: Any) -> None:
+        if self.loop is None or self.future is None:
+            if not ok:
+                log.warning("audit row not written: %s", type(value).__name__)
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            self.loop.call_soon_threadsafe(_settle, self.future, ok, value)
+
+
+def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if future.done():  # the waiting task was cancelled: the work was done anyway
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
+class OffLoop:
+    """Runs the operations of one store on its own threads, for async callers."""
+
+    def __init__(self, store: Any, threads: int = 1) -> None:
+        self.store = store
+        self.threads = threads
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pid = os.getpid()
+        self._cond = threading.Condition()
+        self._queue: deque[_Job] = deque()
+        self._workers: list[threading.Thread] = []
+        self._busy = 0
+
+    # -- for async callers ----------------------------------------------------------
+
+    async def run(self, fn: Callable[..., T], /, *args: Any) -> T:
+        """``fn(*args)`` on a store thread, with this task's context variables."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._put(_Job(loop, future, fn=fn, args=args, context=contextvars.copy_context()))
+        return await future
+
+    async def append(self, row: AuditRow, /) -> None:
+        """Append ``row``; returns once it is committed (with the rows queued alongside)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        self._put(_Job(loop, future, row=row))
+        await future
+
+    # -- for sync callers on a loop's thread -------------------------------------------
+
+    def post(self, row: AuditRow, /) -> None:
+        """Queue ``row`` for writing without waiting; a failure is logged."""
+        self._put(_Job(None, None, row=row))
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until every job queued so far is done; False if ``timeout`` passed first."""
+        if self._pid != os.getpid():
+            return True
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._queue and not self._busy, timeout)
+
+    # -- the store threads --------------------------------------------------------------
+
+    def _put(self, job: _Job) -> None:
+        if self._pid != os.getpid():
+            self._reset()  # a forked child has neither the threads nor their queue
+        with self._cond:
+            self._queue.append(job)
+            if len(self._workers) < self.threads and self._busy + len(self._queue) > len(
+                self._workers
+            ):
+                worker = threading.Thread(
+                    target=self._work, name="guardrails-store-off-loop", daemon=True
+                )
+                self._workers.append(worker)
+                worker.start()
+            self._cond.notify()
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue:
+                    self._cond.wait()
+                batch = [self._queue.popleft()]
+                if batch[0].row is not None:
+                    while (
+                        self._queue and self._queue[0].row is not None and len(batch) < _MAX_BATCH
+                    ):
+                        batch.append(self._queue.popleft())
+                self._busy += 1
+            try:
+                self._execute(batch)
+            finally:
+                with self._cond:
+                    self._busy -= 1
+                    self._cond.notify_all()
+
+    def _execute(self, batch: list[_Job]) -> None:
+        first = batch[0]
+        try:
+            if first.fn is not None:
+                assert first.context is not None
+                value = first.context.run(first.fn, *first.args)
+            else:
+                value = None
+                rows = [job.row for job in batch if job.row is not None]
+                if len(rows) == 1:
+                    self.store.append(rows[0])
+                else:
+                    self.store.append_many(rows)
+        except BaseException as exc:
+            for job in batch:
+                job.settle(False, exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for job in batch:
+            job.settle(True, value)
+
+
+_lock = threading.Lock()
+_by_store: weakref.WeakKeyDictionary[Any, OffLoop] = weakref.WeakKeyDictionary()
+_unweakable: dict[int, tuple[Any, OffLoop]] = {}
+
+
+def off_loop(store: Any) -> OffLoop | None:
+    """The ``OffLoop`` of ``store``, or ``None`` for a store that never blocks (memory)."""
+    if type(store) is MemoryStore:
+        return None
+    try:
+        found = _by_store.get(store)
+    except TypeError:  # not weakly referenceable: kept for the life of the process
+        held = _unweakable.get(id(store))
+        found = held[1] if held is not None and held[0] is store else None
+    if found is not None:
+        return found
+    with _lock:
+        made = OffLoop(store, _threads(store))
+        try:
+            found = _by_store.setdefault(store, made)
+        except TypeError:
+            found = _unweakable.setdefault(id(store), (store, made))[1]
+    return found
+
+
+def _threads(store: Any) -> int:
+    inner = getattr(store, "store", store)  # through WithDeadline
+    size = getattr(inner, "off_loop_threads", 1)
+    return size if type(size) is int and size > 0 else 1
+
+
+async def run(store: Any, fn: Callable[..., T], /, *args: Any) -> T:
+    """``fn(*args)`` off the loop when ``store`` may block, inline when it cannot."""
+    runner = off_loop(store)
+    return fn(*args) if runner is None else await runner.run(fn, *args)
+
+
+async def append(store: Any, row: AuditRow, /) -> None:
+    """``store.append(row)`` off the loop when ``store`` may block, inline when it cannot."""
+    runner = off_loop(store)
+    if runner is None:
+        store.append(row)
+    else:
+        await runner.append(row)
+
+
+def _drain_all() -> None:
+    for runner in [*_by_store.values(), *(held[1] for held in _unweakable.values())]:
+        if not runner.drain(timeout=10):
+            log.warning("audit rows still queued at exit were not written")
+
+
+atexit.register(_drain_all)
