@@ -23,7 +23,6 @@ exception text only with ``exception_text=True``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -131,38 +130,33 @@ class AuditLog:
         return result._replace(escapes=(*result.escapes, missed), flags=(*result.flags, AUDITED))
 
     # -- Recorder -----------------------------------------------------------------
-    #
-    # Recorders cannot await. On an event loop's thread the row is queued for
-    # the store's own thread instead of written on the loop (``rows()`` and
-    # ``flush()`` wait for it); elsewhere it is written before returning.
 
     def on_tool_result(self, result: ToolResult, /) -> None:
         if AUDITED not in result.flags:
-            self._write(self._row_of(result, None))
+            self.store.append(self._row_of(result, None))
 
     def on_turn_result(self, turn: Any, result: ToolResult, /) -> None:
         """What ``Recorders`` calls: the turn gives refused calls their tenant and session."""
         if AUDITED not in result.flags:
-            self._write(self._row_of(result, getattr(turn, "context", None)))
+            self.store.append(self._row_of(result, getattr(turn, "context", None)))
 
     def on_event(self, kind: str, payload: Any, /) -> None:
+        self.store.append(self._event(kind, payload))
+
+    async def aon_turn_result(self, turn: Any, result: ToolResult, /) -> None:
+        """``on_turn_result`` for the async entry points: written off the event loop."""
+        if AUDITED not in result.flags:
+            await offloop.append(self.store, self._row_of(result, getattr(turn, "context", None)))
+
+    async def aon_event(self, kind: str, payload: Any, /) -> None:
+        """``on_event`` for the async entry points: written off the event loop."""
+        await offloop.append(self.store, self._event(kind, payload))
+
+    def _event(self, kind: str, payload: Any) -> AuditRow:
         try:
-            row = self.event_row(kind, payload)
+            return self.event_row(kind, payload)
         except Exception:
-            row = AuditRow(kind, self.clock(), detail=_INCOMPLETE)
-        self._write(row)
-
-    def _write(self, row: AuditRow) -> None:
-        runner = offloop.off_loop(self.store) if _on_loop() else None
-        if runner is None:
-            self.store.append(row)
-        else:
-            runner.post(row)
-
-    def flush(self, timeout: float | None = None) -> bool:
-        """Wait until the rows queued on an event loop's thread are written (False on timeout)."""
-        runner = offloop.off_loop(self.store)
-        return True if runner is None else runner.drain(timeout)
+            return AuditRow(kind, self.clock(), detail=_INCOMPLETE)
 
     def _row_of(self, result: ToolResult, context: TurnContext | None) -> AuditRow:
         try:
@@ -246,7 +240,6 @@ class AuditLog:
 
     def rows(self, **filters: str) -> Iterator[AuditRow]:
         """Every row matching ``filters`` (column = value), oldest first, fetched in pages."""
-        self.flush()
         after = 0
         while True:
             page = self.store.audit_rows(after_id=after, limit=500, **filters)
@@ -269,10 +262,6 @@ _FLAGS = ToolResult._fields.index("flags")
 def _not_started(invocation: Invocation, exc: Exception) -> Stop:
     log.warning("audit log unavailable; %s not run", invocation.name)
     return Stop(Outcome.UNAVAILABLE, Reason.AUDIT_UNAVAILABLE, None, exc)
-
-
-def _on_loop() -> bool:
-    return asyncio._get_running_loop() is not None
 
 
 def _with_flag(result: ToolResult) -> ToolResult:

@@ -207,14 +207,14 @@ class ToolCallPipeline:
         call_id = entry_call_id(call_id, new_call_id)
         admitted = admit(self.plans, turn, name, arguments, call_id, self.max_argument_chars, start)
         if admitted.__class__ is ToolResult:
-            return self._finish(turn, admitted)
+            return await self._afinish(turn, admitted)
         plan, args, nested = admitted  # type: ignore[misc]
         view = model_view = _Proxy(args) if nested is None else nested
         secrets = None
         if plan.tool.bound:
             bound = await self._abind(plan.tool, args, turn.context, call_id, start)
             if bound.__class__ is ToolResult:
-                return self._finish(turn, bound)
+                return await self._afinish(turn, bound)
             args, secrets = bound  # type: ignore[misc]
             view = _Proxy(args) if nested is None else _bound_view(nested, args)
         inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
@@ -223,7 +223,7 @@ class ToolCallPipeline:
                 outcomes = [await g.aevaluate(inv, _TOOL_CALL) for g in plan.guards]
                 judged = _judge(plan, inv, outcomes, start)
                 if judged.__class__ is ToolResult:
-                    return self._finish(turn, judged)
+                    return await self._afinish(turn, judged)
                 records, escapes, verdict = judged  # type: ignore[misc]
             else:
                 records, escapes, verdict = (), [], _NOT_EVALUATED
@@ -261,7 +261,7 @@ class ToolCallPipeline:
             raise
         if self.hooks:
             result = await self._aafter_hooks(inv, result)
-        return self._finish(turn, result)
+        return await self._afinish(turn, result)
 
     @staticmethod
     def _call_sync(tool: Tool, args: dict[str, Any], secrets: dict[str, Any] | None) -> Any:
@@ -508,6 +508,15 @@ class ToolCallPipeline:
                     truncated=False,
                 )
         return result._replace(verdict=verdict, verdicts=records, escapes=escapes)
+
+    async def _afinish(self, turn: Any, result: ToolResult) -> ToolResult:
+        """``_finish`` for ``arun``: recorders that write to a store are awaited."""
+        recorder = self.recorder
+        if recorder is None or not getattr(recorder, "awaits", False):
+            return self._finish(turn, result)
+        turn.results.append(result)
+        await recorder.aon_turn_result(turn, result)
+        return result
 
     def _finish(self, turn: Any, result: ToolResult) -> ToolResult:
         turn.results.append(result)

@@ -5,9 +5,9 @@ process). An async caller awaits ``run(fn, *args)`` (any sync function that
 uses the store, run with the caller's context variables) or ``append(row)``;
 the event loop goes on serving other tasks meanwhile. Audit rows queued
 together are written in one ``append_many`` (one transaction, one commit),
-and each caller is answered only after its row is committed. ``post(row)``
-queues a row without waiting (recorders, which cannot await); ``drain()``
-waits until everything queued so far is done, and runs at exit.
+and each caller is answered only after its row is committed. ``drain()``
+waits until everything queued so far is done (it runs at exit, for the
+operations of tasks cancelled while they waited: those still complete).
 
 SQLite gets one thread (its writes are serialised by the file lock anyway),
 PostgreSQL one per connection it may hold, up to four. A ``MemoryStore``
@@ -44,8 +44,8 @@ class _Job:
 
     def __init__(
         self,
-        loop: asyncio.AbstractEventLoop | None,
-        future: asyncio.Future[Any] | None,
+        loop: asyncio.AbstractEventLoop,
+        future: asyncio.Future[Any],
         row: AuditRow | None = None,
         fn: Callable[..., Any] | None = None,
         args: tuple[Any, ...] = (),
@@ -59,10 +59,6 @@ class _Job:
         self.context = context
 
     def settle(self, ok: bool, value: Any) -> None:
-        if self.loop is None or self.future is None:
-            if not ok:
-                log.warning("audit row not written: %s", type(value).__name__)
-            return
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
             self.loop.call_soon_threadsafe(_settle, self.future, ok, value)
 
@@ -106,12 +102,6 @@ class OffLoop:
         future: asyncio.Future[None] = loop.create_future()
         self._put(_Job(loop, future, row=row))
         await future
-
-    # -- for sync callers on a loop's thread -------------------------------------------
-
-    def post(self, row: AuditRow, /) -> None:
-        """Queue ``row`` for writing without waiting; a failure is logged."""
-        self._put(_Job(None, None, row=row))
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until every job queued so far is done; False if ``timeout`` passed first."""

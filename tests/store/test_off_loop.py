@@ -124,20 +124,28 @@ async def test_no_store_method_blocks_the_loop(method: str) -> None:
     assert all(outcome is not Outcome.UNAVAILABLE for outcome, *_ in got[0][:3])
 
 
-async def test_recorder_rows_on_the_loop_are_queued_and_flushed() -> None:
+@pytest.mark.parametrize("entry", ["refused", "pre_turn", "post_run"])
+async def test_recorder_rows_of_the_async_entry_points_are_written_off_the_loop(
+    entry: str,
+) -> None:
     gated = Gated(MemoryStore(), "append")
     audit = AuditLog(gated)  # type: ignore[arg-type]
     rails = Guardrails([_plain], recorder=[audit])
+    turn = rails.turn(session="s")
     opener = asyncio.create_task(_open_when_started(gated))
     try:
-        result = await rails.turn(session="s").acall("missing", {})
-        pre = await rails.turn(session="s").apre_turn("hello")
-        assert audit.flush(GENEROUS)
+        if entry == "refused":
+            result = await turn.acall("missing", {})
+            assert result.outcome is not Outcome.OK
+        elif entry == "pre_turn":
+            await turn.apre_turn("hello")
+        else:
+            await turn.apost_run("done")
     finally:
         opener.cancel()
-    assert result.outcome is not Outcome.OK and pre is not None
-    kinds = [r.kind for r in audit.rows()]
-    assert kinds.count("tool_call") == 1 and "pre_turn" in kinds
+    assert rails.recorder is not None and rails.recorder.failures == 0
+    kinds = [r.kind for r in audit.rows()]  # written before the entry point returned
+    assert kinds == ["tool_call" if entry == "refused" else entry]
     assert threading.get_ident() not in gated.threads
 
 
