@@ -111,7 +111,7 @@ class PostgresStore:
 
     def _get_pool(self) -> Any:
         pool = self._pool
-        if pool is not None and self._pid == os.getpid():
+        if pool is not None and self._migrated and self._pid == os.getpid():
             return pool
         with self._lock:
             if self._pool is None or self._pid != os.getpid():
