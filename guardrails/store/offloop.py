@@ -36,7 +36,7 @@ __all__ = ["OffLoop", "off_loop"]
 T = TypeVar("T")
 log = logging.getLogger("guardrails")
 
-_MAX_BATCH = 512
+_MAX_BATCH = 128
 
 
 class _Job:
@@ -57,19 +57,6 @@ class _Job:
         self.fn = fn
         self.args = args
         self.context = context
-
-    def settle(self, ok: bool, value: Any) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            self.loop.call_soon_threadsafe(_settle, self.future, ok, value)
-
-
-def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
-    if future.done():  # the waiting task was cancelled: the work was done anyway
-        return
-    if ok:
-        future.set_result(value)
-    else:
-        future.set_exception(value)
 
 
 class OffLoop:
@@ -117,6 +104,8 @@ class OffLoop:
             self._reset()  # a forked child has neither the threads nor their queue
         with self._cond:
             self._queue.append(job)
+            # A worker ends only with the process or a stop (KeyboardInterrupt) it passed on.
+            self._workers = [w for w in self._workers if w.is_alive()]
             if len(self._workers) < self.threads and self._busy + len(self._queue) > len(
                 self._workers
             ):
@@ -132,21 +121,49 @@ class OffLoop:
             with self._cond:
                 while not self._queue:
                     self._cond.wait()
-                batch = [self._queue.popleft()]
-                if batch[0].row is not None:
-                    while (
-                        self._queue and self._queue[0].row is not None and len(batch) < _MAX_BATCH
-                    ):
-                        batch.append(self._queue.popleft())
+                taken = self._take()
                 self._busy += 1
             try:
-                self._execute(batch)
+                self._run_all(taken)
             finally:
                 with self._cond:
                     self._busy -= 1
                     self._cond.notify_all()
 
-    def _execute(self, batch: list[_Job]) -> None:
+    def _run_all(self, taken: list[list[_Job]]) -> None:
+        done: list[tuple[_Job, bool, Any]] = []
+        for index, segment in enumerate(taken):
+            try:
+                done += self._execute(segment)
+            except BaseException as exc:  # a stop of the process: answer all, then go
+                rest = [job for later in taken[index:] for job in later]
+                _answer(done + [(job, False, exc) for job in rest])
+                raise
+        _answer(done)
+
+    def _take(self) -> list[list[_Job]]:
+        """The next jobs, rows that follow one another as one segment (one commit).
+
+        A single thread (SQLite) takes everything queued, up to ``_MAX_BATCH``
+        jobs, and answers them together; with several threads each takes one
+        segment, so that the others can work in parallel.
+        """
+        queue = self._queue
+        segments: list[list[_Job]] = []
+        taken = 0
+        while queue and taken < _MAX_BATCH:
+            job = queue.popleft()
+            taken += 1
+            if job.row is not None and segments and segments[-1][0].row is not None:
+                segments[-1].append(job)
+                continue
+            if segments and self.threads > 1:
+                queue.appendleft(job)
+                break
+            segments.append([job])
+        return segments
+
+    def _execute(self, batch: list[_Job]) -> list[tuple[_Job, bool, Any]]:
         first = batch[0]
         try:
             if first.fn is not None:
@@ -159,14 +176,29 @@ class OffLoop:
                     self.store.append(rows[0])
                 else:
                     self.store.append_many(rows)
-        except BaseException as exc:
-            for job in batch:
-                job.settle(False, exc)
-            if not isinstance(exc, Exception):
-                raise
-            return
-        for job in batch:
-            job.settle(True, value)
+        except Exception as exc:
+            return [(job, False, exc) for job in batch]
+        return [(job, True, value) for job in batch]
+
+
+def _answer(done: list[tuple[_Job, bool, Any]]) -> None:
+    """Settle the futures of ``done``: one wake-up of each loop for all of its jobs."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
+    for job, ok, value in done:
+        by_loop.setdefault(job.loop, []).append((job.future, ok, value))
+    for loop, answers in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(_settle_all, answers)
+
+
+def _settle_all(answers: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    for future, ok, value in answers:
+        if future.done():  # the waiting task was cancelled: the work was done anyway
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
 
 
 _lock = threading.Lock()
