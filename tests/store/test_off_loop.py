@@ -217,3 +217,19 @@ async def test_a_failed_batch_fails_every_call_in_it(tmp_path: Path) -> None:
     for result in results:
         assert result.outcome is Outcome.OK
         assert [e.reason for e in result.escapes] == ["audit_unavailable"]
+
+
+async def test_a_call_cancelled_while_its_row_is_queued_still_writes_the_row() -> None:
+    gated = Gated(MemoryStore(), "append")
+    audit = AuditLog(gated)  # type: ignore[arg-type]
+    rails = Guardrails([_plain], hooks=[audit])
+    task = asyncio.create_task(rails.turn(session="s").acall("_plain", {}))
+    while not gated.started.is_set():
+        await asyncio.sleep(0.001)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    gated.gate.set()
+    runner = off_loop(gated)
+    assert runner is not None and runner.drain(GENEROUS)
+    assert [(r.kind, r.tool, r.outcome) for r in audit.rows()] == [("tool_call", "_plain", "ok")]
