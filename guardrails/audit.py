@@ -33,7 +33,7 @@ from typing import Any
 from .context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
 from .effects._state import CallState, enter, leave
 from .middleware.tool_call import Stop
-from .store import AuditRow, Store
+from .store import AuditRow, Store, offloop
 from .verdicts import ChokePoint, EscapeReason, Outcome, Reason
 
 __all__ = ["AUDITED", "AuditLog", "decode_escapes", "decode_verdicts"]
@@ -68,37 +68,66 @@ class AuditLog:
     # -- CallHook ---------------------------------------------------------------
 
     def before(self, invocation: Invocation, /) -> Stop | None:
+        row = self._started(invocation)
+        if row is None:
+            return None
+        try:
+            self.store.append(row)
+        except Exception as exc:
+            return _not_started(invocation, exc)
+        return None
+
+    def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+        row = self._final(invocation, result)
+        try:
+            self.store.append(row)
+        except Exception as exc:
+            return self._missed(result, exc)
+        return _with_flag(result)
+
+    async def abefore(self, invocation: Invocation, /) -> Stop | None:
+        """``before`` for ``acall``: the row is written off the event loop."""
+        row = self._started(invocation)
+        if row is None:
+            return None
+        try:
+            await offloop.append(self.store, row)
+        except Exception as exc:
+            return _not_started(invocation, exc)
+        return None
+
+    async def aafter(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+        """``after`` for ``acall``: committed off the loop before the result returns."""
+        row = self._final(invocation, result)
+        try:
+            await offloop.append(self.store, row)
+        except Exception as exc:
+            return self._missed(result, exc)
+        return _with_flag(result)
+
+    def _started(self, invocation: Invocation) -> AuditRow | None:
+        """The ``call_started`` row of an effectful tool, or None for a read-only one."""
         enter(invocation, self)  # the tool body (a PaidCall) adds its spend to this call
         tool = invocation.tool
         if tool is None or not tool.effect:
             return None
         ctx = invocation.context
-        row = AuditRow(
+        return AuditRow(
             "call_started", self.clock(), invocation.call_id, ctx.tenant, ctx.session,
             ctx.agent, ctx.workflow, invocation.name,
         )  # fmt: skip
-        try:
-            self.store.append(row)
-        except Exception as exc:
-            log.warning("audit log unavailable; %s not run", invocation.name)
-            return Stop(Outcome.UNAVAILABLE, Reason.AUDIT_UNAVAILABLE, None, exc)
-        return None
 
-    def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+    def _final(self, invocation: Invocation, result: ToolResult) -> AuditRow:
         state = leave(invocation, self)
         try:
-            row = self.tool_row(result, invocation.context, state)
+            return self.tool_row(result, invocation.context, state)
         except Exception:  # a value nothing could encode: keep the row, without it
-            row = self._minimal_row(result, invocation.context)
-        try:
-            self.store.append(row)
-        except Exception as exc:
-            log.warning("audit row of call %s not written", result.call_id)
-            missed = Escape(self.name, ChokePoint.TOOL_CALL, EscapeReason.AUDIT_UNAVAILABLE, exc)
-            return result._replace(
-                escapes=(*result.escapes, missed), flags=(*result.flags, AUDITED)
-            )
-        return _with_flag(result)
+            return self._minimal_row(result, invocation.context)
+
+    def _missed(self, result: ToolResult, exc: Exception) -> ToolResult:
+        log.warning("audit row of call %s not written", result.call_id)
+        missed = Escape(self.name, ChokePoint.TOOL_CALL, EscapeReason.AUDIT_UNAVAILABLE, exc)
+        return result._replace(escapes=(*result.escapes, missed), flags=(*result.flags, AUDITED))
 
     # -- Recorder -----------------------------------------------------------------
 
@@ -112,11 +141,22 @@ class AuditLog:
             self.store.append(self._row_of(result, getattr(turn, "context", None)))
 
     def on_event(self, kind: str, payload: Any, /) -> None:
+        self.store.append(self._event(kind, payload))
+
+    async def aon_turn_result(self, turn: Any, result: ToolResult, /) -> None:
+        """``on_turn_result`` for the async entry points: written off the event loop."""
+        if AUDITED not in result.flags:
+            await offloop.append(self.store, self._row_of(result, getattr(turn, "context", None)))
+
+    async def aon_event(self, kind: str, payload: Any, /) -> None:
+        """``on_event`` for the async entry points: written off the event loop."""
+        await offloop.append(self.store, self._event(kind, payload))
+
+    def _event(self, kind: str, payload: Any) -> AuditRow:
         try:
-            row = self.event_row(kind, payload)
+            return self.event_row(kind, payload)
         except Exception:
-            row = AuditRow(kind, self.clock(), detail=_INCOMPLETE)
-        self.store.append(row)
+            return AuditRow(kind, self.clock(), detail=_INCOMPLETE)
 
     def _row_of(self, result: ToolResult, context: TurnContext | None) -> AuditRow:
         try:
@@ -217,6 +257,11 @@ _NO_CONTEXT = TurnContext()
 _INCOMPLETE = '{"row": "incomplete: a value could not be encoded"}'
 _type_qualname = type.__dict__["__qualname__"].__get__
 _FLAGS = ToolResult._fields.index("flags")
+
+
+def _not_started(invocation: Invocation, exc: Exception) -> Stop:
+    log.warning("audit log unavailable; %s not run", invocation.name)
+    return Stop(Outcome.UNAVAILABLE, Reason.AUDIT_UNAVAILABLE, None, exc)
 
 
 def _with_flag(result: ToolResult) -> ToolResult:

@@ -34,13 +34,20 @@ class Recorder(Protocol):
 class Recorders:
     """Several recorders as one. One failing does not stop the others."""
 
-    __slots__ = ("_with_turn", "failures", "recorders")
+    __slots__ = ("_async", "_with_turn", "awaits", "failures", "recorders")
 
     def __init__(self, recorders: Iterable[Recorder]) -> None:
         self.recorders = tuple(recorders)
         self.failures = 0
         # Looked up once: which recorders also want the turn with each result.
         self._with_turn = tuple(getattr(r, "on_turn_result", None) for r in self.recorders)
+        # A recorder that writes to a store may offer ``aon_turn_result`` and
+        # ``aon_event``: the async entry points await them (off the event loop).
+        self._async = tuple(
+            (getattr(r, "aon_turn_result", None), getattr(r, "aon_event", None))
+            for r in self.recorders
+        )
+        self.awaits = any(a is not None or e is not None for a, e in self._async)
 
     def on_tool_result(self, result: ToolResult, /) -> None:
         for recorder in self.recorders:
@@ -71,6 +78,34 @@ class Recorders:
                 self.failures += 1
                 log.exception("recorder %r failed", recorder)
 
+    async def aon_turn_result(self, turn: Any, result: ToolResult, /) -> None:
+        """``on_turn_result`` for the async entry points."""
+        for recorder, with_turn, (awaited, _) in zip(
+            self.recorders, self._with_turn, self._async, strict=True
+        ):
+            try:
+                if awaited is not None:
+                    await awaited(turn, result)
+                elif with_turn is None:
+                    recorder.on_tool_result(result)
+                else:
+                    with_turn(turn, result)
+            except Exception:
+                self.failures += 1
+                log.exception("recorder %r failed", recorder)
+
+    async def aon_event(self, kind: str, payload: Any, /) -> None:
+        """``on_event`` for the async entry points."""
+        for recorder, (_, awaited) in zip(self.recorders, self._async, strict=True):
+            try:
+                if awaited is not None:
+                    await awaited(kind, payload)
+                else:
+                    recorder.on_event(kind, payload)
+            except Exception:
+                self.failures += 1
+                log.exception("recorder %r failed", recorder)
+
 
 def combine_recorders(recorder: Recorder | Iterable[Recorder] | None) -> Recorders | None:
     if recorder is None:
@@ -95,3 +130,11 @@ def log_failure(recorder: str, failures: int) -> None:
 def safe_record(recorders: Recorders | None, kind: str, payload: Any) -> None:
     if recorders is not None:
         recorders.on_event(kind, payload)
+
+
+async def asafe_record(recorders: Recorders | None, kind: str, payload: Any) -> None:
+    if recorders is not None:
+        if recorders.awaits:
+            await recorders.aon_event(kind, payload)
+        else:
+            recorders.on_event(kind, payload)

@@ -18,6 +18,7 @@ the first to finish. A failed call releases the key. Keys expire after
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -29,9 +30,9 @@ from typing import Any
 from ..context import Escape, Invocation, ToolResult
 from ..errors import ConfigurationError
 from ..middleware.tool_call import Stop
-from ..store import Store
+from ..store import Claim, Store, offloop
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason
-from ._state import enter, leave
+from ._state import CallState, enter, leave
 
 __all__ = ["Idempotency", "idempotency_key"]
 
@@ -99,49 +100,105 @@ class Idempotency:
         self.name = name
 
     def before(self, invocation: Invocation, /) -> Stop | None:
+        entered = self._enter(invocation)
+        if entered is None or type(entered) is Stop:
+            return entered
+        key, owner, state = entered  # type: ignore[misc]
+        deadline = time.monotonic() + self.wait
+        try:
+            while True:
+                now = self.clock()
+                claim = self.store.claim(key, owner, now, now + self.lease)
+                decision = self._decide(claim, key, owner, state, deadline)
+                if decision is not _AGAIN:
+                    return decision  # type: ignore[return-value]
+                self.sleep(self.poll)
+        except Exception as exc:  # StoreUnavailable, or a store's own driver error
+            return _unknown(exc)
+
+    async def abefore(self, invocation: Invocation, /) -> Stop | None:
+        """``before`` for ``acall``: the key is claimed off the loop, and waited for on it."""
+        entered = self._enter(invocation)
+        if entered is None or type(entered) is Stop:
+            return entered
+        key, owner, state = entered  # type: ignore[misc]
+        deadline = time.monotonic() + self.wait
+        try:
+            while True:
+                now = self.clock()
+                claim = await offloop.run(
+                    self.store, self.store.claim, key, owner, now, now + self.lease
+                )
+                decision = self._decide(claim, key, owner, state, deadline)
+                if decision is not _AGAIN:
+                    return decision  # type: ignore[return-value]
+                await asyncio.sleep(self.poll)
+        except Exception as exc:  # StoreUnavailable, or a store's own driver error
+            return _unknown(exc)
+
+    def _enter(self, invocation: Invocation) -> Stop | tuple[str, str, CallState] | None:
         try:
             key = idempotency_key(invocation)
         except (KeyError, IndexError, ValueError) as exc:
             return Stop(Outcome.ERROR, Reason.RAISED, None, exc)
         if key is None:
             return None
-        state = enter(invocation, self)
-        owner = uuid.uuid4().hex
-        deadline = time.monotonic() + self.wait
-        try:
-            while True:
-                now = self.clock()
-                claim = self.store.claim(key, owner, now, now + self.lease)
-                if claim.state == "new":
-                    state.private[self.name] = (key, owner)
-                    state.detail["idempotency_key"] = key
-                    return None
-                if claim.state == "done":
-                    state.detail["idempotency_key"] = key
-                    return Stop(Outcome.OK, Reason.REPLAYED, _decode(claim.result))
-                if time.monotonic() >= deadline:
-                    return Stop(Outcome.UNAVAILABLE, Reason.IN_PROGRESS)
-                self.sleep(self.poll)
-        except Exception as exc:  # StoreUnavailable, or a store's own driver error
-            # Without the key we cannot know whether the effect already ran.
-            return Stop(Outcome.UNAVAILABLE, Reason.STORE_UNAVAILABLE, None, exc)
+        return key, uuid.uuid4().hex, enter(invocation, self)
+
+    def _decide(
+        self, claim: Claim, key: str, owner: str, state: CallState, deadline: float
+    ) -> Stop | object | None:
+        if claim.state == "new":
+            state.private[self.name] = (key, owner)
+            state.detail["idempotency_key"] = key
+            return None
+        if claim.state == "done":
+            state.detail["idempotency_key"] = key
+            return Stop(Outcome.OK, Reason.REPLAYED, _decode(claim.result))
+        if time.monotonic() >= deadline:
+            return Stop(Outcome.UNAVAILABLE, Reason.IN_PROGRESS)
+        return _AGAIN
 
     def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
-        state = leave(invocation, self)
-        claimed = state.private.pop(self.name, None)
+        claimed = leave(invocation, self).private.pop(self.name, None)
         if claimed is None:
             return result
-        key, owner = claimed
         try:
-            if result.outcome is Outcome.OK:
-                self.store.complete(key, owner, _encode(result), self.clock() + self.ttl)
-            else:
-                self.store.release(key, owner)
+            self._settle(claimed, result)
         except Exception as exc:  # StoreUnavailable, or a store's own driver error
-            log.warning("idempotency key %s not settled", key)
-            missed = Escape(self.name, ChokePoint.TOOL_CALL, EscapeReason.STORE_UNAVAILABLE, exc)
-            return result._replace(escapes=(*result.escapes, missed))
+            return self._unsettled(claimed[0], result, exc)
         return result
+
+    async def aafter(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+        """``after`` for ``acall``: the key is settled off the loop."""
+        claimed = leave(invocation, self).private.pop(self.name, None)
+        if claimed is None:
+            return result
+        try:
+            await offloop.run(self.store, self._settle, claimed, result)
+        except Exception as exc:  # StoreUnavailable, or a store's own driver error
+            return self._unsettled(claimed[0], result, exc)
+        return result
+
+    def _settle(self, claimed: tuple[str, str], result: ToolResult) -> None:
+        key, owner = claimed
+        if result.outcome is Outcome.OK:
+            self.store.complete(key, owner, _encode(result), self.clock() + self.ttl)
+        else:
+            self.store.release(key, owner)
+
+    def _unsettled(self, key: str, result: ToolResult, exc: Exception) -> ToolResult:
+        log.warning("idempotency key %s not settled", key)
+        missed = Escape(self.name, ChokePoint.TOOL_CALL, EscapeReason.STORE_UNAVAILABLE, exc)
+        return result._replace(escapes=(*result.escapes, missed))
+
+
+_AGAIN = object()
+
+
+def _unknown(exc: Exception) -> Stop:
+    # Without the key we cannot know whether the effect already ran.
+    return Stop(Outcome.UNAVAILABLE, Reason.STORE_UNAVAILABLE, None, exc)
 
 
 def _encode(result: ToolResult) -> str:

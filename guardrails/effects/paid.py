@@ -29,7 +29,7 @@ from functools import wraps
 from typing import Any, NamedTuple
 
 from ..errors import ConfigurationError, LimitExceeded, UsageError
-from ..store import AuditRow, Store, StoreUnavailable, from_micros, to_micros
+from ..store import AuditRow, Store, StoreUnavailable, from_micros, offloop, to_micros
 from ._leases import Held, renewer
 from ._state import current
 
@@ -143,13 +143,14 @@ class PaidCall:
     async def acall(
         self, fn: Callable[..., Any], /, *args: Any, instance: str | None = None, **kwargs: Any
     ) -> Any:
-        ticket = self._admit(instance, kwargs)
+        # The reservation and the settlement run off the event loop.
+        ticket = await offloop.run(self.store, self._admit, instance, kwargs)
         try:
             response = await fn(*args, **kwargs)
         except Exception as exc:
-            self._settle(ticket, None, exc)
+            await offloop.run(self.store, self._settle, ticket, None, exc)
             raise
-        self._settle(ticket, response, None)
+        await offloop.run(self.store, self._settle, ticket, response, None)
         return response
 
     def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:

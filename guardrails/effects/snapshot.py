@@ -18,7 +18,7 @@ from typing import Any
 from ..context import Invocation, ToolResult
 from ..errors import ConfigurationError
 from ..middleware.tool_call import Stop
-from ..store import Store
+from ..store import Store, offloop
 from ..verdicts import Outcome, Reason
 from ._state import enter, leave
 
@@ -46,23 +46,45 @@ class Snapshots:
         self.name = name
 
     def before(self, invocation: Invocation, /) -> Stop | None:
+        try:
+            taken = self._take(invocation)
+            if taken is None:
+                return None
+            version = self._save(*taken)
+        except Exception as exc:
+            return Stop(Outcome.ERROR, Reason.SNAPSHOT_FAILED, None, exc)
+        self._taken(invocation, taken[0], version)
+        return None
+
+    async def abefore(self, invocation: Invocation, /) -> Stop | None:
+        """``before`` for ``acall``: the snapshot is saved off the event loop."""
+        try:
+            taken = self._take(invocation)
+            if taken is None:
+                return None
+            version = await offloop.run(self.store, self._save, *taken)
+        except Exception as exc:
+            return Stop(Outcome.ERROR, Reason.SNAPSHOT_FAILED, None, exc)
+        self._taken(invocation, taken[0], version)
+        return None
+
+    def _take(self, invocation: Invocation) -> tuple[str, bytes] | None:
         tool = invocation.tool
         take = None if tool is None else tool.options.get("snapshot")
         if take is None:
             return None
-        try:
-            key = str(tool.options.get("snapshot_key", invocation.name)).format_map(
-                invocation.arguments
-            )
-            data = _as_bytes(take(invocation.arguments))
-            if self.save is not None:
-                version = self.save(key, data)
-            else:
-                version = self.store.put_snapshot(key, data, self.clock())  # type: ignore[union-attr]
-        except Exception as exc:
-            return Stop(Outcome.ERROR, Reason.SNAPSHOT_FAILED, None, exc)
+        key = str(tool.options.get("snapshot_key", invocation.name)).format_map(
+            invocation.arguments
+        )
+        return key, _as_bytes(take(invocation.arguments))
+
+    def _save(self, key: str, data: bytes) -> int:
+        if self.save is not None:
+            return self.save(key, data)
+        return self.store.put_snapshot(key, data, self.clock())  # type: ignore[union-attr]
+
+    def _taken(self, invocation: Invocation, key: str, version: int) -> None:
         enter(invocation, self).detail["snapshot"] = {"key": key, "version": version}
-        return None
 
     def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
         leave(invocation, self)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..context import Escape, ToolResult, TurnContext, VerdictRecord
 from ..guard import GuardOutcome
-from ..recorder import safe_record
+from ..recorder import asafe_record, safe_record
 from ..rules import _paths
 from ..rules.effects import Change, Perform, Rewrite
 from ..text import content_text
@@ -124,7 +124,9 @@ def post_run(turn: Turn, output: Any = None, *, structured: Any = None) -> PostR
             if backstop.go:
                 backstop.result = turn.call(perform.tool, dict(perform.arguments))
         actions.append(backstop.action)
-    return _finish(turn, run, outcomes, actions)
+    report = _finish(turn, run, outcomes, actions)
+    safe_record(turn.engine.recorder, "post_run", report)
+    return report
 
 
 async def apost_run(turn: Turn, output: Any = None, *, structured: Any = None) -> PostRunReport:
@@ -137,7 +139,9 @@ async def apost_run(turn: Turn, output: Any = None, *, structured: Any = None) -
             if backstop.go:
                 backstop.result = await turn.acall(perform.tool, dict(perform.arguments))
         actions.append(backstop.action)
-    return _finish(turn, run, outcomes, actions)
+    report = _finish(turn, run, outcomes, actions)
+    await asafe_record(turn.engine.recorder, "post_run", report)
+    return report
 
 
 class _Backstop:
@@ -259,5 +263,4 @@ def _finish(
     report = PostRunReport(
         verdict, records, escapes, tuple(actions), changes, run.text, structured, turn.context
     )
-    safe_record(turn.engine.recorder, "post_run", report)
     return report

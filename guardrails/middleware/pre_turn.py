@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..context import Escape, TurnContext, VerdictRecord
 from ..errors import UsageError
 from ..guard import Guard, GuardOutcome
-from ..recorder import safe_record
+from ..recorder import asafe_record, safe_record
 from ..rules.effects import Restrict
 from ..text import Text, user_text
 from ..tools import Tool
@@ -122,7 +122,9 @@ def pre_turn(turn: Turn, turn_input: Any, tools: Iterable[Any] | None = None) ->
     """Decide what ``turn`` offers the model (sync)."""
     request, candidates = _request(turn, turn_input, tools)
     guards = turn.engine.guards_at(_PRE_TURN)
-    return _finish(turn, request, candidates, run_guards(guards, request, _PRE_TURN))
+    decision = _finish(turn, request, candidates, run_guards(guards, request, _PRE_TURN))
+    safe_record(turn.engine.recorder, "pre_turn", decision)
+    return decision
 
 
 async def apre_turn(
@@ -131,7 +133,10 @@ async def apre_turn(
     """Decide what ``turn`` offers the model (async)."""
     request, candidates = _request(turn, turn_input, tools)
     guards = turn.engine.guards_at(_PRE_TURN)
-    return _finish(turn, request, candidates, await arun_guards(guards, request, _PRE_TURN))
+    outcomes = await arun_guards(guards, request, _PRE_TURN)
+    decision = _finish(turn, request, candidates, outcomes)
+    await asafe_record(turn.engine.recorder, "pre_turn", decision)
+    return decision
 
 
 # -- pure parts -------------------------------------------------------------------
@@ -215,5 +220,4 @@ def _finish(
         withheld=MappingProxyType(withheld),
         context=turn.context,
     )
-    safe_record(turn.engine.recorder, "pre_turn", decision)
     return decision

@@ -97,6 +97,10 @@ class CallHook(Protocol):
 
     def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult: ...
 
+    # A hook may also define ``async def abefore`` / ``async def aafter`` with the
+    # same meaning: ``arun`` awaits them instead (so a hook that waits on a store
+    # does not block the event loop) and calls ``before`` / ``after`` otherwise.
+
 
 _new = tuple.__new__
 _Proxy = MappingProxyType
@@ -209,14 +213,14 @@ class ToolCallPipeline:
         call_id = next(_CALL_IDS) if call_id is None else entry_call_id(call_id, new_call_id)
         admitted = admit(self.plans, turn, name, arguments, call_id, self.max_argument_chars, start)
         if admitted.__class__ is ToolResult:
-            return self._finish(turn, admitted)
+            return await self._afinish(turn, admitted)
         plan, args, nested = admitted  # type: ignore[misc]
         view = model_view = _Proxy(args) if nested is None else nested
         secrets = None
         if plan.tool.bound:
             bound = await self._abind(plan.tool, args, turn.context, call_id, start)
             if bound.__class__ is ToolResult:
-                return self._finish(turn, bound)
+                return await self._afinish(turn, bound)
             args, secrets = bound  # type: ignore[misc]
             view = _Proxy(args) if nested is None else _bound_view(nested, args)
         inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
@@ -230,7 +234,7 @@ class ToolCallPipeline:
                 outcomes = [await g.aevaluate(inv, _TOOL_CALL) for g in plan.guards]
                 judged = _judge(plan, inv, outcomes, start)
                 if judged.__class__ is ToolResult:
-                    return self._finish(turn, judged)
+                    return await self._afinish(turn, judged)
                 records, escapes, verdict = judged  # type: ignore[misc]
             else:
                 records, escapes, verdict = (), [], _NOT_EVALUATED
@@ -241,7 +245,7 @@ class ToolCallPipeline:
             self._finish(turn, _interrupted(inv, start))
             raise
         try:  # from here on, a deliberate stop still reaches the hooks' after()
-            stop = self._before_hooks(inv, escapes) if self.hooks else None
+            stop = await self._abefore_hooks(inv, escapes) if self.hooks else None
             value = None
             late = False
             if stop is None:
@@ -271,8 +275,8 @@ class ToolCallPipeline:
             self._interrupt(turn, inv, start)
             raise
         if self.hooks:
-            result = self._after_hooks(inv, result)
-        return self._finish(turn, result)
+            result = await self._aafter_hooks(inv, result)
+        return await self._afinish(turn, result)
 
     @staticmethod
     def _call_sync(tool: Tool, args: dict[str, Any], secrets: dict[str, Any] | None) -> Any:
@@ -367,6 +371,33 @@ class ToolCallPipeline:
             escapes.append(Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.INVALID_RETURN))
             return _HOOK_FAILED
         return None
+
+    async def _abefore_hooks(self, inv: Invocation, escapes: list[Escape]) -> Stop | None:
+        """``_before_hooks`` for ``arun``: a hook's ``abefore`` is awaited when it has one."""
+        for hook in self.hooks:
+            abefore = getattr(hook, "abefore", None)
+            try:
+                decision = hook.before(inv) if abefore is None else await abefore(inv)
+            except Exception as exc:
+                escapes.append(Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.RAISED, exc))
+                return Stop(_UNAVAILABLE, Reason.HOOK_FAILED, None, exc)
+            stop = _hook_decision(hook, decision, escapes)
+            if stop is not None:
+                return stop
+        return None
+
+    async def _aafter_hooks(self, inv: Invocation, result: ToolResult) -> ToolResult:
+        """``_after_hooks`` for ``arun``: a hook's ``aafter`` is awaited when it has one."""
+        for hook in reversed(self.hooks):
+            aafter = getattr(hook, "aafter", None)
+            try:
+                replaced = hook.after(inv, result) if aafter is None else await aafter(inv, result)
+            except Exception as exc:
+                missed = Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.RAISED, exc)
+                result = result._replace(escapes=(*result.escapes, missed))
+                continue
+            result = _hook_replacement(hook, replaced, result)
+        return result
 
     def _after_hooks(self, inv: Invocation, result: ToolResult) -> ToolResult:
         for hook in reversed(self.hooks):
@@ -493,6 +524,15 @@ class ToolCallPipeline:
                 )
         return result._replace(verdict=verdict, verdicts=records, escapes=escapes)
 
+    async def _afinish(self, turn: Any, result: ToolResult) -> ToolResult:
+        """``_finish`` for ``arun``: recorders that write to a store are awaited."""
+        recorder = self.recorder
+        if recorder is None or not getattr(recorder, "awaits", False):
+            return self._finish(turn, result)
+        turn.results.append(result)
+        await recorder.aon_turn_result(turn, result)
+        return result
+
     def _finish(self, turn: Any, result: ToolResult) -> ToolResult:
         turn.results.append(result)
         recorder = self.recorder
@@ -594,6 +634,27 @@ def _judge(
         named,
         duration_ns=perf_counter_ns() - start,
     )
+
+
+def _hook_decision(hook: Any, decision: Any, escapes: list[Escape]) -> Stop | None:
+    """What ``arun`` makes of a hook's ``abefore`` answer (as ``_before_hooks`` does)."""
+    if decision is None:
+        return None
+    if type(decision) is Escape:
+        escapes.append(decision)
+        return None
+    if type(decision) is Stop and type(decision.outcome) is Outcome:
+        return decision
+    escapes.append(Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.INVALID_RETURN))
+    return _HOOK_FAILED
+
+
+def _hook_replacement(hook: Any, replaced: Any, result: ToolResult) -> ToolResult:
+    """What ``arun`` makes of a hook's ``aafter`` answer (as ``_after_hooks`` does)."""
+    if type(replaced) is ToolResult:
+        return replaced
+    missed = Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.INVALID_RETURN)
+    return result._replace(escapes=(*result.escapes, missed))
 
 
 def _hook_name(hook: Any) -> str:

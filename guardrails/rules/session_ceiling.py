@@ -13,6 +13,7 @@ from ..context import Escape, GuardResult, Invocation, ToolResult, TurnContext
 from ..errors import ConfigurationError
 from ..guard import Guard
 from ..middleware.tool_call import Stop
+from ..store import offloop
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
 from .effects import Restrict
 
@@ -100,6 +101,12 @@ class SessionCeiling:
         if count > self.limit:
             return Stop(Outcome.LIMIT, Reason.CEILING)
         return None
+
+    async def abefore(self, invocation: Invocation, /) -> Stop | Escape | None:
+        """``before`` for ``acall``: a store counter counts off the event loop."""
+        if type(self.counter) is MemoryCounter:
+            return self.before(invocation)
+        return await offloop.run(self.counter, self.before, invocation)
 
     def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
         return result

@@ -30,7 +30,7 @@ from ..context import Escape, GuardResult, Invocation, ToolResult, TurnContext
 from ..errors import ConfigurationError
 from ..guard import Guard, as_guard
 from ..middleware.tool_call import Stop
-from ..store import Store
+from ..store import Store, offloop
 from ..verdicts import ChokePoint, Outcome, Reason, Verdict, model_sentence
 from .effects import Restrict
 
@@ -190,6 +190,18 @@ class Workflow:
             return Stop(Outcome.UNAVAILABLE, Reason.IN_PROGRESS)
         self._claims[id(invocation)] = (invocation, key, marker, phase)
         return escape
+
+    async def abefore(self, invocation: Invocation, /) -> Stop | Escape | None:
+        """``before`` for ``acall``: the phase is read and claimed off the event loop."""
+        if invocation.name not in self._index:
+            return None
+        return await offloop.run(self.store, self.before, invocation)
+
+    async def aafter(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+        """``after`` for ``acall``: the phase is moved off the event loop."""
+        if id(invocation) not in self._claims:
+            return result
+        return await offloop.run(self.store, self.after, invocation, result)
 
     def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
         claim = self._claims.pop(id(invocation), None)

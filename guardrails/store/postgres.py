@@ -102,13 +102,16 @@ class PostgresStore:
         self._pid = 0
         self._lock = threading.Lock()
         self._migrated = False
+        self._migrating = threading.Lock()
         self._batcher = Batcher(self) if group_commit else None
+        # Async callers' operations run on this many threads (``offloop``).
+        self.off_loop_threads = min(4, max_size)
 
     # -- connections ----------------------------------------------------------
 
     def _get_pool(self) -> Any:
         pool = self._pool
-        if pool is not None and self._pid == os.getpid():
+        if pool is not None and self._migrated and self._pid == os.getpid():
             return pool
         with self._lock:
             if self._pool is None or self._pid != os.getpid():
@@ -123,9 +126,11 @@ class PostgresStore:
                 self._pool, self._pid = pool, os.getpid()
             pool = self._pool
         if not self._migrated:
-            with pool.connection() as conn:
-                _migrate(conn)
-            self._migrated = True
+            with self._migrating:  # one thread migrates; the others wait for it
+                if not self._migrated:
+                    with pool.connection() as conn:
+                        _migrate(conn)
+                    self._migrated = True
         return pool
 
     def _unavailable(self, exc: BaseException) -> StoreUnavailable:

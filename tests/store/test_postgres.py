@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 
 from guardrails.store import AuditRow, PostgresStore, StoreUnavailable
 from guardrails.store._migrations import migrations
+from guardrails.store.testing import temporary_schema
 
 pytestmark = pytest.mark.postgres
 
@@ -74,3 +76,47 @@ def test_two_stores_migrate_one_schema_once(pg_dsn: str) -> None:
     with psycopg.connect(pg_dsn) as conn:
         latest = migrations("postgres")[-1][0]
         assert conn.execute("SELECT COUNT(*) FROM guardrails_schema").fetchone() == (latest,)
+
+
+def test_threads_that_first_use_a_new_store_wait_for_its_migration(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first thread opens the pool and migrates; a thread that comes while
+    # it migrates must wait for it, not query tables that do not exist yet.
+    import guardrails.store.postgres as module
+
+    migrating, go_on = threading.Event(), threading.Event()
+    real = module._migrate
+
+    def held_migration(conn: Any) -> None:
+        migrating.set()
+        assert go_on.wait(30)
+        real(conn)
+
+    monkeypatch.setattr(module, "_migrate", held_migration)
+    errors: list[BaseException] = []
+
+    def use(i: int) -> None:
+        try:
+            if i % 2:
+                store.append(AuditRow("tool_call", float(i), tool="t"))
+            else:
+                store.incr(f"k{i}")
+        except BaseException as exc:
+            errors.append(exc)
+
+    with temporary_schema(pg_dsn) as fresh:
+        store = PostgresStore(fresh)
+        first = threading.Thread(target=use, args=(0,))
+        first.start()
+        assert migrating.wait(30)
+        later = [threading.Thread(target=use, args=(i,)) for i in range(1, 7)]
+        for t in later:
+            t.start()
+        for t in later:
+            t.join(0.5)  # they wait for the migration (or, wrongly, failed already)
+        go_on.set()
+        for t in [first, *later]:
+            t.join()
+        store.close()
+    assert errors == []

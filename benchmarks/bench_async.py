@@ -1,0 +1,188 @@
+"""Many concurrent ``acall``s of an audited, budgeted tool: throughput and event-loop lag.
+
+Groups ``async.memory`` (the floor: no I/O), ``async.sqlite`` and
+``async.postgres`` (when ``GUARDRAILS_POSTGRES_DSN`` is set). The workload: ``CALLS`` concurrent ``acall``s on one event loop of
+an async tool whose body is a ``PaidCall`` under a daily cap (a leased
+reservation and its settlement), with ``AuditLog`` as hook and recorder (one
+``tool_call`` and one ``paid_call`` row per call). Beside it a ticker task
+asks to wake every millisecond and records how late it wakes: the loop's
+worst lag; and the longest single step the loop ran is timed (a store
+operation on the loop is one long step). The same calls one after another through the sync ``call`` on one
+thread give the sync path's throughput.
+
+Only public names are used, so the same file measures an older tree::
+
+    (cd "$tree/benchmarks" && PYTHONPATH="$tree" python bench_async.py)
+
+Run: ``python benchmarks/run.py --only async [--quick]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+from _harness import row
+
+from guardrails import Guardrails, tool
+from guardrails.audit import AuditLog
+from guardrails.effects import PaidCall, Usage
+from guardrails.store import MemoryStore, PostgresStore, SQLiteStore, Store
+from guardrails.store.testing import postgres_dsn, temporary_schema
+
+CALLS = 1000
+TICK = 0.001
+
+
+def _rails(store: Store) -> tuple[Guardrails, Guardrails]:
+    """The async rails and the sync rails of the same tool, store and audit log."""
+    paid = PaidCall(store, usage=lambda _: Usage(10, 20, 0.000001), daily_cap=1e6, scope="bench")
+
+    async def _reply(order_id: str) -> str:
+        return order_id
+
+    @tool
+    async def lookup(order_id: str) -> str:
+        return str(await paid.acall(_reply, order_id))
+
+    @tool(name="lookup")
+    def lookup_sync(order_id: str) -> str:
+        return str(paid(lambda o: o, order_id))
+
+    audit = AuditLog(store)
+    return (
+        Guardrails([lookup], hooks=[audit], recorder=[audit]),
+        Guardrails([lookup_sync], hooks=[audit], recorder=[audit]),
+    )
+
+
+class _LongestStep:
+    """The longest single step the loop ran (a callback or a task's step between awaits).
+
+    A store operation run on the loop is one long step; many short steps
+    that happen to be ready at once (a thousand calls started together) are
+    not, though they delay the ticker all the same.
+    """
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self._run = asyncio.events.Handle._run
+
+    def __enter__(self) -> _LongestStep:
+        original = self._run
+        longest = self
+
+        def timed(handle: asyncio.Handle) -> None:
+            start = time.perf_counter()
+            try:
+                original(handle)  # type: ignore[arg-type]
+            finally:
+                longest.worst = max(longest.worst, time.perf_counter() - start)
+
+        asyncio.events.Handle._run = timed  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.events.Handle._run = self._run  # type: ignore[method-assign]
+
+
+async def _concurrent(rails: Guardrails, calls: int) -> tuple[float, float, float]:
+    """Seconds for ``calls`` concurrent acalls, the ticker's worst lateness and the
+    longest single step of the loop (s)."""
+    worst = 0.0
+    done = False
+
+    async def ticker() -> None:
+        nonlocal worst
+        while not done:
+            before = time.perf_counter()
+            await asyncio.sleep(TICK)
+            worst = max(worst, time.perf_counter() - before - TICK)
+
+    ticking = asyncio.create_task(ticker())
+    await asyncio.sleep(TICK)
+    turns = [rails.turn(tenant="acme", session=f"s-{i}") for i in range(calls)]
+    with _LongestStep() as longest:
+        start = time.perf_counter()
+        results = await asyncio.gather(*(t.acall("lookup", {"order_id": "o-1"}) for t in turns))
+        elapsed = time.perf_counter() - start
+        done = True
+        await ticking
+    bad = [r for r in results if r.outcome != "ok" or r.escapes]
+    if bad:
+        raise RuntimeError(f"{len(bad)} calls did not pass cleanly: {bad[0]}")
+    return elapsed, worst, longest.worst
+
+
+def _sequential(rails: Guardrails, calls: int) -> float:
+    turn = rails.turn(tenant="acme", session="s-sync")
+    start = time.perf_counter()
+    for _ in range(calls):
+        result = turn.call("lookup", {"order_id": "o-1"})
+        if result.outcome != "ok" or result.escapes:
+            raise RuntimeError(f"a sync call did not pass cleanly: {result}")
+    turn.results.clear()
+    return time.perf_counter() - start
+
+
+def _measure(group: str, make: Callable[[], Store], quick: bool) -> list[dict[str, Any]]:
+    calls = 200 if quick else CALLS
+    rounds = 1 if quick else 3
+    store = make()
+    try:
+        async_rails, sync_rails = _rails(store)
+        asyncio.run(_concurrent(async_rails, 50))  # warm up: threads, connections
+        spans, lags, steps = [], [], []
+        for _ in range(rounds):
+            elapsed, worst, step = asyncio.run(_concurrent(async_rails, calls))
+            spans.append(elapsed)
+            lags.append(worst)
+            steps.append(step)
+        sync = statistics.median(_sequential(sync_rails, calls) for _ in range(rounds))
+    finally:
+        store.close()
+    span = statistics.median(spans)
+    return [
+        row(
+            group,
+            f"{calls} concurrent acall (audited, budgeted)",
+            span / calls * 1e6,
+            calls_per_s=round(calls / span),
+            worst_loop_lag_ms=round(max(lags) * 1e3, 2),
+            median_worst_loop_lag_ms=round(statistics.median(lags) * 1e3, 2),
+            longest_step_ms=round(max(steps) * 1e3, 2),
+        ),
+        row(
+            group,
+            f"{calls} sequential sync call (one thread)",
+            sync / calls * 1e6,
+            calls_per_s=round(calls / sync),
+        ),
+    ]
+
+
+def run(quick: bool = False) -> list[dict[str, Any]]:
+    # The floor: the same calls on a MemoryStore (no I/O at all), whose loop
+    # lag is the CPU of the calls themselves, started all at once.
+    rows = _measure("async.memory", MemoryStore, quick)
+    folder = tempfile.mkdtemp(prefix="guardrails-bench-async-")
+    try:
+        rows += _measure("async.sqlite", lambda: SQLiteStore(os.path.join(folder, "a.db")), quick)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    dsn = postgres_dsn()
+    if dsn is not None:
+        with temporary_schema(dsn) as scoped:
+            rows += _measure("async.postgres", lambda: PostgresStore(scoped), quick)
+    return rows
+
+
+if __name__ == "__main__":
+    for found in run(quick=bool(os.environ.get("QUICK"))):
+        print(found)

@@ -1,0 +1,256 @@
+"""The async side of a store: its operations run on the store's own threads, never on the loop.
+
+``off_loop(store)`` gives the ``OffLoop`` of a store (one per store and
+process). An async caller awaits ``run(fn, *args)`` (any sync function that
+uses the store, run with the caller's context variables) or ``append(row)``;
+the event loop goes on serving other tasks meanwhile. Audit rows queued
+together are written in one ``append_many`` (one transaction, one commit),
+and each caller is answered only after its row is committed. ``drain()``
+waits until everything queued so far is done (it runs at exit, for the
+operations of tasks cancelled while they waited: those still complete).
+
+SQLite gets one thread (its writes are serialised by the file lock anyway),
+PostgreSQL one per connection it may hold, up to four. A ``MemoryStore``
+answers in microseconds under a lock and runs inline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import contextvars
+import logging
+import os
+import threading
+import weakref
+from collections import deque
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ._base import AuditRow
+from .memory import MemoryStore
+
+__all__ = ["OffLoop", "off_loop"]
+
+T = TypeVar("T")
+log = logging.getLogger("guardrails")
+
+_MAX_BATCH = 128
+
+
+class _Job:
+    __slots__ = ("args", "context", "fn", "future", "loop", "row")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        future: asyncio.Future[Any],
+        row: AuditRow | None = None,
+        fn: Callable[..., Any] | None = None,
+        args: tuple[Any, ...] = (),
+        context: contextvars.Context | None = None,
+    ) -> None:
+        self.loop = loop
+        self.future = future
+        self.row = row
+        self.fn = fn
+        self.args = args
+        self.context = context
+
+
+class OffLoop:
+    """Runs the operations of one store on its own threads, for async callers."""
+
+    def __init__(self, store: Any, threads: int = 1) -> None:
+        self.store = store
+        self.threads = threads
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pid = os.getpid()
+        self._cond = threading.Condition()
+        self._queue: deque[_Job] = deque()
+        self._workers: list[threading.Thread] = []
+        self._busy = 0
+
+    # -- for async callers ----------------------------------------------------------
+
+    async def run(self, fn: Callable[..., T], /, *args: Any) -> T:
+        """``fn(*args)`` on a store thread, with this task's context variables."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._put(_Job(loop, future, fn=fn, args=args, context=contextvars.copy_context()))
+        return await future
+
+    async def append(self, row: AuditRow, /) -> None:
+        """Append ``row``; returns once it is committed (with the rows queued alongside)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        self._put(_Job(loop, future, row=row))
+        await future
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until every job queued so far is done; False if ``timeout`` passed first."""
+        if self._pid != os.getpid():
+            return True
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._queue and not self._busy, timeout)
+
+    # -- the store threads --------------------------------------------------------------
+
+    def _put(self, job: _Job) -> None:
+        if self._pid != os.getpid():
+            self._reset()  # a forked child has neither the threads nor their queue
+        with self._cond:
+            self._queue.append(job)
+            # A worker ends only with the process or a stop (KeyboardInterrupt) it passed on.
+            self._workers = [w for w in self._workers if w.is_alive()]
+            if len(self._workers) < self.threads and self._busy + len(self._queue) > len(
+                self._workers
+            ):
+                worker = threading.Thread(
+                    target=self._work, name="guardrails-store-off-loop", daemon=True
+                )
+                self._workers.append(worker)
+                worker.start()
+            self._cond.notify()
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue:
+                    self._cond.wait()
+                taken = self._take()
+                self._busy += 1
+            try:
+                self._run_all(taken)
+            finally:
+                with self._cond:
+                    self._busy -= 1
+                    self._cond.notify_all()
+
+    def _run_all(self, taken: list[list[_Job]]) -> None:
+        done: list[tuple[_Job, bool, Any]] = []
+        for index, segment in enumerate(taken):
+            try:
+                done += self._execute(segment)
+            except BaseException as exc:  # a stop of the process: answer all, then go
+                rest = [job for later in taken[index:] for job in later]
+                _answer(done + [(job, False, exc) for job in rest])
+                raise
+        _answer(done)
+
+    def _take(self) -> list[list[_Job]]:
+        """The next jobs, rows that follow one another as one segment (one commit).
+
+        A single thread (SQLite) takes everything queued, up to ``_MAX_BATCH``
+        jobs, and answers them together; with several threads each takes one
+        segment, so that the others can work in parallel.
+        """
+        queue = self._queue
+        segments: list[list[_Job]] = []
+        taken = 0
+        while queue and taken < _MAX_BATCH:
+            job = queue.popleft()
+            taken += 1
+            if job.row is not None and segments and segments[-1][0].row is not None:
+                segments[-1].append(job)
+                continue
+            if segments and self.threads > 1:
+                queue.appendleft(job)
+                break
+            segments.append([job])
+        return segments
+
+    def _execute(self, batch: list[_Job]) -> list[tuple[_Job, bool, Any]]:
+        first = batch[0]
+        try:
+            if first.fn is not None:
+                assert first.context is not None
+                value = first.context.run(first.fn, *first.args)
+            else:
+                value = None
+                rows = [job.row for job in batch if job.row is not None]
+                if len(rows) == 1:
+                    self.store.append(rows[0])
+                else:
+                    self.store.append_many(rows)
+        except Exception as exc:
+            return [(job, False, exc) for job in batch]
+        return [(job, True, value) for job in batch]
+
+
+def _answer(done: list[tuple[_Job, bool, Any]]) -> None:
+    """Settle the futures of ``done``: one wake-up of each loop for all of its jobs."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
+    for job, ok, value in done:
+        by_loop.setdefault(job.loop, []).append((job.future, ok, value))
+    for loop, answers in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(_settle_all, answers)
+
+
+def _settle_all(answers: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    for future, ok, value in answers:
+        if future.done():  # the waiting task was cancelled: the work was done anyway
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+
+_lock = threading.Lock()
+_by_store: weakref.WeakKeyDictionary[Any, OffLoop] = weakref.WeakKeyDictionary()
+_unweakable: dict[int, tuple[Any, OffLoop]] = {}
+
+
+def off_loop(store: Any) -> OffLoop | None:
+    """The ``OffLoop`` of ``store``, or ``None`` for a store that never blocks (memory)."""
+    if type(store) is MemoryStore:
+        return None
+    try:
+        found = _by_store.get(store)
+    except TypeError:  # not weakly referenceable: kept for the life of the process
+        held = _unweakable.get(id(store))
+        found = held[1] if held is not None and held[0] is store else None
+    if found is not None:
+        return found
+    with _lock:
+        made = OffLoop(store, _threads(store))
+        try:
+            found = _by_store.setdefault(store, made)
+        except TypeError:
+            found = _unweakable.setdefault(id(store), (store, made))[1]
+    return found
+
+
+def _threads(store: Any) -> int:
+    inner = getattr(store, "store", store)  # through WithDeadline
+    size = getattr(inner, "off_loop_threads", 1)
+    return size if type(size) is int and size > 0 else 1
+
+
+async def run(store: Any, fn: Callable[..., T], /, *args: Any) -> T:
+    """``fn(*args)`` off the loop when ``store`` may block, inline when it cannot."""
+    runner = off_loop(store)
+    return fn(*args) if runner is None else await runner.run(fn, *args)
+
+
+async def append(store: Any, row: AuditRow, /) -> None:
+    """``store.append(row)`` off the loop when ``store`` may block, inline when it cannot."""
+    runner = off_loop(store)
+    if runner is None:
+        store.append(row)
+    else:
+        await runner.append(row)
+
+
+def _drain_all() -> None:
+    for runner in [*_by_store.values(), *(held[1] for held in _unweakable.values())]:
+        if not runner.drain(timeout=10):
+            log.warning("audit rows still queued at exit were not written")
+
+
+atexit.register(_drain_all)

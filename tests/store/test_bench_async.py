@@ -1,0 +1,28 @@
+"""The async benchmark runs and gives well-formed rows (timings are never checked)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+
+import pytest
+
+from guardrails.store import SQLiteStore
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def test_the_async_workload_passes_every_call_and_reports_throughput_and_lag(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    harness = importlib.import_module("_harness")
+    bench = importlib.import_module("bench_async")
+    rows = bench._measure("async.sqlite", lambda: SQLiteStore(os.path.join(tmp_path, "a.db")), True)
+    for row in rows:
+        harness.check_row(row)
+    concurrent, sequential = rows
+    assert concurrent["name"] == "200 concurrent acall (audited, budgeted)"
+    assert sequential["name"] == "200 sequential sync call (one thread)"
+    assert {"calls_per_s", "worst_loop_lag_ms", "longest_step_ms"} <= set(concurrent)

@@ -1,0 +1,235 @@
+"""Under ``acall`` no store operation runs on the event loop.
+
+Each test gates one store method on a ``threading.Event`` that only a
+coroutine on the same loop sets, once the method has started. Run on the
+loop, the method would wait for a coroutine that cannot run: it gives up
+after a generous timeout and fails the store call, which the test sees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from guardrails import Guardrails, Outcome, tool
+from guardrails.audit import AUDITED, AuditLog
+from guardrails.effects import Idempotency, PaidCall, Snapshots, Usage
+from guardrails.rules.session_ceiling import SessionCeiling
+from guardrails.rules.workflow import Step, Workflow
+from guardrails.store import MemoryStore, SQLiteStore, StoreUnavailable
+from guardrails.store.offloop import off_loop
+from guardrails.store.verify import verify
+
+GENEROUS = 20.0
+
+
+class Gated:
+    """A store whose ``method`` waits until a coroutine of the caller's loop opens the gate."""
+
+    def __init__(self, inner: Any, method: str) -> None:
+        self.inner = inner
+        self.method = method
+        self.started = threading.Event()
+        self.gate = threading.Event()
+        self.threads: set[int] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if name != self.method:
+            return attr
+
+        def gated(*args: Any, **kwargs: Any) -> Any:
+            self.threads.add(threading.get_ident())
+            self.started.set()
+            if not self.gate.wait(GENEROUS):
+                raise StoreUnavailable("the gate never opened: the event loop was blocked")
+            return attr(*args, **kwargs)
+
+        return gated
+
+
+async def _open_when_started(gated: Gated) -> None:
+    while not gated.started.is_set():
+        await asyncio.sleep(0.001)
+    gated.gate.set()
+
+
+RUNS: list[str] = []
+
+
+def _rails(store: Any) -> tuple[Guardrails, AuditLog]:
+    paid = PaidCall(store, usage=lambda _: Usage(1, 2, 0.25), instance_cap=1.0)
+
+    @tool(
+        effect=True,
+        options={"idempotency_key": "send-{to}", "snapshot": lambda args: {"to": args["to"]}},
+    )
+    async def send(to: str) -> str:
+        RUNS.append(to)
+        return str(await paid.acall(_reply, to))
+
+    @tool
+    def begin() -> None:
+        return None
+
+    flow = Workflow("mail", [Step("begin", "Now call send.")], store)
+    audit = AuditLog(store)
+    hooks = [audit, flow, Idempotency(store), Snapshots(store), SessionCeiling(50, store)]
+    return Guardrails([send, begin], hooks=hooks, recorder=[audit]), audit
+
+
+async def _reply(to: str) -> str:
+    return f"sent to {to}"
+
+
+async def _scenario(store: Any) -> tuple[list[Any], list[Any]]:
+    RUNS.clear()
+    rails, audit = _rails(store)
+    turn = rails.turn(session="s-1", workflow="wf-1")
+    calls = [("begin", {}), ("send", {"to": "a"}), ("send", {"to": "a"}), ("nope", {})]
+    results = [await turn.acall(n, a) for n, a in calls]
+    rows = [(r.kind, r.tool, r.outcome, r.reason, r.cost) for r in audit.rows()]
+    return [(r.outcome, r.reason, r.content, r.escapes) for r in results], rows
+
+
+METHODS = [
+    "append",
+    "get",
+    "compare_and_set",
+    "claim",
+    "complete",
+    "put_snapshot",
+    "incr",
+    "reserve_leased",
+    "settle_leased",
+]
+
+
+@pytest.mark.parametrize("method", METHODS)
+async def test_no_store_method_blocks_the_loop(method: str) -> None:
+    expected = await _scenario(MemoryStore())
+    gated = Gated(MemoryStore(), method)
+    opener = asyncio.create_task(_open_when_started(gated))
+    try:
+        got = await _scenario(gated)
+    finally:
+        opener.cancel()
+    assert gated.started.is_set(), f"the scenario never called {method}"
+    assert threading.get_ident() not in gated.threads
+    assert got == expected
+    assert all(outcome is not Outcome.UNAVAILABLE for outcome, *_ in got[0][:3])
+
+
+@pytest.mark.parametrize("entry", ["refused", "pre_turn", "post_run"])
+async def test_recorder_rows_of_the_async_entry_points_are_written_off_the_loop(
+    entry: str,
+) -> None:
+    gated = Gated(MemoryStore(), "append")
+    audit = AuditLog(gated)  # type: ignore[arg-type]
+    rails = Guardrails([_plain], recorder=[audit])
+    turn = rails.turn(session="s")
+    opener = asyncio.create_task(_open_when_started(gated))
+    try:
+        if entry == "refused":
+            result = await turn.acall("missing", {})
+            assert result.outcome is not Outcome.OK
+        elif entry == "pre_turn":
+            await turn.apre_turn("hello")
+        else:
+            await turn.apost_run("done")
+    finally:
+        opener.cancel()
+    assert rails.recorder is not None and rails.recorder.failures == 0
+    kinds = [r.kind for r in audit.rows()]  # written before the entry point returned
+    assert kinds == ["tool_call" if entry == "refused" else entry]
+    assert threading.get_ident() not in gated.threads
+
+
+@tool
+def _plain() -> str:
+    return "ok"
+
+
+class Counting:
+    """A SQLite store that counts the rows of each commit; the first commit waits."""
+
+    def __init__(self, inner: SQLiteStore) -> None:
+        self.inner = inner
+        self.batches: list[int] = []
+        self.gate = threading.Event()
+
+    def append(self, row: Any) -> int:
+        self._commit(1)
+        return self.inner.append(row)
+
+    def append_many(self, rows: list[Any]) -> None:
+        self._commit(len(rows))
+        self.inner.append_many(rows)
+
+    def _commit(self, rows: int) -> None:
+        self.batches.append(rows)
+        assert self.gate.wait(GENEROUS)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+async def test_rows_queued_together_are_committed_together(tmp_path: Path) -> None:
+    store = Counting(SQLiteStore(tmp_path / "a.db"))
+    audit = AuditLog(store)  # type: ignore[arg-type]
+    rails = Guardrails([_plain], hooks=[audit], recorder=[audit])
+    calls = 40
+
+    async def open_when_all_queued() -> None:
+        runner = off_loop(store)
+        assert runner is not None
+        while not (store.batches and store.batches[0] + len(runner._queue) == calls):
+            await asyncio.sleep(0.001)
+        store.gate.set()
+
+    opener = asyncio.create_task(open_when_all_queued())
+    turns = [rails.turn(session=f"s-{i}") for i in range(calls)]
+    results = await asyncio.gather(*(t.acall("_plain", {}) for t in turns))
+    opener.cancel()
+    assert all(r.outcome is Outcome.OK and AUDITED in r.flags and not r.escapes for r in results)
+    # The rows that queued while the first commit ran share the next commit.
+    assert sum(store.batches) == calls and len(store.batches) <= 2
+    rows = list(audit.rows())
+    assert sorted(r.call_id or "" for r in rows) == sorted(r.call_id for r in results)
+    assert verify(store.inner).ok
+
+
+async def test_a_failed_batch_fails_every_call_in_it(tmp_path: Path) -> None:
+    class Down:
+        def append(self, row: Any) -> int:
+            raise StoreUnavailable("down")
+
+        def append_many(self, rows: list[Any]) -> None:
+            raise StoreUnavailable("down")
+
+    audit = AuditLog(Down())  # type: ignore[arg-type]
+    rails = Guardrails([_plain], hooks=[audit], recorder=[audit])
+    results = await asyncio.gather(*(rails.turn(session="s").acall("_plain", {}) for _ in range(8)))
+    for result in results:
+        assert result.outcome is Outcome.OK
+        assert [e.reason for e in result.escapes] == ["audit_unavailable"]
+
+
+async def test_a_call_cancelled_while_its_row_is_queued_still_writes_the_row() -> None:
+    gated = Gated(MemoryStore(), "append")
+    audit = AuditLog(gated)  # type: ignore[arg-type]
+    rails = Guardrails([_plain], hooks=[audit])
+    task = asyncio.create_task(rails.turn(session="s").acall("_plain", {}))
+    while not gated.started.is_set():
+        await asyncio.sleep(0.001)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    gated.gate.set()
+    runner = off_loop(gated)
+    assert runner is not None and runner.drain(GENEROUS)
+    assert [(r.kind, r.tool, r.outcome) for r in audit.rows()] == [("tool_call", "_plain", "ok")]
