@@ -228,7 +228,7 @@ class ToolCallPipeline:
             if plan.plain:  # sync guards only: the same loop as the sync driver
                 judged = _judge_plain(plan, inv, start)
                 if judged.__class__ is ToolResult:
-                    return self._finish(turn, judged)
+                    return await self._afinish(turn, judged)
                 records, escapes, verdict = judged  # type: ignore[misc]
             elif plan.guards:
                 outcomes = [await g.aevaluate(inv, _TOOL_CALL) for g in plan.guards]
