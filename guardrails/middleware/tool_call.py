@@ -189,15 +189,11 @@ class ToolCallPipeline:
                     value = tool.fn(**args) if tool.plain else self._call_sync(tool, args, secrets)
                     if deadline is not None:
                         late = _late(began, deadline)
-                except Exception as exc:
-                    stop = _failure(exc)
                 except BaseException as exc:
-                    if stops(exc):
-                        raise
-                    stop = Stop(Outcome.ERROR, Reason.RAISED, None, exc)
-            result = self._complete(inv, records, escapes, verdict, stop, value, start, late)
-            if secrets and result.outcome is _OK:
-                result = redact(result, secrets, self.max_result_chars)
+                    stop = _failure(exc)
+            result = self._complete(
+                inv, records, escapes, verdict, stop, value, start, late, secrets
+            )
             if result.outcome is _OK and plan.output_guards:
                 checked = [g.evaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
                 result = self._after_output(plan, inv, result, checked)
@@ -259,15 +255,11 @@ class ToolCallPipeline:
                         value = await self._call_async(tool, args, secrets)
                     if deadline is not None:
                         late = _late(began, deadline)
-                except Exception as exc:
-                    stop = _failure(exc)
                 except BaseException as exc:
-                    if stops(exc):
-                        raise
-                    stop = Stop(Outcome.ERROR, Reason.RAISED, None, exc)
-            result = self._complete(inv, records, escapes, verdict, stop, value, start, late)
-            if secrets and result.outcome is _OK:
-                result = redact(result, secrets, self.max_result_chars)
+                    stop = _failure(exc)
+            result = self._complete(
+                inv, records, escapes, verdict, stop, value, start, late, secrets
+            )
             if result.outcome is _OK and plan.output_guards:
                 checked = [await g.aevaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
                 result = self._after_output(plan, inv, result, checked)
@@ -280,8 +272,6 @@ class ToolCallPipeline:
 
     @staticmethod
     def _call_sync(tool: Tool, args: dict[str, Any], secrets: dict[str, Any] | None) -> Any:
-        if tool.plain:
-            return tool.fn(**args)
         kwargs = _kwargs(tool, args, secrets)
         if tool.is_async:
             return run_coroutine(tool.fn(**kwargs), tool.timeout)
@@ -425,6 +415,7 @@ class ToolCallPipeline:
         value: Any,
         start: int,
         late: bool = False,
+        secrets: dict[str, Any] | None = None,
     ) -> ToolResult:
         exception = None
         reason = None
@@ -482,7 +473,7 @@ class ToolCallPipeline:
                     True,
                 ),
             )
-        return _new(
+        result: ToolResult = _new(
             ToolResult,
             (
                 inv.call_id,
@@ -502,6 +493,8 @@ class ToolCallPipeline:
                 True,
             ),
         )
+        # A bound secret the tool echoed never reaches the model, its cut or the row.
+        return redact(result, secrets, self.max_result_chars) if secrets else result
 
     @staticmethod
     def _after_output(
@@ -689,7 +682,12 @@ _LATE = Stop(Outcome.ERROR, Reason.TIMEOUT)
 _HOOK_FAILED = Stop(Outcome.UNAVAILABLE, Reason.HOOK_FAILED)
 
 
-def _failure(exc: Exception) -> Stop:
+def _failure(exc: BaseException) -> Stop:
+    """What a tool's exception means for the call; misuse and the caller's stops go on up."""
+    if not isinstance(exc, Exception):
+        if stops(exc):
+            raise exc
+        return Stop(Outcome.ERROR, Reason.RAISED, None, exc)
     if isinstance(exc, UsageError):
         raise exc
     if isinstance(exc, LimitExceeded):
