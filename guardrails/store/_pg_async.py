@@ -1,0 +1,170 @@
+"""The async path of ``PostgresStore``: async psycopg connections on the caller's event loop.
+
+``AsyncPath`` runs the same operations as the sync store (``_pg_sql``) on
+connections of a ``psycopg_pool.AsyncConnectionPool``, awaited on the loop:
+no thread hand-off, and the loop serves other tasks while the server works.
+Audit rows of tasks that arrive together share one commit (``AsyncBatcher``).
+
+A pool belongs to the loop that opened it, so each loop gets its own. It
+closes with its loop: an async generator holds it open, and the loop's
+shutdown (``asyncio.run`` and pytest-asyncio call ``shutdown_asyncgens``)
+closes every async generator it started. ``await store.aclose()`` closes
+the current loop's pool at once; ``store.close()`` from sync code closes
+those of loops that no longer run, and from a coroutine closes the current
+loop's on its next turns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import psycopg_pool
+
+from . import _pg_sql
+from ._base import AuditRow
+from ._group_commit import AsyncBatcher
+from ._pg_sql import Op, Result, Sql
+
+if TYPE_CHECKING:
+    from .postgres import PostgresStore
+
+__all__ = ["AsyncPath"]
+
+T = TypeVar("T")
+
+
+class _LoopPool:
+    """The pool, the audit batcher and the closer of one event loop."""
+
+    __slots__ = ("batcher", "closer", "pool")
+
+    def __init__(self, pool: psycopg_pool.AsyncConnectionPool[Any], path: AsyncPath) -> None:
+        self.pool = pool
+        self.batcher = AsyncBatcher(path.write_rows)
+        self.closer: AsyncIterator[None] | None = None
+
+
+class AsyncPath:
+    """A ``PostgresStore``'s operations for async callers, on their own loop."""
+
+    def __init__(self, store: PostgresStore, options: dict[str, Any]) -> None:
+        self.store = store
+        self._options = options
+        self._lock = threading.Lock()
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopPool] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._migrated = False
+
+    # -- the operations -------------------------------------------------------------
+
+    async def call(self, name: str, /, *args: Any) -> Any:
+        """The store method ``name`` with ``args``, awaited on this loop."""
+        return await self.run(getattr(_pg_sql, name)(*args))
+
+    async def append(self, row: AuditRow, /) -> None:
+        """Append ``row``; returns once it is committed (with the rows queued alongside)."""
+        await (await self._here()).batcher.commit([row])
+
+    async def write_rows(self, rows: list[AuditRow]) -> None:
+        await self.run(_pg_sql.append(rows[0]) if len(rows) == 1 else _pg_sql.append_many(rows))
+
+    async def run(self, op: Op[T]) -> T:
+        """Drive ``op`` on a connection of this loop's pool; a backend failure is unavailable."""
+        errors = self.store.errors
+        here: _LoopPool | None = None
+        try:
+            here = await self._here()
+            conn = await here.pool.getconn()
+            try:
+                if op.transaction:
+                    async with conn.transaction():
+                        return await _drive(op, conn)
+                return await _drive(op, conn)
+            finally:
+                await here.pool.putconn(conn)
+        except errors as exc:
+            if here is not None and isinstance(exc, self.store.disconnected):
+                await self._discard(here)
+            raise self.store.unavailable(exc) from exc
+
+    # -- pools -----------------------------------------------------------------------
+
+    async def _here(self) -> _LoopPool:
+        loop = asyncio.get_running_loop()
+        found = self._loops.get(loop)
+        if found is not None:
+            return found
+        if not self._migrated:  # the sync store migrates once, off the loop
+            await asyncio.to_thread(self.store.migrate)
+            self._migrated = True
+        found = self._loops.get(loop)  # another task of this loop may have opened it meanwhile
+        if found is not None:
+            return found
+        pool: psycopg_pool.AsyncConnectionPool[Any] = psycopg_pool.AsyncConnectionPool(
+            self.store.dsn, open=False, name="guardrails-async", **self._options
+        )
+        here = _LoopPool(pool, self)
+        self._loops[loop] = here
+        await pool.open(wait=False)
+        here.closer = _closing(pool)
+        await anext(here.closer)  # the loop now closes the pool when it shuts down
+        return here
+
+    async def _discard(self, here: _LoopPool) -> None:
+        # The server went away: a fresh pool connects at once when it is back.
+        loop = asyncio.get_running_loop()
+        if self._loops.get(loop) is here:
+            del self._loops[loop]
+        await here.pool.close(timeout=0)
+
+    async def aclose(self) -> None:
+        """Close the pool of the running loop."""
+        here = self._loops.pop(asyncio.get_running_loop(), None)
+        if here is not None:
+            await here.pool.close()
+
+    def close(self) -> None:
+        """Close every pool that can be closed from here (see the module's docstring)."""
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        for loop, here in list(self._loops.items()):
+            del self._loops[loop]
+            if loop is running:
+                # Cannot wait here: the loop closes it on its next turns.
+                closing = loop.create_task(here.pool.close())
+                _closing_tasks.add(closing)
+                closing.add_done_callback(_closing_tasks.discard)
+            elif not loop.is_closed() and not loop.is_running():
+                loop.run_until_complete(here.pool.close())
+            # A loop that closed has closed its pool already (``_closing``).
+
+
+_closing_tasks: set[asyncio.Task[None]] = set()
+
+
+async def _closing(pool: psycopg_pool.AsyncConnectionPool[Any]) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        await pool.close()
+
+
+async def _drive(op: Op[T], conn: Any) -> T:
+    """The async driver of ``op``'s statements (``_pg_sql.drive`` is the sync one)."""
+    steps = op.steps
+    answer: Result | None = None
+    try:
+        while True:
+            statement: Sql = steps.send(answer)  # type: ignore[arg-type]
+            cursor = await conn.execute(statement.text, statement.params)
+            rows = await cursor.fetchall() if cursor.description is not None else []
+            answer = Result(cursor.rowcount, rows)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
