@@ -29,7 +29,8 @@ from functools import wraps
 from typing import Any, NamedTuple
 
 from ..errors import ConfigurationError, LimitExceeded, UsageError
-from ..store import AuditRow, Store, StoreUnavailable, from_micros, offloop, to_micros
+from ..store import AuditRow, Store, StoreUnavailable, from_micros, to_micros
+from ..store.steps import Steps, aperform, call, perform
 from ._leases import Held, renewer
 from ._state import current
 
@@ -131,26 +132,26 @@ class PaidCall:
     def __call__(
         self, fn: Callable[..., Any], /, *args: Any, instance: str | None = None, **kwargs: Any
     ) -> Any:
-        ticket = self._admit(instance, kwargs)
+        ticket = self._hold(perform(self.store, self._admit(instance, kwargs)))
         try:
             response = fn(*args, **kwargs)
         except Exception as exc:
-            self._settle(ticket, None, exc)
+            perform(self.store, self._settle(ticket, None, exc))
             raise
-        self._settle(ticket, response, None)
+        perform(self.store, self._settle(ticket, response, None))
         return response
 
     async def acall(
         self, fn: Callable[..., Any], /, *args: Any, instance: str | None = None, **kwargs: Any
     ) -> Any:
-        # The reservation and the settlement run off the event loop.
-        ticket = await offloop.run(self.store, self._admit, instance, kwargs)
+        # The reservation and the settlement never block the event loop (``aperform``).
+        ticket = self._hold(await aperform(self.store, self._admit(instance, kwargs)))
         try:
             response = await fn(*args, **kwargs)
-        except Exception as exc:
-            await offloop.run(self.store, self._settle, ticket, None, exc)
+        except BaseException as exc:  # a cancelled call gives its reservation back too
+            await aperform(self.store, self._settle(ticket, None, exc))
             raise
-        await offloop.run(self.store, self._settle, ticket, response, None)
+        await aperform(self.store, self._settle(ticket, response, None))
         return response
 
     def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -186,7 +187,7 @@ class PaidCall:
     def _instance_key(self, instance: str) -> str:
         return f"spend:{self.scope}:instance:{instance}"
 
-    def _admit(self, instance: str | None, kwargs: Mapping[str, Any]) -> _Ticket:
+    def _admit(self, instance: str | None, kwargs: Mapping[str, Any]) -> Steps[_Ticket]:
         if instance is None:
             state = current()
             if state is not None:
@@ -210,19 +211,27 @@ class PaidCall:
         admitted: list[str] = []
         for key, cap in zip(keys, caps, strict=True):
             now = self.clock()
-            if not self.store.reserve_leased(key, holder, reserved, cap, now, now + self.lease):
+            granted = yield call(
+                "reserve_leased", key, holder, reserved, cap, now, now + self.lease
+            )
+            if not granted:
                 for done in admitted:
-                    self.store.settle_leased(done, holder, 0)
+                    yield call("settle_leased", done, holder, 0)
                 kind = "daily" if key == keys[0] and self.daily_cap is not None else "instance"
-                self._refused(instance, kind)
+                yield from self._refused(instance, kind)
                 raise CapExceeded(kind, key)
             admitted.append(key)
-        if keys:
-            renewer.hold(holder, Held(self.store, self.lease, self.clock))
         start = time.perf_counter_ns()
         return _Ticket(tuple(keys), tuple(caps), reserved, instance, start, holder)
 
-    def _settle(self, ticket: _Ticket, response: Any, exc: Exception | None) -> None:
+    def _hold(self, ticket: _Ticket) -> _Ticket:
+        # Renewed from here on, by the caller once it has the ticket: a caller
+        # that never gets it (cancelled meanwhile) leaves a lease that expires.
+        if ticket.keys:
+            renewer.hold(ticket.holder, Held(self.store, self.lease, self.clock))
+        return ticket
+
+    def _settle(self, ticket: _Ticket, response: Any, exc: BaseException | None) -> Steps[None]:
         duration_us = (time.perf_counter_ns() - ticket.start) // 1000
         usage = Usage()
         if exc is None:
@@ -237,11 +246,11 @@ class PaidCall:
         renewer.drop(ticket.holder)
         try:
             for index, (key, cap) in enumerate(zip(ticket.keys, ticket.caps, strict=True)):
-                spent = self.store.settle_leased(key, ticket.holder, actual)
+                spent = yield call("settle_leased", key, ticket.holder, actual)
                 if spent > cap and crossed is None:
                     crossed = key
                     kind = "daily" if index == 0 and self.daily_cap is not None else "instance"
-            self.store.append(self._row(ticket, usage, duration_us, exc))
+            yield call("append", self._row(ticket, usage, duration_us, exc))
         except StoreUnavailable:
             log.error("%s: spend could not be recorded; stopping", self.name)
             raise
@@ -255,7 +264,7 @@ class PaidCall:
             raise CapExceeded(kind, crossed)
 
     def _row(
-        self, ticket: _Ticket, usage: Usage, duration_us: int, exc: Exception | None
+        self, ticket: _Ticket, usage: Usage, duration_us: int, exc: BaseException | None
     ) -> AuditRow:
         state = current()
         ctx = state.context if state is not None else None
@@ -276,7 +285,7 @@ class PaidCall:
             exception=None if exc is None else type(exc).__name__,
         )
 
-    def _refused(self, instance: str | None, kind: str) -> None:
+    def _refused(self, instance: str | None, kind: str) -> Steps[None]:
         state = current()
         ctx = state.context if state is not None else None
         row = AuditRow(
@@ -292,7 +301,7 @@ class PaidCall:
             reason=f"{kind}_cap",
         )
         try:
-            self.store.append(row)
+            yield call("append", row)
         except StoreUnavailable:
             log.warning("%s: refusal row not written", self.name)
 

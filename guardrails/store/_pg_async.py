@@ -71,7 +71,10 @@ class AsyncPath:
         await (await self._here()).batcher.commit([row])
 
     async def write_rows(self, rows: list[AuditRow]) -> None:
-        await self.run(_pg_sql.append(rows[0]) if len(rows) == 1 else _pg_sql.append_many(rows))
+        if len(rows) == 1:
+            await self.run(_pg_sql.append(rows[0]))
+        else:
+            await self.run(_pg_sql.append_many(rows))
 
     async def run(self, op: Op[T]) -> T:
         """Drive ``op`` on a connection of this loop's pool; a backend failure is unavailable."""

@@ -106,9 +106,7 @@ LATEST_SNAPSHOT = (
     "SELECT key, version, at, data FROM guardrails_snapshots WHERE key = %s "
     "ORDER BY version DESC LIMIT 1"
 )
-SNAPSHOT = (
-    "SELECT key, version, at, data FROM guardrails_snapshots WHERE key = %s AND version = %s"
-)
+SNAPSHOT = "SELECT key, version, at, data FROM guardrails_snapshots WHERE key = %s AND version = %s"
 
 
 class Sql(NamedTuple):

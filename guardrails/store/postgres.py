@@ -171,7 +171,10 @@ class PostgresStore:
 
     def _write_rows(self, rows: list[AuditRow]) -> None:
         # One row in the plain statement, cheaper than the function call.
-        self._drive(sql.append(rows[0]) if len(rows) == 1 else sql.append_many(rows))
+        if len(rows) == 1:
+            self._drive(sql.append(rows[0]))
+        else:
+            self._drive(sql.append_many(rows))
 
     def audit_chain(
         self, *, after_id: int = 0, limit: int = 1000
