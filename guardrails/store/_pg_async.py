@@ -27,7 +27,7 @@ import psycopg_pool
 from . import _pg_sql
 from ._base import AuditRow
 from ._group_commit import AsyncBatcher
-from ._pg_sql import Op, Result, Sql
+from ._pg_sql import Batch, Result, Sql
 
 if TYPE_CHECKING:
     from .postgres import PostgresStore
@@ -76,18 +76,15 @@ class AsyncPath:
         else:
             await self.run(_pg_sql.append_many(rows))
 
-    async def run(self, op: Op[T]) -> T:
-        """Drive ``op`` on a connection of this loop's pool; a backend failure is unavailable."""
+    async def run(self, steps: _pg_sql.Steps[T]) -> T:
+        """Drive an operation on a connection of this loop's pool; a backend failure is unavailable."""
         errors = self.store.errors
         here: _LoopPool | None = None
         try:
             here = await self._here()
             conn = await here.pool.getconn()
             try:
-                if op.transaction:
-                    async with conn.transaction():
-                        return await _drive(op, conn)
-                return await _drive(op, conn)
+                return await _drive(steps, conn)
             finally:
                 await here.pool.putconn(conn)
         except errors as exc:
@@ -159,15 +156,24 @@ async def _closing(pool: psycopg_pool.AsyncConnectionPool[Any]) -> AsyncIterator
         await pool.close()
 
 
-async def _drive(op: Op[T], conn: Any) -> T:
-    """The async driver of ``op``'s statements (``_pg_sql.drive`` is the sync one)."""
-    steps = op.steps
-    answer: Result | None = None
+async def _drive(steps: _pg_sql.Steps[T], conn: Any) -> T:
+    """The async driver of an operation (``_pg_sql.drive`` is the sync one's loop)."""
+    answer: Any = None
     try:
         while True:
-            statement: Sql = steps.send(answer)  # type: ignore[arg-type]
-            cursor = await conn.execute(statement.text, statement.params)
-            rows = await cursor.fetchall() if cursor.description is not None else []
-            answer = Result(cursor.rowcount, rows)
+            answer = await _execute(conn, steps.send(answer))
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
+
+
+async def _execute(conn: Any, item: Sql | Batch) -> Result | tuple[Result, ...]:
+    if isinstance(item, Sql):
+        return await _result(await conn.execute(item.text, item.params))
+    async with conn.pipeline(), conn.transaction():
+        cursors = [await conn.execute(s.text, s.params) for s in item.statements]
+    return tuple([await _result(c) for c in cursors])
+
+
+async def _result(cursor: Any) -> Result:
+    rows = await cursor.fetchall() if cursor.description is not None else []
+    return Result(cursor.rowcount, rows)

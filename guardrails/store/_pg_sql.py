@@ -1,27 +1,28 @@
 """PostgreSQL store operations written once, without I/O: the statements and the decisions.
 
-Each operation is a generator that yields ``Sql`` statements and receives
-each one's ``Result``; its return value is the method's. ``PostgresStore``
-drives them on sync connections, ``_pg_async`` on async ones: the SQL and
-what is decided from its answers are the same on both paths. An ``Op`` also
-says whether its statements need one transaction.
+Each operation is a generator that yields what to run and receives the
+answer; its return value is the method's. It yields a ``Sql`` statement
+(run alone, in autocommit; answered by its ``Result``) or a ``Batch``:
+statements that need one transaction, sent together in one pipeline (one
+round trip, so row locks are held only while the server works) and answered
+by their ``Result``s. ``PostgresStore`` drives the operations on sync
+connections, ``_pg_async`` on async ones: the SQL and what is decided from
+its answers are the same on both paths.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Generator
-from functools import wraps
-from typing import Any, Generic, NamedTuple, ParamSpec, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ._base import AUDIT_COLUMNS, AuditRow, Claim, Snapshot, check_filters, row_from
 from ._chain import content
 from ._storable import storable
 
-__all__ = ["Op", "Result", "Sql"]
+__all__ = ["Batch", "Result", "Sql", "Steps", "drive"]
 
 T = TypeVar("T")
-P = ParamSpec("P")
 
 _COLUMNS = ", ".join(AUDIT_COLUMNS)
 # The server-side function of migration 2 locks the chain head, hashes the
@@ -65,10 +66,13 @@ EXPIRE_LEASES = (
     "RETURNING amount) UPDATE guardrails_budgets SET reserved = reserved - "
     "(SELECT COALESCE(SUM(amount), 0) FROM gone) WHERE key = %s"
 )
-LEASE = (
+# The reservation and its lease in one statement: a lease row only if admitted.
+RESERVE_LEASED = (
+    "WITH admitted AS (UPDATE guardrails_budgets SET reserved = reserved + %s "
+    "WHERE key = %s AND spent + reserved < %s AND spent + reserved + %s <= %s RETURNING key) "
     "INSERT INTO guardrails_leases AS l (key, holder, amount, expires_at) "
-    "VALUES (%s, %s, %s, %s) ON CONFLICT (key, holder) DO UPDATE SET "
-    "amount = l.amount + excluded.amount, expires_at = excluded.expires_at"
+    "SELECT key, %s, %s, %s FROM admitted ON CONFLICT (key, holder) DO UPDATE SET "
+    "amount = l.amount + excluded.amount, expires_at = excluded.expires_at RETURNING 1"
 )
 RENEW = "UPDATE guardrails_leases SET expires_at = %s WHERE holder = %s"
 SETTLE_LEASED = (
@@ -114,6 +118,12 @@ class Sql(NamedTuple):
     params: tuple[Any, ...] = ()
 
 
+class Batch(NamedTuple):
+    """Statements run in one transaction, sent together; answered by a tuple of ``Result``."""
+
+    statements: tuple[Sql, ...]
+
+
 class Result(NamedTuple):
     """What a statement answered: its row count and the rows it returned (if any)."""
 
@@ -124,37 +134,15 @@ class Result(NamedTuple):
         return self.rows[0] if self.rows else None
 
 
-Steps = Generator[Sql, Result, T]
+Steps = Generator[Sql | Batch, Any, T]
 
 
-class Op(Generic[T]):
-    """One store operation's statements, and whether they run in one transaction."""
-
-    __slots__ = ("steps", "transaction")
-
-    def __init__(self, steps: Steps[T], transaction: bool) -> None:
-        self.steps = steps
-        self.transaction = transaction
-
-
-def _op(transaction: bool) -> Callable[[Callable[P, Steps[T]]], Callable[P, Op[T]]]:
-    def make(fn: Callable[P, Steps[T]]) -> Callable[P, Op[T]]:
-        @wraps(fn)
-        def op(*args: P.args, **kwargs: P.kwargs) -> Op[T]:
-            return Op(fn(*args, **kwargs), transaction)
-
-        return op
-
-    return make
-
-
-def drive(steps: Steps[T], execute: Callable[[Sql], Result]) -> T:
+def drive(steps: Steps[T], execute: Callable[[Sql | Batch], Any]) -> T:
     """Run ``steps`` with ``execute`` answering each statement (the sync driver's loop)."""
-    answer: Result | None = None
+    answer: Any = None
     try:
         while True:
-            statement = steps.send(answer)  # type: ignore[arg-type]
-            answer = execute(statement)
+            answer = execute(steps.send(answer))
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 
@@ -169,14 +157,12 @@ def _payload(rows: list[AuditRow]) -> tuple[list[str], str]:
     )
 
 
-@_op(transaction=False)
 def append(row: AuditRow) -> Steps[int]:
     row = storable(row)
     found = yield Sql(APPEND, (content(row), *row.values()))
     return int(found.rows[0][0])
 
 
-@_op(transaction=False)
 def append_many(rows: list[AuditRow]) -> Steps[None]:
     # Each chunk is one statement of the server function: one commit.
     ready = [storable(r) for r in rows]
@@ -184,13 +170,11 @@ def append_many(rows: list[AuditRow]) -> Steps[None]:
         yield Sql(APPEND_MANY, _payload(ready[start : start + CHUNK]))
 
 
-@_op(transaction=False)
 def audit_chain(after_id: int, limit: int) -> Steps[list[tuple[AuditRow, str | None]]]:
     found = yield Sql(f"{SELECT_CHAIN} WHERE id > %s ORDER BY id LIMIT %s", (after_id, limit))
     return [(row_from(tuple(r)), r[-1]) for r in found.rows]
 
 
-@_op(transaction=False)
 def audit_rows(after_id: int, limit: int, filters: dict[str, str]) -> Steps[list[AuditRow]]:
     check_filters(filters)
     where = " AND ".join(["id > %s", *(f"{k} = %s" for k in filters)])
@@ -202,51 +186,47 @@ def audit_rows(after_id: int, limit: int, filters: dict[str, str]) -> Steps[list
 # -- counters and budgets ----------------------------------------------------------------
 
 
-@_op(transaction=False)
 def incr(key: str, by: int) -> Steps[int]:
     found = yield Sql(INCR, (key, by))
     return int(found.rows[0][0])
 
 
-@_op(transaction=False)
 def reserve(key: str, amount: int, cap: int) -> Steps[bool]:
     yield Sql(BUDGET_ROW, (key,))
     found = yield Sql(RESERVE, (amount, key, cap, amount, cap))
     return found.first() is not None
 
 
-@_op(transaction=False)
 def settle(key: str, reserved: int, actual: int) -> Steps[int]:
     found = yield Sql(SETTLE, (key, actual, -reserved, reserved, actual))
     return int(found.rows[0][0])
 
 
-@_op(transaction=False)
 def budget(key: str) -> Steps[tuple[int, int]]:
     row = (yield Sql(BUDGET, (key,))).first()
     return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
 
-@_op(transaction=True)
 def reserve_leased(
     key: str, holder: str, amount: int, cap: int, now: float, until: float
 ) -> Steps[bool]:
-    yield Sql(BUDGET_ROW, (key,))
-    yield Sql(EXPIRE_LEASES, (key, now, key))
-    admitted = yield Sql(RESERVE, (amount, key, cap, amount, cap))
-    if admitted.first() is None:
-        return False
-    yield Sql(LEASE, (key, holder, amount, until))
-    return True
+    # Create the row, give back what expired leases held (the UPDATE locks the
+    # budget row), then reserve and lease: one transaction, one round trip.
+    answers = yield Batch(
+        (
+            Sql(BUDGET_ROW, (key,)),
+            Sql(EXPIRE_LEASES, (key, now, key)),
+            Sql(RESERVE_LEASED, (amount, key, cap, amount, cap, holder, amount, until)),
+        )
+    )
+    return answers[2].first() is not None
 
 
-@_op(transaction=False)
 def renew_leases(holder: str, until: float) -> Steps[int]:
     found = yield Sql(RENEW, (until, holder))
     return int(found.rowcount)
 
 
-@_op(transaction=False)
 def settle_leased(key: str, holder: str, actual: int) -> Steps[int]:
     found = yield Sql(SETTLE_LEASED, (key, holder, key, actual))
     return int(found.rows[0][0])
@@ -255,25 +235,22 @@ def settle_leased(key: str, holder: str, actual: int) -> Steps[int]:
 # -- key/value with compare-and-set ---------------------------------------------------------
 
 
-@_op(transaction=False)
 def get(key: str) -> Steps[str | None]:
     row = (yield Sql(GET, (key,))).first()
     return None if row is None else str(row[0])
 
 
-@_op(transaction=False)
 def compare_and_set(key: str, expected: str | None, new: str) -> Steps[bool]:
     if expected is None:
         found = yield Sql(INSERT_KV, (key, new))
     else:
         found = yield Sql(UPDATE_KV, (new, key, expected))
-    return found.rowcount == 1
+    return bool(found.rowcount == 1)
 
 
 # -- idempotency ---------------------------------------------------------------------------
 
 
-@_op(transaction=False)
 def claim(key: str, owner: str, now: float, lease_until: float) -> Steps[Claim]:
     while True:
         taken = yield Sql(CLAIM, (key, owner, lease_until, now))
@@ -285,13 +262,11 @@ def claim(key: str, owner: str, now: float, lease_until: float) -> Steps[Claim]:
         # released between the two statements: try again
 
 
-@_op(transaction=False)
 def complete(key: str, owner: str, result: str, expires_at: float) -> Steps[bool]:
     found = yield Sql(COMPLETE, (result, expires_at, key, owner))
-    return found.rowcount == 1
+    return bool(found.rowcount == 1)
 
 
-@_op(transaction=False)
 def release(key: str, owner: str) -> Steps[None]:
     yield Sql(RELEASE, (key, owner))
 
@@ -299,14 +274,13 @@ def release(key: str, owner: str) -> Steps[None]:
 # -- snapshots --------------------------------------------------------------------------------
 
 
-@_op(transaction=True)
 def put_snapshot(key: str, data: bytes, at: float) -> Steps[int]:
-    yield Sql(SNAPSHOT_LOCK, (key,))
-    found = yield Sql(PUT_SNAPSHOT, (key, key, at, bytes(data)))
-    return int(found.rows[0][0])
+    answers = yield Batch(
+        (Sql(SNAPSHOT_LOCK, (key,)), Sql(PUT_SNAPSHOT, (key, key, at, bytes(data))))
+    )
+    return int(answers[1].rows[0][0])
 
 
-@_op(transaction=False)
 def snapshot(key: str, version: int | None) -> Steps[Snapshot | None]:
     if version is None:
         found = yield Sql(LATEST_SNAPSHOT, (key,))

@@ -27,7 +27,7 @@ from . import _pg_sql as sql
 from ._base import AuditRow, Claim, Snapshot, StoreUnavailable
 from ._group_commit import Batcher
 from ._pg_migrate import migrate as _migrate
-from ._pg_sql import Op, Result, Sql
+from ._pg_sql import Batch, Result, Sql
 
 if TYPE_CHECKING:
     from ._pg_async import AsyncPath
@@ -134,18 +134,15 @@ class PostgresStore:
                 pool.close(timeout=0)
         return StoreUnavailable(f"PostgreSQL store: {type(exc).__name__}")
 
-    def _drive(self, op: Op[T]) -> T:
-        """Run ``op``'s statements on one connection (in one transaction if it asks)."""
+    def _drive(self, steps: sql.Steps[T]) -> T:
+        """Run an operation's statements on one connection of the pool."""
+        # getconn/putconn rather than pool.connection(): the connections are in
+        # autocommit, so the context manager's commit on exit is work for nothing.
         try:
             pool = self._get_pool()
-            if op.transaction:
-                with pool.connection() as conn, conn.transaction():
-                    return sql.drive(op.steps, lambda s: _execute(conn, s))
-            # getconn/putconn rather than pool.connection(): the connections are in
-            # autocommit, so the context manager's commit on exit is work for nothing.
             conn = pool.getconn()
             try:
-                return sql.drive(op.steps, lambda s: _execute(conn, s))
+                return sql.drive(steps, lambda item: _execute(conn, item))
             finally:
                 pool.putconn(conn)
         except self.errors as exc:
@@ -258,6 +255,13 @@ class PostgresStore:
         self.close()
 
 
-def _execute(conn: Any, statement: Sql) -> Result:
-    cursor = conn.execute(statement.text, statement.params)
+def _execute(conn: Any, item: Sql | Batch) -> Result | tuple[Result, ...]:
+    if isinstance(item, Sql):
+        return _result(conn.execute(item.text, item.params))
+    with conn.pipeline(), conn.transaction():
+        cursors = [conn.execute(s.text, s.params) for s in item.statements]
+    return tuple(_result(c) for c in cursors)
+
+
+def _result(cursor: Any) -> Result:
     return Result(cursor.rowcount, cursor.fetchall() if cursor.description is not None else [])
