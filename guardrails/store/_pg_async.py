@@ -10,13 +10,14 @@ closes with its loop: an async generator holds it open, and the loop's
 shutdown (``asyncio.run`` and pytest-asyncio call ``shutdown_asyncgens``)
 closes every async generator it started. ``await store.aclose()`` closes
 the current loop's pool at once; ``store.close()`` from sync code closes
-those of loops that no longer run, and from a coroutine closes the current
-loop's on its next turns.
+those of loops that no longer run, and from a coroutine hangs up the current
+loop's connections at once (the pool's own tasks end with the loop).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import weakref
 from collections.abc import AsyncIterator
@@ -40,12 +41,31 @@ T = TypeVar("T")
 class _LoopPool:
     """The pool, the audit batcher and the closer of one event loop."""
 
-    __slots__ = ("batcher", "closer", "pool")
+    __slots__ = ("batcher", "closer", "opened", "pool")
 
-    def __init__(self, pool: psycopg_pool.AsyncConnectionPool[Any], path: AsyncPath) -> None:
-        self.pool = pool
+    def __init__(self, path: AsyncPath, dsn: str, options: dict[str, Any]) -> None:
+        self.opened: weakref.WeakSet[Any] = weakref.WeakSet()  # every connection it made
+        self.pool: psycopg_pool.AsyncConnectionPool[Any] = psycopg_pool.AsyncConnectionPool(
+            dsn, open=False, name="guardrails-async", configure=self._made, **options
+        )
         self.batcher = AsyncBatcher(path.write_rows)
         self.closer: AsyncIterator[None] | None = None
+
+    async def _made(self, conn: Any) -> None:
+        self.opened.add(conn)
+
+    def hang_up(self) -> None:
+        for conn in list(self.opened):
+            conn.pgconn.finish()
+
+    async def close(self) -> None:
+        # Shutting down with its loop, the pool's workers were cancelled with the
+        # loop's other tasks, and waiting for them says so.
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.pool.close()
+        for conn in list(self.opened):
+            if not conn.closed:
+                await conn.close()
 
 
 class AsyncPath:
@@ -105,13 +125,17 @@ class AsyncPath:
         found = self._loops.get(loop)  # another task of this loop may have opened it meanwhile
         if found is not None:
             return found
-        pool: psycopg_pool.AsyncConnectionPool[Any] = psycopg_pool.AsyncConnectionPool(
-            self.store.dsn, open=False, name="guardrails-async", **self._options
-        )
-        here = _LoopPool(pool, self)
+        here = _LoopPool(self, self.store.dsn, self._options)
         self._loops[loop] = here
-        await pool.open(wait=False)
-        here.closer = _closing(pool)
+        try:
+            # Connected before use: a pool still connecting when its loop ends
+            # would retry through the cancellation of its tasks.
+            await here.pool.open(wait=True, timeout=self._options["timeout"])
+        except BaseException:
+            del self._loops[loop]
+            await here.pool.close(timeout=0)
+            raise
+        here.closer = _closing(here)
         await anext(here.closer)  # the loop now closes the pool when it shuts down
         return here
 
@@ -126,7 +150,7 @@ class AsyncPath:
         """Close the pool of the running loop."""
         here = self._loops.pop(asyncio.get_running_loop(), None)
         if here is not None:
-            await here.pool.close()
+            await here.close()
 
     def close(self) -> None:
         """Close every pool that can be closed from here (see the module's docstring)."""
@@ -137,23 +161,19 @@ class AsyncPath:
         for loop, here in list(self._loops.items()):
             del self._loops[loop]
             if loop is running:
-                # Cannot wait here: the loop closes it on its next turns.
-                closing = loop.create_task(here.pool.close())
-                _closing_tasks.add(closing)
-                closing.add_done_callback(_closing_tasks.discard)
+                # Cannot wait here: the connections are closed now, without a
+                # word to the server, and the pool's tasks end with the loop.
+                here.hang_up()
             elif not loop.is_closed() and not loop.is_running():
-                loop.run_until_complete(here.pool.close())
+                loop.run_until_complete(here.close())
             # A loop that closed has closed its pool already (``_closing``).
 
 
-_closing_tasks: set[asyncio.Task[None]] = set()
-
-
-async def _closing(pool: psycopg_pool.AsyncConnectionPool[Any]) -> AsyncIterator[None]:
+async def _closing(here: _LoopPool) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        await pool.close()
+        await here.close()
 
 
 async def _drive(steps: _pg_sql.Steps[T], conn: Any) -> T:
