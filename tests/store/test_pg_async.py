@@ -282,6 +282,41 @@ async def test_a_killed_connection_is_unavailable_with_a_counted_escape_and_no_r
     await store.aclose()
 
 
+# -- one group commit for sync threads and async callers -----------------------------------------
+
+
+def test_sync_threads_and_async_callers_share_the_store_group_commit(pg_dsn: str) -> None:
+    import threading
+
+    from guardrails.store import offloop
+
+    store = PostgresStore(pg_dsn, group_commit=True)
+    runner = off_loop(store)
+    assert runner is not None and runner.batcher is store.batcher
+
+    def sync_writer(n: int) -> None:
+        for i in range(25):
+            store.append(AuditRow("tool_call", 1.0, call_id=f"sync-{n}-{i}"))
+
+    async def async_writers() -> None:
+        await asyncio.gather(
+            *(
+                offloop.append(store, AuditRow("tool_call", 2.0, call_id=f"a-{i}"))
+                for i in range(200)
+            )
+        )
+
+    threads = [threading.Thread(target=sync_writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    asyncio.run(async_writers())
+    for t in threads:
+        t.join()
+    ids = {r.call_id for r in store.audit_rows(limit=1000)}
+    assert len(ids) == 300 and verify(store).ok
+    store.close()
+
+
 # -- closing --------------------------------------------------------------------------------------
 
 
