@@ -37,6 +37,7 @@ CAP = 10**15
 KEY = "spend:bench:day"
 
 Work = Callable[[int], Awaitable[None]]
+Row = dict[str, Any]
 
 
 def _row(i: int) -> AuditRow:
@@ -133,9 +134,6 @@ def _measure(dsn: str, name: str, make: Callable[[PostgresStore], Work], quick: 
         worst_loop_lag_ms=round(max(lags) * 1e3, 2),
         median_worst_loop_lag_ms=round(statistics.median(lags) * 1e3, 2),
     )
-
-
-Row = dict[str, Any]
 
 
 def run(quick: bool = False) -> list[Row]:

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 import weakref
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import psycopg_pool
 
@@ -29,9 +28,7 @@ from . import _pg_sql
 from ._base import AuditRow
 from ._group_commit import AsyncBatcher
 from ._pg_sql import Batch, Result, Sql
-
-if TYPE_CHECKING:
-    from .postgres import PostgresStore
+from .postgres import PostgresStore, refused
 
 __all__ = ["AsyncPath"]
 
@@ -74,7 +71,6 @@ class AsyncPath:
     def __init__(self, store: PostgresStore, options: dict[str, Any]) -> None:
         self.store = store
         self._options = options
-        self._lock = threading.Lock()
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopPool] = (
             weakref.WeakKeyDictionary()
         )
@@ -108,9 +104,10 @@ class AsyncPath:
             finally:
                 await here.pool.putconn(conn)
         except errors as exc:
-            if here is not None and isinstance(exc, self.store.disconnected):
+            lost = isinstance(exc, self.store.disconnected)
+            if here is not None and lost and not isinstance(exc, psycopg_pool.PoolTimeout):
                 await self._discard(here)
-            raise self.store.unavailable(exc) from exc
+            raise refused(exc) from exc
 
     # -- pools -----------------------------------------------------------------------
 
@@ -132,8 +129,9 @@ class AsyncPath:
             # would retry through the cancellation of its tasks.
             await here.pool.open(wait=True, timeout=self._options["timeout"])
         except BaseException:
-            del self._loops[loop]
-            await here.pool.close(timeout=0)
+            # Connections other tasks already hold are closed as they come back.
+            self._forget(loop, here)
+            await here.pool.close()
             raise
         here.closer = _closing(here)
         await anext(here.closer)  # the loop now closes the pool when it shuts down
@@ -141,10 +139,12 @@ class AsyncPath:
 
     async def _discard(self, here: _LoopPool) -> None:
         # The server went away: a fresh pool connects at once when it is back.
-        loop = asyncio.get_running_loop()
+        self._forget(asyncio.get_running_loop(), here)
+        await here.pool.close()
+
+    def _forget(self, loop: asyncio.AbstractEventLoop, here: _LoopPool) -> None:
         if self._loops.get(loop) is here:
             del self._loops[loop]
-        await here.pool.close(timeout=0)
 
     async def aclose(self) -> None:
         """Close the pool of the running loop."""

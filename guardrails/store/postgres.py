@@ -132,7 +132,7 @@ class PostgresStore:
                 pool, self._pool = self._pool, None
             if pool is not None and self._pid == os.getpid():
                 pool.close(timeout=0)
-        return StoreUnavailable(f"PostgreSQL store: {type(exc).__name__}")
+        return refused(exc)
 
     def _drive(self, steps: sql.Steps[T]) -> T:
         """Run an operation's statements on one connection of the pool."""
@@ -253,6 +253,11 @@ class PostgresStore:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def refused(exc: BaseException) -> StoreUnavailable:
+    """The ``StoreUnavailable`` that stands for the backend failure ``exc`` (its type only)."""
+    return StoreUnavailable(f"PostgreSQL store: {type(exc).__name__}")
 
 
 def _execute(conn: Any, item: Sql | Batch) -> Result | tuple[Result, ...]:
