@@ -186,7 +186,7 @@ def audit_rows(after_id: int, limit: int, filters: dict[str, str]) -> Steps[list
 # -- counters and budgets ----------------------------------------------------------------
 
 
-def incr(key: str, by: int) -> Steps[int]:
+def incr(key: str, by: int = 1) -> Steps[int]:
     found = yield Sql(INCR, (key, by))
     return int(found.rows[0][0])
 
@@ -281,7 +281,7 @@ def put_snapshot(key: str, data: bytes, at: float) -> Steps[int]:
     return int(answers[1].rows[0][0])
 
 
-def snapshot(key: str, version: int | None) -> Steps[Snapshot | None]:
+def snapshot(key: str, version: int | None = None) -> Steps[Snapshot | None]:
     if version is None:
         found = yield Sql(LATEST_SNAPSHOT, (key,))
     else:
