@@ -282,6 +282,52 @@ async def test_a_killed_connection_is_unavailable_with_a_counted_escape_and_no_r
     await store.aclose()
 
 
+# -- every hook that keeps state, on both paths ------------------------------------------------------
+
+
+async def test_workflow_idempotency_snapshots_ceiling_and_audit_hold_on_both_paths(
+    store: PostgresStore, path: str
+) -> None:
+    from guardrails.effects import Idempotency, Snapshots
+    from guardrails.rules.session_ceiling import SessionCeiling
+    from guardrails.rules.workflow import Workflow
+
+    runs: list[str] = []
+
+    @tool(effect=True, options={"idempotency_key": "pub-{brief}", "snapshot": lambda a: dict(a)})
+    async def publish(brief: str) -> str:
+        runs.append(brief)
+        return f"published {brief}"
+
+    @tool
+    async def plan(brief: str) -> str:
+        return "planned"
+
+    audit = AuditLog(store)
+    flow = Workflow("w", [("plan", "now publish"), ("publish", "done")], store)
+    hooks = [audit, SessionCeiling(4, counter=store), flow, Idempotency(store), Snapshots(store)]
+    rails = Guardrails([plan, publish], hooks=hooks, recorder=[audit])
+    turn = rails.turn(tenant="t", session=f"s-{path}")
+    first = await turn.acall("publish", {"brief": "b"})
+    assert (first.outcome, first.reason) == (Outcome.UNAVAILABLE, Reason.OUT_OF_ORDER)
+    planned = await turn.acall("plan", {"brief": "b"})
+    assert planned.outcome == Outcome.OK and "now publish" in planned.content
+    published = await turn.acall("publish", {"brief": "b"})
+    assert published.outcome == Outcome.OK and runs == ["b"], (
+        published.reason,
+        published.exception,
+    )
+    assert flow.current(turn.context) is None  # done
+    assert store.snapshot("publish") is not None
+    limited = await turn.acall("plan", {"brief": "b"})  # the fourth call of the session
+    assert limited.outcome == Outcome.UNAVAILABLE  # past the last step
+    over = await turn.acall("plan", {"brief": "b"})
+    assert over.outcome == Outcome.LIMIT
+    assert len(store.audit_rows(limit=100, kind="tool_call")) == 5
+    assert verify(store).ok
+    await store.aclose()
+
+
 # -- one group commit for sync threads and async callers -----------------------------------------
 
 
