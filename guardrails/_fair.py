@@ -48,7 +48,17 @@ _INF = float("inf")
 class Gate:
     """The admission state of one event loop. Used only from that loop's thread."""
 
-    __slots__ = ("burst", "clock", "entered", "last", "opened", "slice", "ticked", "waiting")
+    __slots__ = (
+        "burst",
+        "clock",
+        "entered",
+        "last",
+        "opened",
+        "slice",
+        "ticked",
+        "ticking",
+        "waiting",
+    )
 
     def __init__(self, clock: Callable[[], float] = perf_counter) -> None:
         self.clock = clock
@@ -57,7 +67,8 @@ class Gate:
         self.entered = 0  # calls that entered at once in the current slice
         self.slice = DEFAULT_SLICE  # the slice of the latest caller that waited
         self.burst = 1  # how many waiting calls the next iteration lets in
-        self.ticked: float | None = None  # when the last tick ran, while one is due
+        self.ticking = False  # a tick is due in the next iteration
+        self.ticked: float | None = None  # when the last tick of this series ran
         self.waiting: deque[asyncio.Future[None]] = deque()
 
     def admit(self, slice: float) -> bool:
@@ -80,17 +91,18 @@ class Gate:
         future: asyncio.Future[None] = loop.create_future()
         self.waiting.append(future)
         self.slice = slice
-        if self.ticked is None:
+        if not self.ticking:
             # The calls that fitted in the slice just filled are the first estimate.
             self.burst = max(1, min(self.entered, MAX_BURST))
-            self.ticked = self.clock()
+            self.ticking = True
+            self.ticked = None
             loop.call_soon(self._tick, loop)
         await future
 
     def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
         """One iteration of the loop: let the next callers in, and come back next iteration."""
         now = self.clock()
-        if self.ticked is not None:
+        if self.ticked is not None:  # the last iteration ran the callers let in last time
             self.burst = next_burst(self.burst, now - self.ticked, self.slice)
         released = 0
         waiting = self.waiting
@@ -102,11 +114,11 @@ class Gate:
         # The callers let in run in the next iteration, in a slice of their own.
         self.opened = self.last = now
         self.entered = released
+        self.ticked = now
         if waiting:
-            self.ticked = now
             loop.call_soon(self._tick, loop)
         else:
-            self.ticked = None
+            self.ticking = False
 
 
 def next_burst(burst: int, elapsed: float, slice: float) -> int:

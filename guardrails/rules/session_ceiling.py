@@ -115,10 +115,12 @@ class SessionCeiling:
         """A pre_turn guard that offers no tool once the session's ceiling is reached.
 
         It reads the count with the counter's ``get(key)`` method; a counter
-        without one cannot be read, and the guard does not evaluate.
+        without one cannot be read, and the guard does not evaluate. Under
+        ``apre_turn`` a counter other than ``MemoryCounter`` is read on its
+        store's threads.
         """
         return Guard(
-            self._check_offer,
+            _CeilingOffer(self),
             name=name or f"{self.name}_offer",
             at=ChokePoint.PRE_TURN,
             fail_closed=self.fail_closed,
@@ -141,3 +143,19 @@ class SessionCeiling:
         if self.fail_closed:
             return Stop(Outcome.LIMIT, Reason.CEILING, None, exc)
         return Escape(self.name, ChokePoint.TOOL_CALL, reason, exc)
+
+
+class _CeilingOffer:
+    """The function of ``SessionCeiling.at_pre_turn``."""
+
+    __slots__ = ("__name__", "ceiling", "reads_store")
+
+    def __init__(self, ceiling: SessionCeiling) -> None:
+        self.__name__ = "session_ceiling_offer"
+        self.ceiling = ceiling
+        # Read off the event loop under apre_turn, unless it is this process's memory.
+        counter = ceiling.counter
+        self.reads_store = None if type(counter) is MemoryCounter else counter
+
+    def __call__(self, request: PreTurnRequest) -> GuardResult | Verdict:
+        return self.ceiling._check_offer(request)
