@@ -16,8 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guardrails import Guardrails, Outcome, guard, tool
-from guardrails import _fair
+from guardrails import Guardrails, Outcome, _fair, guard, tool
 from guardrails.errors import ConfigurationError
 
 SLICE = 0.001
@@ -168,9 +167,7 @@ async def test_exceptions_inside_calls_leave_nothing_held() -> None:
     rails = _rails(clock, log)
     rails.add_guard(explodes)
     names = ["broken" if i % 2 else "work" for i in range(20)]
-    results = await asyncio.gather(
-        *(rails.acall(name, {"n": i}) for i, name in enumerate(names))
-    )
+    results = await asyncio.gather(*(rails.acall(name, {"n": i}) for i, name in enumerate(names)))
     assert [r.outcome for r in results] == [
         Outcome.ERROR if name == "broken" else Outcome.OK for name in names
     ]

@@ -147,7 +147,10 @@ class Workflow:
         ``apre_turn`` the phase is read on the store's threads.
         """
         return Guard(
-            _PhaseOffer(self), name=f"workflow:{self.name}", at=ChokePoint.PRE_TURN, fail_closed=True
+            _PhaseOffer(self),
+            name=f"workflow:{self.name}",
+            at=ChokePoint.PRE_TURN,
+            fail_closed=True,
         )
 
     # -- CallHook -----------------------------------------------------------------
