@@ -123,10 +123,10 @@ class Gate:
 
 def next_burst(burst: int, elapsed: float, slice: float) -> int:
     """How many callers the next iteration lets in, after one that took ``elapsed`` s (pure)."""
-    if elapsed <= 0:
-        return min(burst * 2, MAX_BURST)
-    scaled = int(burst * slice / elapsed)
-    return max(1, min(scaled, burst * 2, MAX_BURST))
+    most = min(burst * 2, MAX_BURST)
+    if elapsed * most <= burst * slice:  # (no division: elapsed may be 0 or tiny)
+        return most
+    return max(1, int(burst * slice / elapsed))
 
 
 class _Local(threading.local):
