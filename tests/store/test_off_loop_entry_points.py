@@ -20,8 +20,8 @@ from guardrails.effects import PaidCall, Usage
 from guardrails.rules import required_action
 from guardrails.rules.session_ceiling import SessionCeiling
 from guardrails.rules.workflow import Step, Workflow
-from guardrails.store import MemoryStore, StoreUnavailable
-from guardrails.store.offloop import off_loop
+from guardrails.store import MemoryStore, StoreUnavailable, offloop
+from guardrails.store.offloop import WAKE_CHUNK, off_loop
 
 GENEROUS = 20.0
 
@@ -202,3 +202,53 @@ async def test_a_paid_call_cancelled_while_it_runs_gives_its_reservation_back_of
     _check(gated)
     assert paid.spent_today() == 0.0
     assert gated.inner.budget(paid._daily_key()) == (0, 0)
+
+
+async def test_answers_of_one_pass_wake_their_callers_a_chunk_per_iteration() -> None:
+    class Plain:
+        """Any store that may block: its operations get a thread of their own."""
+
+    store = Plain()
+    first = threading.Event()
+    release = threading.Event()
+    log: list[Any] = []
+    calls = 2 * WAKE_CHUNK + 7
+
+    def job(n: int) -> int:
+        if n == 0:
+            first.set()
+            assert release.wait(GENEROUS)
+        return n
+
+    async def caller(n: int) -> None:
+        log.append(await offloop.run(store, job, n))
+
+    async def app(done: asyncio.Event) -> None:
+        while not done.is_set():
+            log.append("app")
+            await asyncio.sleep(0)
+
+    tasks = [asyncio.create_task(caller(0))]
+    while not first.is_set():  # the store thread holds job 0; the others queue behind it
+        await asyncio.sleep(0.001)
+    tasks += [asyncio.create_task(caller(n)) for n in range(1, calls)]
+    await asyncio.sleep(0)  # every caller has queued its job
+    runner = off_loop(store)
+    assert runner is not None and len(runner._queue) == calls - 1
+    done = asyncio.Event()
+    other = asyncio.create_task(app(done))
+    release.set()  # the thread answers job 0, then all the others in one pass
+    await asyncio.gather(*tasks)
+    done.set()
+    await other
+    runs: list[list[int]] = [[]]
+    for entry in log:
+        if entry == "app":
+            runs.append([])
+        else:
+            runs[-1].append(entry)
+    # Job 0 was answered in a pass of its own (its caller may wake with the first chunk).
+    woken = [[n for n in run if n != 0] for run in runs]
+    woken = [run for run in woken if run]
+    assert sorted(n for run in woken for n in run) == list(range(1, calls))
+    assert [len(run) for run in woken] == [WAKE_CHUNK, WAKE_CHUNK, calls - 1 - 2 * WAKE_CHUNK]
