@@ -59,7 +59,7 @@ class Turn:
         engine = self.engine
         slice = engine.loop_slice
         if slice is not None and not _fair.admit(slice):
-            await _fair.wait(slice)
+            await _fair.queue(slice)
         return await engine._pipeline.arun(self, name, arguments, call_id)
 
     def pre_turn(self, input: Any, tools: Iterable[Any] | None = None) -> PreTurnDecision:
@@ -70,7 +70,7 @@ class Turn:
         """Decide what the model is offered, and offer it (async)."""
         slice = self.engine.loop_slice
         if slice is not None and not _fair.admit(slice):
-            await _fair.wait(slice)
+            await _fair.queue(slice)
         return await apre_turn(self, input, tools)
 
     def post_run(self, output: Any = None, *, structured: Any = None) -> PostRunReport:
@@ -81,7 +81,7 @@ class Turn:
         """Check the finished run and act as its backstop (async)."""
         slice = self.engine.loop_slice
         if slice is not None and not _fair.admit(slice):
-            await _fair.wait(slice)
+            await _fair.queue(slice)
         return await apost_run(self, output, structured=structured)
 
 
