@@ -15,6 +15,9 @@ longest single step the loop ran is timed (a store operation on the loop is
 one long step). The same calls one after another through the sync ``call``
 on one thread give the sync path's throughput.
 
+``FREEZE=1`` calls ``gc.freeze()`` after each warm-up: the garbage
+collector's full collections then scan only the objects made since.
+
 Only public names are used, so the same file measures an older tree::
 
     (cd "$tree/benchmarks" && PYTHONPATH="$tree" python bench_async.py)
@@ -25,6 +28,7 @@ Run: ``python benchmarks/run.py --only async [--quick]``.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import shutil
 import statistics
@@ -43,6 +47,9 @@ from guardrails.store.testing import postgres_dsn, temporary_schema
 
 CALLS = 1000
 TICK = 0.001
+# FREEZE=1: the objects alive after each warm-up leave the garbage collector's
+# generations (``gc.freeze()``), as a server may do once it has started.
+FREEZE = bool(os.environ.get("FREEZE"))
 
 
 def _rails(store: Store) -> tuple[Guardrails, Guardrails]:
@@ -172,6 +179,8 @@ def _measure(group: str, make: Callable[[], Store], quick: bool) -> list[dict[st
     try:
         async_rails, sync_rails = _rails(store)
         asyncio.run(_concurrent(async_rails, 50))  # warm up: threads, connections
+        if FREEZE:
+            gc.freeze()
         measured = [asyncio.run(_concurrent(async_rails, calls)) for _ in range(rounds)]
         sync = statistics.median(_sequential(sync_rails, calls) for _ in range(rounds))
     finally:
@@ -191,6 +200,8 @@ def _floor(quick: bool) -> list[dict[str, Any]]:
     calls = 200 if quick else CALLS
     rounds = 1 if quick else 3
     asyncio.run(_bare(50))
+    if FREEZE:
+        gc.freeze()
     measured = [asyncio.run(_bare(calls)) for _ in range(rounds)]
     return [_row("async.bare", f"{calls} concurrent bare async def calls", calls, measured)]
 
