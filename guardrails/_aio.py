@@ -112,10 +112,10 @@ def owes_record(exc: BaseException) -> bool:
 def _abandon(task: asyncio.Future[Any]) -> None:
     # Whatever the task ends with later is read here, so that nothing is logged
     # as "exception never retrieved".
-    task.add_done_callback(_consume)
+    task.add_done_callback(consume)
 
 
-def _consume(task: asyncio.Future[Any]) -> None:
+def consume(task: asyncio.Future[Any]) -> None:
     if not task.cancelled():
         task.exception()
 

@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from functools import wraps
 from typing import Any, NamedTuple
 
-from .._aio import to_the_end
+from .._aio import consume, to_the_end
 from ..errors import ConfigurationError, LimitExceeded, UsageError
 from ..store import AuditRow, Store, StoreUnavailable, from_micros, offloop, to_micros
 from ._leases import Held, renewer
@@ -147,7 +147,13 @@ class PaidCall:
         self, fn: Callable[..., Any], /, *args: Any, instance: str | None = None, **kwargs: Any
     ) -> Any:
         # The reservation and the settlement run off the event loop.
-        ticket = await offloop.run(self.store, self._admit, instance, kwargs)
+        admitting = offloop.submit(self.store, self._admit, instance, kwargs)
+        try:
+            ticket = await asyncio.shield(admitting)
+        except asyncio.CancelledError:
+            # Cancelled while the reservation was being made: given back once made.
+            admitting.add_done_callback(self._give_back)
+            raise
         try:
             response = await fn(*args, **kwargs)
         except Exception as exc:
@@ -261,6 +267,14 @@ class PaidCall:
             state.cost += usage.cost
         if crossed is not None and exc is None:
             raise CapExceeded(kind, crossed)
+
+    def _give_back(self, admitting: asyncio.Future[_Ticket]) -> None:
+        if admitting.cancelled() or admitting.exception() is not None:
+            return  # nothing was reserved
+        settling = offloop.submit(
+            self.store, self._settle_quietly, admitting.result(), asyncio.CancelledError()
+        )
+        settling.add_done_callback(consume)
 
     def _settle_quietly(self, ticket: _Ticket, exc: BaseException) -> None:
         """``_settle`` of a call that ended with ``exc`` (a cancellation), which goes on."""

@@ -83,10 +83,14 @@ class OffLoop:
 
     async def run(self, fn: Callable[..., T], /, *args: Any) -> T:
         """``fn(*args)`` on a store thread, with this task's context variables."""
+        return await self.submit(fn, *args)
+
+    def submit(self, fn: Callable[..., T], /, *args: Any) -> asyncio.Future[T]:
+        """``run`` as a future of the running loop, queued at once."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._put(_Job(loop, future, fn=fn, args=args, context=contextvars.copy_context()))
-        return await future
+        return future
 
     async def append(self, row: AuditRow, /) -> None:
         """Append ``row``; returns once it is committed (with the rows queued alongside)."""
@@ -250,6 +254,19 @@ async def run(store: Any, fn: Callable[..., T], /, *args: Any) -> T:
     """``fn(*args)`` off the loop when ``store`` may block, inline when it cannot."""
     runner = off_loop(store)
     return fn(*args) if runner is None else await runner.run(fn, *args)
+
+
+def submit(store: Any, fn: Callable[..., T], /, *args: Any) -> asyncio.Future[T]:
+    """``run`` as a future, queued at once (done at once for a store that cannot block)."""
+    runner = off_loop(store)
+    if runner is not None:
+        return runner.submit(fn, *args)
+    future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+    try:
+        future.set_result(fn(*args))
+    except Exception as exc:
+        future.set_exception(exc)
+    return future
 
 
 async def append(store: Any, row: AuditRow, /) -> None:

@@ -252,3 +252,31 @@ async def test_answers_of_one_pass_wake_their_callers_a_chunk_per_iteration() ->
     woken = [run for run in woken if run]
     assert sorted(n for run in woken for n in run) == list(range(1, calls))
     assert [len(run) for run in woken] == [WAKE_CHUNK, WAKE_CHUNK, calls - 1 - 2 * WAKE_CHUNK]
+
+
+async def test_a_paid_call_cancelled_while_it_reserves_gives_the_reservation_back() -> None:
+    from guardrails.effects._leases import renewer
+
+    gated = Gated(MemoryStore(), "reserve_leased")
+    paid = PaidCall(gated, usage=lambda _: Usage(cost=0.5), daily_cap=1.0, estimate=0.5)  # type: ignore[arg-type]
+    ran: list[bool] = []
+
+    async def never() -> None:
+        ran.append(True)
+
+    task = asyncio.create_task(paid.acall(never))
+    while not gated.started.is_set():  # the reservation waits at the store
+        await asyncio.sleep(0.001)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    gated.gate.set()  # now it is made, after its caller left
+    runner = off_loop(gated)
+    assert runner is not None
+    for _ in range(1000):  # given back by a job the loop queues once the reservation is made
+        if runner.drain(GENEROUS) and gated.inner.budget(paid._daily_key()) == (0, 0):
+            break
+        await asyncio.sleep(0.001)
+    assert gated.inner.budget(paid._daily_key()) == (0, 0)
+    assert not ran and not renewer._held
+    assert [r.reason for r in gated.inner.audit_rows(kind="paid_call")] == [None]
