@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from guardrails import Guardrails, Outcome, _fair, guard, tool
 from guardrails.errors import ConfigurationError
+from guardrails.store.offloop import WAKE_CHUNK
 
 SLICE = 0.001
 COST = 0.0003  # what each call's own work takes on the fake clock
@@ -278,6 +280,10 @@ def test_a_bad_slice_is_refused_at_construction(bad: Any) -> None:
 def test_the_default_slice_is_the_documented_one() -> None:
     assert Guardrails().loop_slice == _fair.DEFAULT_SLICE == 0.0005
     assert Guardrails(loop_slice=None).loop_slice is None
+    page = (Path(__file__).parents[1] / "docs" / "production.md").read_text()
+    assert "loop_slice=0.0005)  # the default: 0.5 ms" in page
+    assert f"at most {_fair.MAX_BURST} and at least one" in page
+    assert f"the answers {WAKE_CHUNK} at a time" in page
 
 
 @given(
