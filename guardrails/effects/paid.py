@@ -18,6 +18,8 @@ back at most ``lease`` seconds after the holding process died.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 import logging
 import time
@@ -28,6 +30,7 @@ from datetime import UTC, datetime
 from functools import wraps
 from typing import Any, NamedTuple
 
+from .._aio import consume, to_the_end
 from ..errors import ConfigurationError, LimitExceeded, UsageError
 from ..store import AuditRow, Store, StoreUnavailable, from_micros, offloop, to_micros
 from ._leases import Held, renewer
@@ -144,11 +147,22 @@ class PaidCall:
         self, fn: Callable[..., Any], /, *args: Any, instance: str | None = None, **kwargs: Any
     ) -> Any:
         # The reservation and the settlement run off the event loop.
-        ticket = await offloop.run(self.store, self._admit, instance, kwargs)
+        admitting = offloop.submit(self.store, self._admit, instance, kwargs)
+        try:
+            ticket = await asyncio.shield(admitting)
+        except asyncio.CancelledError:
+            # Cancelled while the reservation was being made: given back once made.
+            admitting.add_done_callback(self._give_back)
+            raise
         try:
             response = await fn(*args, **kwargs)
         except Exception as exc:
             await offloop.run(self.store, self._settle, ticket, None, exc)
+            raise
+        except asyncio.CancelledError as exc:
+            # The caller gave up: the reservation is given back (and the row
+            # written), to the end even if the caller is cancelled again.
+            await to_the_end(offloop.run(self.store, self._settle_quietly, ticket, exc))
             raise
         await offloop.run(self.store, self._settle, ticket, response, None)
         return response
@@ -222,7 +236,7 @@ class PaidCall:
         start = time.perf_counter_ns()
         return _Ticket(tuple(keys), tuple(caps), reserved, instance, start, holder)
 
-    def _settle(self, ticket: _Ticket, response: Any, exc: Exception | None) -> None:
+    def _settle(self, ticket: _Ticket, response: Any, exc: BaseException | None) -> None:
         duration_us = (time.perf_counter_ns() - ticket.start) // 1000
         usage = Usage()
         if exc is None:
@@ -254,8 +268,21 @@ class PaidCall:
         if crossed is not None and exc is None:
             raise CapExceeded(kind, crossed)
 
+    def _give_back(self, admitting: asyncio.Future[_Ticket]) -> None:
+        if admitting.cancelled() or admitting.exception() is not None:
+            return  # nothing was reserved
+        settling = offloop.submit(
+            self.store, self._settle_quietly, admitting.result(), asyncio.CancelledError()
+        )
+        settling.add_done_callback(consume)
+
+    def _settle_quietly(self, ticket: _Ticket, exc: BaseException) -> None:
+        """``_settle`` of a call that ended with ``exc`` (a cancellation), which goes on."""
+        with contextlib.suppress(StoreUnavailable):  # logged by _settle; the lease lapses
+            self._settle(ticket, None, exc)
+
     def _row(
-        self, ticket: _Ticket, usage: Usage, duration_us: int, exc: Exception | None
+        self, ticket: _Ticket, usage: Usage, duration_us: int, exc: BaseException | None
     ) -> AuditRow:
         state = current()
         ctx = state.context if state is not None else None
