@@ -104,8 +104,8 @@ def charge(amount: float, api_key: str) -> str:
     return f"charged {amount}"
 
 
-def secret_rails() -> Guardrails:
-    return Guardrails(secrets={"payments": API_KEY}.__getitem__)
+def secret_rails(**engine: Any) -> Guardrails:
+    return Guardrails(secrets={"payments": API_KEY}.__getitem__, **engine)
 
 
 def rails(**engine: Any) -> Guardrails:
@@ -220,8 +220,12 @@ NOTIFIED = [f"{ACCOUNT}: promised"]
 
 # -- any arguments the model may send to ``lookup`` --------------------------------------
 
-JSON_VALUES = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
 )
 LOOKUP_ARGUMENTS = st.one_of(
     st.just({"order_id": "o-1"}),
