@@ -16,12 +16,13 @@ import importlib
 import json
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
 import jsonschema_rs
 import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from guardrails import Guardrails, Outcome, Secret, TurnContext, Verdict, guard
@@ -265,3 +266,28 @@ def check_lookup_answer(
     else:
         assert content.startswith(_INVALID)
     return valid
+
+
+def answers_to_any_lookup_arguments(
+    answer: Callable[[Any], tuple[str, bool | None]],
+    *,
+    text: bool = True,
+    closed: bool = True,
+    examples: int = 40,
+) -> None:
+    """``answer(arguments)`` runs one call of ``lookup`` through the framework: any
+    arguments (JSON text too, with ``text``) get ``check_lookup_answer``'s closed answer.
+
+    ``answer`` returns what the model read and the framework's error flag (None
+    where it has none). Both answers, a result and the sentence, must be reached.
+    """
+    valid: set[bool] = set()
+
+    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(arguments=LOOKUP_ARGUMENTS_OR_TEXT if text else LOOKUP_ARGUMENTS)
+    def check(arguments: Any) -> None:
+        content, is_error = answer(arguments)
+        valid.add(check_lookup_answer(arguments, content, is_error, closed=closed))
+
+    check()
+    assert valid == {True, False}

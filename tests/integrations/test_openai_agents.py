@@ -6,7 +6,6 @@ import asyncio
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 
 from tests.integrations import _frameworks as fw
 
@@ -181,19 +180,14 @@ def test_tool_options_for_a_tool_the_agent_lacks_are_refused() -> None:
 
 
 def test_any_arguments_get_a_closed_answer() -> None:
-    valid: set[bool] = set()
-
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(arguments=fw.LOOKUP_ARGUMENTS_OR_TEXT)
-    def check(arguments: Any) -> None:
+    def answer(arguments: Any) -> tuple[str, None]:
         model = scripted([("h1", "lookup", arguments)])
         agent = openai_agents.guard(Agent(name="support", tools=tools(), model=model), fw.rails())
         asyncio.run(Runner.run(agent, "hi"))
         [content] = outputs(model).values()
-        valid.add(fw.check_lookup_answer(arguments, content))
+        return content, None  # this API has no error flag
 
-    check()
-    assert valid == {True, False}  # both answers were reached
+    fw.answers_to_any_lookup_arguments(answer)
 
 
 async def test_tenant_and_session_come_from_the_run_context() -> None:
