@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guardrails import ConfigurationError, Guardrails, Outcome, TurnContext
+from guardrails import ConfigurationError, Guardrails, Outcome, Tool, TurnContext
 from guardrails.integrations.scripted import ScriptedMessagesAPI, text_message, tool_use_message
 from guardrails.rules import allow_list
 from guardrails.testing import MemoryRecorder
@@ -422,3 +422,15 @@ async def test_a_refused_prompt_is_blocked_with_the_refusal_code() -> None:
     assert decided == {"decision": "block", "reason": "deletion_requested"}
     answers = await call_through_hooks(options, [("dump_log", {})])
     assert answers["toolu_0"] == (model_sentence(Outcome.UNAVAILABLE), True)
+
+
+def test_a_tool_the_application_registered_is_kept_and_options_for_it_are_refused() -> None:
+    async def mine(status: str, account: str) -> str:
+        return "mine"
+
+    rails = Guardrails([Tool("get_orders", mine, tool_from(get_orders).schema)])
+    kept = rails.tools["get_orders"]
+    guard(ClaudeAgentOptions(), rails, server="shop", sdk_tools=ALL)
+    assert rails.tools["get_orders"] is kept
+    with pytest.raises(ConfigurationError, match="'get_orders' is already registered"):
+        guard(ClaudeAgentOptions(), rails, server="shop", sdk_tools=ALL, tool_options=OPTIONS)

@@ -23,7 +23,7 @@ from agents import (  # noqa: E402
 )
 from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
-from guardrails import ConfigurationError, Guardrails, Turn  # noqa: E402
+from guardrails import ConfigurationError, DuplicateNameError, Guardrails, Turn  # noqa: E402
 from guardrails.integrations import openai_agents  # noqa: E402
 from guardrails.testing import MemoryRecorder  # noqa: E402
 
@@ -254,3 +254,14 @@ async def test_a_streamed_run_is_guarded_the_same() -> None:
         pass
     assert streamed.final_output == fw.FINAL
     assert outputs(model) == SENT
+
+
+def test_a_tool_registered_in_the_engine_under_the_same_name_is_refused() -> None:
+    with pytest.raises(DuplicateNameError, match="'lookup'"):
+        openai_agents.guard(Agent(name="support", tools=tools()), Guardrails([fw.lookup]))
+    engine = fw.rails()
+    agent = Agent(name="support", tools=tools())
+    first = openai_agents.guard(agent, engine)
+    again = openai_agents.guard(agent, engine)  # the same tools: registered once
+    assert [t.name for t in first.tools] == [t.name for t in again.tools]
+    assert sorted(engine.tools) == ["dump", "explode", "get_orders", "lookup"]

@@ -22,7 +22,13 @@ from pydantic_ai.messages import (  # noqa: E402
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 
-from guardrails import ConfigurationError, Guardrails, Turn, UsageError  # noqa: E402
+from guardrails import (  # noqa: E402
+    ConfigurationError,
+    DuplicateNameError,
+    Guardrails,
+    Turn,
+    UsageError,
+)
 from guardrails.integrations import pydantic_ai  # noqa: E402
 from guardrails.rules import required_action, trigger  # noqa: E402
 from guardrails.testing import MemoryRecorder  # noqa: E402
@@ -228,3 +234,13 @@ def test_pre_turn_reads_the_text_of_a_multimodal_prompt() -> None:
     prompt = ["show me the log", ImageUrl(url="https://example.invalid/a.png")]
     agent_with(script, pydantic_ai.capability(engine)).run_sync(prompt)
     assert "dump" not in [t.name for t in script.offered[0]]
+
+
+def test_a_tool_registered_in_the_engine_under_the_same_name_is_refused() -> None:
+    guard = pydantic_ai.capability(Guardrails([fw.lookup]))
+    with pytest.raises(DuplicateNameError, match="'lookup'"):
+        agent_with(Script(), guard).run_sync("hi")
+    engine = fw.rails()
+    agent_with(Script(), pydantic_ai.capability(engine)).run_sync("hi")
+    with pytest.raises(DuplicateNameError, match="'lookup'"):
+        agent_with(Script(), pydantic_ai.capability(engine)).run_sync("hi")
