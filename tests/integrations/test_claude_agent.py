@@ -135,7 +135,8 @@ def test_the_schema_is_the_one_the_sdk_sends() -> None:
     assert made.schema["properties"]["status"] == {"type": "string"}
 
 
-async def test_a_call_the_hook_did_not_decide_runs_nothing() -> None:
+def noting() -> tuple[Any, list[Any]]:
+    """Options guarding one ``note`` tool, and the arguments of every note it wrote."""
     ran: list[Any] = []
 
     @tool("note", "Write a note.", {"text": str})
@@ -143,7 +144,11 @@ async def test_a_call_the_hook_did_not_decide_runs_nothing() -> None:
         ran.append(args)
         return {"content": [{"type": "text", "text": "ok"}]}
 
-    options = guard(ClaudeAgentOptions(), Guardrails(), server="shop", sdk_tools=[note])
+    return guard(ClaudeAgentOptions(), Guardrails(), server="shop", sdk_tools=[note]), ran
+
+
+async def test_a_call_the_hook_did_not_decide_runs_nothing() -> None:
+    options, ran = noting()
     async with Client(options.mcp_servers["shop"]["instance"]) as client:
         result = await client.call_tool("note", {"text": "hi"})
     assert (result.content[0].text, result.is_error) == (model_sentence(Outcome.UNAVAILABLE), True)
@@ -364,14 +369,7 @@ async def test_hostile_tool_input_is_let_through_and_answered_by_tool_call() -> 
 
 
 async def test_a_call_the_cli_never_made_is_forgotten_at_stop() -> None:
-    ran: list[Any] = []
-
-    @tool("note", "Write a note.", {"text": str})
-    async def note(args: dict[str, Any]) -> dict[str, Any]:
-        ran.append(args)
-        return {"content": [{"type": "text", "text": "ok"}]}
-
-    options = guard(ClaudeAgentOptions(), Guardrails(), server="shop", sdk_tools=[note])
+    options, ran = noting()
     await hook(options, "PreToolUse")(
         pre_tool_input("note", {"text": "x"}, "t1"), "t1", {"signal": None}
     )
