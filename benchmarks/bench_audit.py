@@ -3,8 +3,12 @@
 Groups:
 
 - ``audit.sqlite``: one process, WAL, commit per row. The floor is a bare
-  ``INSERT`` of the same row through ``sqlite3``; then ``SQLiteStore.append``;
-  then a whole guarded call of a read-only tool with and without ``AuditLog``.
+  ``INSERT`` of the same row through ``sqlite3``, with the store's pragmas,
+  into a table declared as the store's (same columns and types, a 64-character
+  hash included, no triggers); then ``SQLiteStore.append``, alone and with a
+  second store on the same file taking turns (every append finds the chain
+  head moved); then a whole guarded call of a read-only tool with and without
+  ``AuditLog``.
 - ``audit.postgres``: the same in one process against PostgreSQL (commit per
   row), when ``GUARDRAILS_POSTGRES_DSN`` is set.
 - ``audit.postgres.workers``: rows per second in total with 8 workers: bare
@@ -24,6 +28,7 @@ Run: ``python benchmarks/run.py --only audit [--quick]``.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import shutil
@@ -78,19 +83,46 @@ def _calls(store: Store | None) -> Any:
     return call
 
 
+# What a bare INSERT writes: the store's row and a hash of the same width.
+_HASH = "0" * 64
+
+
+def _bare_sqlite(path: str, like: SQLiteStore) -> tuple[sqlite3.Connection, str]:
+    """A connection with the store's pragmas and a table declared as the store's
+    audit table (same columns and types, the hash column included), without its
+    triggers, and the plain INSERT of one row into it."""
+    like.audit_rows(limit=1)  # the store's schema exists
+    with sqlite3.connect(like.path) as source:
+        (ddl,) = source.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'guardrails_audit'"
+        ).fetchone()
+    source.close()
+    bare = sqlite3.connect(path, isolation_level=None)
+    bare.execute("PRAGMA journal_mode = WAL")
+    bare.execute(f"PRAGMA synchronous = {like.synchronous}")
+    bare.execute(f"PRAGMA busy_timeout = {int(like.busy_timeout * 1000)}")
+    bare.execute(ddl.replace("guardrails_audit", "bare_audit", 1))
+    columns = (*AUDIT_COLUMNS, "hash")
+    insert = (
+        f"INSERT INTO bare_audit ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    )
+    return bare, insert
+
+
 def _sqlite(quick: bool) -> list[dict[str, Any]]:
     folder = tempfile.mkdtemp(prefix="guardrails-bench-")
     try:
-        bare = sqlite3.connect(os.path.join(folder, "bare.db"), isolation_level=None)
-        bare.execute("PRAGMA journal_mode = WAL")
-        bare.execute("PRAGMA synchronous = NORMAL")
-        bare.execute(f"CREATE TABLE t (id INTEGER PRIMARY KEY, {', '.join(AUDIT_COLUMNS)})")
-        insert = f"INSERT INTO t ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join('?' * len(AUDIT_COLUMNS))})"
         store = SQLiteStore(os.path.join(folder, "store.db"))
+        bare, insert = _bare_sqlite(os.path.join(folder, "bare.db"), store)
         call_store = SQLiteStore(os.path.join(folder, "calls.db"))
+        # Two stores on one file, taking turns: every append finds the head moved.
+        shared = os.path.join(folder, "shared.db")
+        turns = itertools.cycle([SQLiteStore(shared), SQLiteStore(shared)])
+        bare_values = (*_VALUES, _HASH)
         cases = {
-            "bare INSERT (WAL, commit per row)": lambda: bare.execute(insert, _VALUES),
+            "bare INSERT (WAL, commit per row)": lambda: bare.execute(insert, bare_values),
             "SQLiteStore.append": lambda: store.append(_ROW),
+            "SQLiteStore.append, head moved by another writer": lambda: next(turns).append(_ROW),
             "guarded call, no audit": _calls(None),
             "guarded call + AuditLog (audited call)": _calls(call_store),
         }
@@ -98,25 +130,35 @@ def _sqlite(quick: bool) -> list[dict[str, Any]]:
             "audit.sqlite", cases, floor="bare INSERT (WAL, commit per row)", quick=quick
         )
         bare.close()
-        store.close()
-        call_store.close()
+        for s in (store, call_store, next(turns), next(turns)):
+            s.close()
         return rows
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+# The floor's table on PostgreSQL: the store's columns, types and primary key,
+# ids from an identity column, no triggers.
+_BARE_TABLE = (
+    "CREATE TABLE bare_audit (LIKE guardrails_audit INCLUDING ALL); "
+    "ALTER TABLE bare_audit ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY"
+)
+
+
 def _postgres(dsn: str, quick: bool) -> list[dict[str, Any]]:
     import psycopg
 
-    bare = psycopg.connect(dsn, autocommit=True)
-    bare.execute(
-        f"CREATE TABLE t (id BIGSERIAL PRIMARY KEY, {', '.join(f'{c} TEXT' for c in AUDIT_COLUMNS)})"
-    )
-    insert = f"INSERT INTO t ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join(['%s'] * len(AUDIT_COLUMNS))})"
-    text_values = tuple(None if v is None else str(v) for v in _VALUES)
     store = PostgresStore(dsn, max_size=2)
+    store.audit_rows(limit=1)  # the store's schema, whose audit table the floor copies
+    bare = psycopg.connect(dsn, autocommit=True)
+    bare.execute(_BARE_TABLE)
+    columns = (*AUDIT_COLUMNS, "hash")
+    insert = (
+        f"INSERT INTO bare_audit ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
+    )
+    bare_values = (*_VALUES, _HASH)
     cases = {
-        "bare INSERT (commit per row)": lambda: bare.execute(insert, text_values),
+        "bare INSERT (commit per row)": lambda: bare.execute(insert, bare_values),
         "PostgresStore.append (commit per row)": lambda: store.append(_ROW),
         "guarded call + AuditLog (audited call)": _calls(store),
     }
@@ -134,10 +176,11 @@ def _worker(kind: str, dsn: str, seconds: float, barrier: Any, queue: Any) -> No
         import psycopg
 
         conn = psycopg.connect(dsn, autocommit=True)
-        sql = f"INSERT INTO bare_audit ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join(['%s'] * len(AUDIT_COLUMNS))})"
+        columns = (*AUDIT_COLUMNS, "hash")
+        sql = f"INSERT INTO bare_audit ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
 
         def append() -> None:
-            conn.execute(sql, _VALUES)
+            conn.execute(sql, (*_VALUES, _HASH))
 
         threads = 1
     elif kind == "many":
@@ -195,8 +238,7 @@ def _workers(dsn: str, quick: bool) -> list[dict[str, Any]]:
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:  # the floor's own table, same columns
-        conn.execute("CREATE TABLE bare_audit (LIKE guardrails_audit INCLUDING ALL)")
-        conn.execute("ALTER TABLE bare_audit ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY")
+        conn.execute(_BARE_TABLE)
     seconds, repeats = (0.5, 1) if quick else (2.0, 3)
     names = {
         "bare": "bare INSERT, commit per row (8 processes)",
