@@ -9,9 +9,19 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from hypothesis import find, given
+from hypothesis import strategies as st
 
 from guardrails.cli import main
-from guardrails.store import AuditRow, MemoryStore, PostgresStore, SQLiteStore, Store
+from guardrails.store import (
+    AUDIT_COLUMNS,
+    AuditRow,
+    MemoryStore,
+    PostgresStore,
+    SQLiteStore,
+    Store,
+    _chain,
+)
 from guardrails.store._chain import GENESIS, content, link
 from guardrails.store.testing import postgres_dsn
 from guardrails.store.verify import verify
@@ -298,3 +308,49 @@ def test_an_upgraded_postgresql_schema_chains_after_its_old_rows(pg_dsn: str) ->
         pytest.raises(psycopg.errors.NotNullViolation),
     ):
         conn.execute("INSERT INTO guardrails_audit (kind, at) VALUES ('forged', 1.0)")
+
+
+# -- content, compiled per row shape ------------------------------------------------------
+
+_COLUMN_VALUES = st.one_of(
+    st.none(),
+    st.text(max_size=12),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+_ROWS = st.lists(_COLUMN_VALUES, min_size=len(AUDIT_COLUMNS), max_size=len(AUDIT_COLUMNS)).map(
+    lambda values: AuditRow._make([*values, None])
+)
+
+
+def _column_loop(row: AuditRow) -> str:
+    return "|".join([_chain._encode(value) for value in row.values()])
+
+
+@given(_ROWS)
+def test_the_compiled_content_is_the_column_by_column_text(row: AuditRow) -> None:
+    assert content(row) == _column_loop(row)
+    assert content(row) == _column_loop(row)  # the second call runs the compiled shape
+
+
+def test_the_generated_rows_mix_every_kind_of_column() -> None:
+    kinds = {type(None), str, int, float}
+    assert find(_ROWS, lambda row: {type(v) for v in row.values()} == kinds) is not None
+
+
+def test_past_the_table_of_shapes_the_column_loop_gives_the_same_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_chain, "_compiled", {})
+    monkeypatch.setattr(_chain, "_SHAPES_KEPT", 1)
+    rows = [_row(1), _row(2)._replace(tool=None), _row(3)._replace(cost=None, tenant=None)]
+    assert [content(r) for r in rows] == [_column_loop(r) for r in rows]
+    assert len(_chain._compiled) == 1
+
+
+@pytest.mark.parametrize(
+    "value", [b"x", True, 1j, object()], ids=["bytes", "bool", "complex", "object"]
+)
+def test_a_value_the_store_never_writes_has_no_content(value: object) -> None:
+    with pytest.raises(TypeError, match="not a storable column value"):
+        content(AuditRow("tool_call", 1.0, value))  # type: ignore[arg-type]
