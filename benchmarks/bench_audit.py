@@ -7,8 +7,10 @@ Groups:
   into a table declared as the store's (same columns and types, a 64-character
   hash included, no triggers); then ``SQLiteStore.append``, alone and with a
   second store on the same file taking turns (every append finds the chain
-  head moved); then a whole guarded call of a read-only tool with and without
-  ``AuditLog``.
+  head moved); then a whole guarded call of a read-only tool without
+  ``AuditLog``, with it over a store that keeps nothing (the hooks and the row
+  alone: the floor of an audited call, less its append), and with it over
+  ``SQLiteStore``.
 - ``audit.postgres``: the same in one process against PostgreSQL (commit per
   row), when ``GUARDRAILS_POSTGRES_DSN`` is set.
 - ``audit.postgres.workers``: rows per second in total with 8 workers: bare
@@ -67,11 +69,18 @@ def lookup(order_id: str) -> str:
     return order_id
 
 
-def _calls(store: Store | None) -> Any:
+class _Discard:
+    """A store whose append keeps nothing: what the hooks and the row cost alone."""
+
+    def append(self, row: AuditRow, /) -> int:
+        return 0
+
+
+def _calls(store: Store | _Discard | None) -> Any:
     if store is None:
         rails = Guardrails([lookup])
     else:
-        audit = AuditLog(store)
+        audit = AuditLog(store)  # type: ignore[arg-type]
         rails = Guardrails([lookup], hooks=[audit], recorder=[audit])
     turn = rails.turn(tenant="acme", session="s-1")
     args = {"order_id": "o-1"}
@@ -124,6 +133,7 @@ def _sqlite(quick: bool) -> list[dict[str, Any]]:
             "SQLiteStore.append": lambda: store.append(_ROW),
             "SQLiteStore.append, head moved by another writer": lambda: next(turns).append(_ROW),
             "guarded call, no audit": _calls(None),
+            "guarded call + AuditLog, a store that keeps nothing": _calls(_Discard()),
             "guarded call + AuditLog (audited call)": _calls(call_store),
         }
         rows = compare(

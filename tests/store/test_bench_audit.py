@@ -25,6 +25,7 @@ def test_the_sqlite_group_compares_the_store_and_audited_calls_to_a_bare_insert(
         "SQLiteStore.append",
         "SQLiteStore.append, head moved by another writer",
         "guarded call, no audit",
+        "guarded call + AuditLog, a store that keeps nothing",
         "guarded call + AuditLog (audited call)",
     ]
     assert rows[0]["ratio"] == 1.0
