@@ -20,7 +20,9 @@ Groups:
   ``append_many`` of 100 rows per commit (8 processes).
 - ``audit.chain``: ``guardrails audit verify`` over a SQLite file, per row;
   a hostile row (surrogate, NUL, object reason) through ``SQLiteStore.append``;
-  ``WithDeadline`` around ``SQLiteStore.append`` (the thread hand-off).
+  ``WithDeadline`` around ``SQLiteStore.append`` (the thread hand-off); and
+  the Python pieces of every append: the storable check, the chain's content
+  text and the hash.
 
 Every store append makes the row storable and extends the hash chain inside
 its write transaction.
@@ -53,6 +55,8 @@ from guardrails.store import (
     Store,
     WithDeadline,
 )
+from guardrails.store._chain import content, link
+from guardrails.store._storable import storable
 from guardrails.store.testing import postgres_dsn, temporary_schema
 from guardrails.store.verify import verify
 
@@ -94,6 +98,7 @@ def _calls(store: Store | _Discard | None) -> Any:
 
 # What a bare INSERT writes: the store's row and a hash of the same width.
 _HASH = "0" * 64
+_TEXT = content(_ROW)
 
 
 def _bare_sqlite(path: str, like: SQLiteStore) -> tuple[sqlite3.Connection, str]:
@@ -293,6 +298,9 @@ def _chain(quick: bool) -> list[dict[str, Any]]:
             "SQLiteStore.append, hostile row (escaped, named)": lambda: hostile.append(_HOSTILE),
             "WithDeadline(SQLiteStore).append": lambda: bounded.append(_ROW),
             "verify, per 1,000 rows": lambda: verify(store, page=1000) and None,
+            "piece: storable (an ordinary row)": lambda: storable(_ROW),
+            "piece: content (the chain's text of the row)": lambda: content(_ROW),
+            "piece: link (sha256 after the previous hash)": lambda: link(_HASH, 1000, _TEXT),
         }
         rows = compare("audit.chain", cases, floor="SQLiteStore.append", quick=quick)
         for s in (store, bounded, hostile):

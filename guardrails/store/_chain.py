@@ -21,7 +21,7 @@ from typing import Any
 
 from ._base import AuditRow
 
-__all__ = ["GENESIS", "content", "link", "link_rows"]
+__all__ = ["GENESIS", "content", "link"]
 
 GENESIS = ""
 """The hash before the first row."""
@@ -82,12 +82,3 @@ def _encode(value: Any) -> str:
 def link(previous: str, row_id: int, text: str) -> str:
     """The hash of row ``row_id`` whose content is ``text``, after a row hashed ``previous``."""
     return _sha256(f"{previous}|{row_id}|{text}".encode()).hexdigest()
-
-
-def link_rows(previous: str, first_id: int, rows: list[AuditRow]) -> list[tuple[int, str]]:
-    """Ids and hashes for ``rows`` appended after the row ``first_id - 1`` hashed ``previous``."""
-    out = []
-    for offset, row in enumerate(rows):
-        previous = link(previous, first_id + offset, content(row))
-        out.append((first_id + offset, previous))
-    return out

@@ -8,10 +8,12 @@ An audit append is one autocommitted ``INSERT``: the store keeps the chain
 head it last wrote, gives the row the next id and hashes it after that head.
 Ids are consecutive and no row is ever replaced, so the id is free exactly
 when that head is still the newest row; the insert checks it under the write
-lock, and when another writer took the id first (an integrity error) the row
-is linked in a ``BEGIN IMMEDIATE`` transaction after the head it reads there.
-Either way the chain is extended inside the transaction that writes the row;
-in WAL mode with ``synchronous=NORMAL`` a committed row survives a killed
+lock. When another writer took the id first (an integrity error), that append
+and the next ones use one ``INSERT ... VALUES`` whose subqueries read the
+newest row under the write lock and hash after it there (``guardrails_link``),
+until an append finds the head where this store left it. Either way the chain
+is extended inside the transaction that writes the row; in WAL mode with
+``synchronous=NORMAL`` a committed row survives a killed
 process. The store's connections cannot rewrite or remove audit rows
 (``_append_only``).
 """
@@ -43,11 +45,19 @@ from ._storable import storable
 __all__ = ["SQLiteStore"]
 
 _COLUMNS = ", ".join(AUDIT_COLUMNS)
+_VALUES = ", ".join("?" for _ in AUDIT_COLUMNS)
 # A row with its id and hash. An id already taken fails (the primary key and
 # the no_replace trigger), which is how an append learns the head has moved.
-_INSERT = (
-    f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) "
-    f"VALUES (?, {', '.join('?' for _ in AUDIT_COLUMNS)}, ?)"
+_INSERT = f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) VALUES (?, {_VALUES}, ?)"
+# A row after the newest one, whoever wrote it, in one statement (whose reads
+# run under its write lock): the hash computed in Python goes in when the
+# newest row is the hint given (id, hash); otherwise SQLite hashes after it.
+_NEWEST_ID = "COALESCE((SELECT MAX(id) FROM guardrails_audit), 0)"
+_NEWEST = "FROM guardrails_audit ORDER BY id DESC LIMIT 1"
+_APPEND_AFTER_NEWEST = (
+    f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) VALUES ({_NEWEST_ID} + 1, {_VALUES}, "
+    f"CASE WHEN (SELECT id = ? AND hash IS ? {_NEWEST}) THEN ? ELSE guardrails_link("
+    f"COALESCE((SELECT hash {_NEWEST}), ''), {_NEWEST_ID} + 1, ?) END) RETURNING id, hash"
 )
 # What a value the driver cannot bind (a lone surrogate in a key, an integer
 # past 64 bits) raises, besides the driver's own errors.
@@ -81,6 +91,7 @@ class SQLiteStore:
         # The (id, hash) of the last row this store wrote: a hint, which the
         # next append checks under the write lock (another writer may have moved on).
         self._head: tuple[int, str] | None = None
+        self._moved = False  # the last check found the head moved: read it in SQL
 
     # -- connections --------------------------------------------------------
 
@@ -116,6 +127,7 @@ class SQLiteStore:
                 if not self._migrated:
                     _migrate(conn)
                     self._migrated = True
+                conn.create_function("guardrails_link", 3, link, deterministic=True)
                 refuse_audit_changes(conn)
                 return
             except sqlite3.OperationalError as exc:
@@ -150,38 +162,42 @@ class SQLiteStore:
         row = storable(row)
         text = content(row)
         head = self._head
-        if head is not None:
+        if head is not None and not self._moved:
             row_id = head[0] + 1
             digest = link(head[1], row_id, text)
             try:
                 self._conn().execute(_INSERT, (row_id, *row.values(), digest))
             except sqlite3.IntegrityError:
-                pass  # the id is taken: another writer moved the head
+                self._moved = True  # the id is taken: another writer moved the head
             except _FAILURES as exc:
                 raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
             else:
                 self._head = (row_id, digest)
                 return row_id
-        return self._link_after_head([row], [text])
+        return self._append_after_newest(row, text)
+
+    def _append_after_newest(self, row: AuditRow, text: str) -> int:
+        last, previous = self._head or (0, GENESIS)
+        digest = link(previous, last + 1, text)
+        params = (*row.values(), last, previous, digest, text)
+        row_id, stored = self._execute(_APPEND_AFTER_NEWEST, params).fetchall()[0]
+        self._head, self._moved = (row_id, stored), row_id != last + 1
+        return int(row_id)
 
     def append_many(self, rows: list[AuditRow], /) -> None:
         ready = [storable(r) for r in rows]
-        if ready:
-            self._link_after_head(ready, [content(r) for r in ready])
-
-    def _link_after_head(self, rows: list[AuditRow], texts: list[str]) -> int:
-        """Append ``rows`` after the head read under ``BEGIN IMMEDIATE``; the last id."""
+        if not ready:
+            return
         with self._immediate() as conn:
             head = conn.execute(_HEAD).fetchone()
             row_id, previous = (0, GENESIS) if head is None else (head[0], head[1] or GENESIS)
             params = []
-            for row, text in zip(rows, texts, strict=True):
+            for row in ready:
                 row_id += 1
-                previous = link(previous, row_id, text)
+                previous = link(previous, row_id, content(row))
                 params.append((row_id, *row.values(), previous))
             conn.executemany(_INSERT, params)
-        self._head = (row_id, previous)
-        return row_id
+        self._head, self._moved = (row_id, previous), False
 
     def audit_chain(
         self, *, after_id: int = 0, limit: int = 1000

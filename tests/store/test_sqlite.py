@@ -108,7 +108,7 @@ def test_an_append_after_the_first_is_one_insert_and_no_transaction_around_it(
     tmp_path: Path,
 ) -> None:
     store = SQLiteStore(tmp_path / "a.db")
-    store.append(AuditRow("tool_call", 1.0))  # the first reads the head under BEGIN IMMEDIATE
+    store.append(AuditRow("tool_call", 1.0))  # the first reads the head in SQL
     seen = _statements(store)
     assert store.append(AuditRow("tool_call", 2.0)) == 2
     assert len(set(seen)) == 1 and seen[0].startswith("INSERT INTO guardrails_audit (id, ")
@@ -141,6 +141,23 @@ def test_appends_from_two_stores_taking_turns_form_one_chain(tmp_path: Path) -> 
     assert ids == list(range(1, 41))
     found = verify(first)
     assert found.ok and found.rows == 40, found.line()
+    first.close()
+    second.close()
+
+
+def test_after_another_writer_appends_each_append_is_still_one_statement(
+    tmp_path: Path,
+) -> None:
+    first, second = SQLiteStore(tmp_path / "a.db"), SQLiteStore(tmp_path / "a.db")
+    first.append(AuditRow("tool_call", 1.0))
+    second.append(AuditRow("tool_call", 2.0))
+    seen = _statements(first)
+    assert first.append(AuditRow("tool_call", 3.0)) == 3  # the plain INSERT fails: id 2 is taken
+    assert first.append(AuditRow("tool_call", 4.0)) == 4  # the head is where it was left
+    assert first.append(AuditRow("tool_call", 5.0)) == 5  # so the plain INSERT again
+    assert not [s for s in seen if s.startswith(("BEGIN", "COMMIT", "SELECT"))]
+    inserts = [s for i, s in enumerate(seen) if i == 0 or s != seen[i - 1]]
+    assert ["RETURNING" in s for s in inserts] == [False, True, True, False]
     first.close()
     second.close()
 
