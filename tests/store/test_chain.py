@@ -354,3 +354,42 @@ def test_past_the_table_of_shapes_the_column_loop_gives_the_same_text(
 def test_a_value_the_store_never_writes_has_no_content(value: object) -> None:
     with pytest.raises(TypeError, match="not a storable column value"):
         content(AuditRow("tool_call", 1.0, value))  # type: ignore[arg-type]
+
+
+# -- each store's hint of the chain head ------------------------------------------------------
+
+
+def test_two_stores_taking_turns_on_one_log_keep_one_chain(shared_url: str) -> None:
+    first, second = _open(shared_url), _open(shared_url)
+    ids = [s.append(_row(n)) for n in range(15) for s in (first, second)]
+    first.append_many([_row(100), _row(101)])
+    ids += [second.append(_row(102)), first.append(_row(103)), first.append(_row(104))]
+    assert ids == [*range(1, 31), 33, 34, 35]
+    found = verify(first)
+    assert found.ok and found.rows == 35, found.line()
+    first.close()
+    second.close()
+
+
+@pytest.mark.parametrize("hint", ["behind", "wrong hash", "ahead"])
+def test_a_wrong_head_hint_never_breaks_the_chain(shared_url: str, hint: str) -> None:
+    # Behind is what other writers cause. On SQLite a hint with a wrong hash or
+    # past the head only comes from rows rewritten or removed behind the store
+    # (the test below); PostgreSQL checks the whole hint against the head.
+    if hint != "behind" and shared_url.endswith(".db"):
+        pytest.skip("on SQLite only tampering makes such a hint")
+    store: Any = _open(shared_url)
+    store.append(_row(0))
+    behind = store._head
+    store.append(_row(1))
+    last, stored = store._head
+    store._head = {
+        "behind": behind,
+        "wrong hash": (last, "0" * 64),
+        "ahead": (last + 5, stored),
+    }[hint]
+    assert store.append(_row(2)) == 3
+    assert store.append(_row(3)) == 4
+    found = verify(store)
+    assert found.ok and found.rows == 4, found.line()
+    store.close()
