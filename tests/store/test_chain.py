@@ -24,7 +24,7 @@ from guardrails.store import (
 )
 from guardrails.store._chain import GENESIS, content, link
 from guardrails.store.testing import postgres_dsn
-from guardrails.store.verify import verify
+from guardrails.store.verify import Verified, verify
 
 _ctx = multiprocessing.get_context("fork")
 
@@ -371,14 +371,7 @@ def test_two_stores_taking_turns_on_one_log_keep_one_chain(shared_url: str) -> N
     second.close()
 
 
-@pytest.mark.parametrize("hint", ["behind", "wrong hash", "ahead"])
-def test_a_wrong_head_hint_never_breaks_the_chain(shared_url: str, hint: str) -> None:
-    # Behind is what other writers cause. On SQLite a hint with a wrong hash or
-    # past the head only comes from rows rewritten or removed behind the store
-    # (the test below); PostgreSQL checks the whole hint against the head.
-    if hint != "behind" and shared_url.endswith(".db"):
-        pytest.skip("on SQLite only tampering makes such a hint")
-    store: Any = _open(shared_url)
+def _append_after_hint(store: Any, hint: str) -> Verified:
     store.append(_row(0))
     behind = store._head
     store.append(_row(1))
@@ -386,10 +379,23 @@ def test_a_wrong_head_hint_never_breaks_the_chain(shared_url: str, hint: str) ->
     store._head = {
         "behind": behind,
         "wrong hash": (last, "0" * 64),
-        "ahead": (last + 5, stored),
+        "past the head": (last + 5, stored),
     }[hint]
     assert store.append(_row(2)) == 3
     assert store.append(_row(3)) == 4
-    found = verify(store)
+    return verify(store)
+
+
+def test_a_head_hint_left_behind_by_another_writer_keeps_one_chain(shared_url: str) -> None:
+    with _open(shared_url) as store:
+        found = _append_after_hint(store, "behind")
     assert found.ok and found.rows == 4, found.line()
-    store.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("hint", ["wrong hash", "past the head"])
+def test_postgres_checks_the_whole_hint_against_the_head_it_locks(pg_dsn: str, hint: str) -> None:
+    # On SQLite only rows rewritten or removed behind the store make such a hint.
+    with PostgresStore(pg_dsn, max_size=2) as store:
+        found = _append_after_hint(store, hint)
+    assert found.ok and found.rows == 4, found.line()
