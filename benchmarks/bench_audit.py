@@ -13,6 +13,11 @@ Groups:
   ``SQLiteStore``.
 - ``audit.postgres``: the same in one process against PostgreSQL (commit per
   row), when ``GUARDRAILS_POSTGRES_DSN`` is set.
+- ``audit.postgres.statement``: what the server spends on each statement
+  (``EXPLAIN ANALYZE``, so neither the round trip nor the commit): a bare
+  ``INSERT`` against the append statement when the store's hint of the chain
+  head holds (the client's hash goes in) and when it does not (the server
+  hashes).
 - ``audit.postgres.workers``: rows per second in total with 8 workers: bare
   ``INSERT`` per row, ``PostgresStore.append`` per row (8 processes), and
   grouped commits (``group_commit=True``: 8 processes of 8 threads each, one
@@ -183,6 +188,53 @@ def _postgres(dsn: str, quick: bool) -> list[dict[str, Any]]:
     return rows
 
 
+def _statements(dsn: str, quick: bool) -> list[dict[str, Any]]:
+    """Server time of each statement (``EXPLAIN ANALYZE``: no round trip, no commit)."""
+    import psycopg
+
+    from guardrails.store.postgres import _APPEND
+
+    with PostgresStore(dsn, max_size=1) as store:
+        store.audit_rows(limit=1)
+    conn = psycopg.connect(dsn, autocommit=True)
+    conn.execute(_BARE_TABLE.replace("bare_audit", "bare_statement"))
+    columns = (*AUDIT_COLUMNS, "hash")
+    insert = f"INSERT INTO bare_statement ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
+    head = list(conn.execute("SELECT id, hash FROM guardrails_audit_head").fetchone())
+
+    def append(hint_holds: bool) -> tuple[str, tuple[Any, ...]]:
+        last, previous = head if hint_holds else (-1, "")
+        digest = link(previous, last + 1, _TEXT)
+        return _APPEND, (last, previous, digest, _TEXT, *_VALUES)
+
+    cases = {
+        "bare INSERT": lambda: (insert, (*_VALUES, _HASH)),
+        "append, the client's hash kept (head as last seen)": lambda: append(True),
+        "append, hashed by the server (head moved)": lambda: append(False),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(30 if quick else 300):
+        for name, make in cases.items():
+            sql, params = make()
+            plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN ANALYZE {sql}", params))
+            samples[name].append(float(plan.rsplit("Execution Time: ", 1)[1].split()[0]) * 1000)
+            head[:] = conn.execute("SELECT id, hash FROM guardrails_audit_head").fetchone()
+    conn.close()
+    floor = statistics.median(samples["bare INSERT"])
+    return [
+        row(
+            "audit.postgres.statement",
+            name,
+            statistics.median(values),
+            best_us=min(values),
+            ratio=round(statistics.median(values) / floor, 2),
+            floor="bare INSERT",
+            note="server execution time of the statement alone",
+        )
+        for name, values in samples.items()
+    ]
+
+
 # -- many workers ---------------------------------------------------------------
 
 
@@ -319,6 +371,8 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         return rows
     with temporary_schema(dsn) as scoped:
         rows.extend(_postgres(scoped, quick))
+    with temporary_schema(dsn) as scoped:
+        rows.extend(_statements(scoped, quick))
     with temporary_schema(dsn) as scoped:
         rows.extend(_workers(scoped, quick))
     return rows
