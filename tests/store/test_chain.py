@@ -359,9 +359,13 @@ def test_a_value_the_store_never_writes_has_no_content(value: object) -> None:
 # -- each store's hint of the chain head ------------------------------------------------------
 
 
+_HOSTILE = AuditRow("tool_call", 1.0, "id\udc80\x00é", tenant="t" * 5000, reason=object())  # type: ignore[arg-type]
+
+
 def test_two_stores_taking_turns_on_one_log_keep_one_chain(shared_url: str) -> None:
     first, second = _open(shared_url), _open(shared_url)
-    ids = [s.append(_row(n)) for n in range(15) for s in (first, second)]
+    rows = [_row(n) if n % 3 else _HOSTILE for n in range(15)]
+    ids = [s.append(row) for row in rows for s in (first, second)]
     first.append_many([_row(100), _row(101)])
     ids += [second.append(_row(102)), first.append(_row(103)), first.append(_row(104))]
     assert ids == [*range(1, 31), 33, 34, 35]
