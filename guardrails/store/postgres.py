@@ -28,7 +28,7 @@ from ._base import (
     check_filters,
     row_from,
 )
-from ._chain import content
+from ._chain import GENESIS, content, link
 from ._group_commit import Batcher
 from ._pg_migrate import migrate as _migrate
 from ._storable import storable
@@ -42,13 +42,18 @@ _COLUMNS = ", ".join(AUDIT_COLUMNS)
 _APPEND_MANY = "SELECT guardrails_audit_append(%s, %s::jsonb)"
 # One row: the same in one plain statement, cheaper than the function call.
 # The UPDATE takes the head's row lock; one that waited re-reads the head its
-# predecessor committed (EvalPlanQual), so the chain stays one.
+# predecessor committed (EvalPlanQual), so the chain stays one. The client
+# sends the hash it computed after the head it last saw: when that head is
+# still the head, the hash goes in as sent; otherwise the server hashes after
+# the head it locked (hashing in SQL costs more than the row's insert).
 _APPEND = (
-    "WITH head AS (UPDATE guardrails_audit_head SET id = id + 1, hash = encode(sha256("
-    "convert_to(hash || '|' || (id + 1)::text || '|' || %s, 'UTF8')), 'hex') "
+    "WITH head AS (UPDATE guardrails_audit_head SET id = id + 1, hash = CASE "
+    "WHEN id = %s::bigint AND hash = %s THEN %s ELSE encode(sha256(convert_to("
+    "hash || '|' || (id + 1)::text || '|' || %s, 'UTF8')), 'hex') END "
     "RETURNING id, hash) "
     f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) "
-    f"SELECT head.id, {', '.join('%s' for _ in AUDIT_COLUMNS)}, head.hash FROM head RETURNING id"
+    f"SELECT head.id, {', '.join('%s' for _ in AUDIT_COLUMNS)}, head.hash FROM head "
+    "RETURNING id, hash"
 )
 _SELECT = f"SELECT id, {_COLUMNS} FROM guardrails_audit"
 _SELECT_CHAIN = f"SELECT id, {_COLUMNS}, hash FROM guardrails_audit"
@@ -104,6 +109,9 @@ class PostgresStore:
         self._migrated = False
         self._migrating = threading.Lock()
         self._batcher = Batcher(self) if group_commit else None
+        # The (id, hash) of the chain head after this store's last append: a
+        # hint the append statement checks against the head it locks.
+        self._head: tuple[int, str] = (0, GENESIS)
         # Async callers' operations run on this many threads (``offloop``).
         self.off_loop_threads = min(4, max_size)
 
@@ -184,7 +192,11 @@ class PostgresStore:
             self._batcher.submit(row)
             return 0
         row = storable(row)
-        found = self._one(_APPEND, (content(row), *row.values()))
+        text = content(row)
+        last, previous = self._head
+        digest = link(previous, last + 1, text)
+        found = self._one(_APPEND, (last, previous, digest, text, *row.values()))
+        self._head = (int(found[0]), found[1])
         return int(found[0])
 
     def append_many(self, rows: list[AuditRow], /) -> None:
