@@ -1,14 +1,22 @@
 """Many concurrent ``acall``s of an audited, budgeted tool: throughput and event-loop lag.
 
-Groups ``async.memory`` (the floor: no I/O), ``async.sqlite`` and
-``async.postgres`` (when ``GUARDRAILS_POSTGRES_DSN`` is set). The workload: ``CALLS`` concurrent ``acall``s on one event loop of
+Groups ``async.bare`` (the floor of the workload itself: as many bare
+``async def`` calls gathered the same way), ``async.memory`` (the floor of
+the calls: no I/O), ``async.sqlite`` and ``async.postgres`` (when
+``GUARDRAILS_POSTGRES_DSN`` is set). The workload: ``CALLS`` concurrent
+``acall``s on one event loop of
 an async tool whose body is a ``PaidCall`` under a daily cap (a leased
 reservation and its settlement), with ``AuditLog`` as hook and recorder (one
 ``tool_call`` and one ``paid_call`` row per call). Beside it a ticker task
 asks to wake every millisecond and records how late it wakes: the loop's
-worst lag; and the longest single step the loop ran is timed (a store
-operation on the loop is one long step). The same calls one after another through the sync ``call`` on one
-thread give the sync path's throughput.
+worst lag (and the part of it during which the process ran: a loaded
+machine takes the process off the CPU for milliseconds at a time); and the
+longest single step the loop ran is timed (a store operation on the loop is
+one long step). The same calls one after another through the sync ``call``
+on one thread give the sync path's throughput.
+
+``FREEZE=1`` calls ``gc.freeze()`` after each warm-up: the garbage
+collector's full collections then scan only the objects made since.
 
 Only public names are used, so the same file measures an older tree::
 
@@ -20,6 +28,7 @@ Run: ``python benchmarks/run.py --only async [--quick]``.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import shutil
 import statistics
@@ -38,6 +47,9 @@ from guardrails.store.testing import postgres_dsn, temporary_schema
 
 CALLS = 1000
 TICK = 0.001
+# FREEZE=1: the objects alive after each warm-up leave the garbage collector's
+# generations (``gc.freeze()``), as a server may do once it has started.
+FREEZE = bool(os.environ.get("FREEZE"))
 
 
 def _rails(store: Store) -> tuple[Guardrails, Guardrails]:
@@ -92,32 +104,61 @@ class _LongestStep:
         asyncio.events.Handle._run = self._run  # type: ignore[method-assign]
 
 
-async def _concurrent(rails: Guardrails, calls: int) -> tuple[float, float, float]:
-    """Seconds for ``calls`` concurrent acalls, the ticker's worst lateness and the
-    longest single step of the loop (s)."""
-    worst = 0.0
-    done = False
+class _Ticker:
+    """A task that asks to wake every ``TICK`` s and records how late it wakes.
 
-    async def ticker() -> None:
-        nonlocal worst
-        while not done:
-            before = time.perf_counter()
+    ``worst`` is the worst lateness. ``worst_running`` counts only the part of
+    each lateness during which this process ran (its CPU time over the same
+    interval, all threads): a process the operating system took off the CPU
+    (a loaded machine) is late by that much too, through no work of its own.
+    """
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self.worst_running = 0.0
+        self.done = False
+
+    async def tick(self) -> None:
+        while not self.done:
+            before, cpu = time.perf_counter(), time.process_time()
             await asyncio.sleep(TICK)
-            worst = max(worst, time.perf_counter() - before - TICK)
+            late = time.perf_counter() - before - TICK
+            self.worst = max(self.worst, late)
+            self.worst_running = max(self.worst_running, min(late, time.process_time() - cpu))
 
-    ticking = asyncio.create_task(ticker())
-    await asyncio.sleep(TICK)
+
+async def _concurrent(rails: Guardrails, calls: int) -> tuple[float, ...]:
+    """Seconds for ``calls`` concurrent acalls, the ticker's worst lateness (all of
+    it, and while the process ran) and the longest single step of the loop (s)."""
     turns = [rails.turn(tenant="acme", session=f"s-{i}") for i in range(calls)]
-    with _LongestStep() as longest:
-        start = time.perf_counter()
-        results = await asyncio.gather(*(t.acall("lookup", {"order_id": "o-1"}) for t in turns))
-        elapsed = time.perf_counter() - start
-        done = True
-        await ticking
+    results, *measured = await _gathered([t.acall("lookup", {"order_id": "o-1"}) for t in turns])
     bad = [r for r in results if r.outcome != "ok" or r.escapes]
     if bad:
         raise RuntimeError(f"{len(bad)} calls did not pass cleanly: {bad[0]}")
-    return elapsed, worst, longest.worst
+    return tuple(measured)
+
+
+async def _bare(calls: int) -> tuple[float, ...]:
+    """The same measure of ``calls`` bare ``async def`` calls: the floor of the workload."""
+
+    async def bare(order_id: str) -> str:
+        return order_id
+
+    _, *measured = await _gathered([bare("o-1") for _ in range(calls)])
+    return tuple(measured)
+
+
+async def _gathered(coros: list[Any]) -> tuple[Any, ...]:
+    ticker = _Ticker()
+    ticking = asyncio.create_task(ticker.tick())
+    await asyncio.sleep(TICK)
+    with _LongestStep() as longest:
+        start = time.perf_counter()
+        results = await asyncio.gather(*coros)
+        elapsed = time.perf_counter() - start
+        ticker.done = True
+        await ticking
+    return results, elapsed, ticker.worst, ticker.worst_running, longest.worst
 
 
 def _sequential(rails: Guardrails, calls: int) -> float:
@@ -138,26 +179,14 @@ def _measure(group: str, make: Callable[[], Store], quick: bool) -> list[dict[st
     try:
         async_rails, sync_rails = _rails(store)
         asyncio.run(_concurrent(async_rails, 50))  # warm up: threads, connections
-        spans, lags, steps = [], [], []
-        for _ in range(rounds):
-            elapsed, worst, step = asyncio.run(_concurrent(async_rails, calls))
-            spans.append(elapsed)
-            lags.append(worst)
-            steps.append(step)
+        if FREEZE:
+            gc.freeze()
+        measured = [asyncio.run(_concurrent(async_rails, calls)) for _ in range(rounds)]
         sync = statistics.median(_sequential(sync_rails, calls) for _ in range(rounds))
     finally:
         store.close()
-    span = statistics.median(spans)
     return [
-        row(
-            group,
-            f"{calls} concurrent acall (audited, budgeted)",
-            span / calls * 1e6,
-            calls_per_s=round(calls / span),
-            worst_loop_lag_ms=round(max(lags) * 1e3, 2),
-            median_worst_loop_lag_ms=round(statistics.median(lags) * 1e3, 2),
-            longest_step_ms=round(max(steps) * 1e3, 2),
-        ),
+        _row(group, f"{calls} concurrent acall (audited, budgeted)", calls, measured),
         row(
             group,
             f"{calls} sequential sync call (one thread)",
@@ -167,10 +196,36 @@ def _measure(group: str, make: Callable[[], Store], quick: bool) -> list[dict[st
     ]
 
 
+def _floor(quick: bool) -> list[dict[str, Any]]:
+    calls = 200 if quick else CALLS
+    rounds = 1 if quick else 3
+    asyncio.run(_bare(50))
+    if FREEZE:
+        gc.freeze()
+    measured = [asyncio.run(_bare(calls)) for _ in range(rounds)]
+    return [_row("async.bare", f"{calls} concurrent bare async def calls", calls, measured)]
+
+
+def _row(group: str, name: str, calls: int, measured: list[tuple[float, ...]]) -> dict[str, Any]:
+    spans, lags, running, steps = (list(column) for column in zip(*measured, strict=True))
+    span = statistics.median(spans)
+    return row(
+        group,
+        name,
+        span / calls * 1e6,
+        calls_per_s=round(calls / span),
+        worst_loop_lag_ms=round(max(lags) * 1e3, 2),
+        median_worst_loop_lag_ms=round(statistics.median(lags) * 1e3, 2),
+        worst_lag_while_running_ms=round(max(running) * 1e3, 2),
+        longest_step_ms=round(max(steps) * 1e3, 2),
+    )
+
+
 def run(quick: bool = False) -> list[dict[str, Any]]:
-    # The floor: the same calls on a MemoryStore (no I/O at all), whose loop
-    # lag is the CPU of the calls themselves, started all at once.
-    rows = _measure("async.memory", MemoryStore, quick)
+    # The floors: bare coroutines gathered the same way (the workload's own
+    # lag), then the same calls on a MemoryStore (no I/O at all).
+    rows = _floor(quick)
+    rows += _measure("async.memory", MemoryStore, quick)
     folder = tempfile.mkdtemp(prefix="guardrails-bench-async-")
     try:
         rows += _measure("async.sqlite", lambda: SQLiteStore(os.path.join(folder, "a.db")), quick)

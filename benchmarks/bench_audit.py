@@ -3,10 +3,21 @@
 Groups:
 
 - ``audit.sqlite``: one process, WAL, commit per row. The floor is a bare
-  ``INSERT`` of the same row through ``sqlite3``; then ``SQLiteStore.append``;
-  then a whole guarded call of a read-only tool with and without ``AuditLog``.
+  ``INSERT`` of the same row through ``sqlite3``, with the store's pragmas,
+  into a table declared as the store's (same columns and types, a 64-character
+  hash included, no triggers); then ``SQLiteStore.append``, alone and with a
+  second store on the same file taking turns (every append finds the chain
+  head moved); then a whole guarded call of a read-only tool without
+  ``AuditLog``, with it over a store that keeps nothing (the hooks and the row
+  alone: the floor of an audited call, less its append), and with it over
+  ``SQLiteStore``.
 - ``audit.postgres``: the same in one process against PostgreSQL (commit per
   row), when ``GUARDRAILS_POSTGRES_DSN`` is set.
+- ``audit.postgres.statement``: what the server spends on each statement
+  (``EXPLAIN ANALYZE``, so neither the round trip nor the commit): a bare
+  ``INSERT`` against the append statement when the store's hint of the chain
+  head holds (the client's hash goes in) and when it does not (the server
+  hashes).
 - ``audit.postgres.workers``: rows per second in total with 8 workers: bare
   ``INSERT`` per row, ``PostgresStore.append`` per row (8 processes), and
   grouped commits (``group_commit=True``: 8 processes of 8 threads each, one
@@ -14,7 +25,9 @@ Groups:
   ``append_many`` of 100 rows per commit (8 processes).
 - ``audit.chain``: ``guardrails audit verify`` over a SQLite file, per row;
   a hostile row (surrogate, NUL, object reason) through ``SQLiteStore.append``;
-  ``WithDeadline`` around ``SQLiteStore.append`` (the thread hand-off).
+  ``WithDeadline`` around ``SQLiteStore.append`` (the thread hand-off); and
+  the Python pieces of every append: the storable check, the chain's content
+  text and the hash.
 
 Every store append makes the row storable and extends the hash chain inside
 its write transaction.
@@ -24,6 +37,7 @@ Run: ``python benchmarks/run.py --only audit [--quick]``.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import shutil
@@ -46,6 +60,8 @@ from guardrails.store import (
     Store,
     WithDeadline,
 )
+from guardrails.store._chain import content, link
+from guardrails.store._storable import storable
 from guardrails.store.testing import postgres_dsn, temporary_schema
 from guardrails.store.verify import verify
 
@@ -62,11 +78,18 @@ def lookup(order_id: str) -> str:
     return order_id
 
 
-def _calls(store: Store | None) -> Any:
+class _Discard:
+    """A store whose append keeps nothing: what the hooks and the row cost alone."""
+
+    def append(self, row: AuditRow, /) -> int:
+        return 0
+
+
+def _calls(store: Store | _Discard | None) -> Any:
     if store is None:
         rails = Guardrails([lookup])
     else:
-        audit = AuditLog(store)
+        audit = AuditLog(store)  # type: ignore[arg-type]
         rails = Guardrails([lookup], hooks=[audit], recorder=[audit])
     turn = rails.turn(tenant="acme", session="s-1")
     args = {"order_id": "o-1"}
@@ -78,45 +101,84 @@ def _calls(store: Store | None) -> Any:
     return call
 
 
+# What a bare INSERT writes: the store's row and a hash of the same width.
+_HASH = "0" * 64
+_TEXT = content(_ROW)
+
+
+def _bare_sqlite(path: str, like: SQLiteStore) -> tuple[sqlite3.Connection, str]:
+    """A connection with the store's pragmas and a table declared as the store's
+    audit table (same columns and types, the hash column included), without its
+    triggers, and the plain INSERT of one row into it."""
+    like.audit_rows(limit=1)  # the store's schema exists
+    with sqlite3.connect(like.path) as source:
+        (ddl,) = source.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'guardrails_audit'"
+        ).fetchone()
+    source.close()
+    bare = sqlite3.connect(path, isolation_level=None)
+    bare.execute("PRAGMA journal_mode = WAL")
+    bare.execute(f"PRAGMA synchronous = {like.synchronous}")
+    bare.execute(f"PRAGMA busy_timeout = {int(like.busy_timeout * 1000)}")
+    bare.execute(ddl.replace("guardrails_audit", "bare_audit", 1))
+    columns = (*AUDIT_COLUMNS, "hash")
+    insert = (
+        f"INSERT INTO bare_audit ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    )
+    return bare, insert
+
+
 def _sqlite(quick: bool) -> list[dict[str, Any]]:
     folder = tempfile.mkdtemp(prefix="guardrails-bench-")
     try:
-        bare = sqlite3.connect(os.path.join(folder, "bare.db"), isolation_level=None)
-        bare.execute("PRAGMA journal_mode = WAL")
-        bare.execute("PRAGMA synchronous = NORMAL")
-        bare.execute(f"CREATE TABLE t (id INTEGER PRIMARY KEY, {', '.join(AUDIT_COLUMNS)})")
-        insert = f"INSERT INTO t ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join('?' * len(AUDIT_COLUMNS))})"
         store = SQLiteStore(os.path.join(folder, "store.db"))
+        bare, insert = _bare_sqlite(os.path.join(folder, "bare.db"), store)
         call_store = SQLiteStore(os.path.join(folder, "calls.db"))
+        # Two stores on one file, taking turns: every append finds the head moved.
+        shared = os.path.join(folder, "shared.db")
+        turns = itertools.cycle([SQLiteStore(shared), SQLiteStore(shared)])
+        bare_values = (*_VALUES, _HASH)
         cases = {
-            "bare INSERT (WAL, commit per row)": lambda: bare.execute(insert, _VALUES),
+            "bare INSERT (WAL, commit per row)": lambda: bare.execute(insert, bare_values),
             "SQLiteStore.append": lambda: store.append(_ROW),
+            "SQLiteStore.append, head moved by another writer": lambda: next(turns).append(_ROW),
             "guarded call, no audit": _calls(None),
+            "guarded call + AuditLog, a store that keeps nothing": _calls(_Discard()),
             "guarded call + AuditLog (audited call)": _calls(call_store),
         }
         rows = compare(
             "audit.sqlite", cases, floor="bare INSERT (WAL, commit per row)", quick=quick
         )
         bare.close()
-        store.close()
-        call_store.close()
+        for s in (store, call_store, next(turns), next(turns)):
+            s.close()
         return rows
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+# The floor's table on PostgreSQL: the store's columns, types and primary key,
+# ids from an identity column, no triggers.
+_BARE_TABLE = (
+    "CREATE TABLE bare_audit (LIKE guardrails_audit INCLUDING ALL); "
+    "ALTER TABLE bare_audit ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY"
+)
+
+
 def _postgres(dsn: str, quick: bool) -> list[dict[str, Any]]:
     import psycopg
 
-    bare = psycopg.connect(dsn, autocommit=True)
-    bare.execute(
-        f"CREATE TABLE t (id BIGSERIAL PRIMARY KEY, {', '.join(f'{c} TEXT' for c in AUDIT_COLUMNS)})"
-    )
-    insert = f"INSERT INTO t ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join(['%s'] * len(AUDIT_COLUMNS))})"
-    text_values = tuple(None if v is None else str(v) for v in _VALUES)
     store = PostgresStore(dsn, max_size=2)
+    store.audit_rows(limit=1)  # the store's schema, whose audit table the floor copies
+    bare = psycopg.connect(dsn, autocommit=True)
+    bare.execute(_BARE_TABLE)
+    columns = (*AUDIT_COLUMNS, "hash")
+    insert = (
+        f"INSERT INTO bare_audit ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
+    )
+    bare_values = (*_VALUES, _HASH)
     cases = {
-        "bare INSERT (commit per row)": lambda: bare.execute(insert, text_values),
+        "bare INSERT (commit per row)": lambda: bare.execute(insert, bare_values),
         "PostgresStore.append (commit per row)": lambda: store.append(_ROW),
         "guarded call + AuditLog (audited call)": _calls(store),
     }
@@ -124,6 +186,53 @@ def _postgres(dsn: str, quick: bool) -> list[dict[str, Any]]:
     bare.close()
     store.close()
     return rows
+
+
+def _statements(dsn: str, quick: bool) -> list[dict[str, Any]]:
+    """Server time of each statement (``EXPLAIN ANALYZE``: no round trip, no commit)."""
+    import psycopg
+
+    from guardrails.store._pg_sql import APPEND as _APPEND
+
+    with PostgresStore(dsn, max_size=1) as store:
+        store.audit_rows(limit=1)
+    conn = psycopg.connect(dsn, autocommit=True)
+    conn.execute(_BARE_TABLE.replace("bare_audit", "bare_statement"))
+    columns = (*AUDIT_COLUMNS, "hash")
+    insert = f"INSERT INTO bare_statement ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
+    head = list(conn.execute("SELECT id, hash FROM guardrails_audit_head").fetchone())
+
+    def append(hint_holds: bool) -> tuple[str, tuple[Any, ...]]:
+        last, previous = head if hint_holds else (-1, "")
+        digest = link(previous, last + 1, _TEXT)
+        return _APPEND, (last, previous, digest, _TEXT, *_VALUES)
+
+    cases = {
+        "bare INSERT": lambda: (insert, (*_VALUES, _HASH)),
+        "append, the client's hash kept (head as last seen)": lambda: append(True),
+        "append, hashed by the server (head moved)": lambda: append(False),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(30 if quick else 300):
+        for name, make in cases.items():
+            sql, params = make()
+            plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN ANALYZE {sql}", params))
+            samples[name].append(float(plan.rsplit("Execution Time: ", 1)[1].split()[0]) * 1000)
+            head[:] = conn.execute("SELECT id, hash FROM guardrails_audit_head").fetchone()
+    conn.close()
+    floor = statistics.median(samples["bare INSERT"])
+    return [
+        row(
+            "audit.postgres.statement",
+            name,
+            statistics.median(values),
+            best_us=min(values),
+            ratio=round(statistics.median(values) / floor, 2),
+            floor="bare INSERT",
+            note="server execution time of the statement alone",
+        )
+        for name, values in samples.items()
+    ]
 
 
 # -- many workers ---------------------------------------------------------------
@@ -134,10 +243,11 @@ def _worker(kind: str, dsn: str, seconds: float, barrier: Any, queue: Any) -> No
         import psycopg
 
         conn = psycopg.connect(dsn, autocommit=True)
-        sql = f"INSERT INTO bare_audit ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join(['%s'] * len(AUDIT_COLUMNS))})"
+        columns = (*AUDIT_COLUMNS, "hash")
+        sql = f"INSERT INTO bare_audit ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
 
         def append() -> None:
-            conn.execute(sql, _VALUES)
+            conn.execute(sql, (*_VALUES, _HASH))
 
         threads = 1
     elif kind == "many":
@@ -195,8 +305,7 @@ def _workers(dsn: str, quick: bool) -> list[dict[str, Any]]:
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:  # the floor's own table, same columns
-        conn.execute("CREATE TABLE bare_audit (LIKE guardrails_audit INCLUDING ALL)")
-        conn.execute("ALTER TABLE bare_audit ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY")
+        conn.execute(_BARE_TABLE)
     seconds, repeats = (0.5, 1) if quick else (2.0, 3)
     names = {
         "bare": "bare INSERT, commit per row (8 processes)",
@@ -241,6 +350,9 @@ def _chain(quick: bool) -> list[dict[str, Any]]:
             "SQLiteStore.append, hostile row (escaped, named)": lambda: hostile.append(_HOSTILE),
             "WithDeadline(SQLiteStore).append": lambda: bounded.append(_ROW),
             "verify, per 1,000 rows": lambda: verify(store, page=1000) and None,
+            "piece: storable (an ordinary row)": lambda: storable(_ROW),
+            "piece: content (the chain's text of the row)": lambda: content(_ROW),
+            "piece: link (sha256 after the previous hash)": lambda: link(_HASH, 1000, _TEXT),
         }
         rows = compare("audit.chain", cases, floor="SQLiteStore.append", quick=quick)
         for s in (store, bounded, hostile):
@@ -259,6 +371,8 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         return rows
     with temporary_schema(dsn) as scoped:
         rows.extend(_postgres(scoped, quick))
+    with temporary_schema(dsn) as scoped:
+        rows.extend(_statements(scoped, quick))
     with temporary_schema(dsn) as scoped:
         rows.extend(_workers(scoped, quick))
     return rows

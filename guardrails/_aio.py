@@ -87,13 +87,35 @@ async def await_with_timeout(coro: Coroutine[Any, Any, T], timeout: float) -> T:
     raise TimeoutError(f"no answer within {timeout} s")
 
 
+async def to_the_end(coro: Coroutine[Any, Any, T]) -> T:
+    """Await ``coro``, which runs to its end even if the caller is cancelled meanwhile.
+
+    For what a call owes after its caller's cancellation (its hooks' ``after``,
+    its audit row): a second cancellation releases the caller, not the record.
+    """
+    task = asyncio.ensure_future(coro)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if not task.done():
+            _abandon(task)
+        raise
+
+
+def owes_record(exc: BaseException) -> bool:
+    """An exception after which a coroutine may still await its records: an
+    ``Exception`` (misuse) or a cancellation. A stop of the process, or the
+    coroutine being closed, is recorded at once instead."""
+    return isinstance(exc, Exception | asyncio.CancelledError)
+
+
 def _abandon(task: asyncio.Future[Any]) -> None:
     # Whatever the task ends with later is read here, so that nothing is logged
     # as "exception never retrieved".
-    task.add_done_callback(_consume)
+    task.add_done_callback(consume)
 
 
-def _consume(task: asyncio.Future[Any]) -> None:
+def consume(task: asyncio.Future[Any]) -> None:
     if not task.cancelled():
         task.exception()
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from . import _fair
 from .context import ToolResult, TurnContext
 from .errors import ConfigurationError, DuplicateNameError
 from .guard import Guard, as_guard
@@ -55,7 +56,11 @@ class Turn:
 
     async def acall(self, name: str, arguments: Any, call_id: str | None = None) -> ToolResult:
         """Run one tool call through the tool_call choke-point (async)."""
-        return await self.engine._pipeline.arun(self, name, arguments, call_id)
+        engine = self.engine
+        slice = engine.loop_slice
+        if slice is not None and not _fair.admit(slice):
+            await _fair.queue(slice)
+        return await engine._pipeline.arun(self, name, arguments, call_id)
 
     def pre_turn(self, input: Any, tools: Iterable[Any] | None = None) -> PreTurnDecision:
         """Decide what the model is offered, and offer it (sync). See docs/pre_turn.md."""
@@ -63,6 +68,9 @@ class Turn:
 
     async def apre_turn(self, input: Any, tools: Iterable[Any] | None = None) -> PreTurnDecision:
         """Decide what the model is offered, and offer it (async)."""
+        slice = self.engine.loop_slice
+        if slice is not None and not _fair.admit(slice):
+            await _fair.queue(slice)
         return await apre_turn(self, input, tools)
 
     def post_run(self, output: Any = None, *, structured: Any = None) -> PostRunReport:
@@ -71,6 +79,9 @@ class Turn:
 
     async def apost_run(self, output: Any = None, *, structured: Any = None) -> PostRunReport:
         """Check the finished run and act as its backstop (async)."""
+        slice = self.engine.loop_slice
+        if slice is not None and not _fair.admit(slice):
+            await _fair.queue(slice)
         return await apost_run(self, output, structured=structured)
 
 
@@ -90,7 +101,16 @@ class Guardrails:
         secrets: Callable[[str], Any] | None = None,
         provider_timeout: float | None = 5.0,
         policy: Any = None,
+        loop_slice: float | None = _fair.DEFAULT_SLICE,
     ) -> None:
+        if loop_slice is not None and not (
+            type(loop_slice) in (int, float) and 0 < loop_slice <= 1
+        ):
+            raise ConfigurationError(
+                f"loop_slice must be seconds in (0, 1] (or None), not {loop_slice!r}"
+            )
+        # Async calls take turns on the event loop, a slice at a time (``_fair``).
+        self.loop_slice: float | None = None if loop_slice is None else float(loop_slice)
         if provider_timeout is not None and not provider_timeout > 0:
             raise ConfigurationError("provider_timeout must be positive (or None)")
         if max_result_chars < 64:

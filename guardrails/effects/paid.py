@@ -18,6 +18,8 @@ back at most ``lease`` seconds after the holding process died.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 import logging
 import time
@@ -28,9 +30,10 @@ from datetime import UTC, datetime
 from functools import wraps
 from typing import Any, NamedTuple
 
+from .._aio import consume, to_the_end
 from ..errors import ConfigurationError, LimitExceeded, UsageError
 from ..store import AuditRow, Store, StoreUnavailable, from_micros, to_micros
-from ..store.steps import Steps, aperform, call, perform
+from ..store.steps import Steps, aperform, asubmit, call, perform
 from ._leases import Held, renewer
 from ._state import current
 
@@ -144,11 +147,23 @@ class PaidCall:
     async def acall(
         self, fn: Callable[..., Any], /, *args: Any, instance: str | None = None, **kwargs: Any
     ) -> Any:
-        # The reservation and the settlement never block the event loop (``aperform``).
-        ticket = self._hold(await aperform(self.store, self._admit(instance, kwargs)))
+        # The reservation and the settlement never block the event loop (``asubmit``,
+        # ``aperform``).
+        admitting = asubmit(self.store, self._admit(instance, kwargs))
+        try:
+            ticket = self._hold(await asyncio.shield(admitting))
+        except asyncio.CancelledError:
+            # Cancelled while the reservation was being made: given back once made.
+            admitting.add_done_callback(self._give_back)
+            raise
         try:
             response = await fn(*args, **kwargs)
-        except BaseException as exc:  # a cancelled call gives its reservation back too
+        except asyncio.CancelledError as exc:
+            # The caller gave up: the reservation is given back (and the row
+            # written), to the end even if the caller is cancelled again.
+            await to_the_end(aperform(self.store, self._settle_quietly(ticket, exc)))
+            raise
+        except BaseException as exc:  # a failure, or a stop: the reservation is given back too
             await aperform(self.store, self._settle(ticket, None, exc))
             raise
         await aperform(self.store, self._settle(ticket, response, None))
@@ -226,7 +241,8 @@ class PaidCall:
 
     def _hold(self, ticket: _Ticket) -> _Ticket:
         # Renewed from here on, by the caller once it has the ticket: a caller
-        # that never gets it (cancelled meanwhile) leaves a lease that expires.
+        # that never gets it (cancelled meanwhile) leaves a lease that expires,
+        # or has its reservation given back once it is made (``_give_back``).
         if ticket.keys:
             renewer.hold(ticket.holder, Held(self.store, self.lease, self.clock))
         return ticket
@@ -262,6 +278,19 @@ class PaidCall:
             state.cost += usage.cost
         if crossed is not None and exc is None:
             raise CapExceeded(kind, crossed)
+
+    def _give_back(self, admitting: asyncio.Future[_Ticket]) -> None:
+        if admitting.cancelled() or admitting.exception() is not None:
+            return  # nothing was reserved
+        settling = asubmit(
+            self.store, self._settle_quietly(admitting.result(), asyncio.CancelledError())
+        )
+        settling.add_done_callback(consume)
+
+    def _settle_quietly(self, ticket: _Ticket, exc: BaseException) -> Steps[None]:
+        """``_settle`` of a call that ended with ``exc`` (a cancellation), which goes on."""
+        with contextlib.suppress(StoreUnavailable):  # logged by _settle; the lease lapses
+            yield from self._settle(ticket, None, exc)
 
     def _row(
         self, ticket: _Ticket, usage: Usage, duration_us: int, exc: BaseException | None

@@ -12,13 +12,11 @@ grounding values in ``user`` keeps digests of them, as everywhere).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..context import TurnContext
-from ..engine import Turn
-from ..integrations._common import aoffer
-from ..integrations.mcp import GuardedTools
+from ..engine import Guardrails
+from ..integrations.mcp import ContextFn, GuardedTools, default_context
 
 __all__ = ["MAX_USER_CHARS", "USER_KEY", "GatewayTools", "user_text"]
 
@@ -36,13 +34,19 @@ def user_text(meta: Any) -> str | None:
     return value
 
 
+def _request_user_text(ctx: Any) -> str | None:
+    """The user's words of an MCP request (``user_text`` of its ``_meta``)."""
+    return user_text(getattr(ctx, "meta", None))
+
+
 class GatewayTools(GuardedTools):
     """``GuardedTools`` whose pre_turn reads the request's ``_meta["guardrails/user"]``."""
 
-    async def _turn(self, ctx: Any) -> Turn:
-        context = self.context(ctx)
-        if not isinstance(context, TurnContext):
-            context = await context
-        turn = self.rails.turn(context)
-        await aoffer(turn, user_text(getattr(ctx, "meta", None)), self.names)
-        return turn
+    def __init__(
+        self,
+        rails: Guardrails,
+        *,
+        context: ContextFn = default_context,
+        names: Iterable[str] | None = None,
+    ) -> None:
+        super().__init__(rails, context=context, names=names, turn_input=_request_user_text)

@@ -17,19 +17,14 @@ framework's error text). The tool itself still runs through the framework
 from __future__ import annotations
 
 import contextvars
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..engine import Guardrails, Turn
 from ..tools import Tool
-from ._common import (
-    ContextSource,
-    ReportSink,
-    ToolOptions,
-    check_options,
-    register,
-    start_turn,
-)
+from ._common import ContextSource, ReportSink, start_turn
+from ._framework_tools import Clash, ToolOptions, check_options, register
 
 __all__ = ["RUN_KEY", "guard", "tool_from"]
 
@@ -100,7 +95,9 @@ def guard(
     function_tools = [t for t in declared if isinstance(t, FunctionTool)]
     check_options([t.name for t in function_tools], tool_options, "guard(agent)")
     for ft in function_tools:
-        register(rails, ft.name, lambda ft=ft, **o: tool_from(ft, **o), tool_options)
+        options = (tool_options or {}).get(ft.name)
+        build = functools.partial(tool_from, ft)
+        register(rails, ft.name, build, options, source=ft, clash=Clash.APPLICATION_WINS)
     middleware = list(getattr(agent, "middleware", None) or [])
     agent.middleware = [*middleware, *_middleware(_Guarding(rails, context, on_report))]
     return agent

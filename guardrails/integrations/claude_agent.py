@@ -25,6 +25,7 @@ The CLI answers calls of tools that do not exist at all before any hook runs
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections import defaultdict, deque
 from collections.abc import Iterable
@@ -34,14 +35,8 @@ from ..engine import Guardrails, Turn
 from ..errors import ConfigurationError
 from ..tools import Tool
 from ..verdicts import Outcome, model_sentence
-from ._common import (
-    ContextSource,
-    ReportSink,
-    ToolOptions,
-    check_options,
-    register,
-    start_turn,
-)
+from ._common import ContextSource, ReportSink, start_turn
+from ._framework_tools import Clash, ToolOptions, check_options, register
 
 __all__ = ["ToolReportedError", "guard", "tool_from"]
 
@@ -224,7 +219,9 @@ def guard(
     sdk_tools = list(sdk_tools)
     check_options([t.name for t in sdk_tools], tool_options, "guard(options)")
     for sdk_tool in sdk_tools:
-        register(rails, sdk_tool.name, lambda t=sdk_tool, **o: tool_from(t, **o), tool_options)
+        given = (tool_options or {}).get(sdk_tool.name)
+        build = functools.partial(tool_from, sdk_tool)
+        register(rails, sdk_tool.name, build, given, source=sdk_tool, clash=Clash.APPLICATION_WINS)
     if not rails.tools:
         raise ConfigurationError("guard(options): the engine has no tools to serve")
     hooks = _Hooks(rails, server, context, on_report)

@@ -17,19 +17,14 @@ arguments tool_call admitted and the bound ones added.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator
+import functools
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..engine import Guardrails, Turn
 from ..tools import Tool
-from ._common import (
-    ContextSource,
-    ReportSink,
-    ToolOptions,
-    check_options,
-    register,
-    start_turn,
-)
+from ._common import ContextSource, ReportSink, start_turn
+from ._framework_tools import Clash, ToolOptions, check_options, register
 
 __all__ = ["plugin", "tool_from"]
 
@@ -108,8 +103,15 @@ def plugin(
     found = {t.name: t for t in _agent_tools(agent)}
     check_options(found, tool_options, "plugin(agent)")
     for tool_name, adk_tool in found.items():
-        register(rails, tool_name, lambda t=adk_tool, **o: tool_from(t, **o), tool_options)
+        _register(rails, adk_tool, (tool_options or {}).get(tool_name))
     return _plugin(_Guarding(rails, context, on_report), name)
+
+
+def _register(rails: Guardrails, adk_tool: Any, options: Mapping[str, Any] | None) -> Tool:
+    build = functools.partial(tool_from, adk_tool)
+    return register(
+        rails, adk_tool.name, build, options, source=adk_tool, clash=Clash.APPLICATION_WINS
+    )
 
 
 class _Guarding:
@@ -136,10 +138,10 @@ class _Guarding:
 
     async def request(self, callback_context: Any, llm_request: Any) -> None:
         run = self.run_of(callback_context)
-        for tool_name, adk_tool in (llm_request.tools_dict or {}).items():
-            if tool_name not in self.rails.tools and hasattr(adk_tool, "_get_declaration"):
+        for adk_tool in (llm_request.tools_dict or {}).values():
+            if hasattr(adk_tool, "_get_declaration"):
                 # A toolset's tools are known only now; they get default options.
-                self.rails.add_tool(tool_from(adk_tool))
+                _register(self.rails, adk_tool, None)
         await run.decide(list(llm_request.tools_dict or {}))
         _restrict(llm_request, run.turn.offered, self.rails)
 

@@ -26,17 +26,14 @@ from ..engine import Guardrails, Turn
 from ..middleware.post_run import PostRunReport
 from ..tools import Tool
 from ..verdicts import Outcome
-from ._common import (
-    SOURCE,
-    Offer,
+from ._common import Offer, aoffer, context_of, field, offer
+from ._framework_tools import (
+    Clash,
     acall_native,
-    adopt,
-    aoffer,
     call_native,
     check_options,
-    context_of,
-    field,
-    offer,
+    native_tool,
+    register,
 )
 
 __all__ = ["REFUSAL_KEY", "STATE_KEY", "middleware", "scripted_model"]
@@ -162,7 +159,6 @@ class _Middleware:
         self.context = context
         self.tool_options = tool_options
         self.on_report = on_report
-        self._adopting = threading.Lock()
 
     # -- the run: one turn ------------------------------------------------
 
@@ -204,29 +200,24 @@ class _Middleware:
 
     # -- what is offered --------------------------------------------------
 
-    def _adopt(self, tool: Any) -> Tool:
-        known = self.rails.tools.get(tool.name)
-        if known is not None and known.options.get(SOURCE) is tool:
-            return known  # seen before: no second schema conversion
-        with self._adopting:
-            return adopt(
-                self.rails,
-                tool.name,
-                _sdk().convert_to_openai_tool(tool)["function"]["parameters"],
-                _invoke,
-                source=tool,
-                is_async=True,
-                description=tool.description or "",
-                options=self.tool_options.get(tool.name),
-                # A backstop action runs the tool itself (no graph, no injected state).
-                direct=tool.ainvoke,
+    def _register(self, tool: Any) -> Tool:
+        def build(**options: Any) -> Tool:
+            # Converted once, when the tool is first seen.
+            schema = _sdk().convert_to_openai_tool(tool)["function"]["parameters"]
+            options.setdefault("description", tool.description or "")
+            # A backstop action runs the tool itself (no graph, no injected state).
+            return native_tool(
+                tool.name, schema, _invoke, is_async=True, direct=tool.ainvoke, **options
             )
+
+        options = self.tool_options.get(tool.name)
+        return register(self.rails, tool.name, build, options, source=tool, clash=Clash.REFUSE)
 
     def _request(self, request: Any) -> tuple[_Run, dict[str, Tool]]:
         mine = {}
         for tool in request.tools:
             if not isinstance(tool, dict):
-                mine[tool.name] = self._adopt(tool)
+                mine[tool.name] = self._register(tool)
         return self._run(request.state, request.runtime), mine
 
     def _offered(self, request: Any, mine: dict[str, Tool], offered: Offer) -> Any:
@@ -285,7 +276,7 @@ class _Middleware:
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         if request.tool is not None:
-            self._adopt(request.tool)
+            self._register(request.tool)
         run = self._run(request.state, request.runtime)
         call = _Call(request, handler)
         tool_call = request.tool_call
@@ -301,7 +292,7 @@ class _Middleware:
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         if request.tool is not None:
-            self._adopt(request.tool)
+            self._register(request.tool)
         run = self._run(request.state, request.runtime)
         call = _Call(request, handler)
         tool_call = request.tool_call

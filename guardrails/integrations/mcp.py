@@ -11,12 +11,15 @@ or put them in front of an existing ``MCPServer`` / low-level ``Server`` as a
     app.middleware.append(GuardedTools(rails, context=...))
 
 ``context`` maps each request to the ``TurnContext`` its turn runs in (tenant,
-session, phase from your auth and session state: never from the model). A
-non-``ok`` outcome answers ``isError: true`` with the outcome's fixed sentence.
+session, phase from your auth and session state: never from the model);
+``turn_input``, when given, to what pre_turn reads as the user's input (MCP
+requests carry none of their own). A non-``ok`` outcome answers
+``isError: true`` with the outcome's fixed sentence.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +43,8 @@ __all__ = [
 ]
 
 ContextFn = Callable[["ServerRequestContext[Any, Any]"], TurnContext | Awaitable[TurnContext]]
+# The user's input of a request for pre_turn (text, messages; None: no input).
+TurnInputFn = Callable[["ServerRequestContext[Any, Any]"], Any]
 
 
 def default_context(ctx: ServerRequestContext[Any, Any]) -> TurnContext:
@@ -67,6 +72,11 @@ class GuardedTools:
     ``Server`` (``guarded_server`` does that). Each request is a turn of its
     own: pre_turn decides what the caller is offered, so a tool that is not
     listed for the caller's phase or tenant answers ``unavailable`` if called.
+
+    ``turn_input(ctx)`` (a function or a coroutine function) gives pre_turn the
+    user's input for the request, for guards that read what the user asked
+    (``trigger``, intent gates); without it pre_turn runs with no user input.
+    Like ``context``, it reads what the application knows, never the model.
     """
 
     def __init__(
@@ -75,18 +85,26 @@ class GuardedTools:
         *,
         context: ContextFn = default_context,
         names: Iterable[str] | None = None,
+        turn_input: TurnInputFn | None = None,
     ) -> None:
         self.rails = rails
         self.context = context
         self.names = None if names is None else tuple(names)
+        self.turn_input = turn_input
 
     async def _turn(self, ctx: ServerRequestContext[Any, Any]) -> Turn:
         context = self.context(ctx)
         if not isinstance(context, TurnContext):
             context = await context
         turn = self.rails.turn(context)
-        await aoffer(turn, None, self.names)
+        await aoffer(turn, await self._input(ctx), self.names)
         return turn
+
+    async def _input(self, ctx: ServerRequestContext[Any, Any]) -> Any:
+        if self.turn_input is None:
+            return None
+        found = self.turn_input(ctx)
+        return await found if inspect.isawaitable(found) else found
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: Any = None
@@ -180,13 +198,15 @@ def guarded_server(
     *,
     context: ContextFn = default_context,
     names: Iterable[str] | None = None,
+    turn_input: TurnInputFn | None = None,
     **options: Any,
 ) -> Server[Any]:
     """A low-level MCP ``Server`` whose tools are the engine's, guarded.
 
+    ``context``, ``names`` and ``turn_input`` are those of ``GuardedTools``;
     ``options`` go to ``mcp.server.Server`` (``version``, ``instructions`` ...).
     """
     from mcp.server import Server
 
-    tools = GuardedTools(rails, context=context, names=names)
+    tools = GuardedTools(rails, context=context, names=names, turn_input=turn_input)
     return Server(name, on_list_tools=tools.list_tools, on_call_tool=tools.call_tool, **options)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import inspect
 import weakref
 from collections.abc import Callable, Mapping
@@ -31,14 +32,13 @@ from ..engine import Guardrails, Turn
 from ..middleware.post_run import PostRunReport
 from ..text import user_text
 from ..verdicts import Outcome, model_sentence
-from ._common import (
-    Offer,
-    Runs,
+from ._common import Offer, Runs, aoffer, context_of
+from ._framework_tools import (
+    Clash,
     acall_native,
-    adopt,
-    aoffer,
     check_options,
-    context_of,
+    native_tool,
+    register,
     relax_required,
 )
 
@@ -192,18 +192,17 @@ def _guarded(shared: _Guard, tool: Any, options: Mapping[str, Any] | None) -> An
         ctx = ToolContext(None, tool_name=tool.name, tool_call_id="backstop", tool_arguments=text)
         return await raw(ctx, text)
 
-    spec = adopt(
-        shared.rails,
-        tool.name,
+    name = tool.name
+    build = functools.partial(
+        native_tool,
+        name,
         relax_required(tool.params_json_schema, _optional(tool)),
         run,
-        source=tool,
         is_async=True,
-        description=tool.description or "",
-        options=options,
         direct=direct,
+        description=tool.description or "",
     )
-    name = tool.name
+    spec = register(shared.rails, name, build, options, source=tool, clash=Clash.REFUSE)
 
     async def invoke(ctx: Any, arguments: str) -> str:
         result: ToolResult = await acall_native(

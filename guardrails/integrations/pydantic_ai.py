@@ -18,8 +18,8 @@ without calling the model; post_run runs in ``after_run``. One run is one turn.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
-import threading
 from collections.abc import Callable, Mapping
 from functools import cache
 from types import SimpleNamespace
@@ -30,7 +30,8 @@ from ..engine import Guardrails, Turn
 from ..middleware.post_run import PostRunReport
 from ..tools import Tool
 from ..verdicts import Outcome
-from ._common import Offer, acall_native, adopt, aoffer, check_options, context_of
+from ._common import Offer, aoffer, context_of
+from ._framework_tools import Clash, acall_native, check_options, native_tool, register
 
 __all__ = ["capability"]
 
@@ -110,7 +111,6 @@ class _Capability:
         self.turn = turn
         self.offer: Offer | None = None
         self.raw: dict[str, Any] = {}
-        self._adopting = threading.Lock()
 
     # -- the run: one turn, in a capability of its own --------------------
 
@@ -142,24 +142,25 @@ class _Capability:
 
     # -- what is offered --------------------------------------------------
 
-    def _adopt(self, tool_def: Any) -> Tool:
-        with self._adopting:
-            return adopt(
-                self.rails,
-                tool_def.name,
-                tool_def.parameters_json_schema,
-                _invoke,
-                source=self.sources.setdefault(tool_def.name, object()),
-                is_async=True,
-                description=tool_def.description or "",
-                options=self.tool_options.get(tool_def.name),
-            )
+    def _register(self, tool_def: Any) -> Tool:
+        name = tool_def.name
+        build = functools.partial(
+            native_tool,
+            name,
+            tool_def.parameters_json_schema,
+            _invoke,
+            is_async=True,
+            description=tool_def.description or "",
+        )
+        source = self.sources.setdefault(name, object())
+        options = self.tool_options.get(name)
+        return register(self.rails, name, build, options, source=source, clash=Clash.REFUSE)
 
     async def prepare_tools(self, ctx: Any, tool_defs: list[Any]) -> list[Any]:
         # Every tool stays known to pydantic-ai, so that a call to a withheld
         # one reaches tool_call (``unavailable``); the model is offered only
         # what pre_turn allows (``wrap_model_request``).
-        tools = {d.name: self._adopt(d) for d in tool_defs}
+        tools = {d.name: self._register(d) for d in tool_defs}
         if self.offer is None:
             check_options(tools, self.tool_options)
             self.offer = await aoffer(self._turn(), _prompt_text(ctx.prompt), tools)

@@ -2,7 +2,8 @@
 
 For tests, examples and docs without network. A script is a list of turns;
 a turn is either the final text, or a list of tool calls ``(name, arguments)``
-(call ids ``call_0``, ``call_1`` ... within each turn)::
+(call ids ``call_0``, ``call_1`` ... within each turn) or ``(call_id, name,
+arguments)``::
 
     client = chat_client([("get_orders", {"status": "open"})], "done")  # Agent Framework
     llm = adk_model([("get_orders", {"status": "open"})], "done")       # Google ADK
@@ -20,8 +21,8 @@ from typing import Any
 
 __all__ = ["Turn", "adk_model", "chat_client", "tool_results"]
 
-# One scripted turn: the final text, or tool calls as (name, arguments).
-Turn = str | Sequence[tuple[str, dict[str, Any]]]
+# One scripted turn: the final text, or tool calls as (name, arguments) or (call id, name, arguments).
+Turn = str | Sequence[tuple[str, dict[str, Any]] | tuple[str, str, dict[str, Any]]]
 
 
 def _next(script: list[Any], repeat: bool) -> Any:
@@ -31,6 +32,11 @@ def _next(script: list[Any], repeat: bool) -> Any:
     if repeat:
         script.append(turn)
     return turn
+
+
+def _calls(turn: Sequence[Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(call id, name, arguments) of each call of a turn; ``call_<i>`` where no id is given."""
+    return [(f"call_{i}", *call) if len(call) == 2 else tuple(call) for i, call in enumerate(turn)]
 
 
 def chat_client(*turns: Turn, repeat: bool = False) -> Any:
@@ -59,8 +65,8 @@ def chat_client(*turns: Turn, repeat: bool = False) -> Any:
                 contents: list[Any] = [turn]
             else:
                 contents = [
-                    af.Content.from_function_call(call_id=f"call_{i}", name=name, arguments=args)
-                    for i, (name, args) in enumerate(turn)
+                    af.Content.from_function_call(call_id=call_id, name=name, arguments=args)
+                    for call_id, name, args in _calls(turn)
                 ]
             message = af.Message(role="assistant", contents=contents)
             if stream:
@@ -96,10 +102,8 @@ def adk_model(*turns: Turn, repeat: bool = False) -> Any:
                 parts = [types.Part(text=turn)]
             else:
                 parts = [
-                    types.Part(
-                        function_call=types.FunctionCall(id=f"call_{i}", name=name, args=args)
-                    )
-                    for i, (name, args) in enumerate(turn)
+                    types.Part(function_call=types.FunctionCall(id=call_id, name=name, args=args))
+                    for call_id, name, args in _calls(turn)
                 ]
             yield LlmResponse(content=types.Content(role="model", parts=parts))
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._aio import owes_record, to_the_end
 from ..context import Escape, ToolResult, TurnContext, VerdictRecord
 from ..guard import GuardOutcome
 from ..recorder import asafe_record, safe_record
@@ -135,7 +136,7 @@ async def apost_run(turn: Turn, output: Any = None, *, structured: Any = None) -
     outcomes = await arun_guards(turn.engine.guards_at(_POST_RUN), run, _POST_RUN)
     actions = []
     for guard, perform in _planned(outcomes):
-        with _Backstop(turn, guard, perform) as backstop:
+        async with _Backstop(turn, guard, perform) as backstop:
             if backstop.go:
                 backstop.result = await turn.acall(perform.tool, dict(perform.arguments))
         actions.append(backstop.action)
@@ -172,11 +173,27 @@ class _Backstop:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        safe_record(self.turn.engine.recorder, "backstop", self._close())
+
+    async def __aenter__(self) -> _Backstop:
+        return self.__enter__()
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: Any, tb: Any) -> None:
+        """``__exit__`` for ``apost_run``: the action is recorded off the event loop (to
+        its end, even past a cancellation); after a stop of the process, at once."""
+        action = self._close()
+        recorder = self.turn.engine.recorder
+        if exc is None or owes_record(exc):
+            await to_the_end(asafe_record(recorder, "backstop", action))
+        else:
+            safe_record(recorder, "backstop", action)
+
+    def _close(self) -> BackstopAction:
         self.turn.offered = self._offered
         self.action = BackstopAction(
             self.guard, self.perform.tool, self.perform.arguments, self.result, self.turn.context
         )
-        safe_record(self.turn.engine.recorder, "backstop", self.action)
+        return self.action
 
 
 # -- pure parts -------------------------------------------------------------------

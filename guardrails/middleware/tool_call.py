@@ -32,8 +32,10 @@ from .._aio import (
     await_with_timeout,
     call_with_timeout,
     cancel_requested,
+    owes_record,
     run_coroutine,
     stops,
+    to_the_end,
 )
 from .._aio import late as _late
 from ..context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
@@ -237,8 +239,8 @@ class ToolCallPipeline:
             if plan.awaits and cancel_requested():
                 # A guard swallowed the caller's cancellation: the tool does not run.
                 raise asyncio.CancelledError
-        except BaseException:
-            self._finish(turn, _interrupted(inv, start))
+        except BaseException as exc:
+            await self._ainterrupt(turn, inv, start, exc, hooks=False)
             raise
         try:  # from here on, a deliberate stop still reaches the hooks' after()
             stop = await self._abefore_hooks(inv, escapes) if self.hooks else None
@@ -263,8 +265,8 @@ class ToolCallPipeline:
             if result.outcome is _OK and plan.output_guards:
                 checked = [await g.aevaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
                 result = self._after_output(plan, inv, result, checked)
-        except BaseException:
-            self._interrupt(turn, inv, start)
+        except BaseException as exc:
+            await self._ainterrupt(turn, inv, start, exc)
             raise
         if self.hooks:
             result = await self._aafter_hooks(inv, result)
@@ -338,6 +340,26 @@ class ToolCallPipeline:
         if self.hooks:
             result = self._after_hooks(inv, result)
         self._finish(turn, result)
+
+    async def _ainterrupt(
+        self, turn: Any, inv: Invocation, start: int, exc: BaseException, hooks: bool = True
+    ) -> None:
+        """``_interrupt`` for ``arun``: after a cancellation (or misuse) the hooks and
+        recorders are awaited (off the event loop), to their end even if the caller is
+        cancelled again; a stop of the process is recorded at once, as ``run`` does."""
+        if not owes_record(exc):
+            if hooks:
+                self._interrupt(turn, inv, start)
+            else:
+                self._finish(turn, _interrupted(inv, start))
+            return
+        await to_the_end(self._arecord_interrupt(turn, inv, start, hooks))
+
+    async def _arecord_interrupt(self, turn: Any, inv: Invocation, start: int, hooks: bool) -> None:
+        result = _interrupted(inv, start)
+        if hooks and self.hooks:
+            result = await self._aafter_hooks(inv, result)
+        await self._afinish(turn, result)
 
     # -- steps 5-9: decisions on values ---------------------------------------
 

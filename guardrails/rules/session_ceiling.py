@@ -7,12 +7,14 @@ durable store can replace the in-memory default without touching the rule.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..context import Escape, GuardResult, Invocation, ToolResult, TurnContext
 from ..errors import ConfigurationError
 from ..guard import Guard
 from ..middleware.tool_call import Stop
+from ..store import Store
 from ..store.steps import Steps, aperform, call, perform
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
 from .effects import Restrict
@@ -118,29 +120,53 @@ class SessionCeiling:
         """A pre_turn guard that offers no tool once the session's ceiling is reached.
 
         It reads the count with the counter's ``get(key)`` method; a counter
-        without one cannot be read, and the guard does not evaluate.
+        without one cannot be read, and the guard does not evaluate. Under
+        ``apre_turn`` a counter other than ``MemoryCounter`` is read on its
+        store's threads.
         """
         return Guard(
-            self._check_offer,
+            _CeilingOffer(self),
             name=name or f"{self.name}_offer",
             at=ChokePoint.PRE_TURN,
             fail_closed=self.fail_closed,
         )
 
-    def _check_offer(self, request: PreTurnRequest) -> GuardResult | Verdict:
-        key = self.key(request.context)
-        read: Any = getattr(self.counter, "get", None)
-        if key is None or not callable(read):
+    def _escape(self, reason: EscapeReason, exc: BaseException | None) -> Stop | Escape:
+        if self.fail_closed:
+            return Stop(Outcome.LIMIT, Reason.CEILING, None, exc)
+        return Escape(self.name, ChokePoint.TOOL_CALL, reason, exc)
+
+
+class _CeilingOffer:
+    """The function of ``SessionCeiling.at_pre_turn``: no tool once the ceiling is reached."""
+
+    __slots__ = ("__name__", "ceiling", "read", "reads_store")
+
+    def __init__(self, ceiling: SessionCeiling) -> None:
+        self.__name__ = "session_ceiling_offer"
+        self.ceiling = ceiling
+        counter = ceiling.counter
+        self.read = _reader(counter)
+        # Read off the event loop under apre_turn, unless it is this process's memory.
+        self.reads_store = None if type(counter) is MemoryCounter else counter
+
+    def __call__(self, request: PreTurnRequest) -> GuardResult | Verdict:
+        key = self.ceiling.key(request.context)
+        if key is None or self.read is None:
             return GuardResult.not_evaluated(
                 "no_session" if key is None else "counter_not_readable",
                 evidence=_NOTHING,
                 escape=EscapeReason.NOT_CONFIGURED,
             )
-        if read(key) >= self.limit:
+        if self.read(key) >= self.ceiling.limit:
             return GuardResult.rejected("ceiling_reached", evidence=_NOTHING)
         return Verdict.PASS
 
-    def _escape(self, reason: EscapeReason, exc: BaseException | None) -> Stop | Escape:
-        if self.fail_closed:
-            return Stop(Outcome.LIMIT, Reason.CEILING, None, exc)
-        return Escape(self.name, ChokePoint.TOOL_CALL, reason, exc)
+
+def _reader(counter: Counter) -> Callable[[str], int] | None:
+    """How the count of a key is read: a store adds 0 (its ``get`` is its key-value
+    table, not its counters); any other counter through its ``get(key)``, if it has one."""
+    if isinstance(counter, Store):
+        return lambda key: counter.incr(key, 0)
+    read = getattr(counter, "get", None)
+    return read if callable(read) else None

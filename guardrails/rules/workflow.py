@@ -144,18 +144,14 @@ class Workflow:
     def pre_turn_guard(self) -> Guard:
         """A pre_turn rule that offers, among the step tools, only the current one.
 
-        Fail-closed: when the phase cannot be read, the turn is refused.
+        Fail-closed: when the phase cannot be read, the turn is refused. Under
+        ``apre_turn`` the phase is read on the store's threads.
         """
-
-        def workflow_phase(request: Any) -> GuardResult | Verdict:
-            current = self.current(request.context)
-            hidden = frozenset(n for n in request.tools if n in self._index and n != current)
-            if not hidden:
-                return Verdict.PASS
-            return GuardResult.rejected("workflow_phase", evidence=Restrict(remove=hidden))
-
         return Guard(
-            workflow_phase, name=f"workflow:{self.name}", at=ChokePoint.PRE_TURN, fail_closed=True
+            _PhaseOffer(self),
+            name=f"workflow:{self.name}",
+            at=ChokePoint.PRE_TURN,
+            fail_closed=True,
         )
 
     # -- CallHook -----------------------------------------------------------------
@@ -243,6 +239,25 @@ class Workflow:
         instructions = self.steps[index].instructions
         content = instructions if result.value is None else f"{result.content}\n\n{instructions}"
         return result._replace(content=content)
+
+
+class _PhaseOffer:
+    """The function of ``Workflow.pre_turn_guard``: hide the step tools not due now."""
+
+    __slots__ = ("__name__", "flow", "reads_store")
+
+    def __init__(self, flow: Workflow) -> None:
+        self.__name__ = "workflow_phase"
+        self.flow = flow
+        self.reads_store = flow.store  # read off the event loop under apre_turn
+
+    def __call__(self, request: Any) -> GuardResult | Verdict:
+        flow = self.flow
+        current = flow.current(request.context)
+        hidden = frozenset(n for n in request.tools if n in flow._index and n != current)
+        if not hidden:
+            return Verdict.PASS
+        return GuardResult.rejected("workflow_phase", evidence=Restrict(remove=hidden))
 
 
 def _running_step(phase: str) -> str:

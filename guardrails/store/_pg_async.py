@@ -80,6 +80,8 @@ class AsyncPath:
 
     async def call(self, name: str, /, *args: Any) -> Any:
         """The store method ``name`` with ``args``, awaited on this loop."""
+        if name == "append":  # the store's answer: the row's id
+            return await self.append_one(*args)
         return await self.run(getattr(_pg_sql, name)(*args))
 
     async def append(self, row: AuditRow, /) -> None:
@@ -88,9 +90,16 @@ class AsyncPath:
 
     async def write_rows(self, rows: list[AuditRow]) -> None:
         if len(rows) == 1:
-            await self.run(_pg_sql.append(rows[0]))
+            await self.append_one(rows[0])
         else:
             await self.run(_pg_sql.append_many(rows))
+
+    async def append_one(self, row: AuditRow) -> int:
+        """One row in the plain statement, after the store's head hint, which it moves on
+        (the hint the sync path keeps too: either path's rows keep it up to date)."""
+        store = self.store
+        store._head = written = await self.run(_pg_sql.append(row, store._head))
+        return written[0]
 
     async def run(self, steps: _pg_sql.Steps[T]) -> T:
         """Drive an operation on a connection of this loop's pool; a backend failure is unavailable."""

@@ -17,7 +17,7 @@ from collections.abc import Callable, Generator
 from typing import Any, NamedTuple, TypeVar
 
 from ._base import AUDIT_COLUMNS, AuditRow, Claim, Snapshot, check_filters, row_from
-from ._chain import content
+from ._chain import GENESIS, content, link
 from ._storable import storable
 
 __all__ = ["Batch", "Result", "Sql", "Steps", "drive"]
@@ -31,13 +31,20 @@ _COLUMNS = ", ".join(AUDIT_COLUMNS)
 APPEND_MANY = "SELECT guardrails_audit_append(%s, %s::jsonb)"
 # One row: the same in one plain statement, cheaper than the function call.
 # The UPDATE takes the head's row lock; one that waited re-reads the head its
-# predecessor committed (EvalPlanQual), so the chain stays one.
+# predecessor committed (EvalPlanQual), so the chain stays one. The client
+# sends the hash it computed after the head it last saw: when that head is
+# still the head, the hash goes in as sent; otherwise the server hashes after
+# the head it locked (hashing in SQL costs more than the row's insert).
+# Parameters: the hint's id and hash, the client's hash, the row's content,
+# then the row's columns; answers the row's (id, hash), the next hint.
 APPEND = (
-    "WITH head AS (UPDATE guardrails_audit_head SET id = id + 1, hash = encode(sha256("
-    "convert_to(hash || '|' || (id + 1)::text || '|' || %s, 'UTF8')), 'hex') "
+    "WITH head AS (UPDATE guardrails_audit_head SET id = id + 1, hash = CASE "
+    "WHEN id = %s::bigint AND hash = %s THEN %s ELSE encode(sha256(convert_to("
+    "hash || '|' || (id + 1)::text || '|' || %s, 'UTF8')), 'hex') END "
     "RETURNING id, hash) "
     f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) "
-    f"SELECT head.id, {', '.join('%s' for _ in AUDIT_COLUMNS)}, head.hash FROM head RETURNING id"
+    f"SELECT head.id, {', '.join('%s' for _ in AUDIT_COLUMNS)}, head.hash FROM head "
+    "RETURNING id, hash"
 )
 SELECT = f"SELECT id, {_COLUMNS} FROM guardrails_audit"
 SELECT_CHAIN = f"SELECT id, {_COLUMNS}, hash FROM guardrails_audit"
@@ -157,10 +164,15 @@ def _payload(rows: list[AuditRow]) -> tuple[list[str], str]:
     )
 
 
-def append(row: AuditRow) -> Steps[int]:
+def append(row: AuditRow, head: tuple[int, str] = (0, GENESIS)) -> Steps[tuple[int, str]]:
+    """Append ``row`` after ``head``, the (id, hash) its store last wrote (a hint the
+    statement checks under the head's lock); returns the row's own (id, hash)."""
     row = storable(row)
-    found = yield Sql(APPEND, (content(row), *row.values()))
-    return int(found.rows[0][0])
+    text = content(row)
+    last, previous = head
+    found = yield Sql(APPEND, (last, previous, link(previous, last + 1, text), text, *row.values()))
+    written = found.rows[0]
+    return int(written[0]), str(written[1])
 
 
 def append_many(rows: list[AuditRow]) -> Steps[None]:

@@ -5,9 +5,12 @@ process). An async caller awaits ``run(fn, *args)`` (any sync function that
 uses the store, run with the caller's context variables) or ``append(row)``;
 the event loop goes on serving other tasks meanwhile. Audit rows queued
 together are written in one ``append_many`` (one transaction, one commit),
-and each caller is answered only after its row is committed. ``drain()``
-waits until everything queued so far is done (it runs at exit, for the
-operations of tasks cancelled while they waited: those still complete).
+and each caller is answered only after its row is committed. The answers of
+one pass reach the loop ``WAKE_CHUNK`` callers per iteration, so that the
+steps of the callers they wake are spread over iterations, not run back to
+back. ``drain()`` waits until everything queued so far is done (it runs at
+exit, for the operations of tasks cancelled while they waited: those still
+complete).
 
 SQLite gets one thread (its writes are serialised by the file lock anyway),
 PostgreSQL one per connection it may hold, up to four. A ``MemoryStore``
@@ -38,6 +41,8 @@ T = TypeVar("T")
 log = logging.getLogger("guardrails")
 
 _MAX_BATCH = 128
+WAKE_CHUNK = 16
+"""The most callers one iteration of the event loop wakes with their answers."""
 
 
 class _Job:
@@ -83,10 +88,14 @@ class OffLoop:
 
     async def run(self, fn: Callable[..., T], /, *args: Any) -> T:
         """``fn(*args)`` on a store thread, with this task's context variables."""
+        return await self.submit(fn, *args)
+
+    def submit(self, fn: Callable[..., T], /, *args: Any) -> asyncio.Future[T]:
+        """``run`` as a future of the running loop, queued at once."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._put(_Job(loop, future, fn=fn, args=args, context=contextvars.copy_context()))
-        return await future
+        return future
 
     async def append(self, row: AuditRow, /) -> None:
         """Append ``row``; returns once it is committed (with the rows queued alongside)."""
@@ -202,14 +211,23 @@ def _answer(done: list[tuple[_Job, bool, Any]]) -> None:
             loop.call_soon_threadsafe(_settle_all, answers)
 
 
-def _settle_all(answers: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
-    for future, ok, value in answers:
+def _settle_all(answers: list[tuple[asyncio.Future[Any], bool, Any]], start: int = 0) -> None:
+    """Settle ``WAKE_CHUNK`` waiting callers of ``answers`` from ``start``; the rest next
+    iteration of the loop, so that the woken callers' steps are spread over iterations."""
+    index = start
+    woken = 0
+    while index < len(answers) and woken < WAKE_CHUNK:
+        future, ok, value = answers[index]
+        index += 1
         if future.done():  # the waiting task was cancelled: the work was done anyway
             continue
+        woken += 1
         if ok:
             future.set_result(value)
         else:
             future.set_exception(value)
+    if index < len(answers):
+        asyncio.get_running_loop().call_soon(_settle_all, answers, index)
 
 
 _lock = threading.Lock()
@@ -247,6 +265,19 @@ async def run(store: Any, fn: Callable[..., T], /, *args: Any) -> T:
     """``fn(*args)`` off the loop when ``store`` may block, inline when it cannot."""
     runner = off_loop(store)
     return fn(*args) if runner is None else await runner.run(fn, *args)
+
+
+def submit(store: Any, fn: Callable[..., T], /, *args: Any) -> asyncio.Future[T]:
+    """``run`` as a future, queued at once (done at once for a store that cannot block)."""
+    runner = off_loop(store)
+    if runner is not None:
+        return runner.submit(fn, *args)
+    future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+    try:
+        future.set_result(fn(*args))
+    except Exception as exc:
+        future.set_exception(exc)
+    return future
 
 
 async def append(store: Any, row: AuditRow, /) -> None:

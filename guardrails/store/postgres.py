@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _pg_sql as sql
 from ._base import AuditRow, Claim, Snapshot, StoreUnavailable
+from ._chain import GENESIS
 from ._group_commit import Batcher
 from ._pg_migrate import migrate as _migrate
 from ._pg_sql import Batch, Result, Sql
@@ -83,6 +84,10 @@ class PostgresStore:
         # ``group_commit``, and always of the rows ``offloop`` writes.
         self.batcher = Batcher(self._write_rows)
         self._group_commit = group_commit
+        # The (id, hash) of the chain head after this store's last append: a
+        # hint the append statement checks against the head it locks (kept by
+        # both paths: the sync one and the async one).
+        self._head: tuple[int, str] = (0, GENESIS)
         self._async: AsyncPath | None = None
         if async_pool:
             from ._pg_async import AsyncPath
@@ -161,7 +166,12 @@ class PostgresStore:
         if self._group_commit:
             self.batcher.submit(row)
             return 0
-        return self._drive(sql.append(row))
+        return self._append_one(row)
+
+    def _append_one(self, row: AuditRow) -> int:
+        # The head this store last wrote is the hint; the head the row got is the next one.
+        self._head = found = self._drive(sql.append(row, self._head))
+        return found[0]
 
     def append_many(self, rows: list[AuditRow], /) -> None:
         self._drive(sql.append_many(rows))
@@ -169,7 +179,7 @@ class PostgresStore:
     def _write_rows(self, rows: list[AuditRow]) -> None:
         # One row in the plain statement, cheaper than the function call.
         if len(rows) == 1:
-            self._drive(sql.append(rows[0]))
+            self._append_one(rows[0])
         else:
             self._drive(sql.append_many(rows))
 

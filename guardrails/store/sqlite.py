@@ -4,9 +4,16 @@ Each thread (and each process after a fork) opens its own connection. Writes
 that read first (reserve, claim, snapshot versions) run inside ``BEGIN
 IMMEDIATE``, which takes the file's write lock up front, so concurrent
 processes serialise on it; ``busy_timeout`` makes them wait instead of fail.
-An audit append is one autocommitted ``INSERT ... SELECT`` that reads the
-previous row's hash under the write lock, so the chain is extended inside the
-transaction that writes the row; in WAL mode with ``synchronous=NORMAL`` a committed row survives a killed
+An audit append is one autocommitted ``INSERT``: the store keeps the chain
+head it last wrote, gives the row the next id and hashes it after that head.
+Ids are consecutive and no row is ever replaced, so the id is free exactly
+when that head is still the newest row; the insert checks it under the write
+lock. When another writer took the id first (an integrity error), that append
+and the next ones use one ``INSERT ... VALUES`` whose subqueries read the
+newest row under the write lock and hash after it there (``guardrails_link``),
+until an append finds the head where this store left it. Either way the chain
+is extended inside the transaction that writes the row; in WAL mode with
+``synchronous=NORMAL`` a committed row survives a killed
 process. The store's connections cannot rewrite or remove audit rows
 (``_append_only``).
 """
@@ -31,24 +38,26 @@ from ._base import (
     check_filters,
     row_from,
 )
-from ._chain import GENESIS, content, link, link_rows
+from ._chain import GENESIS, content, link
 from ._migrations import migrations, split_statements
 from ._storable import storable
 
 __all__ = ["SQLiteStore"]
 
 _COLUMNS = ", ".join(AUDIT_COLUMNS)
-# One statement: the next id and the hash over the previous row's hash, read
-# under the write lock that BEGIN IMMEDIATE took.
-_APPEND = (
-    f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) "
-    f"SELECT m + 1, {', '.join('?' for _ in AUDIT_COLUMNS)}, guardrails_link("
-    "COALESCE((SELECT hash FROM guardrails_audit WHERE id = m), ''), m + 1, ?) "
-    "FROM (SELECT COALESCE(MAX(id), 0) AS m FROM guardrails_audit)"
-)
-_INSERT = (
-    f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) "
-    f"VALUES (?, {', '.join('?' for _ in AUDIT_COLUMNS)}, ?)"
+_VALUES = ", ".join("?" for _ in AUDIT_COLUMNS)
+# A row with its id and hash. An id already taken fails (the primary key and
+# the no_replace trigger), which is how an append learns the head has moved.
+_INSERT = f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) VALUES (?, {_VALUES}, ?)"
+# A row after the newest one, whoever wrote it, in one statement (whose reads
+# run under its write lock): the hash computed in Python goes in when the
+# newest row is the hint given (id, hash); otherwise SQLite hashes after it.
+_NEWEST_ID = "COALESCE((SELECT MAX(id) FROM guardrails_audit), 0)"
+_NEWEST = "FROM guardrails_audit ORDER BY id DESC LIMIT 1"
+_APPEND_AFTER_NEWEST = (
+    f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) VALUES ({_NEWEST_ID} + 1, {_VALUES}, "
+    f"CASE WHEN (SELECT id = ? AND hash IS ? {_NEWEST}) THEN ? ELSE guardrails_link("
+    f"COALESCE((SELECT hash {_NEWEST}), ''), {_NEWEST_ID} + 1, ?) END) RETURNING id, hash"
 )
 # What a value the driver cannot bind (a lone surrogate in a key, an integer
 # past 64 bits) raises, besides the driver's own errors.
@@ -79,6 +88,10 @@ class SQLiteStore:
         self._migrated = False
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        # The (id, hash) of the last row this store wrote: a hint, which the
+        # next append checks under the write lock (another writer may have moved on).
+        self._head: tuple[int, str] | None = None
+        self._moved = False  # the last check found the head moved: read it in SQL
 
     # -- connections --------------------------------------------------------
 
@@ -146,20 +159,45 @@ class SQLiteStore:
     # -- audit ----------------------------------------------------------------
 
     def append(self, row: AuditRow, /) -> int:
-        # One autocommitted statement: SQLite takes the write lock before the
-        # statement reads the previous row, so concurrent appends form one chain.
         row = storable(row)
-        return self._execute(_APPEND, (*row.values(), content(row))).lastrowid or 0
+        text = content(row)
+        head = self._head
+        if head is not None and not self._moved:
+            row_id = head[0] + 1
+            digest = link(head[1], row_id, text)
+            try:
+                self._conn().execute(_INSERT, (row_id, *row.values(), digest))
+            except sqlite3.IntegrityError:
+                self._moved = True  # the id is taken: another writer moved the head
+            except _FAILURES as exc:
+                raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
+            else:
+                self._head = (row_id, digest)
+                return row_id
+        return self._append_after_newest(row, text)
+
+    def _append_after_newest(self, row: AuditRow, text: str) -> int:
+        last, previous = self._head or (0, GENESIS)
+        digest = link(previous, last + 1, text)
+        params = (*row.values(), last, previous, digest, text)
+        row_id, stored = self._execute(_APPEND_AFTER_NEWEST, params).fetchall()[0]
+        self._head, self._moved = (row_id, stored), row_id != last + 1
+        return int(row_id)
 
     def append_many(self, rows: list[AuditRow], /) -> None:
         ready = [storable(r) for r in rows]
+        if not ready:
+            return
         with self._immediate() as conn:
             head = conn.execute(_HEAD).fetchone()
-            last, previous = (0, GENESIS) if head is None else (head[0], head[1] or GENESIS)
-            links = link_rows(previous, last + 1, ready)
-            conn.executemany(
-                _INSERT, [(i, *r.values(), h) for (i, h), r in zip(links, ready, strict=True)]
-            )
+            row_id, previous = (0, GENESIS) if head is None else (head[0], head[1] or GENESIS)
+            params = []
+            for row in ready:
+                row_id += 1
+                previous = link(previous, row_id, content(row))
+                params.append((row_id, *row.values(), previous))
+            conn.executemany(_INSERT, params)
+        self._head, self._moved = (row_id, previous), False
 
     def audit_chain(
         self, *, after_id: int = 0, limit: int = 1000

@@ -8,17 +8,20 @@ in the calling thread; ``await aperform(store, steps)`` drives it for async
 callers: on the event loop through the store's async path when it has one
 (``PostgresStore(async_pool=True)``), else all of it on the store's threads
 (``offloop.run``). Either way nothing blocks the loop, and the logic is the
-same text.
+same text. ``asubmit(store, steps)`` starts the same at once as a future that
+runs to its end whether or not its caller still awaits it (work that must be
+finished, or undone, after a cancellation).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Generator
 from typing import Any, NamedTuple, TypeVar
 
 from . import offloop
 
-__all__ = ["Call", "Steps", "aperform", "arun", "call", "perform"]
+__all__ = ["Call", "Steps", "aperform", "arun", "asubmit", "call", "perform"]
 
 T = TypeVar("T")
 
@@ -73,6 +76,24 @@ async def aperform(store: Any, steps: Steps[T], /) -> T:
                 answer, error = None, exc
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
+
+
+def asubmit(store: Any, steps: Steps[T], /) -> asyncio.Future[T]:
+    """``aperform`` as a future of the running loop, started at once.
+
+    Cancelling an ``await`` of it (under ``asyncio.shield``) leaves the work
+    going: on the store's threads (``offloop.submit``), or in a task of the
+    loop that is kept until it ends.
+    """
+    if offloop.async_path(store) is None:
+        return offloop.submit(store, perform, store, steps)
+    task = asyncio.ensure_future(aperform(store, steps))
+    _started.add(task)
+    task.add_done_callback(_started.discard)
+    return task
+
+
+_started: set[asyncio.Future[Any]] = set()  # the tasks of ``asubmit``, held until they end
 
 
 async def arun(store: Any, method: str, /, *args: Any) -> Any:

@@ -3,7 +3,9 @@
 The model asks, in its first step, for a valid call, calls with missing and
 wrong arguments, an unknown tool, a bound parameter, a tool that raises with a
 secret in its message, and an oversized result; then for two more calls, one
-step each, the second of which is over the per-turn ceiling.
+step each, the second of which is over the per-turn ceiling. Around it: any
+arguments the model may send, pre_turn rules, a probe of the turn's context,
+secrets for an action tool and a backstop action.
 """
 
 from __future__ import annotations
@@ -11,16 +13,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import json
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
+import jsonschema_rs
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from guardrails import Guardrails, Outcome, Secret
+from guardrails import Guardrails, Outcome, Secret, TurnContext, Verdict, guard
 from guardrails.middleware._render import TRUNCATION_MARKER
+from guardrails.rules import required_action, trigger
 from guardrails.verdicts import model_sentence
 
 SECRET = "token=sk-live-123"
@@ -68,6 +75,11 @@ def lookup(order_id: str, verbose: bool = False) -> str:
     return f"order {order_id}" + (" (verbose)" if verbose else "")
 
 
+async def shout(text: str) -> str:
+    """An async tool."""
+    return text.upper()
+
+
 def get_orders(account_id: str, status: str = "open") -> str:
     """The customer's orders."""
     return f"{account_id}:{status}"
@@ -93,12 +105,18 @@ def charge(amount: float, api_key: str) -> str:
     return f"charged {amount}"
 
 
-def secret_rails() -> Guardrails:
-    return Guardrails(secrets={"payments": API_KEY}.__getitem__)
+def secret_rails(**engine: Any) -> Guardrails:
+    return Guardrails(secrets={"payments": API_KEY}.__getitem__, **engine)
 
 
-def rails() -> Guardrails:
-    return Guardrails(max_calls_per_turn=CEILING, max_result_chars=MAX_RESULT)
+def rails(**engine: Any) -> Guardrails:
+    """The scenario's engine (its ceiling and result size); ``engine`` adds a recorder ..."""
+    return Guardrails(max_calls_per_turn=CEILING, max_result_chars=MAX_RESULT, **engine)
+
+
+def context() -> TurnContext:
+    """The run's context: the tenant, and the account ``get_orders`` is bound to."""
+    return TurnContext(tenant="acme", values={"account_id": ACCOUNT})
 
 
 # -- what the model asks for, and what it must be sent next ----------------------------
@@ -141,3 +159,135 @@ OUTCOMES = {
     "c9": Outcome.LIMIT,
 }
 FINAL = "All done."
+
+# -- pre_turn, and what each call's turn knows -----------------------------------------
+
+LOG_PROMPT = "show me the log"  # withholds ``dump``
+REFUSED_PROMPT = "a chargeback please"  # refused as ``money_subject``
+REFUSAL = "money_subject"
+
+
+def trigger_rails() -> Guardrails:
+    """pre_turn: a turn about the log is not offered ``dump``; one about a chargeback is refused."""
+    return Guardrails(
+        guards=[
+            trigger(["log"], remove=["dump"], name="no_dumps"),
+            trigger(["chargeback"], refuse=REFUSAL, name="money"),
+        ]
+    )
+
+
+def context_probe() -> tuple[Guardrails, list[TurnContext]]:
+    """An engine whose one guard keeps the context of every call it sees."""
+    seen: list[TurnContext] = []
+
+    @guard
+    def look(invocation: Any) -> Verdict:
+        seen.append(invocation.context)
+        return Verdict.PASS
+
+    return Guardrails(guards=[look]), seen
+
+
+def backstop() -> tuple[Guardrails, Any, list[str]]:
+    """An engine whose post_run calls ``notify_human`` when the answer promises to escalate.
+
+    Returns the engine, the tool (account bound from the context: ``BACKSTOP_BIND``)
+    and the notifications it made.
+    """
+    notified: list[str] = []
+
+    def notify_human(reason: str, account_id: str) -> str:
+        """Hand the conversation to a human."""
+        notified.append(f"{account_id}: {reason}")
+        return "notified"
+
+    engine = Guardrails(
+        guards=[
+            required_action(
+                "notify_human",
+                when=lambda run: "escalate" in (run.text or ""),
+                arguments={"reason": "promised"},
+            )
+        ]
+    )
+    return engine, notify_human, notified
+
+
+BACKSTOP_BIND = {"notify_human": {"bind": {"account_id": "account_id"}}}
+ESCALATE = "I will escalate this."
+NOTIFIED = [f"{ACCOUNT}: promised"]
+
+
+# -- any arguments the model may send to ``lookup`` --------------------------------------
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+LOOKUP_ARGUMENTS = st.one_of(
+    st.just({"order_id": "o-1"}),
+    st.dictionaries(st.sampled_from(["order_id", "verbose", "x"]), JSON_VALUES, max_size=3),
+)
+# Where arguments travel as JSON text, the model may also send text that is not JSON.
+LOOKUP_ARGUMENTS_OR_TEXT = st.one_of(LOOKUP_ARGUMENTS, st.text(max_size=12))
+_LOOKUP = {
+    "type": "object",
+    "properties": {"order_id": {"type": "string"}, "verbose": {"type": "boolean"}},
+    "required": ["order_id"],
+}
+_CLOSED = jsonschema_rs.validator_for({**_LOOKUP, "additionalProperties": False})
+_OPEN = jsonschema_rs.validator_for(_LOOKUP)
+_INVALID = model_sentence(Outcome.INVALID_ARGS).split(" Check")[0]
+
+
+def check_lookup_answer(
+    arguments: Any, content: str, is_error: bool | None = None, *, closed: bool = True
+) -> bool:
+    """The model read ``lookup``'s result for valid arguments, else the invalid-arguments sentence.
+
+    ``closed``: the framework's schema refuses undeclared keys (LangChain's does
+    not: the tool ignores them). ``is_error`` is the framework's error flag, where it
+    has one. Returns whether the arguments were valid.
+    """
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            arguments = None
+    valid = isinstance(arguments, dict) and (_CLOSED if closed else _OPEN).is_valid(arguments)
+    if is_error is not None:
+        assert is_error is not valid
+    if valid:
+        assert content == lookup(**{k: v for k, v in arguments.items() if k != "x"})
+    else:
+        assert content.startswith(_INVALID)
+    return valid
+
+
+def answers_to_any_lookup_arguments(
+    answer: Callable[[Any], tuple[str, bool | None]],
+    *,
+    text: bool = True,
+    closed: bool = True,
+    examples: int = 40,
+) -> None:
+    """``answer(arguments)`` runs one call of ``lookup`` through the framework: any
+    arguments (JSON text too, with ``text``) get ``check_lookup_answer``'s closed answer.
+
+    ``answer`` returns what the model read and the framework's error flag (None
+    where it has none). Both answers, a result and the sentence, must be reached.
+    """
+    valid: set[bool] = set()
+
+    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(arguments=LOOKUP_ARGUMENTS_OR_TEXT if text else LOOKUP_ARGUMENTS)
+    def check(arguments: Any) -> None:
+        content, is_error = answer(arguments)
+        valid.add(check_lookup_answer(arguments, content, is_error, closed=closed))
+
+    check()
+    assert valid == {True, False}

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guardrails import ConfigurationError, Guardrails, Outcome, TurnContext
+from guardrails import ConfigurationError, Guardrails, Outcome, Tool, TurnContext
 from guardrails.integrations.scripted import ScriptedMessagesAPI, text_message, tool_use_message
 from guardrails.rules import allow_list
 from guardrails.testing import MemoryRecorder
@@ -135,7 +135,8 @@ def test_the_schema_is_the_one_the_sdk_sends() -> None:
     assert made.schema["properties"]["status"] == {"type": "string"}
 
 
-async def test_a_call_the_hook_did_not_decide_runs_nothing() -> None:
+def noting() -> tuple[Any, list[Any]]:
+    """Options guarding one ``note`` tool, and the arguments of every note it wrote."""
     ran: list[Any] = []
 
     @tool("note", "Write a note.", {"text": str})
@@ -143,7 +144,11 @@ async def test_a_call_the_hook_did_not_decide_runs_nothing() -> None:
         ran.append(args)
         return {"content": [{"type": "text", "text": "ok"}]}
 
-    options = guard(ClaudeAgentOptions(), Guardrails(), server="shop", sdk_tools=[note])
+    return guard(ClaudeAgentOptions(), Guardrails(), server="shop", sdk_tools=[note]), ran
+
+
+async def test_a_call_the_hook_did_not_decide_runs_nothing() -> None:
+    options, ran = noting()
     async with Client(options.mcp_servers["shop"]["instance"]) as client:
         result = await client.call_tool("note", {"text": "hi"})
     assert (result.content[0].text, result.is_error) == (model_sentence(Outcome.UNAVAILABLE), True)
@@ -364,14 +369,7 @@ async def test_hostile_tool_input_is_let_through_and_answered_by_tool_call() -> 
 
 
 async def test_a_call_the_cli_never_made_is_forgotten_at_stop() -> None:
-    ran: list[Any] = []
-
-    @tool("note", "Write a note.", {"text": str})
-    async def note(args: dict[str, Any]) -> dict[str, Any]:
-        ran.append(args)
-        return {"content": [{"type": "text", "text": "ok"}]}
-
-    options = guard(ClaudeAgentOptions(), Guardrails(), server="shop", sdk_tools=[note])
+    options, ran = noting()
     await hook(options, "PreToolUse")(
         pre_tool_input("note", {"text": "x"}, "t1"), "t1", {"signal": None}
     )
@@ -422,3 +420,15 @@ async def test_a_refused_prompt_is_blocked_with_the_refusal_code() -> None:
     assert decided == {"decision": "block", "reason": "deletion_requested"}
     answers = await call_through_hooks(options, [("dump_log", {})])
     assert answers["toolu_0"] == (model_sentence(Outcome.UNAVAILABLE), True)
+
+
+def test_a_tool_the_application_registered_is_kept_and_options_for_it_are_refused() -> None:
+    async def mine(status: str, account: str) -> str:
+        return "mine"
+
+    rails = Guardrails([Tool("get_orders", mine, tool_from(get_orders).schema)])
+    kept = rails.tools["get_orders"]
+    guard(ClaudeAgentOptions(), rails, server="shop", sdk_tools=ALL)
+    assert rails.tools["get_orders"] is kept
+    with pytest.raises(ConfigurationError, match="'get_orders' is already registered"):
+        guard(ClaudeAgentOptions(), rails, server="shop", sdk_tools=ALL, tool_options=OPTIONS)

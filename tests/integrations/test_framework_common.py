@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+import functools
 import gc
+import threading
 from typing import Any
 
 import pytest
 
-from guardrails import DuplicateNameError, Guardrails, Outcome, TurnContext, UsageError
-from guardrails.integrations._common import (
-    Runs,
+from guardrails import (
+    ConfigurationError,
+    DuplicateNameError,
+    Guardrails,
+    Outcome,
+    Tool,
+    TurnContext,
+    UsageError,
+    tool,
+)
+from guardrails.integrations._common import Runs, context_of
+from guardrails.integrations._framework_tools import (
+    SOURCE,
+    Clash,
     acall_native,
-    adopt,
     call_native,
-    context_of,
+    native_tool,
+    register,
     relax_required,
 )
 
@@ -68,14 +81,101 @@ def _run(native: Any, arguments: dict[str, Any]) -> Any:
     return f"{native}:{arguments['a']}"
 
 
-def test_adopt_registers_once_per_source_and_refuses_another_of_the_same_name() -> None:
+def adopt(
+    rails: Guardrails,
+    name: str,
+    schema: dict[str, Any],
+    run: Any,
+    *,
+    source: Any,
+    is_async: bool,
+    direct: Any = None,
+    options: dict[str, Any] | None = None,
+) -> Tool:
+    """A framework tool run by ``run``, registered as the framework adapters do."""
+    build = functools.partial(native_tool, name, schema, run, is_async=is_async, direct=direct)
+    return register(rails, name, build, options, source=source, clash=Clash.REFUSE)
+
+
+def test_refuse_registers_once_per_source_and_refuses_another_of_the_same_name() -> None:
     rails = Guardrails()
     source = object()
-    tool = adopt(rails, "t", SCHEMA, _run, source=source, is_async=False)
-    assert adopt(rails, "t", SCHEMA, _run, source=source, is_async=False) is tool
-    assert rails.tools["t"] is tool
+    made = adopt(rails, "t", SCHEMA, _run, source=source, is_async=False)
+    assert adopt(rails, "t", SCHEMA, _run, source=source, is_async=False) is made
+    assert rails.tools["t"] is made and made.options[SOURCE] is source
     with pytest.raises(DuplicateNameError, match="'t'"):
         adopt(rails, "t", SCHEMA, _run, source=object(), is_async=False)
+
+
+def test_refuse_refuses_the_applications_own_tool_of_the_same_name() -> None:
+    @tool
+    def t(a: str) -> str:
+        return a
+
+    rails = Guardrails([t])
+    with pytest.raises(DuplicateNameError, match="'t'"):
+        adopt(rails, "t", ONE, _run, source=object(), is_async=False)
+    assert rails.tools["t"] is t
+
+
+def _built(calls: list[dict[str, Any]]) -> Any:
+    def build(**options: Any) -> Tool:
+        calls.append(options)
+        return Tool("t", lambda a: a, ONE, **options)
+
+    return build
+
+
+def test_application_wins_keeps_the_engines_tool_and_builds_nothing() -> None:
+    @tool
+    def t(a: str) -> str:
+        return a
+
+    rails = Guardrails([t])
+    calls: list[dict[str, Any]] = []
+    kept = register(rails, "t", _built(calls), None, source=object(), clash=Clash.APPLICATION_WINS)
+    assert kept is t and calls == []
+
+
+def test_application_wins_refuses_options_for_a_tool_made_elsewhere() -> None:
+    rails = Guardrails()
+    source = object()
+    register(rails, "t", _built([]), {}, source=source, clash=Clash.APPLICATION_WINS)
+    for options in ({}, {"timeout": 5}):
+        with pytest.raises(ConfigurationError, match="'t' is already registered"):
+            register(rails, "t", _built([]), options, source=source, clash=Clash.APPLICATION_WINS)
+
+
+def test_the_options_reach_build_with_the_source_added_to_the_tools_own() -> None:
+    rails = Guardrails()
+    calls: list[dict[str, Any]] = []
+    source = object()
+    given = {"timeout": 5, "options": {"snapshot": False}}
+    made = register(rails, "t", _built(calls), given, source=source, clash=Clash.REFUSE)
+    assert calls == [{"timeout": 5, "options": {"snapshot": False, SOURCE: source}}]
+    assert made.timeout == 5 and dict(made.options) == {"snapshot": False, SOURCE: source}
+    assert given == {"timeout": 5, "options": {"snapshot": False}}  # the caller's, unchanged
+
+
+@pytest.mark.parametrize("clash", list(Clash))
+def test_threads_registering_one_framework_tool_at_once_get_the_same_tool(clash: Clash) -> None:
+    rails = Guardrails()
+    source = object()
+    calls: list[dict[str, Any]] = []
+    start = threading.Barrier(8)
+    got: list[Tool] = []
+
+    def one() -> None:
+        start.wait()
+        got.append(register(rails, "t", _built(calls), None, source=source, clash=clash))
+
+    threads = [threading.Thread(target=one) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(got) == 8 and all(g is rails.tools["t"] for g in got)
+    assert len(calls) == 1
 
 
 def test_a_call_gets_its_own_per_call_object_and_a_nested_call_does_not_borrow_it() -> None:

@@ -5,10 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import jsonschema_rs
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from tests.integrations import _frameworks as fw
 
@@ -18,11 +15,9 @@ from langchain.agents import create_agent  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage  # noqa: E402
 from langchain_core.tools import StructuredTool  # noqa: E402
 
-from guardrails import ConfigurationError, DuplicateNameError, Guardrails, TurnContext  # noqa: E402
-from guardrails import guard as make_guard  # noqa: E402
+from guardrails import ConfigurationError, DuplicateNameError, Guardrails  # noqa: E402
 from guardrails.integrations import langchain  # noqa: E402
 from guardrails.integrations.langchain import STATE_KEY  # noqa: E402
-from guardrails.rules import required_action, trigger  # noqa: E402
 from guardrails.testing import MemoryRecorder  # noqa: E402
 
 
@@ -46,18 +41,6 @@ def tool_messages(messages: list[BaseMessage]) -> dict[str, tuple[str, bool]]:
         for m in messages
         if isinstance(m, ToolMessage)
     }
-
-
-JSON_VALUES = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8)
-)
-LOOKUP_SCHEMA = jsonschema_rs.validator_for(
-    {
-        "type": "object",
-        "properties": {"order_id": {"type": "string"}, "verbose": {"type": "boolean"}},
-        "required": ["order_id"],
-    }  # the schema LangChain gives: extra properties are not forbidden (the tool ignores them)
-)
 
 
 def context() -> dict[str, Any]:
@@ -115,36 +98,24 @@ def test_bound_parameters_are_hidden_from_the_offered_schema() -> None:
 
 
 def test_pre_turn_withholds_tools_and_a_withheld_tool_is_unavailable() -> None:
-    engine = Guardrails(guards=[trigger(["log"], remove=["dump"], name="no_dumps")])
     chat = model([("d1", "dump", {})])
-    agent = create_agent(chat, tools(), middleware=[langchain.middleware(engine)])
-    agent.invoke({"messages": [{"role": "user", "content": "show me the log"}]})
+    agent = create_agent(chat, tools(), middleware=[langchain.middleware(fw.trigger_rails())])
+    agent.invoke({"messages": [{"role": "user", "content": fw.LOG_PROMPT}]})
     assert [t["function"]["name"] for t in chat.offered[0]] == ["lookup", "get_orders", "explode"]
     assert tool_messages(chat.sent[1]) == {"d1": (fw.EXPECTED["c4"][0], True)}
 
 
 def test_a_refused_turn_never_reaches_the_model() -> None:
-    engine = Guardrails(guards=[trigger(["chargeback"], refuse="money_subject")])
     chat = model([fw.FIRST[0]])
-    agent = create_agent(chat, tools(), middleware=[langchain.middleware(engine)])
-    out = agent.invoke({"messages": [{"role": "user", "content": "a chargeback please"}]})
+    agent = create_agent(chat, tools(), middleware=[langchain.middleware(fw.trigger_rails())])
+    out = agent.invoke({"messages": [{"role": "user", "content": fw.REFUSED_PROMPT}]})
     assert chat.sent == []
-    assert out["messages"][-1].content == "money_subject"
-    assert out["messages"][-1].response_metadata["guardrails_refusal"] == "money_subject"
+    assert out["messages"][-1].content == fw.REFUSAL
+    assert out["messages"][-1].response_metadata["guardrails_refusal"] == fw.REFUSAL
 
 
 def test_the_session_comes_from_the_thread_and_the_tenant_from_the_context() -> None:
-    engine = fw.rails()
-    seen: list[TurnContext] = []
-
-    @make_guard
-    def look(invocation: Any) -> Any:
-        seen.append(invocation.context)
-        from guardrails import Verdict
-
-        return Verdict.PASS
-
-    engine.add_guard(look)
+    engine, seen = fw.context_probe()
     agent = create_agent(model([fw.FIRST[0]]), tools(), middleware=[langchain.middleware(engine)])
     agent.invoke(
         {"messages": [{"role": "user", "content": "hi"}]},
@@ -175,9 +146,7 @@ def test_bad_tool_options_name_the_tool() -> None:
 
 def test_every_call_is_recorded_and_each_run_is_a_turn_of_its_own() -> None:
     recorder = MemoryRecorder()
-    engine = Guardrails(
-        max_calls_per_turn=fw.CEILING, max_result_chars=fw.MAX_RESULT, recorder=recorder
-    )
+    engine = fw.rails(recorder=recorder)
     replies = [
         AIMessage(content="", tool_calls=[{"name": n, "args": a, "id": i} for i, n, a in step])
         for step in fw.STEPS
@@ -234,25 +203,16 @@ def test_public_names_are_the_documented_ones() -> None:
     assert STATE_KEY == "guardrails_run"
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    arguments=st.one_of(
-        st.just({"order_id": "o-1"}),
-        st.dictionaries(st.sampled_from(["order_id", "verbose", "x"]), JSON_VALUES, max_size=3),
-    )
-)
-def test_any_arguments_get_a_closed_answer(arguments: dict[str, Any]) -> None:
-    chat = model([("h1", "lookup", arguments)])
-    agent = create_agent(chat, tools(), middleware=[langchain.middleware(fw.rails())])
-    agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
-    [(content, is_error)] = tool_messages(chat.sent[-1]).values()
-    valid = LOOKUP_SCHEMA.is_valid(arguments)
-    assert is_error is not valid
-    if valid:
-        known = {k: v for k, v in arguments.items() if k != "x"}
-        assert content == fw.lookup(**known)
-    else:
-        assert content.startswith(fw.EXPECTED["c2"][0].split(" Check")[0])
+def test_any_arguments_get_a_closed_answer() -> None:
+    def answer(arguments: Any) -> tuple[str, bool]:
+        chat = model([("h1", "lookup", arguments)])
+        agent = create_agent(chat, tools(), middleware=[langchain.middleware(fw.rails())])
+        agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
+        [found] = tool_messages(chat.sent[-1]).values()
+        return found
+
+    # The schema LangChain gives does not forbid extra keys (the tool ignores them).
+    fw.answers_to_any_lookup_arguments(answer, text=False, closed=False)
 
 
 def test_an_interrupt_in_a_tool_pauses_the_graph_and_the_resumed_call_keeps_its_context() -> None:
@@ -285,36 +245,14 @@ def test_an_interrupt_in_a_tool_pauses_the_graph_and_the_resumed_call_keeps_its_
 
 
 def test_a_backstop_action_runs_the_agents_tool() -> None:
-    notified: list[str] = []
-
-    def notify_human(reason: str, account_id: str) -> str:
-        """Hand the conversation to a human."""
-        notified.append(f"{account_id}: {reason}")
-        return "notified"
-
-    engine = Guardrails(
-        guards=[
-            required_action(
-                "notify_human",
-                when=lambda run: "escalate" in (run.text or ""),
-                arguments={"reason": "promised"},
-            )
-        ]
-    )
+    engine, notify_human, notified = fw.backstop()
     reports: list[Any] = []
+    guard = langchain.middleware(engine, tool_options=fw.BACKSTOP_BIND, on_report=reports.append)
     agent = create_agent(
-        model(final="I will escalate this."),
-        [StructuredTool.from_function(notify_human)],
-        middleware=[
-            langchain.middleware(
-                engine,
-                tool_options={"notify_human": {"bind": {"account_id": "account_id"}}},
-                on_report=reports.append,
-            )
-        ],
+        model(final=fw.ESCALATE), [StructuredTool.from_function(notify_human)], middleware=[guard]
     )
     agent.invoke({"messages": [{"role": "user", "content": "help"}]}, context=context())
-    assert notified == [f"{fw.ACCOUNT}: promised"]
+    assert notified == fw.NOTIFIED
     [action] = reports[0].actions
     assert action.outcome == "ok"
 

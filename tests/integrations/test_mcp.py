@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from mcp import Client
 from mcp.server import MCPServer
 
-from guardrails import Guardrails, Outcome, TurnContext, tool
+from guardrails import Guardrails, Outcome, TurnContext, Verdict, guard, tool
 from guardrails.integrations.mcp import GuardedTools, guarded_server
-from guardrails.rules import allow_list
+from guardrails.rules import allow_list, trigger
 from guardrails.verdicts import model_sentence
 
 SECRET = "postgres://admin:hunter2@10.0.0.5/prod"
@@ -325,3 +326,45 @@ async def test_server_tool_results_reach_the_model_as_the_server_would_send_them
     rails = Guardrails(await tools_from_server(app))
     result = await rails.acall("report", {"year": 2025})
     assert (result.outcome, result.content) == (Outcome.OK, unguarded)
+
+
+def user_said(ctx: Any) -> str | None:
+    # Tests stand in for the application: what its user said rides in the request's _meta.
+    return (ctx.meta or {}).get("said")
+
+
+async def async_user_said(ctx: Any) -> str | None:
+    return user_said(ctx)
+
+
+@pytest.mark.parametrize("turn_input", [user_said, async_user_said])
+async def test_turn_input_is_what_pre_turn_reads_for_each_request(turn_input: Any) -> None:
+    rails = Guardrails(
+        [get_invoices, export_all], [trigger(["export"], remove=["export_all"], name="no_export")]
+    )
+    served = guarded_server(rails, context=by_meta, turn_input=turn_input)
+    async with Client(served) as client:
+        quiet = await client.list_tools(meta={"said": "my invoices"})
+        asked = await client.list_tools(meta={"said": "export everything"})
+        refused = await client.call_tool("export_all", {}, meta={"said": "export it"})
+        allowed = await client.call_tool("export_all", {}, meta={"said": "hello"})
+    assert [t.name for t in quiet.tools] == ["get_invoices", "export_all"]
+    assert [t.name for t in asked.tools] == ["get_invoices"]
+    assert (refused.is_error, text(refused)) == (True, model_sentence(Outcome.UNAVAILABLE))
+    assert (allowed.is_error, text(allowed)) == (False, "exported")
+
+
+async def test_without_turn_input_pre_turn_reads_no_user_input() -> None:
+    seen: list[str] = []
+
+    @guard(at="pre_turn")
+    def look(request: Any) -> Verdict:
+        seen.append(request.text.raw)
+        return Verdict.PASS
+
+    app = MCPServer("existing")
+    app.middleware.append(GuardedTools(Guardrails([export_all], [look]), context=by_meta))
+    async with Client(app) as client:
+        await client.list_tools(meta={"said": "export everything"})
+        await client.call_tool("export_all", {}, meta={"said": "export it"})
+    assert seen == ["", ""]

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
-import jsonschema_rs
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from tests.integrations import _frameworks as fw
 
@@ -27,10 +23,8 @@ from agents import (  # noqa: E402
 )
 from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
-from guardrails import ConfigurationError, Guardrails, Turn, TurnContext, Verdict  # noqa: E402
-from guardrails import guard as make_guard  # noqa: E402
+from guardrails import ConfigurationError, DuplicateNameError, Guardrails, Turn  # noqa: E402
 from guardrails.integrations import openai_agents  # noqa: E402
-from guardrails.rules import required_action, trigger  # noqa: E402
 from guardrails.testing import MemoryRecorder  # noqa: E402
 
 set_tracing_disabled(True)
@@ -59,10 +53,7 @@ def outputs(model: ScriptedModel) -> dict[str, str]:
 
 
 SENT = {call_id: content for call_id, (content, _) in fw.EXPECTED.items()}
-
-
-def context() -> TurnContext:
-    return TurnContext(tenant="acme", values={"account_id": fw.ACCOUNT})
+context = fw.context
 
 
 async def test_the_model_is_sent_our_outcomes_and_sentences_only() -> None:
@@ -119,24 +110,19 @@ async def test_the_offered_schema_hides_bound_parameters_and_keeps_the_real_requ
 
 
 async def test_pre_turn_withholds_tools_and_refuses_turns_as_an_input_guardrail() -> None:
-    engine = Guardrails(
-        guards=[
-            trigger(["log"], remove=["dump"], name="no_dumps"),
-            trigger(["chargeback"], refuse="money_subject", name="money"),
-        ]
-    )
+    engine = fw.trigger_rails()
     model = scripted([("d1", "dump", {})])
     mine = tools()
     agent = openai_agents.guard(Agent(name="support", tools=mine, model=model), engine)
-    await Runner.run(agent, "show me the log", run_config=openai_agents.run_config())
+    await Runner.run(agent, fw.LOG_PROMPT, run_config=openai_agents.run_config())
     assert [t.name for t in model.calls[0].tools] == ["lookup", "get_orders", "explode"]
     assert outputs(model)["d1"] == fw.EXPECTED["c4"][0]
 
     refused = scripted()
     agent = openai_agents.guard(Agent(name="support", tools=mine, model=refused), engine)
     with pytest.raises(InputGuardrailTripwireTriggered) as raised:
-        await Runner.run(agent, "a chargeback please")
-    assert raised.value.guardrail_result.output.output_info == "money_subject"
+        await Runner.run(agent, fw.REFUSED_PROMPT)
+    assert raised.value.guardrail_result.output.output_info == fw.REFUSAL
     assert refused.calls == ()
 
 
@@ -161,9 +147,7 @@ async def test_a_turn_given_as_the_run_context_spans_runs() -> None:
 
 async def test_each_run_is_its_own_turn_and_every_call_is_recorded() -> None:
     recorder = MemoryRecorder()
-    engine = Guardrails(
-        max_calls_per_turn=fw.CEILING, max_result_chars=fw.MAX_RESULT, recorder=recorder
-    )
+    engine = fw.rails(recorder=recorder)
     model = scripted(*fw.STEPS)
     agent = openai_agents.guard(
         Agent(name="support", tools=tools(), model=model), engine, tool_options=fw.BIND
@@ -195,53 +179,21 @@ def test_tool_options_for_a_tool_the_agent_lacks_are_refused() -> None:
         )
 
 
-LOOKUP_SCHEMA = jsonschema_rs.validator_for(
-    {
-        "type": "object",
-        "properties": {"order_id": {"type": "string"}, "verbose": {"type": "boolean"}},
-        "required": ["order_id"],
-        "additionalProperties": False,
-    }
-)
-JSON_VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8))
+def test_any_arguments_get_a_closed_answer() -> None:
+    def answer(arguments: Any) -> tuple[str, None]:
+        model = scripted([("h1", "lookup", arguments)])
+        agent = openai_agents.guard(Agent(name="support", tools=tools(), model=model), fw.rails())
+        asyncio.run(Runner.run(agent, "hi"))
+        [content] = outputs(model).values()
+        return content, None  # this API has no error flag
 
-
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    arguments=st.one_of(
-        st.just({"order_id": "o-1"}),
-        st.dictionaries(st.sampled_from(["order_id", "verbose", "x"]), JSON_VALUES, max_size=3),
-        st.text(max_size=12),
-    )
-)
-def test_any_arguments_get_a_closed_answer(arguments: Any) -> None:
-    model = scripted([("h1", "lookup", arguments)])
-    agent = openai_agents.guard(Agent(name="support", tools=tools(), model=model), fw.rails())
-    asyncio.run(Runner.run(agent, "hi"))
-    [content] = outputs(model).values()
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            arguments = None
-    if isinstance(arguments, dict) and LOOKUP_SCHEMA.is_valid(arguments):
-        assert content == fw.lookup(**arguments)
-    else:
-        assert content.startswith(fw.EXPECTED["c2"][0].split(" Check")[0])
+    fw.answers_to_any_lookup_arguments(answer)
 
 
 async def test_tenant_and_session_come_from_the_run_context() -> None:
-    seen: list[TurnContext] = []
-
-    @make_guard
-    def look(invocation: Any) -> Verdict:
-        seen.append(invocation.context)
-        return Verdict.PASS
-
+    engine, seen = fw.context_probe()
     model = scripted([fw.FIRST[0]])
-    agent = openai_agents.guard(
-        Agent(name="support", tools=tools(), model=model), Guardrails(guards=[look])
-    )
+    agent = openai_agents.guard(Agent(name="support", tools=tools(), model=model), engine)
     await Runner.run(agent, "hi", context={"tenant": "acme", "session": "s-9", "plan": "gold"})
     [ctx] = seen
     assert (ctx.tenant, ctx.session, ctx.get("plan")) == ("acme", "s-9", "gold")
@@ -273,32 +225,20 @@ async def test_the_agents_own_hooks_still_receive_every_event() -> None:
 
 
 async def test_a_backstop_action_runs_the_agents_tool() -> None:
-    notified: list[str] = []
-
-    @function_tool
-    def notify_human(reason: str, account_id: str) -> str:
-        """Hand the conversation to a human."""
-        notified.append(f"{account_id}: {reason}")
-        return "notified"
-
-    engine = Guardrails(
-        guards=[
-            required_action(
-                "notify_human",
-                when=lambda run: "escalate" in (run.text or ""),
-                arguments={"reason": "promised"},
-            )
-        ]
-    )
+    engine, notify_human, notified = fw.backstop()
     reports: list[Any] = []
     agent = openai_agents.guard(
-        Agent(name="support", tools=[notify_human], model=scripted(final="I will escalate.")),
+        Agent(
+            name="support",
+            tools=[function_tool(notify_human)],
+            model=scripted(final=fw.ESCALATE),
+        ),
         engine,
-        tool_options={"notify_human": {"bind": {"account_id": "account_id"}}},
+        tool_options=fw.BACKSTOP_BIND,
         on_report=reports.append,
     )
     await Runner.run(agent, "help", context=context())
-    assert notified == [f"{fw.ACCOUNT}: promised"]
+    assert notified == fw.NOTIFIED
     assert [a.outcome for a in reports[0].actions] == ["ok"]
 
 
@@ -314,3 +254,14 @@ async def test_a_streamed_run_is_guarded_the_same() -> None:
         pass
     assert streamed.final_output == fw.FINAL
     assert outputs(model) == SENT
+
+
+def test_a_tool_registered_in_the_engine_under_the_same_name_is_refused() -> None:
+    with pytest.raises(DuplicateNameError, match="'lookup'"):
+        openai_agents.guard(Agent(name="support", tools=tools()), Guardrails([fw.lookup]))
+    engine = fw.rails()
+    agent = Agent(name="support", tools=tools())
+    first = openai_agents.guard(agent, engine)
+    again = openai_agents.guard(agent, engine)  # the same tools: registered once
+    assert [t.name for t in first.tools] == [t.name for t in again.tools]
+    assert sorted(engine.tools) == ["dump", "explode", "get_orders", "lookup"]

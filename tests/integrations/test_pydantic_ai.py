@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import inspect
-import json
 from typing import Any
 
-import jsonschema_rs
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from tests.integrations import _frameworks as fw
 
@@ -28,13 +24,11 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 
 from guardrails import (  # noqa: E402
     ConfigurationError,
+    DuplicateNameError,
     Guardrails,
     Turn,
-    TurnContext,
     UsageError,
-    Verdict,
 )
-from guardrails import guard as make_guard  # noqa: E402
 from guardrails.integrations import pydantic_ai  # noqa: E402
 from guardrails.rules import required_action, trigger  # noqa: E402
 from guardrails.testing import MemoryRecorder  # noqa: E402
@@ -84,8 +78,7 @@ def agent_with(script: Script, *capabilities: Any, tools: Any = None) -> Agent[A
     )
 
 
-def context() -> TurnContext:
-    return TurnContext(tenant="acme", values={"account_id": fw.ACCOUNT})
+context = fw.context
 
 
 # pydantic-ai answers a tool it does not have before any hook runs (with a retry
@@ -135,31 +128,22 @@ def test_the_offered_schema_hides_bound_parameters() -> None:
 
 
 def test_pre_turn_withholds_tools_and_refuses_turns_without_calling_the_model() -> None:
-    engine = Guardrails(
-        guards=[
-            trigger(["log"], remove=["dump"], name="no_dumps"),
-            trigger(["chargeback"], refuse="money_subject", name="money"),
-        ]
-    )
-    guard = pydantic_ai.capability(engine)
+    guard = pydantic_ai.capability(fw.trigger_rails())
     script = Script([("d1", "dump", {})])
-    agent_with(script, guard).run_sync("show me the log")
+    agent_with(script, guard).run_sync(fw.LOG_PROMPT)
     assert [t.name for t in script.offered[0]] == ["lookup", "get_orders", "explode"]
     # A withheld tool is still known to pydantic-ai: the call reaches tool_call.
     assert script.answers() == {"d1": fw.EXPECTED["c4"]}
 
     refused = Script()
-    result = agent_with(refused, guard).run_sync("a chargeback please")
-    assert result.output == "money_subject"
+    result = agent_with(refused, guard).run_sync(fw.REFUSED_PROMPT)
+    assert result.output == fw.REFUSAL
     assert refused.sent == []
 
 
 def test_each_run_is_a_turn_and_every_call_is_recorded() -> None:
     recorder = MemoryRecorder()
-    engine = Guardrails(
-        max_calls_per_turn=fw.CEILING, max_result_chars=fw.MAX_RESULT, recorder=recorder
-    )
-    guard = pydantic_ai.capability(engine, tool_options=fw.BIND)
+    guard = pydantic_ai.capability(fw.rails(recorder=recorder), tool_options=fw.BIND)
     agent_with(Script(*fw.STEPS), guard).run_sync("hi", deps=context())
     assert {r.call_id: r.outcome for r in recorder.results} == {
         k: v for k, v in fw.OUTCOMES.items() if k != UNKNOWN
@@ -193,51 +177,19 @@ def test_tool_options_for_a_tool_the_agent_lacks_are_refused() -> None:
         agent_with(Script(), guard).run_sync("hi")
 
 
-LOOKUP_SCHEMA = jsonschema_rs.validator_for(
-    {
-        "type": "object",
-        "properties": {"order_id": {"type": "string"}, "verbose": {"type": "boolean"}},
-        "required": ["order_id"],
-        "additionalProperties": False,
-    }
-)
-JSON_VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8))
+def test_any_arguments_get_a_closed_answer() -> None:
+    def answer(arguments: Any) -> tuple[str, bool]:
+        script = Script([("h1", "lookup", arguments)])
+        agent_with(script, pydantic_ai.capability(fw.rails())).run_sync("hi")
+        [found] = script.answers().values()
+        return found
 
-
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    arguments=st.one_of(
-        st.just({"order_id": "o-1"}),
-        st.dictionaries(st.sampled_from(["order_id", "verbose", "x"]), JSON_VALUES, max_size=3),
-        st.text(max_size=12),
-    )
-)
-def test_any_arguments_get_a_closed_answer(arguments: Any) -> None:
-    script = Script([("h1", "lookup", arguments)])
-    agent_with(script, pydantic_ai.capability(fw.rails())).run_sync("hi")
-    [(content, is_error)] = script.answers().values()
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
-            arguments = None
-    valid = isinstance(arguments, dict) and LOOKUP_SCHEMA.is_valid(arguments)
-    assert is_error is not valid
-    if valid:
-        assert content == fw.lookup(**arguments)
-    else:
-        assert content.startswith(fw.EXPECTED["c2"][0].split(" Check")[0])
+    fw.answers_to_any_lookup_arguments(answer)
 
 
 def test_tenant_and_session_come_from_the_deps() -> None:
-    seen: list[TurnContext] = []
-
-    @make_guard
-    def look(invocation: Any) -> Verdict:
-        seen.append(invocation.context)
-        return Verdict.PASS
-
-    guard = pydantic_ai.capability(Guardrails(guards=[look]))
+    engine, seen = fw.context_probe()
+    guard = pydantic_ai.capability(engine)
     deps = {"tenant": "acme", "session": "s-9", "plan": "gold"}
     agent_with(Script([fw.FIRST[0]]), guard).run_sync("hi", deps=deps)
     [ctx] = seen
@@ -282,3 +234,13 @@ def test_pre_turn_reads_the_text_of_a_multimodal_prompt() -> None:
     prompt = ["show me the log", ImageUrl(url="https://example.invalid/a.png")]
     agent_with(script, pydantic_ai.capability(engine)).run_sync(prompt)
     assert "dump" not in [t.name for t in script.offered[0]]
+
+
+def test_a_tool_registered_in_the_engine_under_the_same_name_is_refused() -> None:
+    guard = pydantic_ai.capability(Guardrails([fw.lookup]))
+    with pytest.raises(DuplicateNameError, match="'lookup'"):
+        agent_with(Script(), guard).run_sync("hi")
+    engine = fw.rails()
+    agent_with(Script(), pydantic_ai.capability(engine)).run_sync("hi")
+    with pytest.raises(DuplicateNameError, match="'lookup'"):
+        agent_with(Script(), pydantic_ai.capability(engine)).run_sync("hi")

@@ -25,4 +25,20 @@ def test_the_async_workload_passes_every_call_and_reports_throughput_and_lag(
     concurrent, sequential = rows
     assert concurrent["name"] == "200 concurrent acall (audited, budgeted)"
     assert sequential["name"] == "200 sequential sync call (one thread)"
-    assert {"calls_per_s", "worst_loop_lag_ms", "longest_step_ms"} <= set(concurrent)
+    assert {
+        "calls_per_s",
+        "worst_loop_lag_ms",
+        "worst_lag_while_running_ms",
+        "longest_step_ms",
+    } <= set(concurrent)
+
+
+def test_the_bare_floor_is_measured_the_same_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    harness = importlib.import_module("_harness")
+    bench = importlib.import_module("bench_async")
+    (floor,) = bench._floor(True)
+    harness.check_row(floor)
+    assert floor["group"] == "async.bare"
+    assert floor["name"] == "200 concurrent bare async def calls"
+    assert floor["worst_lag_while_running_ms"] <= floor["worst_loop_lag_ms"]

@@ -23,7 +23,27 @@ def test_the_sqlite_group_compares_the_store_and_audited_calls_to_a_bare_insert(
     assert [r["name"] for r in rows] == [
         "bare INSERT (WAL, commit per row)",
         "SQLiteStore.append",
+        "SQLiteStore.append, head moved by another writer",
         "guarded call, no audit",
+        "guarded call + AuditLog, a store that keeps nothing",
         "guarded call + AuditLog (audited call)",
     ]
     assert rows[0]["ratio"] == 1.0
+
+
+@pytest.mark.postgres
+def test_the_statement_group_reads_the_servers_time_of_each_statement(
+    monkeypatch: pytest.MonkeyPatch, pg_dsn: str
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    harness = importlib.import_module("_harness")
+    bench = importlib.import_module("bench_audit")
+    rows = bench._statements(pg_dsn, quick=True)
+    for row in rows:
+        harness.check_row(row)
+        assert row["median_us"] > 0
+    assert [r["name"] for r in rows] == [
+        "bare INSERT",
+        "append, the client's hash kept (head as last seen)",
+        "append, hashed by the server (head moved)",
+    ]

@@ -9,12 +9,22 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from hypothesis import find, given
+from hypothesis import strategies as st
 
 from guardrails.cli import main
-from guardrails.store import AuditRow, MemoryStore, PostgresStore, SQLiteStore, Store
+from guardrails.store import (
+    AUDIT_COLUMNS,
+    AuditRow,
+    MemoryStore,
+    PostgresStore,
+    SQLiteStore,
+    Store,
+    _chain,
+)
 from guardrails.store._chain import GENESIS, content, link
 from guardrails.store.testing import postgres_dsn
-from guardrails.store.verify import verify
+from guardrails.store.verify import Verified, verify
 
 _ctx = multiprocessing.get_context("fork")
 
@@ -298,3 +308,98 @@ def test_an_upgraded_postgresql_schema_chains_after_its_old_rows(pg_dsn: str) ->
         pytest.raises(psycopg.errors.NotNullViolation),
     ):
         conn.execute("INSERT INTO guardrails_audit (kind, at) VALUES ('forged', 1.0)")
+
+
+# -- content, compiled per row shape ------------------------------------------------------
+
+_COLUMN_VALUES = st.one_of(
+    st.none(),
+    st.text(max_size=12),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+_ROWS = st.lists(_COLUMN_VALUES, min_size=len(AUDIT_COLUMNS), max_size=len(AUDIT_COLUMNS)).map(
+    lambda values: AuditRow._make([*values, None])
+)
+
+
+def _column_loop(row: AuditRow) -> str:
+    return "|".join([_chain._encode(value) for value in row.values()])
+
+
+@given(_ROWS)
+def test_the_compiled_content_is_the_column_by_column_text(row: AuditRow) -> None:
+    assert content(row) == _column_loop(row)
+    assert content(row) == _column_loop(row)  # the second call runs the compiled shape
+
+
+def test_the_generated_rows_mix_every_kind_of_column() -> None:
+    kinds = {type(None), str, int, float}
+    assert find(_ROWS, lambda row: {type(v) for v in row.values()} == kinds) is not None
+
+
+def test_past_the_table_of_shapes_the_column_loop_gives_the_same_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_chain, "_compiled", {})
+    monkeypatch.setattr(_chain, "_SHAPES_KEPT", 1)
+    rows = [_row(1), _row(2)._replace(tool=None), _row(3)._replace(cost=None, tenant=None)]
+    assert [content(r) for r in rows] == [_column_loop(r) for r in rows]
+    assert len(_chain._compiled) == 1
+
+
+@pytest.mark.parametrize(
+    "value", [b"x", True, 1j, object()], ids=["bytes", "bool", "complex", "object"]
+)
+def test_a_value_the_store_never_writes_has_no_content(value: object) -> None:
+    with pytest.raises(TypeError, match="not a storable column value"):
+        content(AuditRow("tool_call", 1.0, value))  # type: ignore[arg-type]
+
+
+# -- each store's hint of the chain head ------------------------------------------------------
+
+
+_HOSTILE = AuditRow("tool_call", 1.0, "id\udc80\x00é", tenant="t" * 5000, reason=object())  # type: ignore[arg-type]
+
+
+def test_two_stores_taking_turns_on_one_log_keep_one_chain(shared_url: str) -> None:
+    first, second = _open(shared_url), _open(shared_url)
+    rows = [_row(n) if n % 3 else _HOSTILE for n in range(15)]
+    ids = [s.append(row) for row in rows for s in (first, second)]
+    first.append_many([_row(100), _row(101)])
+    ids += [second.append(_row(102)), first.append(_row(103)), first.append(_row(104))]
+    assert ids == [*range(1, 31), 33, 34, 35]
+    found = verify(first)
+    assert found.ok and found.rows == 35, found.line()
+    first.close()
+    second.close()
+
+
+def _append_after_hint(store: Any, hint: str) -> Verified:
+    store.append(_row(0))
+    behind = store._head
+    store.append(_row(1))
+    last, stored = store._head
+    store._head = {
+        "behind": behind,
+        "wrong hash": (last, "0" * 64),
+        "past the head": (last + 5, stored),
+    }[hint]
+    assert store.append(_row(2)) == 3
+    assert store.append(_row(3)) == 4
+    return verify(store)
+
+
+def test_a_head_hint_left_behind_by_another_writer_keeps_one_chain(shared_url: str) -> None:
+    with _open(shared_url) as store:
+        found = _append_after_hint(store, "behind")
+    assert found.ok and found.rows == 4, found.line()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("hint", ["wrong hash", "past the head"])
+def test_postgres_checks_the_whole_hint_against_the_head_it_locks(pg_dsn: str, hint: str) -> None:
+    # On SQLite only rows rewritten or removed behind the store make such a hint.
+    with PostgresStore(pg_dsn, max_size=2) as store:
+        found = _append_after_hint(store, hint)
+    assert found.ok and found.rows == 4, found.line()

@@ -218,6 +218,101 @@ async def test_a_call_cancelled_anywhere_leaves_nothing_held_past_its_lease(
     await store.aclose()
 
 
+async def test_a_call_cancelled_while_it_reserves_gives_the_reservation_back_once_made(
+    store: PostgresStore, path: str, pg_dsn: str, tag: str
+) -> None:
+    import psycopg
+
+    paid = _paid(store, cap=100.0)
+    key = paid._daily_key()
+    store.settle(key, 0, 0)  # the budget row, which another transaction now holds
+    blocker = await psycopg.AsyncConnection.connect(pg_dsn)
+    await blocker.execute("SELECT * FROM guardrails_budgets WHERE key = %s FOR UPDATE", (key,))
+    ran: list[bool] = []
+
+    async def never() -> None:
+        ran.append(True)
+
+    task = asyncio.create_task(paid.acall(never))
+    await asyncio.to_thread(_until, lambda: bool(_backends(pg_dsn, tag, waiting=True)), "a wait")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task  # at once: the reservation is still waiting for the row lock
+    await blocker.rollback()  # now it is made, after its caller left, and given back
+    await blocker.close()
+    rows: list[AuditRow] = []
+    for _ in range(3000):
+        rows = store.audit_rows(limit=10, kind="paid_call")
+        if rows:
+            break
+        await asyncio.sleep(0.01)
+    assert [(r.outcome, r.exception) for r in rows] == [("error", "CancelledError")]
+    assert store.budget(key) == (0, 0)
+    assert not ran and renewer.tick() == 0
+    await store.aclose()
+
+
+async def test_a_call_cancelled_again_while_it_settles_still_gives_its_reservation_back(
+    store: PostgresStore, path: str
+) -> None:
+    paid = _paid(store, cap=100.0)
+    entered = asyncio.Event()
+
+    async def hangs() -> None:
+        entered.set()
+        await asyncio.Event().wait()
+
+    task = asyncio.create_task(paid.acall(hangs))
+    await entered.wait()
+    task.cancel()
+    await asyncio.sleep(0)  # the settlement has started
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    rows: list[AuditRow] = []
+    for _ in range(3000):
+        rows = store.audit_rows(limit=10, kind="paid_call")
+        if rows:
+            break
+        await asyncio.sleep(0.01)
+    assert [(r.outcome, r.exception) for r in rows] == [("error", "CancelledError")]
+    assert store.budget(paid._daily_key()) == (0, 0)
+    assert renewer.tick() == 0
+    await store.aclose()
+
+
+async def test_both_paths_keep_the_head_hint_and_the_server_hashes_when_it_is_wrong(
+    pg_dsn: str,
+) -> None:
+    store = PostgresStore(pg_dsn, async_pool=True)
+    path = store.async_path()
+    assert path is not None
+
+    def head() -> tuple[int, str]:
+        chain = store.audit_chain(limit=100)
+        last = chain[-1][1]
+        assert last is not None
+        return len(chain), last
+
+    try:
+        store.append(AuditRow("tool_call", 1.0, call_id="sync"))
+        assert store._head == head() and store._head[0] == 1
+        await path.append(AuditRow("tool_call", 2.0, call_id="async"))
+        assert store._head == head() and store._head[0] == 2
+        assert await path.call("append", AuditRow("tool_call", 3.0, call_id="call")) == 3
+        assert store._head == head()
+        store._head = (3, "0" * 64)  # a hint the locked head does not match
+        await path.append(AuditRow("tool_call", 4.0, call_id="wrong hint"))
+        assert store._head == head() and store._head[0] == 4
+        store._head = (1, store._head[1])
+        store.append(AuditRow("tool_call", 5.0, call_id="behind"))
+        assert store._head == head() and store._head[0] == 5
+        found = verify(store)
+        assert found.ok and found.rows == 5, found.line()
+    finally:
+        await store.aclose()
+
+
 # -- a connection killed in the middle of a transaction ---------------------------------------------
 
 

@@ -92,3 +92,113 @@ def test_eight_processes_opening_a_new_file_at_once_all_get_the_schema(tmp_path:
             p.join(timeout=30)
         with SQLiteStore(path) as store:
             assert len(store.audit_rows()) == 8
+
+
+# -- the append path: a plain INSERT after the head this store last wrote --------------
+
+
+def _statements(store: SQLiteStore) -> list[str]:
+    # The trace repeats a statement's text for each trigger it runs (no_replace).
+    seen: list[str] = []
+    store._conn().set_trace_callback(seen.append)
+    return seen
+
+
+def test_an_append_after_the_first_is_one_insert_and_no_transaction_around_it(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "a.db")
+    store.append(AuditRow("tool_call", 1.0))  # the first reads the head in SQL
+    seen = _statements(store)
+    assert store.append(AuditRow("tool_call", 2.0)) == 2
+    assert len(set(seen)) == 1 and seen[0].startswith("INSERT INTO guardrails_audit (id, ")
+    store.close()
+
+
+def test_an_audited_read_only_call_commits_once(tmp_path: Path) -> None:
+    from guardrails import Guardrails, tool
+    from guardrails.audit import AuditLog
+
+    @tool
+    def lookup(order_id: str) -> str:
+        return order_id
+
+    store = SQLiteStore(tmp_path / "a.db")
+    audit = AuditLog(store)
+    turn = Guardrails([lookup], hooks=[audit], recorder=[audit]).turn(tenant="t", session="s")
+    turn.call("lookup", {"order_id": "o-1"})
+    seen = _statements(store)
+    assert turn.call("lookup", {"order_id": "o-2"}).content == "o-2"
+    assert len(set(seen)) == 1 and seen[0].startswith("INSERT INTO guardrails_audit (id, ")
+    store.close()
+
+
+def test_appends_from_two_stores_taking_turns_form_one_chain(tmp_path: Path) -> None:
+    from guardrails.store.verify import verify
+
+    first, second = SQLiteStore(tmp_path / "a.db"), SQLiteStore(tmp_path / "a.db")
+    ids = [s.append(AuditRow("tool_call", float(n))) for n in range(20) for s in (first, second)]
+    assert ids == list(range(1, 41))
+    found = verify(first)
+    assert found.ok and found.rows == 40, found.line()
+    first.close()
+    second.close()
+
+
+def test_after_another_writer_appends_each_append_is_still_one_statement(
+    tmp_path: Path,
+) -> None:
+    first, second = SQLiteStore(tmp_path / "a.db"), SQLiteStore(tmp_path / "a.db")
+    first.append(AuditRow("tool_call", 1.0))
+    second.append(AuditRow("tool_call", 2.0))
+    seen = _statements(first)
+    assert first.append(AuditRow("tool_call", 3.0)) == 3  # the plain INSERT fails: id 2 is taken
+    assert first.append(AuditRow("tool_call", 4.0)) == 4  # the head is where it was left
+    assert first.append(AuditRow("tool_call", 5.0)) == 5  # so the plain INSERT again
+    assert not [s for s in seen if s.startswith(("BEGIN", "COMMIT", "SELECT"))]
+    inserts = [s for i, s in enumerate(seen) if i == 0 or s != seen[i - 1]]
+    assert ["RETURNING" in s for s in inserts] == [False, True, True, False]
+    first.close()
+    second.close()
+
+
+def test_a_head_hint_that_is_behind_is_caught_under_the_write_lock(tmp_path: Path) -> None:
+    from guardrails.store.verify import verify
+
+    store = SQLiteStore(tmp_path / "a.db")
+    store.append(AuditRow("tool_call", 1.0))
+    behind = store._head
+    store.append(AuditRow("tool_call", 2.0))
+    store._head = behind  # as if another writer had appended since
+    assert store.append(AuditRow("tool_call", 3.0)) == 3
+    found = verify(store)
+    assert found.ok and found.rows == 3, found.line()
+    store.close()
+
+
+def _append_in_child(store: SQLiteStore, barrier: Any, queue: Any) -> None:
+    barrier.wait()
+    queue.put([store.append(AuditRow("tool_call", 1.0)) for _ in range(25)])
+    store.close()
+
+
+@pytest.mark.slow
+def test_children_forked_with_the_parents_head_hint_keep_one_chain(tmp_path: Path) -> None:
+    from guardrails.store.verify import verify
+
+    store = SQLiteStore(tmp_path / "a.db")
+    store.append(AuditRow("tool_call", 0.0))  # every child starts with this hint
+    ctx = multiprocessing.get_context("fork")
+    barrier, queue = ctx.Barrier(4), ctx.Queue()
+    procs = [ctx.Process(target=_append_in_child, args=(store, barrier, queue)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    ids = sorted(i for _ in procs for i in queue.get(timeout=120))
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert store.append(AuditRow("tool_call", 9.0)) == 102
+    assert ids == list(range(2, 102))
+    found = verify(store)
+    assert found.ok and found.rows == 102, found.line()
+    store.close()

@@ -1,0 +1,182 @@
+"""A framework's own tools in the engine: registered once, run through the framework.
+
+Every framework adapter registers the agent's tools with ``register``; what
+it does when the engine already has a tool of the name is its ``Clash`` rule.
+A tool the framework must run itself (its own invoker needs the framework's
+per-call object: a tool context, a request and its handler) is built by
+``native_tool``; that per-call object travels in a context variable set
+around ``turn.call``/``acall`` by ``call_native``/``acall_native``, so the
+pipeline itself stays framework-free.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
+from typing import Any
+
+from ..context import ToolResult
+from ..engine import Guardrails, Turn
+from ..errors import ConfigurationError, DuplicateNameError, UsageError
+from ..tools import Tool
+
+__all__ = [
+    "SOURCE",
+    "Clash",
+    "ToolOptions",
+    "acall_native",
+    "call_native",
+    "check_options",
+    "native_tool",
+    "register",
+    "relax_required",
+]
+
+# The key of ``Tool.options`` naming the framework object a tool was registered from.
+SOURCE = "framework_tool"
+
+# Per tool name, the options of ``Tool`` (``bind=``, ``effect=``, ``guards=``, ``timeout=`` ...).
+ToolOptions = Mapping[str, Mapping[str, Any]]
+
+# (tool name, the framework's per-call object) of the framework call in progress.
+_NATIVE: ContextVar[tuple[Any, Any] | None] = ContextVar("guardrails_framework_call")
+
+# Registration is check-then-add: frameworks may prepare one run's tools on several threads.
+_REGISTERING = threading.RLock()
+
+
+class Clash(enum.Enum):
+    """What ``register`` does when the engine already has a tool of the name."""
+
+    # The application's own tool is used as it is; options given here for it
+    # are a ConfigurationError (they belong where that tool is made).
+    APPLICATION_WINS = "application_wins"
+    # A DuplicateNameError naming the tool, unless the engine's tool was
+    # registered from this very framework object (a framework that shows the
+    # same tool again at each step).
+    REFUSE = "refuse"
+
+
+def register(
+    rails: Guardrails,
+    name: str,
+    build: Callable[..., Tool],
+    options: Mapping[str, Any] | None,
+    *,
+    source: Any,
+    clash: Clash,
+) -> Tool:
+    """The engine's tool ``name``: ``build(**options)`` is added when the engine has none.
+
+    ``options`` are this tool's ``Tool`` options (``bind=``, ``effect=`` ...; None
+    when the application gave none); the tool keeps ``source``, the framework's
+    tool object, in ``Tool.options[SOURCE]``. When the engine already has a tool
+    of the name, ``clash`` decides.
+    """
+    with _REGISTERING:
+        existing = rails.tools.get(name)
+        if existing is None:
+            settings = dict(options or {})
+            settings["options"] = {**(settings.get("options") or {}), SOURCE: source}
+            return rails.add_tool(build(**settings))
+    if clash is Clash.REFUSE:
+        if existing.options.get(SOURCE) is source:
+            return existing
+        raise DuplicateNameError(
+            f"tool {name!r} is registered twice: once in the Guardrails and once in the agent"
+        )
+    if options is not None:
+        raise ConfigurationError(
+            f"tool {name!r} is already registered in the engine: give its options there"
+        )
+    return existing
+
+
+def native_tool(
+    name: str,
+    schema: Mapping[str, Any],
+    run: Callable[[Any, dict[str, Any]], Any],
+    *,
+    is_async: bool,
+    direct: Callable[[dict[str, Any]], Any] | None = None,
+    **options: Any,
+) -> Tool:
+    """A ``Tool`` that the framework runs: ``run(native, arguments)``.
+
+    ``run`` invokes the framework's tool with the validated arguments (bound
+    values and secrets included) and the framework's per-call object given to
+    ``call_native``. ``direct(arguments)``, when given, runs the tool outside a
+    framework call (a post_run backstop action); without it such a call raises
+    ``UsageError`` naming the tool. ``options`` go to ``Tool`` (``description=``,
+    ``bind=``, ``effect=``, ``timeout=``, ``guards=`` ...).
+    """
+
+    def invoke(arguments: dict[str, Any]) -> Any:
+        pending = _NATIVE.get(None)
+        # Only the call the framework made carries its per-call object: a nested
+        # or backstop call of this tool does not borrow another call's.
+        if pending is not None and pending[0] == name:
+            return run(pending[1], arguments)
+        if direct is None:
+            raise UsageError(
+                f"tool {name!r} runs only when its framework calls it: "
+                "a post_run backstop action cannot call it"
+            )
+        return direct(arguments)
+
+    async def afn(**arguments: Any) -> Any:
+        result = invoke(arguments)
+        return await result if inspect.isawaitable(result) else result
+
+    def fn(**arguments: Any) -> Any:
+        return invoke(arguments)
+
+    return Tool(name, afn if is_async else fn, schema, **options)
+
+
+def call_native(
+    turn: Turn, native: Any, name: str, arguments: Any, call_id: str | None
+) -> ToolResult:
+    """``turn.call`` with the framework's per-call object at hand for ``native_tool``'s ``run``."""
+    token = _NATIVE.set((name, native))
+    try:
+        return turn.call(name, arguments, call_id)
+    finally:
+        _NATIVE.reset(token)
+
+
+async def acall_native(
+    turn: Turn, native: Any, name: str, arguments: Any, call_id: str | None
+) -> ToolResult:
+    """``call_native`` for the async path."""
+    token = _NATIVE.set((name, native))
+    try:
+        return await turn.acall(name, arguments, call_id)
+    finally:
+        _NATIVE.reset(token)
+
+
+def check_options(
+    known: Iterable[str], tool_options: Mapping[str, Any] | None, where: str = "tool_options"
+) -> None:
+    """``tool_options`` names only tools the agent has (raised at construction)."""
+    unknown = sorted(set(tool_options or ()) - set(known))
+    if unknown:
+        raise ConfigurationError(f"{where}: the agent has no tool {unknown[0]!r}")
+
+
+def relax_required(schema: Mapping[str, Any], optional: Iterable[str]) -> dict[str, Any]:
+    """A copy of ``schema`` whose ``required`` leaves out ``optional``.
+
+    Strict schemas (OpenAI strict mode) list every property as required, those
+    with defaults too; ``required`` must say what the user's function requires.
+    """
+    relaxed = dict(schema)
+    skip = frozenset(optional)
+    required = schema.get("required")
+    if isinstance(required, list):
+        relaxed["required"] = [r for r in required if r not in skip]
+    return relaxed

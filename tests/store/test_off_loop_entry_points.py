@@ -1,0 +1,282 @@
+"""What else the async entry points do with a store, off the event loop.
+
+As in ``test_off_loop.py``: each store method is gated on a ``threading.Event``
+that only a coroutine of the caller's loop sets, once the method has started.
+Run on the loop, the method would wait for a coroutine that cannot run: it
+gives up after a generous timeout and fails the store call, which the test sees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+from guardrails import Guardrails, Outcome, guard, tool
+from guardrails.audit import AuditLog
+from guardrails.effects import PaidCall, Usage
+from guardrails.rules import required_action
+from guardrails.rules.session_ceiling import SessionCeiling
+from guardrails.rules.workflow import Step, Workflow
+from guardrails.store import MemoryStore, StoreUnavailable, offloop
+from guardrails.store.offloop import WAKE_CHUNK, off_loop
+
+GENEROUS = 20.0
+
+
+class Gated:
+    """A store whose ``method`` waits until a coroutine of the caller's loop opens the gate."""
+
+    def __init__(self, inner: Any, method: str) -> None:
+        self.inner = inner
+        self.method = method
+        self.started = threading.Event()
+        self.gate = threading.Event()
+        self.threads: set[int] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if name != self.method:
+            return attr
+
+        def gated(*args: Any, **kwargs: Any) -> Any:
+            self.threads.add(threading.get_ident())
+            self.started.set()
+            if not self.gate.wait(GENEROUS):
+                raise StoreUnavailable("the gate never opened: the event loop was blocked")
+            return attr(*args, **kwargs)
+
+        return gated
+
+
+async def _opened(gated: Gated, coro: Any) -> Any:
+    """Await ``coro`` while a task of this loop opens the gate once the method started."""
+
+    async def opener() -> None:
+        while not gated.started.is_set():
+            await asyncio.sleep(0.001)
+        gated.gate.set()
+
+    task = asyncio.create_task(opener())
+    try:
+        return await coro
+    finally:
+        task.cancel()
+
+
+def _check(gated: Gated) -> None:
+    assert gated.started.is_set(), f"the scenario never called {gated.method}"
+    assert threading.get_ident() not in gated.threads
+
+
+@tool
+def search(query: str) -> str:
+    return query
+
+
+@tool
+def begin() -> str:
+    return "begun"
+
+
+async def test_the_session_ceiling_is_read_off_the_loop_at_pre_turn() -> None:
+    gated = Gated(MemoryStore(), "incr")
+    ceiling = SessionCeiling(1, gated)  # type: ignore[arg-type]
+    rails = Guardrails([search], [ceiling.at_pre_turn()])
+    gated.inner.incr("tool_calls::s", 1)  # one call so far: the ceiling is reached
+    decision = await _opened(gated, rails.turn(session="s").apre_turn("more"))
+    _check(gated)
+    assert decision.offered == () and not decision.escapes
+
+
+async def test_the_workflow_phase_is_read_off_the_loop_at_pre_turn() -> None:
+    gated = Gated(MemoryStore(), "get")
+    flow = Workflow("w", [Step("begin", "Now search."), Step("search", "Done.")], gated)  # type: ignore[arg-type]
+    rails = Guardrails([search, begin], [flow.pre_turn_guard()])
+    decision = await _opened(gated, rails.turn(session="s").apre_turn("go"))
+    _check(gated)
+    assert decision.offered == ("begin",) and not decision.escapes
+
+
+async def test_the_backstop_row_is_written_off_the_loop() -> None:
+    gated = Gated(MemoryStore(), "append")
+    audit = AuditLog(gated)  # type: ignore[arg-type]
+    rule = required_action("begin", when=lambda run: True)
+    rails = Guardrails([begin], [rule], recorder=[audit])
+    report = await _opened(gated, rails.turn(session="s").apost_run("done"))
+    _check(gated)
+    assert [a.outcome for a in report.actions] == [Outcome.OK]
+    assert rails.recorder is not None and rails.recorder.failures == 0
+    assert [r.kind for r in audit.rows()] == ["tool_call", "backstop", "post_run"]
+
+
+@pytest.mark.parametrize("stage", ["guard", "tool"])
+async def test_a_cancelled_call_is_recorded_off_the_loop(stage: str) -> None:
+    gated = Gated(MemoryStore(), "append")
+    audit = AuditLog(gated)  # type: ignore[arg-type]
+    entered = asyncio.Event()
+
+    @guard
+    async def slow_guard(_: Any) -> Any:
+        entered.set()
+        await asyncio.Event().wait()  # until cancelled
+
+    @tool
+    async def slow_tool() -> str:
+        entered.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    if stage == "guard":
+        rails = Guardrails([begin], [slow_guard], hooks=[audit], recorder=[audit])
+        name = "begin"
+    else:
+        rails = Guardrails([slow_tool], hooks=[audit], recorder=[audit])
+        name = "slow_tool"
+    task = asyncio.create_task(rails.turn(session="s").acall(name, {}))
+
+    async def cancel_when_entered() -> None:
+        await entered.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    await _opened(gated, cancel_when_entered())
+    _check(gated)
+    rows = [(r.kind, r.outcome, r.reason) for r in audit.rows()]
+    assert rows == [("tool_call", "unavailable", "interrupted")]
+
+
+async def test_a_cancelled_call_is_still_recorded_when_cancelled_again() -> None:
+    gated = Gated(MemoryStore(), "append")
+    audit = AuditLog(gated)  # type: ignore[arg-type]
+    entered = asyncio.Event()
+
+    @tool
+    async def slow_tool() -> str:
+        entered.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    rails = Guardrails([slow_tool], hooks=[audit], recorder=[audit])
+    task = asyncio.create_task(rails.turn(session="s").acall("slow_tool", {}))
+    await entered.wait()
+    task.cancel()
+    while not gated.started.is_set():  # the interrupted row waits at the store
+        await asyncio.sleep(0.001)
+    task.cancel()  # and the caller is cancelled again meanwhile
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    gated.gate.set()
+    runner = off_loop(gated)
+    assert runner is not None and runner.drain(GENEROUS)
+    for _ in range(100):  # the recording finishes in its own task on this loop
+        if [r.kind for r in audit.rows()] == ["tool_call"]:
+            break
+        await asyncio.sleep(0.001)
+    assert [(r.kind, r.reason) for r in audit.rows()] == [("tool_call", "interrupted")]
+
+
+async def test_a_paid_call_cancelled_while_it_runs_gives_its_reservation_back_off_the_loop() -> (
+    None
+):
+    gated = Gated(MemoryStore(), "settle_leased")
+    paid = PaidCall(gated, usage=lambda _: Usage(cost=0.5), daily_cap=1.0)  # type: ignore[arg-type]
+    entered = asyncio.Event()
+
+    async def hangs() -> None:
+        entered.set()
+        await asyncio.Event().wait()
+
+    task = asyncio.create_task(paid.acall(hangs))
+
+    async def cancel_when_entered() -> None:
+        await entered.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    await _opened(gated, cancel_when_entered())
+    _check(gated)
+    assert paid.spent_today() == 0.0
+    assert gated.inner.budget(paid._daily_key()) == (0, 0)
+
+
+async def test_answers_of_one_pass_wake_their_callers_a_chunk_per_iteration() -> None:
+    class Plain:
+        """Any store that may block: its operations get a thread of their own."""
+
+    store = Plain()
+    first = threading.Event()
+    release = threading.Event()
+    log: list[Any] = []
+    calls = 2 * WAKE_CHUNK + 7
+
+    def job(n: int) -> int:
+        if n == 0:
+            first.set()
+            assert release.wait(GENEROUS)
+        return n
+
+    async def caller(n: int) -> None:
+        log.append(await offloop.run(store, job, n))
+
+    async def app(done: asyncio.Event) -> None:
+        while not done.is_set():
+            log.append("app")
+            await asyncio.sleep(0)
+
+    tasks = [asyncio.create_task(caller(0))]
+    while not first.is_set():  # the store thread holds job 0; the others queue behind it
+        await asyncio.sleep(0.001)
+    tasks += [asyncio.create_task(caller(n)) for n in range(1, calls)]
+    await asyncio.sleep(0)  # every caller has queued its job
+    runner = off_loop(store)
+    assert runner is not None and len(runner._queue) == calls - 1
+    done = asyncio.Event()
+    other = asyncio.create_task(app(done))
+    release.set()  # the thread answers job 0, then all the others in one pass
+    await asyncio.gather(*tasks)
+    done.set()
+    await other
+    runs: list[list[int]] = [[]]
+    for entry in log:
+        if entry == "app":
+            runs.append([])
+        else:
+            runs[-1].append(entry)
+    # Job 0 was answered in a pass of its own (its caller may wake with the first chunk).
+    woken = [[n for n in run if n != 0] for run in runs]
+    woken = [run for run in woken if run]
+    assert sorted(n for run in woken for n in run) == list(range(1, calls))
+    assert [len(run) for run in woken] == [WAKE_CHUNK, WAKE_CHUNK, calls - 1 - 2 * WAKE_CHUNK]
+
+
+async def test_a_paid_call_cancelled_while_it_reserves_gives_the_reservation_back() -> None:
+    from guardrails.effects._leases import renewer
+
+    gated = Gated(MemoryStore(), "reserve_leased")
+    paid = PaidCall(gated, usage=lambda _: Usage(cost=0.5), daily_cap=1.0, estimate=0.5)  # type: ignore[arg-type]
+    ran: list[bool] = []
+
+    async def never() -> None:
+        ran.append(True)
+
+    task = asyncio.create_task(paid.acall(never))
+    while not gated.started.is_set():  # the reservation waits at the store
+        await asyncio.sleep(0.001)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    gated.gate.set()  # now it is made, after its caller left
+    runner = off_loop(gated)
+    assert runner is not None
+    for _ in range(1000):  # given back by a job the loop queues once the reservation is made
+        if runner.drain(GENEROUS) and gated.inner.budget(paid._daily_key()) == (0, 0):
+            break
+        await asyncio.sleep(0.001)
+    assert gated.inner.budget(paid._daily_key()) == (0, 0)
+    assert not ran and not renewer._held
+    assert [r.reason for r in gated.inner.audit_rows(kind="paid_call")] == [None]
