@@ -298,14 +298,16 @@ def line_profile(calls: int = 50_000) -> str:
     from line_profiler import LineProfiler
 
     tc = importlib.import_module("guardrails.middleware.tool_call")
+    admission = importlib.import_module("guardrails.middleware.admission")
+    results = importlib.import_module("guardrails.middleware._results")
     guard_module = importlib.import_module("guardrails.guard")
     pipeline = tc.ToolCallPipeline
     profiler = LineProfiler(
         pipeline.run,
-        pipeline._admit,
-        pipeline._complete,
+        admission.admit,
+        results.complete,
         pipeline._finish,
-        guard_module.Guard.evaluate,
+        guard_module.evaluate_plain,
     )
     memory = MemoryRecorder()
     turn = build(memory).turn(tenant="acme")
