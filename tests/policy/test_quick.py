@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from guardrails import ChokePoint, Guard, Invocation, TurnContext, Verdict
@@ -99,8 +99,14 @@ def test_the_shortcut_passes_only_what_every_check_passes_and_the_guard_agrees()
     sources = Sources((), ())
     ledgers = Ledgers(sources)
 
+    # The rare branches are pinned by examples: a value only ``check`` passes
+    # (a bool in the allowed values, None against a deny list).
     @settings(max_examples=600, deadline=None)
     @given(_rules(), _SCALARS, _CONTEXT, _CONTEXT)
+    @example(Param("t", "p", values=[True, "a"]), True, 0, 0)
+    @example(Param("t", "p", deny_values=["root"]), None, 0, 0)
+    @example(Param("t", "p", pattern="a"), "a", 0, 0)
+    @example(Param("t", "p", max_from="high"), 5, 0, 3)
     def agrees(rule: Param, value: Any, low: Any, high: Any) -> None:
         context = TurnContext(values={"low": low, "high": high})
         general = _ParamCheck(rule, ledgers)
