@@ -201,6 +201,7 @@ def anatomy(quick: bool) -> list[Row]:
 
     The pieces reach into private helpers and are left out if those move.
     """
+    from guardrails.middleware import _render as rendering
     from guardrails.middleware import admission as adm
     from guardrails.middleware import tool_call as tc
     from guardrails.verdicts import ChokePoint
@@ -236,7 +237,11 @@ def anatomy(quick: bool) -> list[Row]:
             "canonical",
             lambda f: lambda: f(valid, 1_000_000),
         ),
-        "piece: render the dict result": (tc, "render", lambda f: lambda: f(value, 16_000)),
+        "piece: render the dict result": (
+            rendering,
+            "render",
+            lambda f: lambda: f(value, 16_000),
+        ),
         "piece: call id": (tc, "new_call_id", lambda f: f),
     }
     for label, (module, attr, make) in private.items():
