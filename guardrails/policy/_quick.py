@@ -30,6 +30,10 @@ def quick(compiled: Compiled) -> Quick | None:
         return None
     if compiled.values_from is not None:
         return None
+    # Only the checks below have a shortcut: a rule with any other step has none.
+    known = (compiled._in_values, compiled._not_denied, compiled._matches, compiled._bounds)
+    if not compiled.steps or not all(step in known for step in compiled.steps):
+        return None
     tests = [
         test
         for test in (

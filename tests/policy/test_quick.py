@@ -87,6 +87,12 @@ def test_a_rule_with_a_kind_provenance_or_context_values_has_no_shortcut() -> No
     assert quick(Param("t", "p", pattern="x")._compiled) is not None
 
 
+def test_a_check_the_shortcut_does_not_know_turns_it_off() -> None:
+    compiled = Param("t", "p", pattern="x")._compiled
+    compiled.steps = (*compiled.steps, lambda value, norm, context, seen, failed: None)
+    assert quick(compiled) is None
+
+
 def test_the_shortcut_runs_no_method_of_a_str_subclass() -> None:
     for options in ({"values": ["a"]}, {"deny_values": ["a"]}, {"pattern": "a"}, {"max": 3}):
         passes = quick(Param("t", "p", **options)._compiled)  # type: ignore[arg-type]
