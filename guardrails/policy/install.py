@@ -24,6 +24,7 @@ from ..guard import Guard
 from ..middleware.tool_call import Stop
 from ..rules import _paths
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
+from ._quick import quick
 from .gates import CeilingCheck, Counts, IntentCheck, Intents, PreTurnCheck
 from .policy import Policy
 from .provenance import USER, Ledgers, Sources
@@ -136,8 +137,26 @@ def _param_guard(rule: Param, ledgers: Ledgers, fail_closed: bool) -> Guard:
 
 def _simple(whole: _ParamCheck) -> Any:
     """The guard function of a rule on a top-level parameter, without provenance:
-    a plain function over locals (the common case, on every call's path)."""
+    a plain function over locals (the common case, on every call's path). A value
+    that the rule's shortcut passes is a pass; anything else is ``check``'s to decide."""
     check, head, rejected = whole.check, whole.head, whole._rejected
+    passes = quick(whole.rule._compiled)
+    if passes is not None:
+
+        def quick_rule(inv: Invocation) -> Verdict | GuardResult:
+            # ``in`` and ``[]`` on the read-only view: no method lookup per call.
+            arguments = inv.arguments
+            if head not in arguments:
+                return _PASS  # absent: the schema decides whether it may be
+            value = arguments[head]
+            context = inv.context
+            if passes(value, context):
+                return _PASS
+            failed = check(value, context, None)
+            return rejected(set(failed)) if failed else _PASS
+
+        quick_rule.__name__ = whole.__name__
+        return quick_rule
 
     def rule(inv: Invocation) -> Verdict | GuardResult:
         value = inv.arguments.get(head, _MISSING)
