@@ -31,12 +31,14 @@ import unicodedata
 from collections.abc import Collection
 from functools import cache, reduce
 from importlib.resources import files
+from itertools import compress
 from operator import and_
 
 __all__ = [
     "MARK",
     "FoldData",
     "data",
+    "disguises",
     "fold",
     "fold_words",
     "has_lookalikes",
@@ -75,12 +77,16 @@ class FoldData:
         "_lookalike_word",
         "_masks",
         "_starts",
+        "block_scripts",
+        "blocks",
         "cache",
         "foldable",
         "foldable_astral",
         "source",
         "table",
         "uncommon",
+        "uncommon_astral",
+        "uncommon_bmp",
     )
 
     def __init__(self, raw: dict[str, object]) -> None:
@@ -90,6 +96,9 @@ class FoldData:
             raise ValueError("malformed confusables data")
         self.source = str(raw.get("source", ""))
         self.uncommon = frozenset(str(raw.get("uncommon", "")))
+        uncommon = sorted(map(ord, self.uncommon))
+        self.uncommon_bmp = re.compile(_char_class([c for c in uncommon if c <= 0xFFFF]))
+        self.uncommon_astral = re.compile(_char_class([c for c in uncommon if c > 0xFFFF]))
         self.table: dict[int, str] = {ord(k): v for k, v in fold.items()}
         # Whether a text holds any foldable character: one character class for
         # the Basic Multilingual Plane (re tests it with a bitmap), one for the
@@ -115,6 +124,7 @@ class FoldData:
             self._starts.append(first)
             self._ends.append(last)
             self._masks.append(mask)
+        self.blocks, self.block_scripts = _block_table(self._starts, self._ends, self._masks)
         # Per character, filled on first sight (at most _CACHE_SIZE of them).
         self.cache: dict[str, int] = {}
 
@@ -134,6 +144,48 @@ class FoldData:
         if len(self.cache) < _CACHE_SIZE:
             self.cache[ch] = value
         return value
+
+
+# The signature of a text of words (``disguises``): each character of the Basic
+# Multilingual Plane stands for its block of 256 code points, one byte per
+# block: the scripts that every letter of the block shares (one byte value per
+# set of scripts), or one of these.
+_SEPARATOR = 0x20  # U+2000..U+20FF, put between words: no letter stays there after NFKC
+_ANY_SCRIPT = 0x02  # no letter of any script in the block: digits, symbols
+_UNSURE = 0x01  # letters of scripts never written together (and surrogates)
+
+
+def _block_table(
+    starts: list[int], ends: list[int], masks: list[int]
+) -> tuple[bytes, dict[int, int]]:
+    """The signature byte of each block of 256 code points of the BMP, and
+    the set of scripts (as bits) of each signature byte."""
+    shared = [-1] * 256
+    for first, last, mask in zip(starts, ends, masks, strict=True):
+        for block in range(first >> 8, (min(last, 0xFFFF) >> 8) + 1):
+            low, high = max(first, block << 8), min(last, block << 8 | 0xFF)
+            # Only a letter (a word character) can be in a word of the text.
+            if any(chr(cp).isalnum() for cp in range(low, high + 1)):
+                shared[block] &= mask
+    # Signature bytes never taken for a set of scripts: the three above and
+    # what bytes.split() takes for whitespace.
+    free = (
+        b for b in range(256) if b not in {0, _SEPARATOR, _ANY_SCRIPT, _UNSURE, *b" \t\n\r\x0b\x0c"}
+    )
+    names: dict[int, int] = {}
+    table = bytearray(256)
+    for block, mask in enumerate(shared):
+        if mask == -1:
+            table[block] = _ANY_SCRIPT
+        elif mask == 0:
+            table[block] = _UNSURE
+        else:
+            table[block] = (
+                names[mask] if mask in names else names.setdefault(mask, next(free, _UNSURE))
+            )
+    table[0x20] = _SEPARATOR
+    table[0xD8:0xE0] = bytes([_UNSURE]) * 8  # halves of a character past U+FFFF
+    return bytes(table), {name: mask for mask, name in names.items() if name != _UNSURE}
 
 
 def _char_class(codes: list[int]) -> str:
@@ -175,6 +227,46 @@ def lookalike_words(words: Collection[str]) -> list[str]:
     if _ASTRAL.search(" ".join(words)):
         return [w for w in words if w.translate(tables.table) != w]
     return list(filter(tables.foldable.search, words))
+
+
+def disguises(words: str) -> dict[str, str]:
+    """The disguised words among ``words`` (normalised words separated by
+    spaces), each with its ``match_key``.
+
+    For many words at once: each word is checked in C against the block
+    table (``FoldData.blocks``) and only the words it cannot clear (letters
+    from blocks of different scripts, or from a block whose letters are not
+    all of one script, or a look-alike in use nowhere) go through
+    ``match_key``.
+    """
+    if not has_lookalikes(words):
+        return {}
+    tables = data()
+    # One byte per character: the signature of the words, split as they are.
+    spaced = words.replace(" ", "\u2000")
+    shapes = spaced.encode("utf-16-be", "surrogatepass")[::2].translate(tables.blocks).split()
+    scripts = tables.block_scripts
+    unclear = {shape for shape in set(shapes) if not _one_script(shape, scripts)}
+    suspects: set[str] = set()
+    if unclear:
+        suspects.update(compress(words.split(), map(unclear.__contains__, shapes)))
+    if tables.uncommon_bmp.search(words) or (
+        _ASTRAL.search(words) and tables.uncommon_astral.search(words)
+    ):
+        suspects.update(w for w in set(words.split()) if not tables.uncommon.isdisjoint(w))
+    keys = dict(zip(suspects, map(match_key, suspects), strict=True))
+    return {word: key for word, key in keys.items() if key != word}
+
+
+_ANY = bytes([_ANY_SCRIPT])
+
+
+def _one_script(shape: bytes, scripts: dict[int, int]) -> bool:
+    """Whether a word's signature shows letters of scripts written together only."""
+    blocks = set(shape.translate(None, _ANY))
+    if _UNSURE in blocks:
+        return False
+    return reduce(and_, map(scripts.__getitem__, blocks), -1) != 0
 
 
 def fold_words(text: str) -> str:
