@@ -150,7 +150,8 @@ class FoldData:
 # Multilingual Plane stands for its block of 256 code points, one byte per
 # block: the scripts that every letter of the block shares (one byte value per
 # set of scripts), or one of these.
-_SEPARATOR = 0x20  # U+2000..U+20FF, put between words: no letter stays there after NFKC
+_SEPARATOR = 0x20  # between words: the byte of U+2500..U+25FF (box drawing, shapes: no letter)
+_SEPARATOR_CHAR = "\u2500"
 _ANY_SCRIPT = 0x02  # no letter of any script in the block: digits, symbols
 _UNSURE = 0x01  # letters of scripts never written together (and surrogates)
 
@@ -170,7 +171,7 @@ def _block_table(
     # Signature bytes never taken for a set of scripts: the three above and
     # what bytes.split() takes for whitespace.
     free = (
-        b for b in range(256) if b not in {0, _SEPARATOR, _ANY_SCRIPT, _UNSURE, *b" \t\n\r\x0b\x0c"}
+        b for b in range(256) if b not in {_SEPARATOR, _ANY_SCRIPT, _UNSURE, *b"\t\n\r\x0b\x0c"}
     )
     names: dict[int, int] = {}
     table = bytearray(256)
@@ -183,7 +184,7 @@ def _block_table(
             table[block] = (
                 names[mask] if mask in names else names.setdefault(mask, next(free, _UNSURE))
             )
-    table[0x20] = _SEPARATOR
+    table[ord(_SEPARATOR_CHAR) >> 8] = _SEPARATOR
     table[0xD8:0xE0] = bytes([_UNSURE]) * 8  # halves of a character past U+FFFF
     return bytes(table), {name: mask for mask, name in names.items() if name != _UNSURE}
 
@@ -234,7 +235,7 @@ def disguises(words: str) -> dict[str, str]:
     spaces), each with its ``match_key``.
 
     For many words at once: each word is checked in C against the block
-    table (``FoldData.blocks``) and only the words it cannot clear (letters
+    table (``FoldData.blocks``), and only the words it cannot clear (letters
     from blocks of different scripts, or from a block whose letters are not
     all of one script, or a look-alike in use nowhere) go through
     ``match_key``.
@@ -242,18 +243,22 @@ def disguises(words: str) -> dict[str, str]:
     if not has_lookalikes(words):
         return {}
     tables = data()
-    # One byte per character: the signature of the words, split as they are.
-    spaced = words.replace(" ", "\u2000")
-    shapes = spaced.encode("utf-16-be", "surrogatepass")[::2].translate(tables.blocks).split()
-    scripts = tables.block_scripts
-    unclear = {shape for shape in set(shapes) if not _one_script(shape, scripts)}
-    suspects: set[str] = set()
-    if unclear:
-        suspects.update(compress(words.split(), map(unclear.__contains__, shapes)))
-    if tables.uncommon_bmp.search(words) or (
-        _ASTRAL.search(words) and tables.uncommon_astral.search(words)
-    ):
-        suspects.update(w for w in set(words.split()) if not tables.uncommon.isdisjoint(w))
+    # One byte per character, the separators kept: the words' shapes, in order.
+    spaced = words.replace(" ", _SEPARATOR_CHAR)
+    signature = spaced.encode("utf-16-be", "surrogatepass")[::2].translate(tables.blocks)
+    shapes = signature.split(_SEPARATOR.to_bytes())
+    if len(shapes) != words.count(" ") + 1:
+        # Not words of a normalised text (a character of the separator's
+        # block in them): each one through match_key.
+        suspects = set(words.split(" "))
+    else:
+        scripts = tables.block_scripts
+        unclear = {shape for shape in set(shapes) if not _one_script(shape, scripts)}
+        suspects = set(compress(words.split(" "), map(unclear.__contains__, shapes)))
+        if tables.uncommon_bmp.search(words) or (
+            _ASTRAL.search(words) and tables.uncommon_astral.search(words)
+        ):
+            suspects.update(w for w in set(words.split(" ")) if not tables.uncommon.isdisjoint(w))
     keys = dict(zip(suspects, map(match_key, suspects), strict=True))
     return {word: key for word, key in keys.items() if key != word}
 
