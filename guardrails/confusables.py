@@ -242,25 +242,31 @@ def disguises(words: str) -> dict[str, str]:
     """
     if not has_lookalikes(words):
         return {}
-    tables = data()
+    suspects = _suspects(words, data())
+    keys = dict(zip(suspects, map(match_key, suspects), strict=True))
+    return {word: key for word, key in keys.items() if key != word}
+
+
+def _suspects(words: str, tables: FoldData) -> set[str]:
+    """The words that the block table cannot clear (see ``disguises``)."""
     # One byte per character, the separators kept: the words' shapes, in order.
     spaced = words.replace(" ", _SEPARATOR_CHAR)
     signature = spaced.encode("utf-16-be", "surrogatepass")[::2].translate(tables.blocks)
     shapes = signature.split(_SEPARATOR.to_bytes())
     if len(shapes) != words.count(" ") + 1:
         # Not words of a normalised text (a character of the separator's
-        # block in them): each one through match_key.
-        suspects = set(words.split(" "))
-    else:
-        scripts = tables.block_scripts
-        unclear = {shape for shape in set(shapes) if not _one_script(shape, scripts)}
-        suspects = set(compress(words.split(" "), map(unclear.__contains__, shapes)))
-        if tables.uncommon_bmp.search(words) or (
-            _ASTRAL.search(words) and tables.uncommon_astral.search(words)
-        ):
-            suspects.update(w for w in set(words.split(" ")) if not tables.uncommon.isdisjoint(w))
-    keys = dict(zip(suspects, map(match_key, suspects), strict=True))
-    return {word: key for word, key in keys.items() if key != word}
+        # block in them): every one is a suspect.
+        return set(words.split(" "))
+    suspects: set[str] = set()
+    scripts = tables.block_scripts
+    unclear = {shape for shape in set(shapes) if not _one_script(shape, scripts)}
+    if unclear:
+        suspects.update(compress(words.split(" "), map(unclear.__contains__, shapes)))
+    if tables.uncommon_bmp.search(words) or (
+        _ASTRAL.search(words) and tables.uncommon_astral.search(words)
+    ):
+        suspects.update(w for w in set(words.split(" ")) if not tables.uncommon.isdisjoint(w))
+    return suspects
 
 
 _ANY = bytes([_ANY_SCRIPT])
