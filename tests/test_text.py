@@ -38,6 +38,10 @@ _pieces = st.sampled_from(
         "\ud800",
         "ǆ",
         "x1",
+        "πρόσωπο",
+        "2024年",
+        "ѡсор",
+        "r\U00010286fund",  # a Lycian look-alike of e, past the BMP
     ]
 )
 _seps = st.sampled_from([" ", "  ", ", ", "-", ".\n", "_", "", "—", "。"])
