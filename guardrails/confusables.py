@@ -18,6 +18,9 @@ Hiragana and Katakana together as Japanese, Han and Hangul as Korean): the
 Japanese ``東京タワー`` is one script. ASCII is never folded (``m`` and ``rn``
 stay different words: ``modem`` must not match ``modern``).
 
+``disguises`` does what ``match_key`` does for many words at once, clearing
+most of them in C (see its docstring).
+
 The data (``_confusables.json``) is generated from ICU's UTS #39 skeletons
 and Script_Extensions by ``scripts/gen_confusables.py``, and loaded on first use.
 """
@@ -69,7 +72,8 @@ _AUGMENT = {
 
 class FoldData:
     """The loaded tables: the fold (a ``str.translate`` table), the look-alikes
-    in use in no language, and the script ranges."""
+    in use in no language, the script ranges, and per block of 256 code
+    points the scripts its letters share (``blocks``, for ``disguises``)."""
 
     __slots__ = (
         "_bmp",
@@ -97,8 +101,8 @@ class FoldData:
         self.source = str(raw.get("source", ""))
         self.uncommon = frozenset(str(raw.get("uncommon", "")))
         uncommon = sorted(map(ord, self.uncommon))
-        self.uncommon_bmp = re.compile(_char_class([c for c in uncommon if c <= 0xFFFF]))
-        self.uncommon_astral = re.compile(_char_class([c for c in uncommon if c > 0xFFFF]))
+        self.uncommon_bmp = _any_of([c for c in uncommon if c <= 0xFFFF])
+        self.uncommon_astral = _any_of([c for c in uncommon if c > 0xFFFF])
         self.table: dict[int, str] = {ord(k): v for k, v in fold.items()}
         # Whether a text holds any foldable character: one character class for
         # the Basic Multilingual Plane (re tests it with a bitmap), one for the
@@ -187,6 +191,11 @@ def _block_table(
     table[ord(_SEPARATOR_CHAR) >> 8] = _SEPARATOR
     table[0xD8:0xE0] = bytes([_UNSURE]) * 8  # halves of a character past U+FFFF
     return bytes(table), {name: mask for mask, name in names.items() if name != _UNSURE}
+
+
+def _any_of(codes: list[int]) -> re.Pattern[str]:
+    """A pattern matching any of ``codes``; when there is none, nothing."""
+    return re.compile(_char_class(codes) if codes else "(?!)")
 
 
 def _char_class(codes: list[int]) -> str:

@@ -19,6 +19,7 @@ from guardrails.confusables import (
     _SEPARATOR,
     _UNSURE,
     MARK,
+    FoldData,
     _one_script,
     data,
     disguises,
@@ -206,3 +207,10 @@ def test_disguises_of_other_text_is_match_key_of_each_space_separated_item() -> 
     for text in ("rеfund ─ cор", "rеfund  cор ", "a-rеfund\tсор", "ⁱrеfund ─x"):
         items = text.split(" ")
         assert disguises(text) == _expected(items), text
+
+
+def test_data_without_uncommon_look_alikes_loads_and_suspects_none() -> None:
+    raw = {**_RAW, "uncommon": ""}
+    tables = FoldData(raw)
+    assert tables.uncommon_bmp.search("refᴜnd") is None
+    assert tables.uncommon_astral.search("x") is None
