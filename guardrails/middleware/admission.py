@@ -10,12 +10,17 @@ before anything is touched, and dict and list subclasses are read through
 ``__eq__``, ``__str__`` or ``__iter__`` runs here.
 
 The walk builds two things: the canonical copy that the tool receives, and
-(only for nested values) the read-only view that guards see.
+(only for nested values) the read-only view that guards see. It is written
+twice, with the same rules checked in the same order: ``_cadmit.c`` (built
+when a C compiler is at hand) and the pure walk below, which runs when the
+extension is missing or ``GUARDRAILS_PURE=1`` is set when this module is
+first imported. ``COMPILED`` says which one ``canonical`` is.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from time import perf_counter_ns
@@ -28,7 +33,17 @@ from ..tools import Tool
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict, model_sentence
 from ._frozen import FrozenDict, FrozenList
 
-__all__ = ["MAX_CALL_ID", "MAX_DEPTH", "Plan", "admit", "canonical", "entry_call_id", "refusal"]
+__all__ = [
+    "COMPILED",
+    "MAX_CALL_ID",
+    "MAX_DEPTH",
+    "Plan",
+    "admit",
+    "canonical",
+    "canonical_py",
+    "entry_call_id",
+    "refusal",
+]
 
 MAX_DEPTH = 128
 MAX_CALL_ID = 128
@@ -76,7 +91,7 @@ class _Refused(Exception):
 # -- the canonical value --------------------------------------------------------
 
 
-def canonical(arguments: Any, limit: int) -> tuple[dict[str, Any], Any] | Reason:
+def canonical_py(arguments: Any, limit: int) -> tuple[dict[str, Any], Any] | Reason:
     """``(value for the tool, view for guards)`` or the reason it is refused.
 
     The view is ``None`` when the value is flat (no nested object or array):
@@ -211,6 +226,31 @@ def _parse(text: str | bytes | bytearray, limit: int) -> Any:
     except (ValueError, RecursionError):
         return Reason.NOT_AN_OBJECT
     return parsed if type(parsed) is dict else Reason.NOT_AN_OBJECT
+
+
+def _compiled() -> Callable[[Any, int], tuple[dict[str, Any], Any] | Reason] | None:
+    if os.environ.get("GUARDRAILS_PURE") == "1":
+        return None
+    try:
+        from . import _cadmit
+    except ImportError:  # built without a C compiler: the pure walk serves
+        return None
+    _cadmit.configure(
+        Reason.NOT_JSON,
+        Reason.TOO_LARGE,
+        Reason.NOT_AN_OBJECT,
+        FrozenDict,
+        FrozenList,
+        _Proxy,
+        _parse,
+        MAX_DEPTH,
+    )
+    return _cadmit.canonical
+
+
+_COMPILED_CANONICAL = _compiled()
+COMPILED = _COMPILED_CANONICAL is not None
+canonical = _COMPILED_CANONICAL or canonical_py
 
 
 # -- the call id ------------------------------------------------------------------
