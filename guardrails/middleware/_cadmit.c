@@ -72,9 +72,12 @@ charge_text(PyObject *s, Py_ssize_t *budget)
 static PyObject *walk_container(PyObject *, Py_ssize_t, Py_ssize_t *, PyObject **, int *);
 
 /* A scalar's copy (itself, new reference), or NULL with *why set; a container
- * goes to walk_container and its read-only view comes back in *view. */
+ * goes to walk_container and its read-only view comes back in *view. A
+ * non-text scalar costs `scalar` (1 in an object; 0 in a list, whose length
+ * was charged already), as in the pure walk. */
 static PyObject *
-walk_value(PyObject *v, Py_ssize_t depth, Py_ssize_t *budget, PyObject **view, int *why)
+walk_value(PyObject *v, Py_ssize_t depth, Py_ssize_t *budget, Py_ssize_t scalar, PyObject **view,
+           int *why)
 {
     PyTypeObject *t = Py_TYPE(v);
     *view = NULL;
@@ -85,14 +88,14 @@ walk_value(PyObject *v, Py_ssize_t depth, Py_ssize_t *budget, PyObject **view, i
         }
     }
     else if (t == &PyLong_Type || t == &PyBool_Type || v == Py_None) {
-        *budget -= 1;
+        *budget -= scalar;
     }
     else if (t == &PyFloat_Type) {
         if (!isfinite(PyFloat_AS_DOUBLE(v))) {
             *why = NOT_JSON;
             return NULL;
         }
-        *budget -= 1;
+        *budget -= scalar;
     }
     else {
         return walk_container(v, depth + 1, budget, view, why);
@@ -123,7 +126,7 @@ walk_object(PyObject *node, Py_ssize_t depth, Py_ssize_t *budget, PyObject **fro
         Py_INCREF(key);
         Py_INCREF(value);
         *why = charge_text(key, budget);
-        copy = *why == OK ? walk_value(value, depth, budget, &view, why) : NULL;
+        copy = *why == OK ? walk_value(value, depth, budget, 1, &view, why) : NULL;
         Py_DECREF(value);
         if (copy != NULL && *budget < 0) {
             *why = TOO_LARGE;
@@ -181,7 +184,7 @@ walk_list(PyObject *node, Py_ssize_t depth, Py_ssize_t *budget, PyObject **views
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(node); i++) {
         PyObject *item = PyList_GET_ITEM(node, i), *copy, *view;
         Py_INCREF(item);
-        copy = walk_value(item, depth, budget, &view, why);
+        copy = walk_value(item, depth, budget, 0, &view, why);
         if (copy == NULL) {
             Py_DECREF(item);
             goto fail;
@@ -292,8 +295,11 @@ canonical(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     long long raw = PyLong_AsLongLongAndOverflow(args[1], &overflow);
-    if (overflow != 0 || raw > BUDGET_CAP || raw < -BUDGET_CAP) {
-        limit = (overflow < 0 || raw < 0) ? -BUDGET_CAP : BUDGET_CAP;
+    if (overflow != 0) {
+        limit = overflow > 0 ? BUDGET_CAP : -BUDGET_CAP;
+    }
+    else if (raw > BUDGET_CAP || raw < -BUDGET_CAP) {
+        limit = raw > 0 ? BUDGET_CAP : -BUDGET_CAP;
     }
     else {
         limit = (Py_ssize_t)raw;

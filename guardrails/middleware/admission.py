@@ -42,6 +42,7 @@ __all__ = [
     "canonical",
     "canonical_py",
     "entry_call_id",
+    "load_compiled",
     "refusal",
 ]
 
@@ -228,9 +229,8 @@ def _parse(text: str | bytes | bytearray, limit: int) -> Any:
     return parsed if type(parsed) is dict else Reason.NOT_AN_OBJECT
 
 
-def _compiled() -> Callable[[Any, int], tuple[dict[str, Any], Any] | Reason] | None:
-    if os.environ.get("GUARDRAILS_PURE") == "1":
-        return None
+def load_compiled() -> Callable[[Any, int], tuple[dict[str, Any], Any] | Reason] | None:
+    """The compiled ``canonical``, configured, or None when it was not built."""
     try:
         from . import _cadmit
     except ImportError:  # built without a C compiler: the pure walk serves
@@ -248,7 +248,7 @@ def _compiled() -> Callable[[Any, int], tuple[dict[str, Any], Any] | Reason] | N
     return _cadmit.canonical
 
 
-_COMPILED_CANONICAL = _compiled()
+_COMPILED_CANONICAL = None if os.environ.get("GUARDRAILS_PURE") == "1" else load_compiled()
 COMPILED = _COMPILED_CANONICAL is not None
 canonical = _COMPILED_CANONICAL or canonical_py
 
