@@ -1,4 +1,4 @@
-"""Build the optional compiled admission core; metadata lives in pyproject.toml.
+"""Build the optional compiled core of admission (``guardrails/_csrc``); metadata lives in pyproject.toml.
 
 ``optional=True``: without a C compiler or the Python headers the build goes
 on without it and ``guardrails`` runs its pure-Python admission.
@@ -9,8 +9,9 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "guardrails.middleware._cadmit",
-            ["guardrails/middleware/_cadmit.c"],
+            "guardrails._ccore",
+            [f"guardrails/_csrc/{name}.c" for name in ("module", "canonical", "flat_schema")],
+            depends=["guardrails/_csrc/ccore.h"],
             optional=True,
         )
     ]

@@ -11,22 +11,22 @@ before anything is touched, and dict and list subclasses are read through
 
 The walk builds two things: the canonical copy that the tool receives, and
 (only for nested values) the read-only view that guards see. It is written
-twice, with the same rules checked in the same order: ``_cadmit.c`` (built
-when a C compiler is at hand) and the pure walk below, which runs when the
-extension is missing or ``GUARDRAILS_PURE=1`` is set when this module is
-first imported. ``COMPILED`` says which one ``canonical`` is.
+twice, with the same rules checked in the same order: ``_csrc/canonical.c``
+(the optional compiled core, ``guardrails._compiled``) and the pure walk
+below, which runs when the core was not built or ``GUARDRAILS_PURE=1``.
+``COMPILED`` says which one ``canonical`` is.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable
 from time import perf_counter_ns
 from types import MappingProxyType
 from typing import Any
 
+from .._compiled import CORE, load
 from ..context import Escape, ToolResult
 from ..guard import Guard, plain_steps
 from ..tools import Tool
@@ -231,11 +231,10 @@ def _parse(text: str | bytes | bytearray, limit: int) -> Any:
 
 def load_compiled() -> Callable[[Any, int], tuple[dict[str, Any], Any] | Reason] | None:
     """The compiled ``canonical``, configured, or None when it was not built."""
-    try:
-        from . import _cadmit
-    except ImportError:  # built without a C compiler: the pure walk serves
+    core = load()
+    if core is None:
         return None
-    _cadmit.configure(
+    core.configure(
         Reason.NOT_JSON,
         Reason.TOO_LARGE,
         Reason.NOT_AN_OBJECT,
@@ -245,10 +244,11 @@ def load_compiled() -> Callable[[Any, int], tuple[dict[str, Any], Any] | Reason]
         _parse,
         MAX_DEPTH,
     )
-    return _cadmit.canonical
+    canonical: Callable[[Any, int], tuple[dict[str, Any], Any] | Reason] = core.canonical
+    return canonical
 
 
-_COMPILED_CANONICAL = None if os.environ.get("GUARDRAILS_PURE") == "1" else load_compiled()
+_COMPILED_CANONICAL = load_compiled() if CORE is not None else None
 COMPILED = _COMPILED_CANONICAL is not None
 canonical = _COMPILED_CANONICAL or canonical_py
 
@@ -314,7 +314,7 @@ def admit(
                 view = _Proxy({k: v for k, v in view.items() if k in compiled.properties})
         else:
             extra = True
-    if extra or not compiled.is_valid(args):
+    if extra or not compiled.check(args):
         return _schema_refusal(plan, args, extra, call_id, name, start)
     return plan, args, view
 

@@ -33,7 +33,7 @@ CALLS: Counter[str] = Counter()
 
 def test_the_extension_is_built_where_ci_requires_it() -> None:
     if os.environ.get("GUARDRAILS_REQUIRE_CCORE") == "1":
-        assert COMPILED is not None, "GUARDRAILS_REQUIRE_CCORE=1 but _cadmit did not import"
+        assert COMPILED is not None, "GUARDRAILS_REQUIRE_CCORE=1 but guardrails._ccore did not import"
         pure = os.environ.get("GUARDRAILS_PURE") == "1"
         assert admission.COMPILED is not pure
         assert (admission.canonical is COMPILED) is not pure

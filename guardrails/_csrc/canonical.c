@@ -1,4 +1,4 @@
-/* The compiled admission core: the canonical copy of what the model sent.
+/* The canonical copy of what the model sent (admission.canonical_py in C).
  *
  * The same rules as the pure walk in admission.py, in one C pass: exact
  * dict/list/str/int/finite float/bool/None, exact-str keys without lone
@@ -11,8 +11,7 @@
  * configure() hands in, once, the Reason members, the read-only view types,
  * the JSON text parser and the depth bound (see admission.py).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "ccore.h"
 #include <math.h>
 
 enum { OK = 0, NOT_JSON, TOO_LARGE, BROKEN };
@@ -275,8 +274,8 @@ admit_object(PyObject *arguments, Py_ssize_t budget)
     return pair == NULL ? reason_for(BROKEN) : pair;
 }
 
-static PyObject *
-canonical(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+PyObject *
+ccore_canonical(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *arguments, *parsed, *result;
     Py_ssize_t limit;
@@ -286,7 +285,7 @@ canonical(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     if (max_depth < 0) {
-        PyErr_SetString(PyExc_RuntimeError, "_cadmit.configure() was not called");
+        PyErr_SetString(PyExc_RuntimeError, "_ccore.configure() was not called");
         return NULL;
     }
     arguments = args[0];
@@ -321,8 +320,8 @@ canonical(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return admit_object(arguments, limit);
 }
 
-static PyObject *
-configure(PyObject *module, PyObject *args)
+PyObject *
+ccore_configure(PyObject *module, PyObject *args)
 {
     PyObject *nj, *tl, *nao, *fd, *fl, *px, *ps;
     Py_ssize_t depth;
@@ -350,27 +349,4 @@ configure(PyObject *module, PyObject *args)
     Py_XSETREF(parse, ps);
     max_depth = depth;
     Py_RETURN_NONE;
-}
-
-static PyMethodDef methods[] = {
-    {"canonical", (PyCFunction)(void (*)(void))canonical, METH_FASTCALL,
-     "canonical(arguments, limit) -> (value, view or None) | Reason"},
-    {"configure", configure, METH_VARARGS,
-     "configure(not_json, too_large, not_an_object, FrozenDict, FrozenList, proxy, parse, "
-     "max_depth)"},
-    {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "guardrails.middleware._cadmit",
-    .m_doc = "The compiled admission core (see admission.py).",
-    .m_size = -1,
-    .m_methods = methods,
-};
-
-PyMODINIT_FUNC
-PyInit__cadmit(void)
-{
-    return PyModule_Create(&module_def);
 }

@@ -2,7 +2,7 @@ from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
 
-from ..verdicts import Reason
+from .verdicts import Reason
 
 def canonical(arguments: Any, limit: int) -> tuple[dict[str, Any], Any] | Reason: ...
 def configure(
@@ -16,3 +16,6 @@ def configure(
     max_depth: int,
     /,
 ) -> None: ...
+def flat_valid(
+    plan: tuple[bool, tuple[str, ...], dict[str, tuple[Any, ...]]], arguments: Any, /
+) -> bool: ...
