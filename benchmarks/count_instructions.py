@@ -70,8 +70,16 @@ def _child(name: str, n: int) -> None:
 
 def _count(name: str, n: int) -> int:
     out = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
-        + [__file__, "--child", name, str(n)],
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            __file__,
+            "--child",
+            name,
+            str(n),
+        ],
         capture_output=True,
         text=True,
         check=True,

@@ -30,7 +30,16 @@ TYPE_BITS = {
 }
 # Keywords with no effect on validity (annotations).
 _ANNOTATIONS = frozenset(
-    {"title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly"}
+    {
+        "title",
+        "description",
+        "default",
+        "examples",
+        "$comment",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+    }
 )
 _ROOT = frozenset({"type", "properties", "required", "additionalProperties"}) | _ANNOTATIONS
 _PROPERTY = (

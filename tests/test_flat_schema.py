@@ -63,7 +63,7 @@ property_schemas = st.fixed_dictionaries(
 @st.composite
 def flat_schemas(draw: Any) -> dict[str, Any]:
     properties = draw(st.dictionaries(st.sampled_from("abcd"), property_schemas, max_size=4))
-    names = sorted(properties) + ["z"]
+    names = [*sorted(properties), "z"]
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     required = draw(st.lists(st.sampled_from(names), max_size=3, unique=True))
     if required:

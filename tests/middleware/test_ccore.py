@@ -33,7 +33,9 @@ CALLS: Counter[str] = Counter()
 
 def test_the_extension_is_built_where_ci_requires_it() -> None:
     if os.environ.get("GUARDRAILS_REQUIRE_CCORE") == "1":
-        assert COMPILED is not None, "GUARDRAILS_REQUIRE_CCORE=1 but guardrails._ccore did not import"
+        assert COMPILED is not None, (
+            "GUARDRAILS_REQUIRE_CCORE=1 but guardrails._ccore did not import"
+        )
         pure = os.environ.get("GUARDRAILS_PURE") == "1"
         assert admission.COMPILED is not pure
         assert (admission.canonical is COMPILED) is not pure
@@ -158,9 +160,7 @@ def _containers(inner: Any) -> Any:
     )
 
 
-values = st.recursive(
-    st.one_of(scalars, scalars, scalars, strangers), _containers, max_leaves=24
-)
+values = st.recursive(st.one_of(scalars, scalars, scalars, strangers), _containers, max_leaves=24)
 tops = st.one_of(
     st.dictionaries(keys, values, max_size=6),
     st.dictionaries(st.text(max_size=4), values, max_size=6).map(LoudDict),
