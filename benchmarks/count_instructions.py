@@ -47,8 +47,8 @@ def _piece(name: str) -> Any:
     if name == "canonical":
         return lambda: canonical(args, 1_000_000)
     if name == "schema":
-        compiled = build()._pipeline.plans["transfer"].tool.compiled
-        return lambda: compiled.is_valid(args)
+        check = build()._pipeline.plans["transfer"].tool.compiled.check
+        return lambda: check(args)
     guards = 0 if name == "valid_0" else 2
     turn = build(guards=guards).turn(tenant="acme")
     sent = {"schema_rejection": INVALID, "guard_rejection": OVER_LIMIT}.get(name, VALID)
