@@ -10,6 +10,8 @@ that fail on each keyword is counted from jsonschema's own errors.
 from __future__ import annotations
 
 import math
+import sys
+import tracemalloc
 from collections import Counter
 from typing import Any
 
@@ -228,3 +230,33 @@ def test_a_flat_tool_is_checked_the_same_through_the_pipeline(
 def test_an_invalid_schema_is_still_refused_at_registration() -> None:
     with pytest.raises(SchemaError):
         CompiledSchema({"type": "object", "properties": {"a": {"minLength": -1}}}, "t")
+
+
+@needs_compiled
+def test_the_check_keeps_no_reference_and_no_memory_over_100000_calls() -> None:
+    assert COMPILED is not None
+    big, text = 10**30, "".join(["te", "xt"])
+    schema = {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer", "enum": [big, 1], "minimum": 0},
+            "s": {"type": "string", "maxLength": 8, "const": text},
+        },
+        "required": ["n"],
+        "additionalProperties": False,
+    }
+    plan = flat_plan(schema)
+    assert plan is not None
+    cases = [{"n": big, "s": text}, {"n": 2.5}, {"s": text}, {"n": 1, "x": 1}, {"n": True}]
+    probes = [plan, big, text, *cases]
+    before = [sys.getrefcount(p) for p in probes]
+    tracemalloc.start()
+    try:
+        start, _ = tracemalloc.get_traced_memory()
+        decisions = [COMPILED.flat_valid(plan, case) for _ in range(20_000) for case in cases]
+        del decisions
+        end, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [sys.getrefcount(p) for p in probes] == before
+    assert end - start < 64_000
