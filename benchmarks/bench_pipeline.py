@@ -201,6 +201,7 @@ def anatomy(quick: bool) -> list[Row]:
 
     The pieces reach into private helpers and are left out if those move.
     """
+    from guardrails.middleware import _render as rendering
     from guardrails.middleware import admission as adm
     from guardrails.middleware import tool_call as tc
     from guardrails.verdicts import ChokePoint
@@ -236,7 +237,11 @@ def anatomy(quick: bool) -> list[Row]:
             "canonical",
             lambda f: lambda: f(valid, 1_000_000),
         ),
-        "piece: render the dict result": (tc, "render", lambda f: lambda: f(value, 16_000)),
+        "piece: render the dict result": (
+            rendering,
+            "render",
+            lambda f: lambda: f(value, 16_000),
+        ),
         "piece: call id": (tc, "new_call_id", lambda f: f),
     }
     for label, (module, attr, make) in private.items():
@@ -298,14 +303,16 @@ def line_profile(calls: int = 50_000) -> str:
     from line_profiler import LineProfiler
 
     tc = importlib.import_module("guardrails.middleware.tool_call")
+    admission = importlib.import_module("guardrails.middleware.admission")
+    results = importlib.import_module("guardrails.middleware._results")
     guard_module = importlib.import_module("guardrails.guard")
     pipeline = tc.ToolCallPipeline
     profiler = LineProfiler(
         pipeline.run,
-        pipeline._admit,
-        pipeline._complete,
+        admission.admit,
+        results.complete,
         pipeline._finish,
-        guard_module.Guard.evaluate,
+        guard_module.evaluate_plain,
     )
     memory = MemoryRecorder()
     turn = build(memory).turn(tenant="acme")

@@ -18,6 +18,9 @@ Hiragana and Katakana together as Japanese, Han and Hangul as Korean): the
 Japanese ``東京タワー`` is one script. ASCII is never folded (``m`` and ``rn``
 stay different words: ``modem`` must not match ``modern``).
 
+``disguises`` does what ``match_key`` does for many words at once, clearing
+most of them in C (see its docstring).
+
 The data (``_confusables.json``) is generated from ICU's UTS #39 skeletons
 and Script_Extensions by ``scripts/gen_confusables.py``, and loaded on first use.
 """
@@ -31,12 +34,14 @@ import unicodedata
 from collections.abc import Collection
 from functools import cache, reduce
 from importlib.resources import files
+from itertools import compress
 from operator import and_
 
 __all__ = [
     "MARK",
     "FoldData",
     "data",
+    "disguises",
     "fold",
     "fold_words",
     "has_lookalikes",
@@ -67,7 +72,8 @@ _AUGMENT = {
 
 class FoldData:
     """The loaded tables: the fold (a ``str.translate`` table), the look-alikes
-    in use in no language, and the script ranges."""
+    in use in no language, the script ranges, and per block of 256 code
+    points the scripts its letters share (``blocks``, for ``disguises``)."""
 
     __slots__ = (
         "_bmp",
@@ -75,12 +81,16 @@ class FoldData:
         "_lookalike_word",
         "_masks",
         "_starts",
+        "block_scripts",
+        "blocks",
         "cache",
         "foldable",
         "foldable_astral",
         "source",
         "table",
         "uncommon",
+        "uncommon_astral",
+        "uncommon_bmp",
     )
 
     def __init__(self, raw: dict[str, object]) -> None:
@@ -90,6 +100,9 @@ class FoldData:
             raise ValueError("malformed confusables data")
         self.source = str(raw.get("source", ""))
         self.uncommon = frozenset(str(raw.get("uncommon", "")))
+        uncommon = sorted(map(ord, self.uncommon))
+        self.uncommon_bmp = _any_of([c for c in uncommon if c <= 0xFFFF])
+        self.uncommon_astral = _any_of([c for c in uncommon if c > 0xFFFF])
         self.table: dict[int, str] = {ord(k): v for k, v in fold.items()}
         # Whether a text holds any foldable character: one character class for
         # the Basic Multilingual Plane (re tests it with a bitmap), one for the
@@ -115,6 +128,7 @@ class FoldData:
             self._starts.append(first)
             self._ends.append(last)
             self._masks.append(mask)
+        self.blocks, self.block_scripts = _block_table(self._starts, self._ends, self._masks)
         # Per character, filled on first sight (at most _CACHE_SIZE of them).
         self.cache: dict[str, int] = {}
 
@@ -134,6 +148,54 @@ class FoldData:
         if len(self.cache) < _CACHE_SIZE:
             self.cache[ch] = value
         return value
+
+
+# The signature of a text of words (``disguises``): each character of the Basic
+# Multilingual Plane stands for its block of 256 code points, one byte per
+# block: the scripts that every letter of the block shares (one byte value per
+# set of scripts), or one of these.
+_SEPARATOR = 0x20  # between words: the byte of U+2500..U+25FF (box drawing, shapes: no letter)
+_SEPARATOR_CHAR = "\u2500"
+_ANY_SCRIPT = 0x02  # no letter of any script in the block: digits, symbols
+_UNSURE = 0x01  # letters of scripts never written together (and surrogates)
+
+
+def _block_table(
+    starts: list[int], ends: list[int], masks: list[int]
+) -> tuple[bytes, dict[int, int]]:
+    """The signature byte of each block of 256 code points of the BMP, and
+    the set of scripts (as bits) of each signature byte."""
+    shared = [-1] * 256
+    for first, last, mask in zip(starts, ends, masks, strict=True):
+        for block in range(first >> 8, (min(last, 0xFFFF) >> 8) + 1):
+            low, high = max(first, block << 8), min(last, block << 8 | 0xFF)
+            # Only a letter (a word character) can be in a word of the text.
+            if any(chr(cp).isalnum() for cp in range(low, high + 1)):
+                shared[block] &= mask
+    # Signature bytes never taken for a set of scripts: the three above and
+    # what bytes.split() takes for whitespace.
+    free = (
+        b for b in range(256) if b not in {_SEPARATOR, _ANY_SCRIPT, _UNSURE, *b"\t\n\r\x0b\x0c"}
+    )
+    names: dict[int, int] = {}
+    table = bytearray(256)
+    for block, mask in enumerate(shared):
+        if mask == -1:
+            table[block] = _ANY_SCRIPT
+        elif mask == 0:
+            table[block] = _UNSURE
+        else:
+            table[block] = (
+                names[mask] if mask in names else names.setdefault(mask, next(free, _UNSURE))
+            )
+    table[ord(_SEPARATOR_CHAR) >> 8] = _SEPARATOR
+    table[0xD8:0xE0] = bytes([_UNSURE]) * 8  # halves of a character past U+FFFF
+    return bytes(table), {name: mask for mask, name in names.items() if name != _UNSURE}
+
+
+def _any_of(codes: list[int]) -> re.Pattern[str]:
+    """A pattern matching any of ``codes``; when there is none, nothing."""
+    return re.compile(_char_class(codes) if codes else "(?!)")
 
 
 def _char_class(codes: list[int]) -> str:
@@ -175,6 +237,56 @@ def lookalike_words(words: Collection[str]) -> list[str]:
     if _ASTRAL.search(" ".join(words)):
         return [w for w in words if w.translate(tables.table) != w]
     return list(filter(tables.foldable.search, words))
+
+
+def disguises(words: str) -> dict[str, str]:
+    """The disguised words among ``words`` (normalised words separated by
+    spaces), each with its ``match_key``.
+
+    For many words at once: each word is checked in C against the block
+    table (``FoldData.blocks``), and only the words it cannot clear (letters
+    from blocks of different scripts, or from a block whose letters are not
+    all of one script, or a look-alike in use nowhere) go through
+    ``match_key``.
+    """
+    if not has_lookalikes(words):
+        return {}
+    suspects = _suspects(words, data())
+    keys = dict(zip(suspects, map(match_key, suspects), strict=True))
+    return {word: key for word, key in keys.items() if key != word}
+
+
+def _suspects(words: str, tables: FoldData) -> set[str]:
+    """The words that the block table cannot clear (see ``disguises``)."""
+    # One byte per character, the separators kept: the words' shapes, in order.
+    spaced = words.replace(" ", _SEPARATOR_CHAR)
+    signature = spaced.encode("utf-16-be", "surrogatepass")[::2].translate(tables.blocks)
+    shapes = signature.split(_SEPARATOR.to_bytes())
+    if len(shapes) != words.count(" ") + 1:
+        # Not words of a normalised text (a character of the separator's
+        # block in them): every one is a suspect.
+        return set(words.split(" "))
+    suspects: set[str] = set()
+    scripts = tables.block_scripts
+    unclear = {shape for shape in set(shapes) if not _one_script(shape, scripts)}
+    if unclear:
+        suspects.update(compress(words.split(" "), map(unclear.__contains__, shapes)))
+    if tables.uncommon_bmp.search(words) or (
+        _ASTRAL.search(words) and tables.uncommon_astral.search(words)
+    ):
+        suspects.update(w for w in set(words.split(" ")) if not tables.uncommon.isdisjoint(w))
+    return suspects
+
+
+_ANY = bytes([_ANY_SCRIPT])
+
+
+def _one_script(shape: bytes, scripts: dict[int, int]) -> bool:
+    """Whether a word's signature shows letters of scripts written together only."""
+    blocks = set(shape.translate(None, _ANY))
+    if _UNSURE in blocks:
+        return False
+    return reduce(and_, map(scripts.__getitem__, blocks), -1) != 0
 
 
 def fold_words(text: str) -> str:

@@ -26,6 +26,7 @@ from ._aio import (
 )
 from .context import Escape, GuardResult, VerdictRecord
 from .errors import ConfigurationError, NotConfigured, UsageError
+from .store import offloop
 from .verdicts import ChokePoint, EscapeReason, Outcome, Verdict
 
 __all__ = ["Guard", "GuardOutcome", "PlainStep", "evaluate_plain", "guard", "plain_steps"]
@@ -59,6 +60,7 @@ class Guard:
         "name",
         "observe",
         "outcome",
+        "reads_store",
         "timeout",
         "tools",
     )
@@ -108,8 +110,13 @@ class Guard:
         self.observe = observe
         self.tools = None if tools is None else frozenset(tools)
         self.is_async = _is_async(fn)
+        # A sync guard whose function reads a store says so (``reads_store``, the
+        # store): under the async drivers it runs on the store's threads.
+        self.reads_store = None if self.is_async else getattr(fn, "reads_store", None)
         # A sync guard without timeout or observe mode: the short path in evaluate().
-        self._plain = not self.is_async and timeout is None and not observe
+        self._plain = (
+            not self.is_async and timeout is None and not observe and self.reads_store is None
+        )
 
     def __call__(self, subject: Any) -> Any:
         return self.fn(subject)
@@ -160,6 +167,9 @@ class Guard:
 
     async def aevaluate(self, subject: Any, point: ChokePoint) -> GuardOutcome:
         """Run the guard from async code; never raises (but see ``stops``)."""
+        if self.reads_store is not None:
+            # The same boundary, on the store's threads: the event loop goes on.
+            return await offloop.run(self.reads_store, self.evaluate, subject, point)
         start = perf_counter_ns()
         try:
             if self.is_async:

@@ -11,13 +11,13 @@ words (``rеfund`` with a Cyrillic ``е``) are folded to what they imitate
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
-from itertools import compress, filterfalse, islice
+from itertools import compress, filterfalse
 from operator import not_
 
-from .confusables import fold_words, has_lookalikes, lookalike_words, match_key
+from ._normal import normalise, normalise_tokens
+from .confusables import fold_words
 from .errors import UsageError
 from .messages import content_text, user_text
 
@@ -32,31 +32,6 @@ _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 _ASCII_TABLE = bytes(
     (c + 32 if 65 <= c <= 90 else c) if c in _WORD_BYTES else 32 for c in range(256)
 )
-
-
-# Unicode's Default_Ignorable_Code_Point set (zero-width characters, soft
-# hyphen, joiners, bidi controls, variation selectors, tags): invisible, kept
-# by NFKC, and not word characters, so one inside a term would split it.
-# Two classes: re tests the first (all below U+10000) with a bitmap, and the
-# second, a list of ranges, only in text that holds a character past U+FFFF.
-_IGNORABLE = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
-    "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8]"
-)
-_IGNORABLE_ASTRAL = re.compile("[\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
-
-
-def normalise(text: str) -> str:
-    """Invisible characters removed, NFKC, then casefold.
-
-    ``ＲＥＦＵＮＤ``, ``Refund``, and ``refund`` with a zero-width space inside,
-    all become ``refund``.
-    """
-    text = _IGNORABLE.sub("", text)
-    if _ASTRAL.search(text):
-        text = _IGNORABLE_ASTRAL.sub("", text)
-    return unicodedata.normalize("NFKC", text).casefold()
 
 
 class Text:
@@ -77,6 +52,7 @@ class Text:
 
     __slots__ = (
         "_folded",
+        "_hits",
         "_normalised",
         "_odd_words",
         "_pairs",
@@ -106,6 +82,9 @@ class Text:
         self._pairs: tuple[list[bytes], list[bytes]] | None = None
         self._odd_words: frozenset[bytes] = frozenset()
         self._wordless: tuple[bytes, ...] | None = None
+        # The last present() call's probe and, per chunk of ``tokens`` where
+        # it found something, (start, end, what it found there).
+        self._hits: tuple[frozenset[bytes] | set[bytes], list[_Hits]] = (frozenset(), [])
 
     def __repr__(self) -> str:
         return f"<Text {len(self.raw)} chars>"
@@ -183,11 +162,16 @@ class Text:
             # One C loop of hash lookups a chunk at a time; a chunk holding a
             # non-ASCII byte also gives up its odd tokens (the first time).
             found = set()
-            for chunk in chunks(buffer):
+            hits = []
+            for start, end in spans(buffer):
+                chunk = buffer[start:end]
                 words = chunk.split()
-                found.update(probe.intersection(words))
+                if here := probe.intersection(words):
+                    found.update(here)
+                    hits.append((start, end, here))
                 if odd is not None and not chunk.isascii():
                     odd.update(_odd_in(chunk, words))
+            self._hits = (probe, hits)
         if self.is_ascii:
             return found
         if odd is not None:
@@ -200,7 +184,7 @@ class Text:
     def has_sequence(self, form: tuple[tuple[bytes, ...], ...]) -> bool:
         """Whether words occur one after another, each in one of its forms."""
         if self.is_ascii:
-            return _search(_sequence(tuple(f[:1] for f in form), ()), self.tokens)
+            return self._search_tokens(_sequence(tuple(f[:1] for f in form), ()), form[0][0])
         tokens, words = self._odd_pairs()
         if self._wordless is None:
             # Blank (no word): nothing left once stripped. In C, not a call a token.
@@ -214,8 +198,24 @@ class Text:
         ):
             # No odd token holds one of the words: they are ASCII tokens, next
             # to each other or apart only by odd tokens that hold no word.
-            return _search(_sequence(plain, self._wordless), self.tokens)
+            return self._search_tokens(_sequence(plain, self._wordless), plain[0][0])
         return _search(_sequence(form, ()), self.word_bytes)
+
+    def _search_tokens(self, pattern: re.Pattern[bytes], first: bytes) -> bool:
+        """Whether ``pattern``, which starts with the word ``first``, matches in ``tokens``."""
+        probe, hits = self._hits
+        if first not in probe:
+            return _search(pattern, self.tokens)
+        # present() knows the chunks where the word stands: look only there.
+        tokens = self.tokens
+        for start, end, here in hits:
+            if first in here:
+                at = tokens.find(first, start, end)
+                while at >= 0:
+                    if (at == 0 or tokens[at - 1] == _SPACE) and pattern.match(tokens, at):
+                        return True
+                    at = tokens.find(first, at + 1, end)
+        return False
 
     def _odd_pairs(self) -> tuple[list[bytes], list[bytes]]:
         if self._pairs is None:
@@ -229,7 +229,7 @@ class Text:
 
     def _set_odd(self, odd: set[bytes]) -> None:
         tokens = list(odd)
-        words = _normalise_tokens(tokens)
+        words = normalise_tokens(tokens)
         self._pairs = (tokens, words)
         self._odd_words = frozenset(b" ".join(words).split())
 
@@ -271,6 +271,8 @@ def _occurrences(chunk: bytes, byte: int) -> Iterator[int]:
         at = chunk.find(byte, at + 1)
 
 
+# Where a present() call found words: a chunk's start and end in ``tokens``, and those words.
+_Hits = tuple[int, int, frozenset[bytes] | set[bytes]]
 _ASCII = bytes(range(128))
 # Up to this many non-ASCII bytes in a chunk, its odd tokens are found from
 # their positions; past it, by testing every token.
@@ -312,63 +314,6 @@ def _search(pattern: re.Pattern[bytes], haystack: bytes) -> bool:
 _MIXED_TABLE = bytes(
     (c + 32 if 65 <= c <= 90 else c) if c in _WORD_BYTES or c >= 128 else 32 for c in range(256)
 )
-# Between tokens in the one string that all odd tokens are normalised as:
-# NFKC, casefold and the removal of invisible characters neither make nor
-# remove it, nor combine anything across it.
-_JOIN = "\x00"
-_NON_WORD = re.compile(r"[^\w\x00]+")
-
-
-def _normalise_tokens(odd: list[bytes]) -> list[bytes]:
-    """The normalised words (keyed) of each odd token, UTF-8, separated by spaces.
-
-    Tokens seen before (in any text) come from a bounded memo: the words of
-    a language recur from turn to turn.
-    """
-    known = _KNOWN
-    # get(), never [] after a test: another thread may empty the memo between.
-    cached = list(map(known.get, odd))
-    if None not in cached:
-        return cached  # type: ignore[return-value]
-    missing = [t for t, w in zip(odd, cached, strict=True) if w is None]
-    fresh = dict(zip(missing, _normalise_fresh(missing), strict=True))
-    words = list(map(fresh.get, odd, cached))
-    if len(known) + len(fresh) > _KNOWN_SIZE:
-        known.clear()
-    if len(fresh) <= _KNOWN_SIZE and max(map(len, fresh)) <= _KNOWN_TOKEN:
-        known.update(fresh)  # the usual case, in one C call
-    else:
-        short = ((t, w) for t, w in fresh.items() if len(t) <= _KNOWN_TOKEN)
-        known.update(islice(short, _KNOWN_SIZE))
-    return words  # type: ignore[return-value]
-
-
-# The memo: at most this many tokens, each at most this many bytes (a long
-# token is rare and would hold memory for nothing).
-_KNOWN: dict[bytes, bytes] = {}
-_KNOWN_SIZE = 32_768
-_KNOWN_TOKEN = 64
-
-
-def _normalise_fresh(odd: list[bytes]) -> list[bytes]:
-    # One call of each kind for all of them: joined by _JOIN, normalised,
-    # every run of non-word characters made a space, split again.
-    normal = normalise(b"\x00".join(odd).decode("utf-8", "surrogatepass"))
-    spaced = _NON_WORD.sub(" ", normal)
-    parts = spaced.encode("utf-8", "surrogatepass").split(b"\x00")
-    if not has_lookalikes(normal):
-        return parts
-    keys = {}
-    for word in lookalike_words(set(spaced.replace(_JOIN, " ").split())):
-        key = match_key(word)
-        if key != word:
-            keys[word.encode("utf-8", "surrogatepass")] = key.encode("utf-8", "surrogatepass")
-    if keys:
-        parts = [
-            part if part.isascii() else b" ".join(keys.get(w, w) for w in part.split())
-            for part in parts
-        ]
-    return parts
 
 
 def fold_text(normalised: str) -> str:
@@ -386,12 +331,18 @@ def chunks(buffer: bytes) -> Iterator[bytes]:
     Split and looked up a slice at a time, the word list stays small enough
     for the CPU cache, and memory stays flat on long inputs.
     """
+    for start, end in spans(buffer):
+        yield buffer[start:end]
+
+
+def spans(buffer: bytes) -> Iterator[tuple[int, int]]:
+    """Where the slices of ``chunks(buffer)`` start and end."""
     start, size = 0, len(buffer)
     while start < size:
         end = buffer.find(b" ", start + CHUNK)
         if end < 0:
             end = size
-        yield buffer[start:end]
+        yield start, end
         start = end
 
 

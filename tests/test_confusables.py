@@ -11,10 +11,18 @@ from importlib.resources import files
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from guardrails.confusables import (
+    _ANY_SCRIPT,
+    _SEPARATOR,
+    _UNSURE,
     MARK,
+    FoldData,
+    _one_script,
     data,
+    disguises,
     fold,
     fold_words,
     has_lookalikes,
@@ -22,6 +30,7 @@ from guardrails.confusables import (
     lookalike_words,
     match_key,
 )
+from guardrails.text import normalise
 
 _RAW = json.loads(files("guardrails").joinpath("_confusables.json").read_text(encoding="utf-8"))
 
@@ -124,3 +133,84 @@ def test_the_script_cache_is_bounded() -> None:
         confusables._CACHE_SIZE = original
         tables.cache.clear()
         tables.cache.update(saved)
+
+
+# -- many words at once: the block table -------------------------------------------
+
+# Words that reach each way a word is cleared or suspected: one script (Latin,
+# Cyrillic, Japanese, Korean, Han), scripts written together (Han and kana),
+# mixed scripts, a block whose letters are of several scripts (Greek shares
+# its block with Coptic), a look-alike in use nowhere in a clear-looking word
+# (Cyrillic ѡ, small capital ᴜ), digits with another script, past the BMP.
+_ASTRAL_USED = next(c for c in _RAW["fold"] if ord(c) > 0xFFFF and c not in _RAW["uncommon"])
+_ASTRAL_UNUSED = next(c for c in _RAW["fold"] if ord(c) > 0xFFFF and c in _RAW["uncommon"])
+_WORDS = [
+    *["refund", "café", "straße", "сор", "ѡсор", "東京タワー", "한국어", "漢字", "ひらがな"],
+    *["rеfund", "cор", "refᴜnd", "kπ", "πρόσωπο", "ϣπ", "2024年", "x1", "k팝", "tシャツ"],
+    *["kız", "łódź", "điện", "ab漢", _ASTRAL_USED, "a" + _ASTRAL_UNUSED, "аррlе"],
+]
+_letters = st.sampled_from(sorted({c for w in _WORDS for c in w} | set("abcеорху")))
+
+
+def _expected(words: list[str]) -> dict[str, str]:
+    return {w: k for w in set(words) if (k := match_key(w)) != w}
+
+
+@given(st.lists(st.text(_letters, min_size=1, max_size=6), max_size=30))
+def test_disguises_finds_every_word_match_key_folds(words: list[str]) -> None:
+    words = [w for w in (normalise(w) for w in words) if re.fullmatch(r"\w+", w)]
+    assert disguises(" ".join(words)) == _expected(words)
+
+
+def test_the_words_above_reach_every_branch_of_disguises() -> None:
+    tables = data()
+    shapes = {
+        w: w.encode("utf-16-be", "surrogatepass")[::2].translate(tables.blocks) for w in _WORDS
+    }
+    clear = {w for w, s in shapes.items() if _one_script(s, tables.block_scripts)}
+    unsure = {w for w, s in shapes.items() if _UNSURE in s}
+    uncommon = {w for w in clear if not tables.uncommon.isdisjoint(w)}
+    folded = set(_expected(_WORDS))
+    assert {"refund", "сор", "東京タワー", "한국어"} <= clear  # cleared in C
+    assert {"πρόσωπο", _ASTRAL_USED} <= unsure  # a block of several scripts; past the BMP
+    assert {"ѡсор", "refᴜnd"} <= uncommon | folded and "ѡсор" in uncommon
+    assert {"2024年", "ab漢"} <= set(_WORDS) - clear - folded  # suspected, then cleared
+    assert {"rеfund", "cор", "refᴜnd", "ѡсор"} <= folded
+    assert disguises(" ".join(_WORDS)) == _expected(_WORDS)
+
+
+def test_a_block_s_signature_promises_only_scripts_its_letters_share() -> None:
+    # What lets disguises() clear a word in C: every letter of a block stands
+    # in every script its signature byte names.
+    tables = data()
+    assert tables.blocks[0x25] == _SEPARATOR  # U+2500, put between words
+    for cp in range(0x10000):
+        ch = chr(cp)
+        if not (0xD800 <= cp <= 0xDFFF) and re.fullmatch(r"\w", ch):
+            byte = tables.blocks[cp >> 8]
+            assert byte != _SEPARATOR, hex(cp)
+            if byte in tables.block_scripts:
+                shared = tables.block_scripts[byte]
+                assert tables.mask(ch) & shared == shared, hex(cp)
+            else:
+                assert byte in (_UNSURE, _ANY_SCRIPT), hex(cp)
+                assert byte == _UNSURE or tables.mask(ch) == -1, hex(cp)
+
+
+def test_disguises_of_text_without_look_alikes_is_empty() -> None:
+    assert disguises("plain café 東京 2024年") == {}
+    assert disguises("") == {}
+
+
+def test_disguises_of_other_text_is_match_key_of_each_space_separated_item() -> None:
+    # Not the words of a normalised text: still exact, item by item.
+    for text in ("rеfund ─ cор", "rеfund  cор ", "a-rеfund\tсор", "ⁱrеfund ─x"):
+        items = text.split(" ")
+        assert disguises(text) == _expected(items), text
+
+
+def test_data_without_uncommon_look_alikes_loads_and_suspects_none() -> None:
+    raw = {**_RAW, "uncommon": ""}
+    tables = FoldData(raw)
+    assert tables.uncommon_bmp.search("refᴜnd") is None
+    assert tables.uncommon_astral.search("x") is None

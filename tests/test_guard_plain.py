@@ -137,7 +137,8 @@ def test_a_guard_that_fails_after_plain_passes_is_recorded_like_any_other() -> N
 def test_a_rejection_decided_in_the_loop_is_the_one_the_general_step_gives(
     guards: list[tuple[bool, str]],
 ) -> None:
-    from guardrails.middleware.tool_call import _judge, _judge_plain
+    from guardrails.middleware._judge import judge as _judge
+    from guardrails.middleware._judge import judge_plain as _judge_plain
 
     made = [
         Guard(

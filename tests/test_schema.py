@@ -90,6 +90,8 @@ def test_same_verdict_as_jsonschema(data: st.DataObject) -> None:
     compiled = CompiledSchema(schema, "t")
     reference = jsonschema.Draft202012Validator(schema).is_valid(instance)
     assert compiled.is_valid(instance) == reference
+    # The compiled core's check where the schema is flat, jsonschema_rs otherwise.
+    assert compiled.check(instance) == reference
 
 
 @settings(max_examples=200)

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import guardrails._normal as normal_module
 import guardrails.text as text_module
 from guardrails.confusables import MARK, match_key
 from guardrails.errors import UsageError
@@ -37,6 +38,10 @@ _pieces = st.sampled_from(
         "\ud800",
         "ǆ",
         "x1",
+        "πρόσωπο",
+        "2024年",
+        "ѡсор",
+        "r\U00010286fund",  # a Lycian look-alike of e, past the BMP
     ]
 )
 _seps = st.sampled_from([" ", "  ", ", ", "-", ".\n", "_", "", "—", "。"])
@@ -95,7 +100,7 @@ def test_present_finds_the_keys_that_are_words(
     words = {_encode(w) for w in _reference_words(raw)}
     keys = frozenset(_encode(match_key(normalise(w))) for w in wanted) | set(list(words)[:3])
     if not warm:
-        text_module._KNOWN.clear()
+        normal_module._KNOWN.clear()
     # Small chunks, and odd tokens found from their positions or by testing each.
     original = text_module.CHUNK, text_module._SMALL, text_module._SPARSE
     text_module.CHUNK, text_module._SMALL, text_module._SPARSE = chunk, 0, sparse
@@ -136,25 +141,25 @@ def test_many_odd_tokens_without_words_fall_back_to_word_bytes() -> None:
 
 
 def test_the_memo_of_normalised_tokens_is_bounded_and_skips_long_tokens() -> None:
-    original = text_module._KNOWN_SIZE
-    text_module._KNOWN.clear()
-    text_module._KNOWN_SIZE = 10
+    original = normal_module._KNOWN_SIZE
+    normal_module._KNOWN.clear()
+    normal_module._KNOWN_SIZE = 10
     try:
         Text(" ".join(f"é{i}" for i in range(25))).present(frozenset({b"x"}))
-        assert 0 < len(text_module._KNOWN) <= 10
+        assert 0 < len(normal_module._KNOWN) <= 10
         long = "é" * 100
-        text_module._KNOWN.clear()
+        normal_module._KNOWN.clear()
         assert Text(long).present(frozenset({_encode(long)})) == {_encode(long)}
-        assert text_module._KNOWN == {}
+        assert normal_module._KNOWN == {}
     finally:
-        text_module._KNOWN_SIZE = original
+        normal_module._KNOWN_SIZE = original
 
 
 def test_a_warm_memo_gives_the_same_words_as_a_cold_one() -> None:
     raw = "¿Dónde está el rеembolso? Сор, cор, Tシャツ, ＲＥＦＵＮＤ"
-    text_module._KNOWN.clear()
+    normal_module._KNOWN.clear()
     cold = Text(raw).word_bytes
-    assert text_module._KNOWN
+    assert normal_module._KNOWN
     assert Text(raw).word_bytes == cold
 
 
@@ -211,7 +216,7 @@ def test_threads_share_the_memo_while_it_is_emptied() -> None:
 
     def clear() -> None:
         while not stop.is_set():
-            text_module._KNOWN.clear()
+            normal_module._KNOWN.clear()
 
     def scan() -> None:
         try:

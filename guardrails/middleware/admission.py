@@ -10,7 +10,11 @@ before anything is touched, and dict and list subclasses are read through
 ``__eq__``, ``__str__`` or ``__iter__`` runs here.
 
 The walk builds two things: the canonical copy that the tool receives, and
-(only for nested values) the read-only view that guards see.
+(only for nested values) the read-only view that guards see. It is written
+twice, with the same rules checked in the same order: ``_csrc/canonical.c``
+(the optional compiled core, ``guardrails._compiled``) and the pure walk
+below, which runs when the core was not built or ``GUARDRAILS_PURE=1``.
+``COMPILED`` says which one ``canonical`` is.
 """
 
 from __future__ import annotations
@@ -22,13 +26,25 @@ from time import perf_counter_ns
 from types import MappingProxyType
 from typing import Any
 
+from .._compiled import CORE, load
 from ..context import Escape, ToolResult
 from ..guard import Guard, plain_steps
 from ..tools import Tool
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict, model_sentence
 from ._frozen import FrozenDict, FrozenList
 
-__all__ = ["MAX_CALL_ID", "MAX_DEPTH", "Plan", "admit", "canonical", "entry_call_id", "refusal"]
+__all__ = [
+    "COMPILED",
+    "MAX_CALL_ID",
+    "MAX_DEPTH",
+    "Plan",
+    "admit",
+    "canonical",
+    "canonical_py",
+    "entry_call_id",
+    "load_compiled",
+    "refusal",
+]
 
 MAX_DEPTH = 128
 MAX_CALL_ID = 128
@@ -76,7 +92,7 @@ class _Refused(Exception):
 # -- the canonical value --------------------------------------------------------
 
 
-def canonical(arguments: Any, limit: int) -> tuple[dict[str, Any], Any] | Reason:
+def canonical_py(arguments: Any, limit: int) -> tuple[dict[str, Any], Any] | Reason:
     """``(value for the tool, view for guards)`` or the reason it is refused.
 
     The view is ``None`` when the value is flat (no nested object or array):
@@ -213,6 +229,30 @@ def _parse(text: str | bytes | bytearray, limit: int) -> Any:
     return parsed if type(parsed) is dict else Reason.NOT_AN_OBJECT
 
 
+def load_compiled() -> Callable[[Any, int], tuple[dict[str, Any], Any] | Reason] | None:
+    """The compiled ``canonical``, configured, or None when it was not built."""
+    core = load()
+    if core is None:
+        return None
+    core.configure(
+        Reason.NOT_JSON,
+        Reason.TOO_LARGE,
+        Reason.NOT_AN_OBJECT,
+        FrozenDict,
+        FrozenList,
+        _Proxy,
+        _parse,
+        MAX_DEPTH,
+    )
+    canonical: Callable[[Any, int], tuple[dict[str, Any], Any] | Reason] = core.canonical
+    return canonical
+
+
+_COMPILED_CANONICAL = load_compiled() if CORE is not None else None
+COMPILED = _COMPILED_CANONICAL is not None
+canonical = _COMPILED_CANONICAL or canonical_py
+
+
 # -- the call id ------------------------------------------------------------------
 
 
@@ -274,7 +314,7 @@ def admit(
                 view = _Proxy({k: v for k, v in view.items() if k in compiled.properties})
         else:
             extra = True
-    if extra or not compiled.is_valid(args):
+    if extra or not compiled.check(args):
         return _schema_refusal(plan, args, extra, call_id, name, start)
     return plan, args, view
 

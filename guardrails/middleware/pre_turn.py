@@ -10,8 +10,8 @@ for the rest.
 
 Under ``apre_turn`` (and ``apost_run``, which shares the runner) a sync guard
 whose function reads a store says so with a ``reads_store`` attribute (the
-store): it is evaluated on that store's threads (``store.offloop``), never on
-the event loop.
+store): ``Guard.aevaluate`` runs it on that store's threads (``store.offloop``),
+never on the event loop.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from ..errors import UsageError
 from ..guard import Guard, GuardOutcome
 from ..recorder import asafe_record, safe_record
 from ..rules.effects import Restrict
-from ..store import offloop
 from ..text import Text, user_text
 from ..tools import Tool
 from ..verdicts import ChokePoint, Verdict, combine
@@ -109,15 +108,7 @@ async def arun_guards(
     guards: Sequence[Guard], subject: Any, point: ChokePoint
 ) -> list[GuardOutcome]:
     """Evaluate each guard on ``subject`` at ``point`` (async); never raises."""
-    return [await _aevaluate(g, subject, point) for g in guards]
-
-
-async def _aevaluate(guard: Guard, subject: Any, point: ChokePoint) -> GuardOutcome:
-    store = getattr(guard.fn, "reads_store", None)
-    if store is None or guard.is_async:
-        return await guard.aevaluate(subject, point)
-    # A sync guard that reads a store: the same boundary, on the store's threads.
-    return await offloop.run(store, guard.evaluate, subject, point)
+    return [await g.aevaluate(subject, point) for g in guards]
 
 
 def tally(

@@ -281,7 +281,11 @@ def _slashed(text: str, found: set[str]) -> None:
         end = tail.end() if tail is not None else at + 1
         word = (head + text[at:end]).strip(_EDGES)
         if word and "://" not in word:
-            found.add(fold(word).replace("\x00", ""))
+            # Folding may make spaces (NFKC of U+00B4 is a space and a combining
+            # accent): the value is kept in the normal form an argument would have.
+            normal = normalise_text(word)
+            if normal:
+                found.add(normal)
         at = text.find("/", end)
 
 

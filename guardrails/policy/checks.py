@@ -86,7 +86,9 @@ def _strings(name: str, value: Any) -> frozenset[str] | None:
 def _number(name: str, value: Any) -> float | int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigurationError(f"{name} must be a finite number")
+    if isinstance(value, float) and not math.isfinite(value):
         raise ConfigurationError(f"{name} must be a finite number")
     return value
 
@@ -399,9 +401,12 @@ def _context_number(context: Any, key: str) -> float | None:
     except (AttributeError, KeyError, TypeError):
         value = context.get(key) if context is not None else None
     cls = value.__class__
-    if (cls is int or cls is float) and math.isfinite(value):
+    # An int is finite however large (``math.isfinite`` would overflow on it).
+    if cls is int or (cls is float and math.isfinite(value)):
         return value  # type: ignore[no-any-return]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
 

@@ -69,12 +69,13 @@ class Intents:
 
 
 class PreTurnCheck:
-    __slots__ = ("__name__", "intents", "ledgers")
+    __slots__ = ("__name__", "intents", "ledgers", "reads_store")
 
     def __init__(self, intents: Intents, ledgers: Ledgers) -> None:
         self.__name__ = "policy:intent"
         self.intents = intents
         self.ledgers = ledgers
+        self.reads_store = ledgers.store  # labels written off the event loop under apre_turn
 
     def __call__(self, request: Any) -> Verdict | GuardResult:
         text = request.text
@@ -160,11 +161,13 @@ class Counts:
 
 
 class CeilingCheck:
-    __slots__ = ("__name__", "ceiling", "counts", "tool")
+    __slots__ = ("__name__", "ceiling", "counts", "reads_store", "tool")
 
     def __init__(self, tool: str, ceiling: Ceiling, counts: Counts) -> None:
         self.__name__ = f"policy:{tool}.ceiling"
         self.tool, self.ceiling, self.counts = tool, ceiling, counts
+        # A per-session count lives in the store: read off the event loop under acall.
+        self.reads_store = counts.store if ceiling.per_session is not None else None
 
     def __call__(self, inv: Invocation) -> Verdict | GuardResult:
         try:

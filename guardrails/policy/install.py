@@ -23,7 +23,9 @@ from ..errors import ConfigurationError
 from ..guard import Guard
 from ..middleware.tool_call import Stop
 from ..rules import _paths
+from ..store import offloop
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
+from ._quick import quick
 from .gates import CeilingCheck, Counts, IntentCheck, Intents, PreTurnCheck
 from .policy import Policy
 from .provenance import USER, Ledgers, Sources
@@ -136,8 +138,26 @@ def _param_guard(rule: Param, ledgers: Ledgers, fail_closed: bool) -> Guard:
 
 def _simple(whole: _ParamCheck) -> Any:
     """The guard function of a rule on a top-level parameter, without provenance:
-    a plain function over locals (the common case, on every call's path)."""
+    a plain function over locals (the common case, on every call's path). A value
+    that the rule's shortcut passes is a pass; anything else is ``check``'s to decide."""
     check, head, rejected = whole.check, whole.head, whole._rejected
+    passes = quick(whole.rule._compiled)
+    if passes is not None:
+
+        def quick_rule(inv: Invocation) -> Verdict | GuardResult:
+            # ``in`` and ``[]`` on the read-only view: no method lookup per call.
+            arguments = inv.arguments
+            if head not in arguments:
+                return _PASS  # absent: the schema decides whether it may be
+            value = arguments[head]
+            context = inv.context
+            if passes(value, context):
+                return _PASS
+            failed = check(value, context, None)
+            return rejected(set(failed)) if failed else _PASS
+
+        quick_rule.__name__ = whole.__name__
+        return quick_rule
 
     def rule(inv: Invocation) -> Verdict | GuardResult:
         value = inv.arguments.get(head, _MISSING)
@@ -153,7 +173,17 @@ def _simple(whole: _ParamCheck) -> Any:
 class _ParamCheck:
     """The guard function of one ``Param``."""
 
-    __slots__ = ("__name__", "check", "head", "ledgers", "path", "provenance", "rule", "simple")
+    __slots__ = (
+        "__name__",
+        "check",
+        "head",
+        "ledgers",
+        "path",
+        "provenance",
+        "reads_store",
+        "rule",
+        "simple",
+    )
 
     def __init__(self, rule: Param, ledgers: Ledgers) -> None:
         self.__name__ = rule.rule_name
@@ -164,6 +194,8 @@ class _ParamCheck:
         self.simple = len(self.path) == 1 and isinstance(self.path[0], str)
         self.head = rule.path.split(".")[0]
         self.provenance = rule.grounded_in is not None or rule.not_only_untrusted
+        # Provenance reads the session's labels from the store: off the loop under acall.
+        self.reads_store = ledgers.store if self.provenance else None
 
     def __call__(self, inv: Invocation) -> Verdict | GuardResult:
         if self.simple:
@@ -226,6 +258,20 @@ class PolicyHook:
         if self.label and result.outcome is Outcome.OK and result.content:
             self._label(invocation, result)
         return result
+
+    # Under acall, what touches the store runs on its threads, never on the loop.
+
+    async def abefore(self, invocation: Invocation, /) -> Any:
+        store = self.counts.store
+        if store is None or invocation.name not in self.counts.ceilings:
+            return self.before(invocation)
+        return await offloop.run(store, self.before, invocation)
+
+    async def aafter(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+        store = self.ledgers.store
+        if store is None or not self.label:
+            return self.after(invocation, result)
+        return await offloop.run(store, self.after, invocation, result)
 
     def _label(self, invocation: Invocation, result: ToolResult) -> None:
         """Label what the model was shown: the text, or the JSON it holds read back

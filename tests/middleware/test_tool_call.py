@@ -489,6 +489,28 @@ def test_a_failing_recorder_never_breaks_a_call(transfer: Tool, calls: Calls) ->
     assert rails.recorder is not None and rails.recorder.failures == 1
 
 
+@pytest.mark.parametrize("with_turn", [False, True])
+def test_a_single_failing_recorder_is_counted_and_the_call_goes_on(
+    transfer: Tool, with_turn: bool
+) -> None:
+    class Broken:
+        def on_tool_result(self, result: ToolResult) -> None:
+            raise OSError("exporter down")
+
+        def on_event(self, kind: str, payload: Any) -> None:
+            raise OSError("exporter down")
+
+    class BrokenWithTurn(Broken):
+        def on_turn_result(self, turn: Any, result: ToolResult) -> None:
+            raise OSError("exporter down")
+
+    rails = Guardrails([transfer], recorder=BrokenWithTurn() if with_turn else Broken())
+    turn = rails.turn(values={"account_id": "a"})
+    results = [turn.call("transfer", VALID), turn.call("transfer", {"amount": "x"})]
+    assert [r.outcome for r in results] == [Outcome.OK, Outcome.INVALID_ARGS]
+    assert rails.recorder is not None and rails.recorder.failures == 2
+
+
 # -- sync / async parity ----------------------------------------------------------------
 
 

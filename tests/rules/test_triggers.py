@@ -9,10 +9,11 @@ from importlib.resources import files
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardrails import ConfigurationError, Guardrails, Outcome, Verdict, tool
+from guardrails.confusables import has_lookalikes
 from guardrails.rules import Restrict, TermSet, trigger
 from guardrails.rules.triggers import _regex_scanner, _substring_scanner, _trie_pattern
 from guardrails.text import Text, normalise
@@ -295,6 +296,10 @@ _mixed = st.sampled_from(
         "сор",
         "Tシャツ",
         "k팝",
+        "πρόσωπο",
+        "2024年",
+        "ѡсор",
+        "refᴜnd",
     ]
 )
 
@@ -321,28 +326,71 @@ def test_pieces_of_mixed_text_match_as_the_whole_text_would(
     assert found == _as_given(terms, _reference(terms, raw))
 
 
-@given(
-    st.lists(
-        st.sampled_from(["refund", "credit card", "café", "ß", "ǆ", "cop", "сор", "rеfund", "k팝"]),
-        min_size=1,
-        max_size=4,
+_unicode_terms = st.lists(
+    st.sampled_from(
+        ["refund", "credit card", "café", "ß", "ǆ", "cop", "сор", "rеfund", "k팝", "card refund"]
     ),
-    st.lists(st.one_of(st.text(max_size=8), _mixed), max_size=10).map(" ".join),
-    st.integers(1, 6),
-    st.integers(1, 9),
+    min_size=1,
+    max_size=4,
 )
+_unicode_texts = st.lists(st.one_of(st.text(max_size=8), _mixed), max_size=10).map(" ".join)
+
+
+@given(_unicode_terms, _unicode_texts, st.integers(1, 6), st.integers(1, 9), st.booleans())
 def test_any_unicode_text_matches_as_the_reference_does(
-    terms: list[str], raw: str, piece: int, chunk: int
+    terms: list[str], raw: str, piece: int, chunk: int, chunked: bool
 ) -> None:
     import guardrails.text as text_module
 
-    # Small pieces and chunks: every cut between them is exercised.
-    original = text_module.PIECE, text_module.CHUNK
+    # Small pieces and chunks: every cut between them is exercised, and
+    # (chunked) the lookup a chunk at a time that long texts take, with the
+    # sequences of words confirmed only in the chunks holding their first word.
+    original = text_module.PIECE, text_module.CHUNK, text_module._SMALL
     text_module.PIECE, text_module.CHUNK = piece, chunk
+    text_module._SMALL = 0 if chunked else original[2]
     try:
         found = TermSet(terms).find(raw)
     finally:
-        text_module.PIECE, text_module.CHUNK = original
+        text_module.PIECE, text_module.CHUNK, text_module._SMALL = original
+    assert found == _as_given(terms, _reference(terms, raw))
+
+
+def test_the_generated_texts_reach_the_non_ascii_and_look_alike_branches() -> None:
+    seen: list[str] = []
+
+    @settings(max_examples=300, derandomize=True, database=None)
+    @given(_unicode_texts)
+    def collect(raw: str) -> None:
+        seen.append(raw)
+
+    collect()
+    normal = [normalise(raw) for raw in seen]
+    non_ascii = sum(not raw.isascii() for raw in seen)
+    lookalikes = sum(has_lookalikes(n) for n in normal)
+    disguised = sum(any(_key(w) != w for w in re.findall(r"\w+", n)) for n in normal)
+    assert non_ascii > 0.6 * len(seen)
+    assert lookalikes > 0.3 * len(seen)
+    assert disguised > 0.15 * len(seen)
+
+
+@given(st.lists(st.sampled_from(["credit", "card", "x", "refund", "é"]), max_size=80), st.data())
+def test_a_sequence_is_found_in_whichever_chunk_holds_its_first_word(
+    words: list[str], data: st.DataObject
+) -> None:
+    import guardrails.text as text_module
+
+    raw = " ".join(words)
+    terms = ["credit card", "card refund", "x x"]
+    original = text_module.CHUNK, text_module._SMALL
+    text_module.CHUNK, text_module._SMALL = data.draw(st.integers(1, 30)), 0
+    try:
+        text = Text(raw)
+        # A first scan with other terms: its record of where words stand must
+        # not hide a sequence from the next set of terms.
+        TermSet(["refund", "credit"]).find(text)
+        found = TermSet(terms).find(text)
+    finally:
+        text_module.CHUNK, text_module._SMALL = original
     assert found == _as_given(terms, _reference(terms, raw))
 
 

@@ -23,40 +23,7 @@ from guardrails.rules.workflow import Step, Workflow
 from guardrails.store import MemoryStore, SQLiteStore, StoreUnavailable
 from guardrails.store.offloop import off_loop
 from guardrails.store.verify import verify
-
-GENEROUS = 20.0
-
-
-class Gated:
-    """A store whose ``method`` waits until a coroutine of the caller's loop opens the gate."""
-
-    def __init__(self, inner: Any, method: str) -> None:
-        self.inner = inner
-        self.method = method
-        self.started = threading.Event()
-        self.gate = threading.Event()
-        self.threads: set[int] = set()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.inner, name)
-        if name != self.method:
-            return attr
-
-        def gated(*args: Any, **kwargs: Any) -> Any:
-            self.threads.add(threading.get_ident())
-            self.started.set()
-            if not self.gate.wait(GENEROUS):
-                raise StoreUnavailable("the gate never opened: the event loop was blocked")
-            return attr(*args, **kwargs)
-
-        return gated
-
-
-async def _open_when_started(gated: Gated) -> None:
-    while not gated.started.is_set():
-        await asyncio.sleep(0.001)
-    gated.gate.set()
-
+from tests.store._gated import GENEROUS, Gated, open_when_started
 
 RUNS: list[str] = []
 
@@ -113,7 +80,7 @@ METHODS = [
 async def test_no_store_method_blocks_the_loop(method: str) -> None:
     expected = await _scenario(MemoryStore())
     gated = Gated(MemoryStore(), method)
-    opener = asyncio.create_task(_open_when_started(gated))
+    opener = asyncio.create_task(open_when_started(gated))
     try:
         got = await _scenario(gated)
     finally:
@@ -132,7 +99,7 @@ async def test_recorder_rows_of_the_async_entry_points_are_written_off_the_loop(
     audit = AuditLog(gated)  # type: ignore[arg-type]
     rails = Guardrails([_plain], recorder=[audit])
     turn = rails.turn(session="s")
-    opener = asyncio.create_task(_open_when_started(gated))
+    opener = asyncio.create_task(open_when_started(gated))
     try:
         if entry == "refused":
             result = await turn.acall("missing", {})

@@ -20,55 +20,9 @@ from guardrails.effects import PaidCall, Usage
 from guardrails.rules import required_action
 from guardrails.rules.session_ceiling import SessionCeiling
 from guardrails.rules.workflow import Step, Workflow
-from guardrails.store import MemoryStore, StoreUnavailable, offloop
+from guardrails.store import MemoryStore, offloop
 from guardrails.store.offloop import WAKE_CHUNK, off_loop
-
-GENEROUS = 20.0
-
-
-class Gated:
-    """A store whose ``method`` waits until a coroutine of the caller's loop opens the gate."""
-
-    def __init__(self, inner: Any, method: str) -> None:
-        self.inner = inner
-        self.method = method
-        self.started = threading.Event()
-        self.gate = threading.Event()
-        self.threads: set[int] = set()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.inner, name)
-        if name != self.method:
-            return attr
-
-        def gated(*args: Any, **kwargs: Any) -> Any:
-            self.threads.add(threading.get_ident())
-            self.started.set()
-            if not self.gate.wait(GENEROUS):
-                raise StoreUnavailable("the gate never opened: the event loop was blocked")
-            return attr(*args, **kwargs)
-
-        return gated
-
-
-async def _opened(gated: Gated, coro: Any) -> Any:
-    """Await ``coro`` while a task of this loop opens the gate once the method started."""
-
-    async def opener() -> None:
-        while not gated.started.is_set():
-            await asyncio.sleep(0.001)
-        gated.gate.set()
-
-    task = asyncio.create_task(opener())
-    try:
-        return await coro
-    finally:
-        task.cancel()
-
-
-def _check(gated: Gated) -> None:
-    assert gated.started.is_set(), f"the scenario never called {gated.method}"
-    assert threading.get_ident() not in gated.threads
+from tests.store._gated import GENEROUS, Gated, check, opened
 
 
 @tool
@@ -86,8 +40,8 @@ async def test_the_session_ceiling_is_read_off_the_loop_at_pre_turn() -> None:
     ceiling = SessionCeiling(1, gated)  # type: ignore[arg-type]
     rails = Guardrails([search], [ceiling.at_pre_turn()])
     gated.inner.incr("tool_calls::s", 1)  # one call so far: the ceiling is reached
-    decision = await _opened(gated, rails.turn(session="s").apre_turn("more"))
-    _check(gated)
+    decision = await opened(gated, rails.turn(session="s").apre_turn("more"))
+    check(gated)
     assert decision.offered == () and not decision.escapes
 
 
@@ -95,8 +49,8 @@ async def test_the_workflow_phase_is_read_off_the_loop_at_pre_turn() -> None:
     gated = Gated(MemoryStore(), "get")
     flow = Workflow("w", [Step("begin", "Now search."), Step("search", "Done.")], gated)  # type: ignore[arg-type]
     rails = Guardrails([search, begin], [flow.pre_turn_guard()])
-    decision = await _opened(gated, rails.turn(session="s").apre_turn("go"))
-    _check(gated)
+    decision = await opened(gated, rails.turn(session="s").apre_turn("go"))
+    check(gated)
     assert decision.offered == ("begin",) and not decision.escapes
 
 
@@ -105,8 +59,8 @@ async def test_the_backstop_row_is_written_off_the_loop() -> None:
     audit = AuditLog(gated)  # type: ignore[arg-type]
     rule = required_action("begin", when=lambda run: True)
     rails = Guardrails([begin], [rule], recorder=[audit])
-    report = await _opened(gated, rails.turn(session="s").apost_run("done"))
-    _check(gated)
+    report = await opened(gated, rails.turn(session="s").apost_run("done"))
+    check(gated)
     assert [a.outcome for a in report.actions] == [Outcome.OK]
     assert rails.recorder is not None and rails.recorder.failures == 0
     assert [r.kind for r in audit.rows()] == ["tool_call", "backstop", "post_run"]
@@ -143,8 +97,8 @@ async def test_a_cancelled_call_is_recorded_off_the_loop(stage: str) -> None:
         with pytest.raises(asyncio.CancelledError):
             await task
 
-    await _opened(gated, cancel_when_entered())
-    _check(gated)
+    await opened(gated, cancel_when_entered())
+    check(gated)
     rows = [(r.kind, r.outcome, r.reason) for r in audit.rows()]
     assert rows == [("tool_call", "unavailable", "interrupted")]
 
@@ -198,8 +152,8 @@ async def test_a_paid_call_cancelled_while_it_runs_gives_its_reservation_back_of
         with pytest.raises(asyncio.CancelledError):
             await task
 
-    await _opened(gated, cancel_when_entered())
-    _check(gated)
+    await opened(gated, cancel_when_entered())
+    check(gated)
     assert paid.spent_today() == 0.0
     assert gated.inner.budget(paid._daily_key()) == (0, 0)
 

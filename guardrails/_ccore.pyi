@@ -1,0 +1,21 @@
+from collections.abc import Callable
+from types import MappingProxyType
+from typing import Any
+
+from .verdicts import Reason
+
+def canonical(arguments: Any, limit: int) -> tuple[dict[str, Any], Any] | Reason: ...
+def configure(
+    not_json: Reason,
+    too_large: Reason,
+    not_an_object: Reason,
+    frozen_dict: type[dict[str, Any]],
+    frozen_list: type[list[Any]],
+    proxy: type[MappingProxyType[str, Any]],
+    parse: Callable[[Any, int], Any],
+    max_depth: int,
+    /,
+) -> None: ...
+def flat_valid(
+    plan: tuple[bool, tuple[str, ...], dict[str, tuple[Any, ...]]], arguments: Any, /
+) -> bool: ...

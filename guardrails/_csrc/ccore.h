@@ -1,0 +1,14 @@
+/* The compiled core (module guardrails._ccore): what its C files share. */
+#ifndef GUARDRAILS_CCORE_H
+#define GUARDRAILS_CCORE_H
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* canonical.c: the canonical copy of what the model sent (admission.py). */
+PyObject *ccore_canonical(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *ccore_configure(PyObject *module, PyObject *args);
+
+/* flat_schema.c: a flat schema's plan (schema.py) checked on a canonical copy. */
+PyObject *ccore_flat_valid(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+#endif

@@ -1,0 +1,28 @@
+/* guardrails._ccore: the compiled core of admission. Optional: without it the
+ * pure-Python walk (admission.py) and jsonschema_rs (schema.py) do the same work. */
+#include "ccore.h"
+
+static PyMethodDef methods[] = {
+    {"canonical", (PyCFunction)(void (*)(void))ccore_canonical, METH_FASTCALL,
+     "canonical(arguments, limit) -> (value, view or None) | Reason"},
+    {"configure", ccore_configure, METH_VARARGS,
+     "configure(not_json, too_large, not_an_object, FrozenDict, FrozenList, proxy, parse, "
+     "max_depth)"},
+    {"flat_valid", (PyCFunction)(void (*)(void))ccore_flat_valid, METH_FASTCALL,
+     "flat_valid(plan, arguments) -> bool: a canonical value against a flat schema's plan"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "guardrails._ccore",
+    .m_doc = "The compiled core of admission (see guardrails/_csrc/AGENTS.md).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC
+PyInit__ccore(void)
+{
+    return PyModule_Create(&module_def);
+}

@@ -1,0 +1,111 @@
+"""Step 5 decided: the guards' outcomes become either a rejection of the call,
+or the records, escapes and combined verdict the call goes on with."""
+
+from __future__ import annotations
+
+from time import perf_counter_ns
+
+from ..context import Escape, Invocation, ToolResult, VerdictRecord
+from ..guard import GuardOutcome, evaluate_plain
+from ..verdicts import ChokePoint, Outcome, Reason, Verdict, model_sentence
+from .admission import Plan
+
+__all__ = ["Judged", "judge", "judge_plain"]
+
+_TOOL_CALL = ChokePoint.TOOL_CALL
+_PASS = Verdict.PASS
+_REJECT = Verdict.REJECT
+_NOT_EVALUATED = Verdict.NOT_EVALUATED
+_new = tuple.__new__
+
+# When several enforced guards reject one call, the model is told the most
+# final of their outcomes, whatever the order the guards were registered in.
+_SEVERITY = {Outcome.INVALID_ARGS: 0, Outcome.LIMIT: 1, Outcome.UNAVAILABLE: 2}
+
+Judged = ToolResult | tuple[tuple[VerdictRecord, ...], list[Escape], Verdict]
+
+
+def judge_plain(plan: Plan, inv: Invocation, start: int) -> Judged:
+    """Step 5 for plain guards: every one passed is the common case, decided here;
+    anything else goes to ``judge`` with the same outcomes ``evaluate`` gives."""
+    ran = evaluate_plain(plan.steps, inv, _TOOL_CALL)
+    if isinstance(ran, list):
+        return judge(plan, inv, ran, start)
+    records, rejected = ran
+    if not rejected:
+        return tuple(records), [], _PASS
+    # Bare verdicts: no escapes, no parameter names; the most final outcome wins.
+    outcome = max(
+        (g.outcome for g, r in zip(plan.guards, records, strict=True) if r[2] is _REJECT),
+        key=_SEVERITY.__getitem__,
+    )
+    return _new(
+        ToolResult,
+        (
+            inv.call_id,
+            inv.name,
+            outcome,
+            model_sentence(outcome),
+            _REJECT,
+            tuple(records),
+            (),
+            Reason.GUARD,
+            (),
+            None,
+            None,
+            perf_counter_ns() - start,
+            False,
+            (),
+            True,
+        ),
+    )
+
+
+def judge(plan: Plan, inv: Invocation, outcomes: list[GuardOutcome], start: int) -> Judged:
+    """Step 5 decided in one walk: an enforced reject ends the call; otherwise
+    (records, escapes, combined verdict) go on."""
+    records = []
+    escapes: list[Escape] = []
+    rejecting: list[int] = []
+    seen_pass = seen_not_evaluated = False
+    for record, escape, _ in outcomes:
+        records.append(record)
+        if escape is not None:
+            escapes.append(escape)
+        if record[6]:  # enforced
+            verdict = record[2]
+            if verdict is _REJECT:
+                rejecting.append(len(records) - 1)
+            elif verdict is _NOT_EVALUATED:
+                seen_not_evaluated = True
+            else:
+                seen_pass = True
+    if not rejecting:
+        combined = _PASS if seen_pass and not seen_not_evaluated else _NOT_EVALUATED
+        return tuple(records), escapes, combined
+    guards = plan.guards
+    outcome = max((guards[i].outcome for i in rejecting), key=_SEVERITY.__getitem__)
+    props = plan.tool.compiled.properties
+    named = tuple(
+        sorted(
+            {
+                p
+                for i in rejecting
+                if guards[i].outcome is outcome
+                for p in outcomes[i][2]
+                if p in props
+            }
+        )
+    )
+    return ToolResult(
+        inv.call_id,
+        inv.name,
+        outcome,
+        model_sentence(outcome, named),
+        _REJECT,
+        tuple(records),
+        tuple(escapes),
+        Reason.GUARD,
+        named,
+        duration_ns=perf_counter_ns() - start,
+    )
