@@ -29,6 +29,7 @@ from ._base import AuditRow
 from ._group_commit import AsyncBatcher
 from ._pg_sql import Batch, Result, Sql
 from .postgres import PostgresStore, refused
+from .steps import finish_started
 
 __all__ = ["AsyncPath"]
 
@@ -156,7 +157,9 @@ class AsyncPath:
             del self._loops[loop]
 
     async def aclose(self) -> None:
-        """Close the pool of the running loop."""
+        """Close the pool of the running loop, once the store work this loop started
+        to run on its own (``steps.asubmit``: reservations given back) has ended."""
+        await finish_started(self.store)
         here = self._loops.pop(asyncio.get_running_loop(), None)
         if here is not None:
             await here.close()

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from . import offloop
 
-__all__ = ["Call", "Steps", "aperform", "arun", "asubmit", "call", "perform"]
+__all__ = ["Call", "Steps", "aperform", "arun", "asubmit", "call", "finish_started", "perform"]
 
 T = TypeVar("T")
 
@@ -88,12 +88,28 @@ def asubmit(store: Any, steps: Steps[T], /) -> asyncio.Future[T]:
     if offloop.async_path(store) is None:
         return offloop.submit(store, perform, store, steps)
     task = asyncio.ensure_future(aperform(store, steps))
-    _started.add(task)
-    task.add_done_callback(_started.discard)
+    _started[task] = store
+    task.add_done_callback(_forget)
     return task
 
 
-_started: set[asyncio.Future[Any]] = set()  # the tasks of ``asubmit``, held until they end
+_started: dict[asyncio.Future[Any], Any] = {}  # the tasks of ``asubmit`` and their stores
+
+
+def _forget(task: asyncio.Future[Any]) -> None:
+    _started.pop(task, None)
+
+
+async def finish_started(store: Any, /) -> None:
+    """Wait until the work ``asubmit`` started on ``store`` from this loop has ended,
+    with the work it started in turn (a reservation given back once made)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        mine = [t for t, s in list(_started.items()) if s is store and t.get_loop() is loop]
+        if not mine:
+            return
+        await asyncio.wait(mine)
+        await asyncio.sleep(0)  # their done callbacks may start more
 
 
 async def arun(store: Any, method: str, /, *args: Any) -> Any:
