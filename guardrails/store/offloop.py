@@ -5,10 +5,10 @@ process). An async caller awaits ``run(fn, *args)`` (any sync function that
 uses the store, run with the caller's context variables) or ``append(row)``;
 the event loop goes on serving other tasks meanwhile. Audit rows queued
 together are written in one ``append_many`` (one transaction, one commit),
-and each caller is answered only after its row is committed. The answers of
-one pass reach the loop ``WAKE_CHUNK`` callers per iteration, so that the
-steps of the callers they wake are spread over iterations, not run back to
-back. ``drain()`` waits until everything queued so far is done (it runs at
+and each caller is answered only after its row is committed. The answers
+reach each loop ``WAKE_CHUNK`` callers per iteration, whichever store thread
+they come from, so that the steps of the callers they wake are spread over
+iterations, not run back to back. ``drain()`` waits until everything queued so far is done (it runs at
 exit, for the operations of tasks cancelled while they waited: those still
 complete).
 
@@ -208,26 +208,56 @@ def _answer(done: list[tuple[_Job, bool, Any]]) -> None:
         by_loop.setdefault(job.loop, []).append((job.future, ok, value))
     for loop, answers in by_loop.items():
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            loop.call_soon_threadsafe(_settle_all, answers)
+            loop.call_soon_threadsafe(_waking(loop).add, answers)
 
 
-def _settle_all(answers: list[tuple[asyncio.Future[Any], bool, Any]], start: int = 0) -> None:
-    """Settle ``WAKE_CHUNK`` waiting callers of ``answers`` from ``start``; the rest next
-    iteration of the loop, so that the woken callers' steps are spread over iterations."""
-    index = start
-    woken = 0
-    while index < len(answers) and woken < WAKE_CHUNK:
-        future, ok, value = answers[index]
-        index += 1
-        if future.done():  # the waiting task was cancelled: the work was done anyway
-            continue
-        woken += 1
-        if ok:
-            future.set_result(value)
+class _Waking:
+    """The answers waiting for one event loop, from every store thread: ``WAKE_CHUNK``
+    callers woken per iteration, so that their steps are spread over iterations.
+    Used only on that loop's thread (``add`` arrives through ``call_soon_threadsafe``)."""
+
+    __slots__ = ("__weakref__", "answers", "draining")
+
+    def __init__(self) -> None:
+        self.answers: deque[tuple[asyncio.Future[Any], bool, Any]] = deque()
+        self.draining = False
+
+    def add(self, answers: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+        self.answers.extend(answers)
+        if not self.draining:
+            self.draining = True
+            self.drain()
+
+    def drain(self) -> None:
+        answers = self.answers
+        woken = 0
+        while answers and woken < WAKE_CHUNK:
+            future, ok, value = answers.popleft()
+            if future.done():  # the waiting task was cancelled: the work was done anyway
+                continue
+            woken += 1
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+        if answers:
+            asyncio.get_running_loop().call_soon(self.drain)
         else:
-            future.set_exception(value)
-    if index < len(answers):
-        asyncio.get_running_loop().call_soon(_settle_all, answers, index)
+            self.draining = False
+
+
+_wakings: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Waking] = (
+    weakref.WeakKeyDictionary()
+)
+_wakings_lock = threading.Lock()
+
+
+def _waking(loop: asyncio.AbstractEventLoop) -> _Waking:
+    with _wakings_lock:
+        found = _wakings.get(loop)
+        if found is None:
+            found = _wakings[loop] = _Waking()
+        return found
 
 
 _lock = threading.Lock()

@@ -234,3 +234,18 @@ async def test_a_paid_call_cancelled_while_it_reserves_gives_the_reservation_bac
     assert gated.inner.budget(paid._daily_key()) == (0, 0)
     assert not ran and not renewer._held
     assert [r.reason for r in gated.inner.audit_rows(kind="paid_call")] == [None]
+
+
+async def test_answers_from_several_store_threads_share_one_chunk_per_iteration() -> None:
+    loop = asyncio.get_running_loop()
+    futures = [loop.create_future() for _ in range(3 * WAKE_CHUNK)]
+    passes = [futures[: 2 * WAKE_CHUNK], futures[2 * WAKE_CHUNK :]]
+    for one_pass in passes:  # two threads' passes, both answered before the loop turns
+        offloop._answer([(offloop._Job(loop, f), True, n) for n, f in enumerate(one_pass)])
+    settled: list[int] = []
+    for _ in range(10):
+        if all(f.done() for f in futures):
+            break
+        await asyncio.sleep(0)  # one iteration of the loop
+        settled.append(sum(f.done() for f in futures) - sum(settled))
+    assert settled == [WAKE_CHUNK, WAKE_CHUNK, WAKE_CHUNK]
