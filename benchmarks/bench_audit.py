@@ -192,7 +192,7 @@ def _statements(dsn: str, quick: bool) -> list[dict[str, Any]]:
     """Server time of each statement (``EXPLAIN ANALYZE``: no round trip, no commit)."""
     import psycopg
 
-    from guardrails.store.postgres import _APPEND
+    from guardrails.store._pg_sql import APPEND as _APPEND
 
     with PostgresStore(dsn, max_size=1) as store:
         store.audit_rows(limit=1)

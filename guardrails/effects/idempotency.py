@@ -30,7 +30,8 @@ from typing import Any
 from ..context import Escape, Invocation, ToolResult
 from ..errors import ConfigurationError
 from ..middleware.tool_call import Stop
-from ..store import Claim, Store, offloop
+from ..store import Claim, Store
+from ..store.steps import Steps, aperform, arun, call, perform
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason
 from ._state import CallState, enter, leave
 
@@ -117,7 +118,7 @@ class Idempotency:
             return _unknown(exc)
 
     async def abefore(self, invocation: Invocation, /) -> Stop | None:
-        """``before`` for ``acall``: the key is claimed off the loop, and waited for on it."""
+        """``before`` for ``acall``: the key is claimed without blocking the loop, and waited for on it."""
         entered = self._enter(invocation)
         if entered is None or type(entered) is Stop:
             return entered
@@ -126,9 +127,7 @@ class Idempotency:
         try:
             while True:
                 now = self.clock()
-                claim = await offloop.run(
-                    self.store, self.store.claim, key, owner, now, now + self.lease
-                )
+                claim = await arun(self.store, "claim", key, owner, now, now + self.lease)
                 decision = self._decide(claim, key, owner, state, deadline)
                 if decision is not _AGAIN:
                     return decision  # type: ignore[return-value]
@@ -164,28 +163,28 @@ class Idempotency:
         if claimed is None:
             return result
         try:
-            self._settle(claimed, result)
+            perform(self.store, self._settle(claimed, result))
         except Exception as exc:  # StoreUnavailable, or a store's own driver error
             return self._unsettled(claimed[0], result, exc)
         return result
 
     async def aafter(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
-        """``after`` for ``acall``: the key is settled off the loop."""
+        """``after`` for ``acall``: the key is settled without blocking the loop."""
         claimed = leave(invocation, self).private.pop(self.name, None)
         if claimed is None:
             return result
         try:
-            await offloop.run(self.store, self._settle, claimed, result)
+            await aperform(self.store, self._settle(claimed, result))
         except Exception as exc:  # StoreUnavailable, or a store's own driver error
             return self._unsettled(claimed[0], result, exc)
         return result
 
-    def _settle(self, claimed: tuple[str, str], result: ToolResult) -> None:
+    def _settle(self, claimed: tuple[str, str], result: ToolResult) -> Steps[None]:
         key, owner = claimed
         if result.outcome is Outcome.OK:
-            self.store.complete(key, owner, _encode(result), self.clock() + self.ttl)
+            yield call("complete", key, owner, _encode(result), self.clock() + self.ttl)
         else:
-            self.store.release(key, owner)
+            yield call("release", key, owner)
 
     def _unsettled(self, key: str, result: ToolResult, exc: Exception) -> ToolResult:
         log.warning("idempotency key %s not settled", key)

@@ -32,7 +32,8 @@ from typing import Any, NamedTuple
 
 from .._aio import consume, to_the_end
 from ..errors import ConfigurationError, LimitExceeded, UsageError
-from ..store import AuditRow, Store, StoreUnavailable, from_micros, offloop, to_micros
+from ..store import AuditRow, Store, StoreUnavailable, from_micros, to_micros
+from ..store.steps import Steps, aperform, asubmit, call, perform
 from ._leases import Held, renewer
 from ._state import current
 
@@ -134,37 +135,38 @@ class PaidCall:
     def __call__(
         self, fn: Callable[..., Any], /, *args: Any, instance: str | None = None, **kwargs: Any
     ) -> Any:
-        ticket = self._admit(instance, kwargs)
+        ticket = self._hold(perform(self.store, self._admit(instance, kwargs)))
         try:
             response = fn(*args, **kwargs)
         except Exception as exc:
-            self._settle(ticket, None, exc)
+            perform(self.store, self._settle(ticket, None, exc))
             raise
-        self._settle(ticket, response, None)
+        perform(self.store, self._settle(ticket, response, None))
         return response
 
     async def acall(
         self, fn: Callable[..., Any], /, *args: Any, instance: str | None = None, **kwargs: Any
     ) -> Any:
-        # The reservation and the settlement run off the event loop.
-        admitting = offloop.submit(self.store, self._admit, instance, kwargs)
+        # The reservation and the settlement never block the event loop (``asubmit``,
+        # ``aperform``).
+        admitting = asubmit(self.store, self._admit(instance, kwargs))
         try:
-            ticket = await asyncio.shield(admitting)
+            ticket = self._hold(await asyncio.shield(admitting))
         except asyncio.CancelledError:
             # Cancelled while the reservation was being made: given back once made.
             admitting.add_done_callback(self._give_back)
             raise
         try:
             response = await fn(*args, **kwargs)
-        except Exception as exc:
-            await offloop.run(self.store, self._settle, ticket, None, exc)
-            raise
         except asyncio.CancelledError as exc:
             # The caller gave up: the reservation is given back (and the row
             # written), to the end even if the caller is cancelled again.
-            await to_the_end(offloop.run(self.store, self._settle_quietly, ticket, exc))
+            await to_the_end(aperform(self.store, self._settle_quietly(ticket, exc)))
             raise
-        await offloop.run(self.store, self._settle, ticket, response, None)
+        except BaseException as exc:  # a failure, or a stop: the reservation is given back too
+            await aperform(self.store, self._settle(ticket, None, exc))
+            raise
+        await aperform(self.store, self._settle(ticket, response, None))
         return response
 
     def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -200,7 +202,7 @@ class PaidCall:
     def _instance_key(self, instance: str) -> str:
         return f"spend:{self.scope}:instance:{instance}"
 
-    def _admit(self, instance: str | None, kwargs: Mapping[str, Any]) -> _Ticket:
+    def _admit(self, instance: str | None, kwargs: Mapping[str, Any]) -> Steps[_Ticket]:
         if instance is None:
             state = current()
             if state is not None:
@@ -224,19 +226,28 @@ class PaidCall:
         admitted: list[str] = []
         for key, cap in zip(keys, caps, strict=True):
             now = self.clock()
-            if not self.store.reserve_leased(key, holder, reserved, cap, now, now + self.lease):
+            granted = yield call(
+                "reserve_leased", key, holder, reserved, cap, now, now + self.lease
+            )
+            if not granted:
                 for done in admitted:
-                    self.store.settle_leased(done, holder, 0)
+                    yield call("settle_leased", done, holder, 0)
                 kind = "daily" if key == keys[0] and self.daily_cap is not None else "instance"
-                self._refused(instance, kind)
+                yield from self._refused(instance, kind)
                 raise CapExceeded(kind, key)
             admitted.append(key)
-        if keys:
-            renewer.hold(holder, Held(self.store, self.lease, self.clock))
         start = time.perf_counter_ns()
         return _Ticket(tuple(keys), tuple(caps), reserved, instance, start, holder)
 
-    def _settle(self, ticket: _Ticket, response: Any, exc: BaseException | None) -> None:
+    def _hold(self, ticket: _Ticket) -> _Ticket:
+        # Renewed from here on, by the caller once it has the ticket: a caller
+        # that never gets it (cancelled meanwhile) leaves a lease that expires,
+        # or has its reservation given back once it is made (``_give_back``).
+        if ticket.keys:
+            renewer.hold(ticket.holder, Held(self.store, self.lease, self.clock))
+        return ticket
+
+    def _settle(self, ticket: _Ticket, response: Any, exc: BaseException | None) -> Steps[None]:
         duration_us = (time.perf_counter_ns() - ticket.start) // 1000
         usage = Usage()
         if exc is None:
@@ -251,11 +262,11 @@ class PaidCall:
         renewer.drop(ticket.holder)
         try:
             for index, (key, cap) in enumerate(zip(ticket.keys, ticket.caps, strict=True)):
-                spent = self.store.settle_leased(key, ticket.holder, actual)
+                spent = yield call("settle_leased", key, ticket.holder, actual)
                 if spent > cap and crossed is None:
                     crossed = key
                     kind = "daily" if index == 0 and self.daily_cap is not None else "instance"
-            self.store.append(self._row(ticket, usage, duration_us, exc))
+            yield call("append", self._row(ticket, usage, duration_us, exc))
         except StoreUnavailable:
             log.error("%s: spend could not be recorded; stopping", self.name)
             raise
@@ -271,15 +282,15 @@ class PaidCall:
     def _give_back(self, admitting: asyncio.Future[_Ticket]) -> None:
         if admitting.cancelled() or admitting.exception() is not None:
             return  # nothing was reserved
-        settling = offloop.submit(
-            self.store, self._settle_quietly, admitting.result(), asyncio.CancelledError()
+        settling = asubmit(
+            self.store, self._settle_quietly(admitting.result(), asyncio.CancelledError())
         )
         settling.add_done_callback(consume)
 
-    def _settle_quietly(self, ticket: _Ticket, exc: BaseException) -> None:
+    def _settle_quietly(self, ticket: _Ticket, exc: BaseException) -> Steps[None]:
         """``_settle`` of a call that ended with ``exc`` (a cancellation), which goes on."""
         with contextlib.suppress(StoreUnavailable):  # logged by _settle; the lease lapses
-            self._settle(ticket, None, exc)
+            yield from self._settle(ticket, None, exc)
 
     def _row(
         self, ticket: _Ticket, usage: Usage, duration_us: int, exc: BaseException | None
@@ -303,7 +314,7 @@ class PaidCall:
             exception=None if exc is None else type(exc).__name__,
         )
 
-    def _refused(self, instance: str | None, kind: str) -> None:
+    def _refused(self, instance: str | None, kind: str) -> Steps[None]:
         state = current()
         ctx = state.context if state is not None else None
         row = AuditRow(
@@ -319,7 +330,7 @@ class PaidCall:
             reason=f"{kind}_cap",
         )
         try:
-            self.store.append(row)
+            yield call("append", row)
         except StoreUnavailable:
             log.warning("%s: refusal row not written", self.name)
 

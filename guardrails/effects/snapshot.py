@@ -18,7 +18,8 @@ from typing import Any
 from ..context import Invocation, ToolResult
 from ..errors import ConfigurationError
 from ..middleware.tool_call import Stop
-from ..store import Store, offloop
+from ..store import Store
+from ..store.steps import Steps, aperform, call, perform
 from ..verdicts import Outcome, Reason
 from ._state import enter, leave
 
@@ -50,19 +51,19 @@ class Snapshots:
             taken = self._take(invocation)
             if taken is None:
                 return None
-            version = self._save(*taken)
+            version = perform(self.store, self._save(*taken))
         except Exception as exc:
             return Stop(Outcome.ERROR, Reason.SNAPSHOT_FAILED, None, exc)
         self._taken(invocation, taken[0], version)
         return None
 
     async def abefore(self, invocation: Invocation, /) -> Stop | None:
-        """``before`` for ``acall``: the snapshot is saved off the event loop."""
+        """``before`` for ``acall``: the snapshot is saved without blocking the event loop."""
         try:
             taken = self._take(invocation)
             if taken is None:
                 return None
-            version = await offloop.run(self.store, self._save, *taken)
+            version = await aperform(self.store, self._save(*taken))
         except Exception as exc:
             return Stop(Outcome.ERROR, Reason.SNAPSHOT_FAILED, None, exc)
         self._taken(invocation, taken[0], version)
@@ -78,10 +79,11 @@ class Snapshots:
         )
         return key, _as_bytes(take(invocation.arguments))
 
-    def _save(self, key: str, data: bytes) -> int:
+    def _save(self, key: str, data: bytes) -> Steps[int]:
         if self.save is not None:
             return self.save(key, data)
-        return self.store.put_snapshot(key, data, self.clock())  # type: ignore[union-attr]
+        version: int = yield call("put_snapshot", key, data, self.clock())
+        return version
 
     def _taken(self, invocation: Invocation, key: str, version: int) -> None:
         enter(invocation, self).detail["snapshot"] = {"key": key, "version": version}

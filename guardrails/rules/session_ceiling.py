@@ -14,7 +14,8 @@ from ..context import Escape, GuardResult, Invocation, ToolResult, TurnContext
 from ..errors import ConfigurationError
 from ..guard import Guard
 from ..middleware.tool_call import Stop
-from ..store import Store, offloop
+from ..store import Store
+from ..store.steps import Steps, aperform, call, perform
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
 from .effects import Restrict
 
@@ -92,22 +93,25 @@ class SessionCeiling:
         return f"tool_calls:{_part(context.tenant or '')}:{_part(context.session)}"
 
     def before(self, invocation: Invocation, /) -> Stop | Escape | None:
+        return perform(self.counter, self._count(invocation))
+
+    async def abefore(self, invocation: Invocation, /) -> Stop | Escape | None:
+        """``before`` for ``acall``: a store counter counts without blocking the event loop."""
+        if type(self.counter) is MemoryCounter:
+            return self.before(invocation)
+        return await aperform(self.counter, self._count(invocation))
+
+    def _count(self, invocation: Invocation) -> Steps[Stop | Escape | None]:
         key = self.key(invocation.context)
         if key is None:
             return self._escape(EscapeReason.NOT_CONFIGURED, None)
         try:
-            count = self.counter.incr(key)
+            count = yield call("incr", key)
         except Exception as exc:
             return self._escape(EscapeReason.STORE_UNAVAILABLE, exc)
         if count > self.limit:
             return Stop(Outcome.LIMIT, Reason.CEILING)
         return None
-
-    async def abefore(self, invocation: Invocation, /) -> Stop | Escape | None:
-        """``before`` for ``acall``: a store counter counts off the event loop."""
-        if type(self.counter) is MemoryCounter:
-            return self.before(invocation)
-        return await offloop.run(self.counter, self.before, invocation)
 
     def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
         return result

@@ -30,7 +30,8 @@ from ..context import Escape, GuardResult, Invocation, ToolResult, TurnContext
 from ..errors import ConfigurationError
 from ..guard import Guard, as_guard
 from ..middleware.tool_call import Stop
-from ..store import Store, offloop
+from ..store import Store
+from ..store.steps import Steps, aperform, call, perform
 from ..verdicts import ChokePoint, Outcome, Reason, Verdict, model_sentence
 from .effects import Restrict
 
@@ -158,11 +159,20 @@ class Workflow:
     def before(self, invocation: Invocation, /) -> Stop | Escape | None:
         if invocation.name not in self._index:
             return None
+        return perform(self.store, self._claim(invocation))
+
+    async def abefore(self, invocation: Invocation, /) -> Stop | Escape | None:
+        """``before`` for ``acall``: the phase is read and claimed without blocking the loop."""
+        if invocation.name not in self._index:
+            return None
+        return await aperform(self.store, self._claim(invocation))
+
+    def _claim(self, invocation: Invocation) -> Steps[Stop | Escape | None]:
         key = self._phase_key(invocation.context)
         if key is None:
             return Stop(Outcome.UNAVAILABLE, Reason.BINDING_UNRESOLVED)
         try:
-            phase = self.store.get(key)
+            phase = yield call("get", key)
         except Exception as exc:  # StoreUnavailable, or a store's own driver error
             return Stop(Outcome.UNAVAILABLE, Reason.STORE_UNAVAILABLE, None, exc)
         if phase is not None and phase.startswith(RUNNING):
@@ -178,7 +188,7 @@ class Workflow:
                 return Stop(Outcome.INVALID_ARGS, Reason.GUARD)
         marker = f"{RUNNING}{invocation.name}:{uuid4().hex}"
         try:
-            claimed = self.store.compare_and_set(key, phase, marker)
+            claimed = yield call("compare_and_set", key, phase, marker)
         except Exception as exc:  # StoreUnavailable, or a store's own driver error
             return Stop(Outcome.UNAVAILABLE, Reason.STORE_UNAVAILABLE, None, exc)
         if not claimed:
@@ -187,30 +197,36 @@ class Workflow:
         self._claims[id(invocation)] = (invocation, key, marker, phase)
         return escape
 
-    async def abefore(self, invocation: Invocation, /) -> Stop | Escape | None:
-        """``before`` for ``acall``: the phase is read and claimed off the event loop."""
-        if invocation.name not in self._index:
-            return None
-        return await offloop.run(self.store, self.before, invocation)
-
     async def aafter(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
-        """``after`` for ``acall``: the phase is moved off the event loop."""
-        if id(invocation) not in self._claims:
+        """``after`` for ``acall``: the phase is moved without blocking the event loop."""
+        claim = self._claims.pop(id(invocation), None)
+        if claim is None:
             return result
-        return await offloop.run(self.store, self.after, invocation, result)
+        return await aperform(self.store, self._move(claim, invocation, result))
 
     def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
         claim = self._claims.pop(id(invocation), None)
         if claim is None:
             return result
+        return perform(self.store, self._move(claim, invocation, result))
+
+    def _move(
+        self,
+        claim: tuple[Invocation, str, str, str | None],
+        invocation: Invocation,
+        result: ToolResult,
+    ) -> Steps[ToolResult]:
         _, key, marker, before = claim
         index = self._index[invocation.name]
         succeeded = result.outcome is Outcome.OK and result.reason is None
         following = self.steps[index + 1].tool if index + 1 < len(self.steps) else DONE
         try:
             # Success moves past the step; anything else gives the phase back.
-            moved = self.store.compare_and_set(
-                key, marker, following if succeeded else (before or invocation.name)
+            moved = yield call(
+                "compare_and_set",
+                key,
+                marker,
+                following if succeeded else (before or invocation.name),
             )
         except Exception as exc:  # StoreUnavailable, or a store's own driver error
             # The phase stays claimed: the step cannot run again until ``resolve``.

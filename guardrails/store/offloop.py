@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ._base import AuditRow
+from ._group_commit import Batcher
 from .memory import MemoryStore
 
 __all__ = ["OffLoop", "off_loop"]
@@ -70,6 +71,10 @@ class OffLoop:
     def __init__(self, store: Any, threads: int = 1) -> None:
         self.store = store
         self.threads = threads
+        # Rows are committed through the store's own group commit when it has
+        # one (its sync callers' rows then share the commits), else through ours.
+        found = getattr(store, "batcher", None)
+        self.batcher: Batcher = found if isinstance(found, Batcher) else Batcher(_writer(store))
         self._reset()
 
     def _reset(self) -> None:
@@ -180,14 +185,20 @@ class OffLoop:
                 value = first.context.run(first.fn, *first.args)
             else:
                 value = None
-                rows = [job.row for job in batch if job.row is not None]
-                if len(rows) == 1:
-                    self.store.append(rows[0])
-                else:
-                    self.store.append_many(rows)
+                self.batcher.commit([job.row for job in batch if job.row is not None])
         except Exception as exc:
             return [(job, False, exc) for job in batch]
         return [(job, True, value) for job in batch]
+
+
+def _writer(store: Any) -> Callable[[list[AuditRow]], None]:
+    def write(rows: list[AuditRow]) -> None:
+        if len(rows) == 1:
+            store.append(rows[0])
+        else:
+            store.append_many(rows)
+
+    return write
 
 
 def _answer(done: list[tuple[_Job, bool, Any]]) -> None:
@@ -300,12 +311,26 @@ def submit(store: Any, fn: Callable[..., T], /, *args: Any) -> asyncio.Future[T]
 
 
 async def append(store: Any, row: AuditRow, /) -> None:
-    """``store.append(row)`` off the loop when ``store`` may block, inline when it cannot."""
+    """``store.append(row)`` off the loop when ``store`` may block, inline when it cannot.
+
+    A store with an async path (``async_path()``: PostgreSQL's async pool)
+    writes it on the loop, without blocking it.
+    """
+    found = async_path(store)
+    if found is not None:
+        await found.append(row)
+        return
     runner = off_loop(store)
     if runner is None:
         store.append(row)
     else:
         await runner.append(row)
+
+
+def async_path(store: Any) -> Any:
+    """The store's own path for async callers (``PostgresStore(async_pool=True)``), or None."""
+    method = getattr(type(store), "async_path", None)
+    return None if method is None else method(store)
 
 
 def _drain_all() -> None:

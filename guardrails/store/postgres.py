@@ -5,66 +5,37 @@ transaction; read-modify-write paths rely on row locks (``UPDATE ... WHERE``
 re-checks its condition after waiting for the lock) or an advisory lock.
 Install with ``pip install 'guardrails-kit[postgres]'``.
 
+The statements and what is decided from their answers live in ``_pg_sql``;
+this module drives them on sync connections. ``async_pool=True`` adds
+``async_path()``: the same operations on async connections, awaited on the
+caller's event loop (``_pg_async``), which ``offloop`` and the effects use
+for async callers instead of the store threads.
+
 ``group_commit=True`` sends audit appends from many threads of one process
-through one writer that commits them together; each caller still waits until
-its row is committed, so a returned call always has its row.
+through one ``Batcher`` that commits them together; each caller still waits
+until its row is committed, so a returned call always has its row.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import os
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._base import (
-    AUDIT_COLUMNS,
-    AuditRow,
-    Claim,
-    Snapshot,
-    StoreUnavailable,
-    check_filters,
-    row_from,
-)
-from ._chain import GENESIS, content, link
+from . import _pg_sql as sql
+from ._base import AuditRow, Claim, Snapshot, StoreUnavailable
+from ._chain import GENESIS
 from ._group_commit import Batcher
 from ._pg_migrate import migrate as _migrate
-from ._storable import storable
+from ._pg_sql import Batch, Result, Sql
+
+if TYPE_CHECKING:
+    from ._pg_async import AsyncPath
 
 __all__ = ["PostgresStore"]
 
-_COLUMNS = ", ".join(AUDIT_COLUMNS)
-# The server-side function of migration 2 locks the chain head, hashes the
-# rows (sha256 of "previous|id|content", as ``_chain.link``), inserts them and
-# moves the head: one statement, so the lock is held for the shortest time.
-_APPEND_MANY = "SELECT guardrails_audit_append(%s, %s::jsonb)"
-# One row: the same in one plain statement, cheaper than the function call.
-# The UPDATE takes the head's row lock; one that waited re-reads the head its
-# predecessor committed (EvalPlanQual), so the chain stays one. The client
-# sends the hash it computed after the head it last saw: when that head is
-# still the head, the hash goes in as sent; otherwise the server hashes after
-# the head it locked (hashing in SQL costs more than the row's insert).
-_APPEND = (
-    "WITH head AS (UPDATE guardrails_audit_head SET id = id + 1, hash = CASE "
-    "WHEN id = %s::bigint AND hash = %s THEN %s ELSE encode(sha256(convert_to("
-    "hash || '|' || (id + 1)::text || '|' || %s, 'UTF8')), 'hex') END "
-    "RETURNING id, hash) "
-    f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) "
-    f"SELECT head.id, {', '.join('%s' for _ in AUDIT_COLUMNS)}, head.hash FROM head "
-    "RETURNING id, hash"
-)
-_SELECT = f"SELECT id, {_COLUMNS} FROM guardrails_audit"
-_SELECT_CHAIN = f"SELECT id, {_COLUMNS}, hash FROM guardrails_audit"
-_CHUNK = 1000  # rows per call of the append function
-
-
-def _payload(rows: list[AuditRow]) -> tuple[list[str], str]:
-    """The function's two arguments: each row's canonical content, and the rows as JSON."""
-    return [content(r) for r in rows], json.dumps(
-        [dict(zip(AUDIT_COLUMNS, r, strict=False)) for r in rows]
-    )
+T = TypeVar("T")
 
 
 class PostgresStore:
@@ -79,6 +50,7 @@ class PostgresStore:
         timeout: float = 5.0,
         connect_timeout: int = 3,
         group_commit: bool = False,
+        async_pool: bool = False,
     ) -> None:
         try:
             import psycopg
@@ -88,15 +60,15 @@ class PostgresStore:
                 "PostgresStore needs psycopg 3: pip install 'guardrails-kit[postgres]'"
             ) from exc
         self.dsn = dsn
-        self._psycopg = psycopg
         self._pool_cls = psycopg_pool.ConnectionPool
         # A value the driver cannot encode (a lone surrogate in a key) counts as a
         # refused write too.
-        self._errors: tuple[type[BaseException], ...] = (
+        self.errors: tuple[type[BaseException], ...] = (
             psycopg.Error,
             psycopg_pool.PoolTimeout,
             UnicodeEncodeError,
         )
+        self.disconnected: type[BaseException] = psycopg.OperationalError
         self._options: dict[str, Any] = {
             "min_size": min_size,
             "max_size": max_size,
@@ -108,12 +80,26 @@ class PostgresStore:
         self._lock = threading.Lock()
         self._migrated = False
         self._migrating = threading.Lock()
-        self._batcher = Batcher(self) if group_commit else None
+        # The group commit of this store's audit rows: of sync callers when
+        # ``group_commit``, and always of the rows ``offloop`` writes.
+        self.batcher = Batcher(self._write_rows)
+        self._group_commit = group_commit
         # The (id, hash) of the chain head after this store's last append: a
-        # hint the append statement checks against the head it locks.
+        # hint the append statement checks against the head it locks (kept by
+        # both paths: the sync one and the async one).
         self._head: tuple[int, str] = (0, GENESIS)
-        # Async callers' operations run on this many threads (``offloop``).
+        self._async: AsyncPath | None = None
+        if async_pool:
+            from ._pg_async import AsyncPath
+
+            self._async = AsyncPath(self, self._options)
+        # Async callers' operations run on this many threads (``offloop``)
+        # when the store has no async path.
         self.off_loop_threads = min(4, max_size)
+
+    def async_path(self) -> AsyncPath | None:
+        """The async path (``async_pool=True``), or None: async callers use the store threads."""
+        return self._async
 
     # -- connections ----------------------------------------------------------
 
@@ -141,8 +127,9 @@ class PostgresStore:
                     self._migrated = True
         return pool
 
-    def _unavailable(self, exc: BaseException) -> StoreUnavailable:
-        if isinstance(exc, self._psycopg.OperationalError):
+    def unavailable(self, exc: BaseException) -> StoreUnavailable:
+        """The ``StoreUnavailable`` of a backend failure ``exc`` (a lost server resets the pool)."""
+        if isinstance(exc, self.disconnected):
             # The server went away. A pool left alone backs off for ever longer
             # between reconnection attempts; a fresh pool connects at once when
             # the server is back.
@@ -150,250 +137,146 @@ class PostgresStore:
                 pool, self._pool = self._pool, None
             if pool is not None and self._pid == os.getpid():
                 pool.close(timeout=0)
-        return StoreUnavailable(f"PostgreSQL store: {type(exc).__name__}")
+        return refused(exc)
 
-    def _run(self, sql: str, params: tuple[Any, ...] = (), *, fetch: bool = False) -> Any:
+    def _drive(self, steps: sql.Steps[T]) -> T:
+        """Run an operation's statements on one connection of the pool."""
         # getconn/putconn rather than pool.connection(): the connections are in
         # autocommit, so the context manager's commit on exit is work for nothing.
         try:
             pool = self._get_pool()
             conn = pool.getconn()
             try:
-                cursor = conn.execute(sql, params)
-                return cursor.fetchall() if fetch else cursor.rowcount
+                return sql.drive(steps, lambda item: _execute(conn, item))
             finally:
                 pool.putconn(conn)
-        except self._errors as exc:
-            raise self._unavailable(exc) from exc
-
-    def _one(self, sql: str, params: tuple[Any, ...]) -> Any:
-        rows = self._run(sql, params, fetch=True)
-        return rows[0] if rows else None
-
-    @contextmanager
-    def _transaction(self) -> Iterator[Any]:
-        try:
-            with self._get_pool().connection() as conn, conn.transaction():
-                yield conn
-        except self._errors as exc:
-            raise self._unavailable(exc) from exc
+        except self.errors as exc:
+            raise self.unavailable(exc) from exc
 
     def migrate(self) -> None:
         """Apply the schema migrations now (as the owner role, in a two-role set-up)."""
         try:
             self._get_pool()
-        except self._errors as exc:
-            raise self._unavailable(exc) from exc
+        except self.errors as exc:
+            raise self.unavailable(exc) from exc
 
     # -- audit ------------------------------------------------------------------
 
     def append(self, row: AuditRow, /) -> int:
-        if self._batcher is not None:
-            self._batcher.submit(row)
+        if self._group_commit:
+            self.batcher.submit(row)
             return 0
-        row = storable(row)
-        text = content(row)
-        last, previous = self._head
-        digest = link(previous, last + 1, text)
-        found = self._one(_APPEND, (last, previous, digest, text, *row.values()))
-        self._head = (int(found[0]), found[1])
-        return int(found[0])
+        return self._append_one(row)
+
+    def _append_one(self, row: AuditRow) -> int:
+        # The head this store last wrote is the hint; the head the row got is the next one.
+        self._head = found = self._drive(sql.append(row, self._head))
+        return found[0]
 
     def append_many(self, rows: list[AuditRow], /) -> None:
-        ready = [storable(r) for r in rows]
-        for start in range(0, len(ready), _CHUNK):
-            self._run(_APPEND_MANY, _payload(ready[start : start + _CHUNK]))
+        self._drive(sql.append_many(rows))
+
+    def _write_rows(self, rows: list[AuditRow]) -> None:
+        # One row in the plain statement, cheaper than the function call.
+        if len(rows) == 1:
+            self._append_one(rows[0])
+        else:
+            self._drive(sql.append_many(rows))
 
     def audit_chain(
         self, *, after_id: int = 0, limit: int = 1000
     ) -> list[tuple[AuditRow, str | None]]:
-        sql = f"{_SELECT_CHAIN} WHERE id > %s ORDER BY id LIMIT %s"
-        rows = self._run(sql, (after_id, limit), fetch=True)
-        return [(row_from(tuple(r)), r[-1]) for r in rows]
+        return self._drive(sql.audit_chain(after_id, limit))
 
     def audit_rows(self, *, after_id: int = 0, limit: int = 1000, **filters: str) -> list[AuditRow]:
-        check_filters(filters)
-        where = " AND ".join(["id > %s", *(f"{k} = %s" for k in filters)])
-        sql = f"{_SELECT} WHERE {where} ORDER BY id LIMIT %s"
-        rows = self._run(sql, (after_id, *filters.values(), limit), fetch=True)
-        return [row_from(tuple(r)) for r in rows]
+        return self._drive(sql.audit_rows(after_id, limit, filters))
 
     # -- counters and budgets -----------------------------------------------------
 
     def incr(self, key: str, by: int = 1, /) -> int:
-        row = self._one(
-            "INSERT INTO guardrails_counters AS c (key, value) VALUES (%s, %s) "
-            "ON CONFLICT (key) DO UPDATE SET value = c.value + excluded.value RETURNING value",
-            (key, by),
-        )
-        return int(row[0])
+        return self._drive(sql.incr(key, by))
 
     def reserve(self, key: str, amount: int, cap: int, /) -> bool:
-        # Create the row, then one conditional UPDATE: it takes the row lock and
-        # re-checks its WHERE against the locked row, so reservations queue.
-        self._run("INSERT INTO guardrails_budgets (key) VALUES (%s) ON CONFLICT DO NOTHING", (key,))
-        row = self._one(
-            "UPDATE guardrails_budgets SET reserved = reserved + %s "
-            "WHERE key = %s AND spent + reserved < %s AND spent + reserved + %s <= %s "
-            "RETURNING 1",
-            (amount, key, cap, amount, cap),
-        )
-        return row is not None
+        return self._drive(sql.reserve(key, amount, cap))
 
     def settle(self, key: str, reserved: int, actual: int, /) -> int:
-        row = self._one(
-            "INSERT INTO guardrails_budgets AS b (key, spent, reserved) VALUES (%s, %s, %s) "
-            "ON CONFLICT (key) DO UPDATE SET reserved = b.reserved - %s, spent = b.spent + %s "
-            "RETURNING spent",
-            (key, actual, -reserved, reserved, actual),
-        )
-        return int(row[0])
+        return self._drive(sql.settle(key, reserved, actual))
 
     def budget(self, key: str, /) -> tuple[int, int]:
-        row = self._one("SELECT spent, reserved FROM guardrails_budgets WHERE key = %s", (key,))
-        return (0, 0) if row is None else (int(row[0]), int(row[1]))
+        return self._drive(sql.budget(key))
 
     def reserve_leased(
         self, key: str, holder: str, amount: int, cap: int, now: float, until: float, /
     ) -> bool:
-        with self._transaction() as conn:
-            conn.execute(
-                "INSERT INTO guardrails_budgets (key) VALUES (%s) ON CONFLICT DO NOTHING", (key,)
-            )
-            # Give back what expired leases held; the UPDATE locks the budget row.
-            conn.execute(
-                "WITH gone AS (DELETE FROM guardrails_leases WHERE key = %s AND expires_at <= %s "
-                "RETURNING amount) UPDATE guardrails_budgets SET reserved = reserved - "
-                "(SELECT COALESCE(SUM(amount), 0) FROM gone) WHERE key = %s",
-                (key, now, key),
-            )
-            admitted = conn.execute(
-                "UPDATE guardrails_budgets SET reserved = reserved + %s "
-                "WHERE key = %s AND spent + reserved < %s AND spent + reserved + %s <= %s "
-                "RETURNING 1",
-                (amount, key, cap, amount, cap),
-            ).fetchone()
-            if admitted is None:
-                return False
-            conn.execute(
-                "INSERT INTO guardrails_leases AS l (key, holder, amount, expires_at) "
-                "VALUES (%s, %s, %s, %s) ON CONFLICT (key, holder) DO UPDATE SET "
-                "amount = l.amount + excluded.amount, expires_at = excluded.expires_at",
-                (key, holder, amount, until),
-            )
-            return True
+        return self._drive(sql.reserve_leased(key, holder, amount, cap, now, until))
 
     def renew_leases(self, holder: str, until: float, /) -> int:
-        count = self._run(
-            "UPDATE guardrails_leases SET expires_at = %s WHERE holder = %s", (until, holder)
-        )
-        return int(count)
+        return self._drive(sql.renew_leases(holder, until))
 
     def settle_leased(self, key: str, holder: str, actual: int, /) -> int:
-        row = self._one(
-            "WITH held AS (DELETE FROM guardrails_leases WHERE key = %s AND holder = %s "
-            "RETURNING amount) "
-            "INSERT INTO guardrails_budgets AS b (key, spent, reserved) "
-            "VALUES (%s, %s, -(SELECT COALESCE(SUM(amount), 0) FROM held)) "
-            "ON CONFLICT (key) DO UPDATE SET spent = b.spent + excluded.spent, "
-            "reserved = b.reserved + excluded.reserved RETURNING spent",
-            (key, holder, key, actual),
-        )
-        return int(row[0])
+        return self._drive(sql.settle_leased(key, holder, actual))
 
     # -- key/value with compare-and-set ---------------------------------------------
 
     def get(self, key: str, /) -> str | None:
-        row = self._one("SELECT value FROM guardrails_kv WHERE key = %s", (key,))
-        return None if row is None else str(row[0])
+        return self._drive(sql.get(key))
 
     def compare_and_set(self, key: str, expected: str | None, new: str, /) -> bool:
-        if expected is None:
-            count = self._run(
-                "INSERT INTO guardrails_kv (key, value) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                (key, new),
-            )
-        else:
-            count = self._run(
-                "UPDATE guardrails_kv SET value = %s WHERE key = %s AND value = %s",
-                (new, key, expected),
-            )
-        return bool(count == 1)
+        return self._drive(sql.compare_and_set(key, expected, new))
 
     # -- idempotency ------------------------------------------------------------------
 
     def claim(self, key: str, owner: str, now: float, lease_until: float, /) -> Claim:
-        # Take the key when it is absent or expired; otherwise report what is there.
-        taken = self._one(
-            "INSERT INTO guardrails_idempotency AS i (key, owner, state, result, expires_at) "
-            "VALUES (%s, %s, 'pending', NULL, %s) "
-            "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, state = 'pending', "
-            "result = NULL, expires_at = excluded.expires_at WHERE i.expires_at <= %s "
-            "RETURNING owner",
-            (key, owner, lease_until, now),
-        )
-        if taken is not None:
-            return Claim("new")
-        row = self._one("SELECT state, result FROM guardrails_idempotency WHERE key = %s", (key,))
-        if row is None:  # released between the two statements: try again
-            return self.claim(key, owner, now, lease_until)
-        return Claim("done", row[1]) if row[0] == "done" else Claim("pending")
+        return self._drive(sql.claim(key, owner, now, lease_until))
 
     def complete(self, key: str, owner: str, result: str, expires_at: float, /) -> bool:
-        count = self._run(
-            "UPDATE guardrails_idempotency SET state = 'done', result = %s, expires_at = %s "
-            "WHERE key = %s AND owner = %s",
-            (result, expires_at, key, owner),
-        )
-        return bool(count == 1)
+        return self._drive(sql.complete(key, owner, result, expires_at))
 
     def release(self, key: str, owner: str, /) -> None:
-        self._run(
-            "DELETE FROM guardrails_idempotency WHERE key = %s AND owner = %s AND state = 'pending'",
-            (key, owner),
-        )
+        self._drive(sql.release(key, owner))
 
     # -- snapshots ----------------------------------------------------------------------
 
     def put_snapshot(self, key: str, data: bytes, at: float, /) -> int:
-        try:
-            with self._get_pool().connection() as conn, conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
-                row = conn.execute(
-                    "INSERT INTO guardrails_snapshots (key, version, at, data) VALUES "
-                    "(%s, (SELECT COALESCE(MAX(version), 0) + 1 FROM guardrails_snapshots "
-                    "WHERE key = %s), %s, %s) RETURNING version",
-                    (key, key, at, bytes(data)),
-                ).fetchone()
-        except self._errors as exc:
-            raise self._unavailable(exc) from exc
-        return int(row[0])
+        return self._drive(sql.put_snapshot(key, data, at))
 
     def snapshot(self, key: str, version: int | None = None, /) -> Snapshot | None:
-        if version is None:
-            row = self._one(
-                "SELECT key, version, at, data FROM guardrails_snapshots WHERE key = %s "
-                "ORDER BY version DESC LIMIT 1",
-                (key,),
-            )
-        else:
-            row = self._one(
-                "SELECT key, version, at, data FROM guardrails_snapshots "
-                "WHERE key = %s AND version = %s",
-                (key, version),
-            )
-        return None if row is None else Snapshot(row[0], int(row[1]), float(row[2]), bytes(row[3]))
+        return self._drive(sql.snapshot(key, version))
 
     def close(self) -> None:
-        if self._batcher is not None:
-            self._batcher.stop()
+        """Close the pools: the sync one, and the async ones this thread can close."""
+        if self._async is not None:
+            self._async.close()
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None and self._pid == os.getpid():
             pool.close()
+
+    async def aclose(self) -> None:
+        """``close`` for async code: the running loop's async pool is closed before it returns."""
+        if self._async is not None:
+            await self._async.aclose()
+        await asyncio.to_thread(self.close)  # the sync pool's close joins its threads
 
     def __enter__(self) -> PostgresStore:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def refused(exc: BaseException) -> StoreUnavailable:
+    """The ``StoreUnavailable`` that stands for the backend failure ``exc`` (its type only)."""
+    return StoreUnavailable(f"PostgreSQL store: {type(exc).__name__}")
+
+
+def _execute(conn: Any, item: Sql | Batch) -> Result | tuple[Result, ...]:
+    if isinstance(item, Sql):
+        return _result(conn.execute(item.text, item.params))
+    with conn.pipeline(), conn.transaction():
+        cursors = [conn.execute(s.text, s.params) for s in item.statements]
+    return tuple(_result(c) for c in cursors)
+
+
+def _result(cursor: Any) -> Result:
+    return Result(cursor.rowcount, cursor.fetchall() if cursor.description is not None else [])

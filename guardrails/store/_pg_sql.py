@@ -1,0 +1,302 @@
+"""PostgreSQL store operations written once, without I/O: the statements and the decisions.
+
+Each operation is a generator that yields what to run and receives the
+answer; its return value is the method's. It yields a ``Sql`` statement
+(run alone, in autocommit; answered by its ``Result``) or a ``Batch``:
+statements that need one transaction, sent together in one pipeline (one
+round trip, so row locks are held only while the server works) and answered
+by their ``Result``s. ``PostgresStore`` drives the operations on sync
+connections, ``_pg_async`` on async ones: the SQL and what is decided from
+its answers are the same on both paths.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Generator
+from typing import Any, NamedTuple, TypeVar
+
+from ._base import AUDIT_COLUMNS, AuditRow, Claim, Snapshot, check_filters, row_from
+from ._chain import GENESIS, content, link
+from ._storable import storable
+
+__all__ = ["Batch", "Result", "Sql", "Steps", "drive"]
+
+T = TypeVar("T")
+
+_COLUMNS = ", ".join(AUDIT_COLUMNS)
+# The server-side function of migration 2 locks the chain head, hashes the
+# rows (sha256 of "previous|id|content", as ``_chain.link``), inserts them and
+# moves the head: one statement, so the lock is held for the shortest time.
+APPEND_MANY = "SELECT guardrails_audit_append(%s, %s::jsonb)"
+# One row: the same in one plain statement, cheaper than the function call.
+# The UPDATE takes the head's row lock; one that waited re-reads the head its
+# predecessor committed (EvalPlanQual), so the chain stays one. The client
+# sends the hash it computed after the head it last saw: when that head is
+# still the head, the hash goes in as sent; otherwise the server hashes after
+# the head it locked (hashing in SQL costs more than the row's insert).
+# Parameters: the hint's id and hash, the client's hash, the row's content,
+# then the row's columns; answers the row's (id, hash), the next hint.
+APPEND = (
+    "WITH head AS (UPDATE guardrails_audit_head SET id = id + 1, hash = CASE "
+    "WHEN id = %s::bigint AND hash = %s THEN %s ELSE encode(sha256(convert_to("
+    "hash || '|' || (id + 1)::text || '|' || %s, 'UTF8')), 'hex') END "
+    "RETURNING id, hash) "
+    f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) "
+    f"SELECT head.id, {', '.join('%s' for _ in AUDIT_COLUMNS)}, head.hash FROM head "
+    "RETURNING id, hash"
+)
+SELECT = f"SELECT id, {_COLUMNS} FROM guardrails_audit"
+SELECT_CHAIN = f"SELECT id, {_COLUMNS}, hash FROM guardrails_audit"
+CHUNK = 1000  # rows per call of the append function
+
+INCR = (
+    "INSERT INTO guardrails_counters AS c (key, value) VALUES (%s, %s) "
+    "ON CONFLICT (key) DO UPDATE SET value = c.value + excluded.value RETURNING value"
+)
+BUDGET_ROW = "INSERT INTO guardrails_budgets (key) VALUES (%s) ON CONFLICT DO NOTHING"
+# One conditional UPDATE: it takes the row lock and re-checks its WHERE
+# against the locked row, so reservations queue.
+RESERVE = (
+    "UPDATE guardrails_budgets SET reserved = reserved + %s "
+    "WHERE key = %s AND spent + reserved < %s AND spent + reserved + %s <= %s RETURNING 1"
+)
+SETTLE = (
+    "INSERT INTO guardrails_budgets AS b (key, spent, reserved) VALUES (%s, %s, %s) "
+    "ON CONFLICT (key) DO UPDATE SET reserved = b.reserved - %s, spent = b.spent + %s "
+    "RETURNING spent"
+)
+BUDGET = "SELECT spent, reserved FROM guardrails_budgets WHERE key = %s"
+# Give back what expired leases held; the UPDATE locks the budget row.
+EXPIRE_LEASES = (
+    "WITH gone AS (DELETE FROM guardrails_leases WHERE key = %s AND expires_at <= %s "
+    "RETURNING amount) UPDATE guardrails_budgets SET reserved = reserved - "
+    "(SELECT COALESCE(SUM(amount), 0) FROM gone) WHERE key = %s"
+)
+# The reservation and its lease in one statement: a lease row only if admitted.
+RESERVE_LEASED = (
+    "WITH admitted AS (UPDATE guardrails_budgets SET reserved = reserved + %s "
+    "WHERE key = %s AND spent + reserved < %s AND spent + reserved + %s <= %s RETURNING key) "
+    "INSERT INTO guardrails_leases AS l (key, holder, amount, expires_at) "
+    "SELECT key, %s, %s, %s FROM admitted ON CONFLICT (key, holder) DO UPDATE SET "
+    "amount = l.amount + excluded.amount, expires_at = excluded.expires_at RETURNING 1"
+)
+RENEW = "UPDATE guardrails_leases SET expires_at = %s WHERE holder = %s"
+SETTLE_LEASED = (
+    "WITH held AS (DELETE FROM guardrails_leases WHERE key = %s AND holder = %s "
+    "RETURNING amount) "
+    "INSERT INTO guardrails_budgets AS b (key, spent, reserved) "
+    "VALUES (%s, %s, -(SELECT COALESCE(SUM(amount), 0) FROM held)) "
+    "ON CONFLICT (key) DO UPDATE SET spent = b.spent + excluded.spent, "
+    "reserved = b.reserved + excluded.reserved RETURNING spent"
+)
+GET = "SELECT value FROM guardrails_kv WHERE key = %s"
+INSERT_KV = "INSERT INTO guardrails_kv (key, value) VALUES (%s, %s) ON CONFLICT DO NOTHING"
+UPDATE_KV = "UPDATE guardrails_kv SET value = %s WHERE key = %s AND value = %s"
+# Take the key when it is absent or expired; otherwise report what is there.
+CLAIM = (
+    "INSERT INTO guardrails_idempotency AS i (key, owner, state, result, expires_at) "
+    "VALUES (%s, %s, 'pending', NULL, %s) "
+    "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, state = 'pending', "
+    "result = NULL, expires_at = excluded.expires_at WHERE i.expires_at <= %s "
+    "RETURNING owner"
+)
+CLAIMED = "SELECT state, result FROM guardrails_idempotency WHERE key = %s"
+COMPLETE = (
+    "UPDATE guardrails_idempotency SET state = 'done', result = %s, expires_at = %s "
+    "WHERE key = %s AND owner = %s"
+)
+RELEASE = "DELETE FROM guardrails_idempotency WHERE key = %s AND owner = %s AND state = 'pending'"
+SNAPSHOT_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%s))"
+PUT_SNAPSHOT = (
+    "INSERT INTO guardrails_snapshots (key, version, at, data) VALUES "
+    "(%s, (SELECT COALESCE(MAX(version), 0) + 1 FROM guardrails_snapshots "
+    "WHERE key = %s), %s, %s) RETURNING version"
+)
+LATEST_SNAPSHOT = (
+    "SELECT key, version, at, data FROM guardrails_snapshots WHERE key = %s "
+    "ORDER BY version DESC LIMIT 1"
+)
+SNAPSHOT = "SELECT key, version, at, data FROM guardrails_snapshots WHERE key = %s AND version = %s"
+
+
+class Sql(NamedTuple):
+    text: str
+    params: tuple[Any, ...] = ()
+
+
+class Batch(NamedTuple):
+    """Statements run in one transaction, sent together; answered by a tuple of ``Result``."""
+
+    statements: tuple[Sql, ...]
+
+
+class Result(NamedTuple):
+    """What a statement answered: its row count and the rows it returned (if any)."""
+
+    rowcount: int
+    rows: list[tuple[Any, ...]]
+
+    def first(self) -> tuple[Any, ...] | None:
+        return self.rows[0] if self.rows else None
+
+
+Steps = Generator[Sql | Batch, Any, T]
+
+
+def drive(steps: Steps[T], execute: Callable[[Sql | Batch], Any]) -> T:
+    """Run ``steps`` with ``execute`` answering each statement (the sync driver's loop)."""
+    answer: Any = None
+    try:
+        while True:
+            answer = execute(steps.send(answer))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+# -- audit ----------------------------------------------------------------------------
+
+
+def _payload(rows: list[AuditRow]) -> tuple[list[str], str]:
+    """The function's two arguments: each row's canonical content, and the rows as JSON."""
+    return [content(r) for r in rows], json.dumps(
+        [dict(zip(AUDIT_COLUMNS, r, strict=False)) for r in rows]
+    )
+
+
+def append(row: AuditRow, head: tuple[int, str] = (0, GENESIS)) -> Steps[tuple[int, str]]:
+    """Append ``row`` after ``head``, the (id, hash) its store last wrote (a hint the
+    statement checks under the head's lock); returns the row's own (id, hash)."""
+    row = storable(row)
+    text = content(row)
+    last, previous = head
+    found = yield Sql(APPEND, (last, previous, link(previous, last + 1, text), text, *row.values()))
+    written = found.rows[0]
+    return int(written[0]), str(written[1])
+
+
+def append_many(rows: list[AuditRow]) -> Steps[None]:
+    # Each chunk is one statement of the server function: one commit.
+    ready = [storable(r) for r in rows]
+    for start in range(0, len(ready), CHUNK):
+        yield Sql(APPEND_MANY, _payload(ready[start : start + CHUNK]))
+
+
+def audit_chain(after_id: int, limit: int) -> Steps[list[tuple[AuditRow, str | None]]]:
+    found = yield Sql(f"{SELECT_CHAIN} WHERE id > %s ORDER BY id LIMIT %s", (after_id, limit))
+    return [(row_from(tuple(r)), r[-1]) for r in found.rows]
+
+
+def audit_rows(after_id: int, limit: int, filters: dict[str, str]) -> Steps[list[AuditRow]]:
+    check_filters(filters)
+    where = " AND ".join(["id > %s", *(f"{k} = %s" for k in filters)])
+    sql = f"{SELECT} WHERE {where} ORDER BY id LIMIT %s"
+    found = yield Sql(sql, (after_id, *filters.values(), limit))
+    return [row_from(tuple(r)) for r in found.rows]
+
+
+# -- counters and budgets ----------------------------------------------------------------
+
+
+def incr(key: str, by: int = 1) -> Steps[int]:
+    found = yield Sql(INCR, (key, by))
+    return int(found.rows[0][0])
+
+
+def reserve(key: str, amount: int, cap: int) -> Steps[bool]:
+    yield Sql(BUDGET_ROW, (key,))
+    found = yield Sql(RESERVE, (amount, key, cap, amount, cap))
+    return found.first() is not None
+
+
+def settle(key: str, reserved: int, actual: int) -> Steps[int]:
+    found = yield Sql(SETTLE, (key, actual, -reserved, reserved, actual))
+    return int(found.rows[0][0])
+
+
+def budget(key: str) -> Steps[tuple[int, int]]:
+    row = (yield Sql(BUDGET, (key,))).first()
+    return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+
+def reserve_leased(
+    key: str, holder: str, amount: int, cap: int, now: float, until: float
+) -> Steps[bool]:
+    # Create the row, give back what expired leases held (the UPDATE locks the
+    # budget row), then reserve and lease: one transaction, one round trip.
+    answers = yield Batch(
+        (
+            Sql(BUDGET_ROW, (key,)),
+            Sql(EXPIRE_LEASES, (key, now, key)),
+            Sql(RESERVE_LEASED, (amount, key, cap, amount, cap, holder, amount, until)),
+        )
+    )
+    return answers[2].first() is not None
+
+
+def renew_leases(holder: str, until: float) -> Steps[int]:
+    found = yield Sql(RENEW, (until, holder))
+    return int(found.rowcount)
+
+
+def settle_leased(key: str, holder: str, actual: int) -> Steps[int]:
+    found = yield Sql(SETTLE_LEASED, (key, holder, key, actual))
+    return int(found.rows[0][0])
+
+
+# -- key/value with compare-and-set ---------------------------------------------------------
+
+
+def get(key: str) -> Steps[str | None]:
+    row = (yield Sql(GET, (key,))).first()
+    return None if row is None else str(row[0])
+
+
+def compare_and_set(key: str, expected: str | None, new: str) -> Steps[bool]:
+    if expected is None:
+        found = yield Sql(INSERT_KV, (key, new))
+    else:
+        found = yield Sql(UPDATE_KV, (new, key, expected))
+    return bool(found.rowcount == 1)
+
+
+# -- idempotency ---------------------------------------------------------------------------
+
+
+def claim(key: str, owner: str, now: float, lease_until: float) -> Steps[Claim]:
+    while True:
+        taken = yield Sql(CLAIM, (key, owner, lease_until, now))
+        if taken.first() is not None:
+            return Claim("new")
+        row = (yield Sql(CLAIMED, (key,))).first()
+        if row is not None:
+            return Claim("done", row[1]) if row[0] == "done" else Claim("pending")
+        # released between the two statements: try again
+
+
+def complete(key: str, owner: str, result: str, expires_at: float) -> Steps[bool]:
+    found = yield Sql(COMPLETE, (result, expires_at, key, owner))
+    return bool(found.rowcount == 1)
+
+
+def release(key: str, owner: str) -> Steps[None]:
+    yield Sql(RELEASE, (key, owner))
+
+
+# -- snapshots --------------------------------------------------------------------------------
+
+
+def put_snapshot(key: str, data: bytes, at: float) -> Steps[int]:
+    answers = yield Batch(
+        (Sql(SNAPSHOT_LOCK, (key,)), Sql(PUT_SNAPSHOT, (key, key, at, bytes(data))))
+    )
+    return int(answers[1].rows[0][0])
+
+
+def snapshot(key: str, version: int | None = None) -> Steps[Snapshot | None]:
+    if version is None:
+        found = yield Sql(LATEST_SNAPSHOT, (key,))
+    else:
+        found = yield Sql(SNAPSHOT, (key, version))
+    row = found.first()
+    return None if row is None else Snapshot(row[0], int(row[1]), float(row[2]), bytes(row[3]))
