@@ -1,7 +1,7 @@
 """The gateway's store work runs off its event loop: listing (workflow phase), and a
 budgeted, ceilinged step call (counter, phase, reservation, settlement, audit rows).
 
-As in ``tests/store/test_off_loop.py``: one store method at a time waits on an
+As in ``tests/store/test_off_loop.py`` (``tests/store/_gated.py``): one store method at a time waits on an
 event that only a coroutine of the gateway's loop sets once the method started.
 """
 
@@ -17,11 +17,11 @@ import pytest
 from mcp import Client
 
 from guardrails.gateway import Gateway, parse_config
-from guardrails.store import MemoryStore, StoreUnavailable
+from guardrails.store import MemoryStore
+from tests.store._gated import Gated
 
 from .conftest import BILLING, command_toml, text
 
-GENEROUS = 20.0
 CONFIG = f"""
 [gateway]
 store = "memory:"
@@ -35,29 +35,6 @@ daily_cap = 10
 steps = [{{ tool = "echo", instructions = "Now ask for the pid." }}, {{ tool = "pid", instructions = "Done." }}]
 """
 METHODS = ["get", "compare_and_set", "incr", "reserve_leased", "settle_leased", "append"]
-
-
-class Gated:
-    def __init__(self, inner: Any, method: str) -> None:
-        self.inner = inner
-        self.method = method
-        self.started = threading.Event()
-        self.gate = threading.Event()
-        self.threads: set[int] = set()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.inner, name)
-        if name != self.method:
-            return attr
-
-        def gated(*args: Any, **kwargs: Any) -> Any:
-            self.threads.add(threading.get_ident())
-            self.started.set()
-            if not self.gate.wait(GENEROUS):
-                raise StoreUnavailable("the gate never opened: the event loop was blocked")
-            return attr(*args, **kwargs)
-
-        return gated
 
 
 async def _scenario(gateway: Gateway, store: Any) -> tuple[list[str], str]:
