@@ -34,7 +34,7 @@ class Recorder(Protocol):
 class Recorders:
     """Several recorders as one. One failing does not stop the others."""
 
-    __slots__ = ("_async", "_one", "_with_turn", "awaits", "failures", "recorders")
+    __slots__ = ("_async", "_turn_pairs", "_with_turn", "awaits", "failures", "recorders")
 
     def __init__(self, recorders: Iterable[Recorder]) -> None:
         self.recorders = tuple(recorders)
@@ -48,8 +48,8 @@ class Recorders:
             for r in self.recorders
         )
         self.awaits = any(a is not None or e is not None for a, e in self._async)
-        # One recorder, the usual case: ``on_turn_result`` calls it without a loop.
-        self._one = len(self.recorders) == 1
+        # Each recorder with its ``on_turn_result``, paired once, not per call.
+        self._turn_pairs = tuple(zip(self.recorders, self._with_turn, strict=True))
 
     def on_tool_result(self, result: ToolResult, /) -> None:
         for recorder in self.recorders:
@@ -62,19 +62,7 @@ class Recorders:
     def on_turn_result(self, turn: Any, result: ToolResult, /) -> None:
         """``on_tool_result``, except that a recorder defining ``on_turn_result(turn,
         result)`` gets the turn too (the audit log reads its tenant and session)."""
-        if self._one:
-            recorder = self.recorders[0]
-            with_turn = self._with_turn[0]
-            try:
-                if with_turn is None:
-                    recorder.on_tool_result(result)
-                else:
-                    with_turn(turn, result)
-            except Exception:
-                self.failures += 1
-                log.exception("recorder %r failed", recorder)
-            return
-        for recorder, with_turn in zip(self.recorders, self._with_turn, strict=True):
+        for recorder, with_turn in self._turn_pairs:
             try:
                 if with_turn is None:
                     recorder.on_tool_result(result)
