@@ -192,7 +192,7 @@ def _statements(dsn: str, quick: bool) -> list[dict[str, Any]]:
     """Server time of each statement (``EXPLAIN ANALYZE``: no round trip, no commit)."""
     import psycopg
 
-    from guardrails.store._pg_sql import APPEND as _APPEND
+    from guardrails.store import _pg_sql
 
     with PostgresStore(dsn, max_size=1) as store:
         store.audit_rows(limit=1)
@@ -202,22 +202,33 @@ def _statements(dsn: str, quick: bool) -> list[dict[str, Any]]:
     insert = f"INSERT INTO bare_statement ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
     head = list(conn.execute("SELECT id, hash FROM guardrails_audit_head").fetchone())
 
-    def append(hint_holds: bool) -> tuple[str, tuple[Any, ...]]:
-        last, previous = head if hint_holds else (-1, "")
-        digest = link(previous, last + 1, _TEXT)
-        return _APPEND, (last, previous, digest, _TEXT, *_VALUES)
+    def first(steps: Any) -> tuple[str, tuple[Any, ...]]:
+        statement = next(steps)  # the first statement the store would send
+        return statement.text, statement.params
 
+    hint = lambda: _pg_sql.Head(*head)  # noqa: E731
     cases = {
-        "bare INSERT": lambda: (insert, (*_VALUES, _HASH)),
-        "append, the client's hash kept (head as last seen)": lambda: append(True),
-        "append, hashed by the server (head moved)": lambda: append(False),
+        "bare INSERT": (lambda: (insert, (*_VALUES, _HASH)), 1),
+        "append, head as last seen (the client's hash)": (
+            lambda: first(_pg_sql.append(_ROW, hint())),
+            1,
+        ),
+        "append, head moved (the function hashes after the locked head)": (
+            lambda: first(_pg_sql.append(_ROW, _pg_sql.Head(-1, "", True))),
+            1,
+        ),
+        "append_many of 8 rows, head as last seen (the client's hashes), per row": (
+            lambda: first(_pg_sql.append_many([_ROW] * 8, hint())),
+            8,
+        ),
     }
     samples: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(30 if quick else 300):
-        for name, make in cases.items():
+        for name, (make, rows) in cases.items():
             sql, params = make()
             plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN ANALYZE {sql}", params))
-            samples[name].append(float(plan.rsplit("Execution Time: ", 1)[1].split()[0]) * 1000)
+            took = float(plan.rsplit("Execution Time: ", 1)[1].split()[0]) * 1000
+            samples[name].append(took / rows)
             head[:] = conn.execute("SELECT id, hash FROM guardrails_audit_head").fetchone()
     conn.close()
     floor = statistics.median(samples["bare INSERT"])
@@ -229,7 +240,7 @@ def _statements(dsn: str, quick: bool) -> list[dict[str, Any]]:
             best_us=min(values),
             ratio=round(statistics.median(values) / floor, 2),
             floor="bare INSERT",
-            note="server execution time of the statement alone",
+            note="server execution time of the statement alone, per row",
         )
         for name, values in samples.items()
     ]

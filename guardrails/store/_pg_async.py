@@ -19,16 +19,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 import psycopg_pool
 
 from . import _pg_sql
-from ._base import AuditRow
+from ._base import AuditRow, StoreUnavailable
 from ._group_commit import AsyncBatcher
-from ._pg_sql import Batch, Result, Sql
-from .postgres import PostgresStore, refused
+from ._pg_sql import Batch, Head, Result, Sql
+from .postgres import PostgresStore, collided, refused
 from .steps import finish_started
 
 __all__ = ["AsyncPath"]
@@ -83,6 +83,8 @@ class AsyncPath:
         """The store method ``name`` with ``args``, awaited on this loop."""
         if name == "append":  # the store's answer: the row's id
             return await self.append_one(*args)
+        if name == "append_many":  # after the store's head hint, which it moves on
+            return await self.append_many(*args)
         return await self.run(getattr(_pg_sql, name)(*args))
 
     async def append(self, row: AuditRow, /) -> None:
@@ -93,14 +95,30 @@ class AsyncPath:
         if len(rows) == 1:
             await self.append_one(rows[0])
         else:
-            await self.run(_pg_sql.append_many(rows))
+            await self.append_many(rows)
 
     async def append_one(self, row: AuditRow) -> int:
         """One row in the plain statement, after the store's head hint, which it moves on
         (the hint the sync path keeps too: either path's rows keep it up to date)."""
+        written = await self._append_steps(_pg_sql.append, row)
+        return written.id
+
+    async def append_many(self, rows: list[AuditRow]) -> None:
+        if rows:
+            await self._append_steps(_pg_sql.append_many, rows)
+
+    async def _append_steps(
+        self, steps: Callable[[Any, Head], _pg_sql.Steps[Head]], rows: Any
+    ) -> Head:
         store = self.store
-        store._head = written = await self.run(_pg_sql.append(row, store._head))
-        return written[0]
+        try:
+            store._head = written = await self.run(steps(rows, store._head))
+        except StoreUnavailable as exc:
+            if not collided(exc):
+                raise
+            # A row written around the store took the id: chain after the newest row.
+            store._head = written = await self.run(steps(rows, store._head._replace(moved=True)))
+        return written
 
     async def run(self, steps: _pg_sql.Steps[T]) -> T:
         """Drive an operation on a connection of this loop's pool; a backend failure is unavailable."""

@@ -20,32 +20,29 @@ from ._base import AUDIT_COLUMNS, AuditRow, Claim, Snapshot, check_filters, row_
 from ._chain import GENESIS, content, link
 from ._storable import storable
 
-__all__ = ["Batch", "Result", "Sql", "Steps", "drive"]
+__all__ = ["Batch", "Head", "Result", "Sql", "Steps", "drive"]
 
 T = TypeVar("T")
 
 _COLUMNS = ", ".join(AUDIT_COLUMNS)
-# The server-side function of migration 2 locks the chain head, hashes the
-# rows (sha256 of "previous|id|content", as ``_chain.link``), inserts them and
-# moves the head: one statement, so the lock is held for the shortest time.
-APPEND_MANY = "SELECT guardrails_audit_append(%s, %s::jsonb)"
-# One row: the same in one plain statement, cheaper than the function call.
-# The UPDATE takes the head's row lock; one that waited re-reads the head its
-# predecessor committed (EvalPlanQual), so the chain stays one. The client
-# sends the hash it computed after the head it last saw: when that head is
-# still the head, the hash goes in as sent; otherwise the server hashes after
-# the head it locked (hashing in SQL costs more than the row's insert).
-# Parameters: the hint's id and hash, the client's hash, the row's content,
-# then the row's columns; answers the row's (id, hash), the next hint.
+# One row, when the store's hint of the chain head still holds: the UPDATE
+# takes the head's row lock and moves it only if it is the (id, hash) the
+# client hashed after (one that waited re-reads the head its predecessor
+# committed, EvalPlanQual); the INSERT writes the row with the client's hash.
+# The server checks and inserts, nothing more. A head that moved meanwhile
+# inserts nothing (row count 0): the row then goes through APPEND_MANY.
+# Parameters: the row's hash, the hint's id and hash, then the row's columns.
 APPEND = (
-    "WITH head AS (UPDATE guardrails_audit_head SET id = id + 1, hash = CASE "
-    "WHEN id = %s::bigint AND hash = %s THEN %s ELSE encode(sha256(convert_to("
-    "hash || '|' || (id + 1)::text || '|' || %s, 'UTF8')), 'hex') END "
-    "RETURNING id, hash) "
+    "WITH head AS (UPDATE guardrails_audit_head SET id = id + 1, hash = %s "
+    "WHERE id = %s::bigint AND hash = %s RETURNING id, hash) "
     f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) "
-    f"SELECT head.id, {', '.join('%s' for _ in AUDIT_COLUMNS)}, head.hash FROM head "
-    "RETURNING id, hash"
+    f"SELECT head.id, {', '.join('%s' for _ in AUDIT_COLUMNS)}, head.hash FROM head"
 )
+# Many rows, or one after a head that moved: the function of migration 3
+# locks the head; the client's hashes go in when it is the hint, otherwise
+# the server hashes after the head it locked, in the same call. Answers the
+# new head and whether the hint was out of date.
+APPEND_MANY = "SELECT * FROM guardrails_audit_append(%s::bigint, %s, %s, %s, %s::json)"
 SELECT = f"SELECT id, {_COLUMNS} FROM guardrails_audit"
 SELECT_CHAIN = f"SELECT id, {_COLUMNS}, hash FROM guardrails_audit"
 CHUNK = 1000  # rows per call of the append function
@@ -157,29 +154,56 @@ def drive(steps: Steps[T], execute: Callable[[Sql | Batch], Any]) -> T:
 # -- audit ----------------------------------------------------------------------------
 
 
-def _payload(rows: list[AuditRow]) -> tuple[list[str], str]:
-    """The function's two arguments: each row's canonical content, and the rows as JSON."""
-    return [content(r) for r in rows], json.dumps(
-        [dict(zip(AUDIT_COLUMNS, r, strict=False)) for r in rows]
-    )
+class Head(NamedTuple):
+    """A store's hint of the chain head: the last row it wrote, and whether the
+    head had moved past its hint the last time it looked (then the next append
+    goes straight to the function, which says when the head is back)."""
+
+    id: int
+    hash: str
+    moved: bool = False
 
 
-def append(row: AuditRow, head: tuple[int, str] = (0, GENESIS)) -> Steps[tuple[int, str]]:
-    """Append ``row`` after ``head``, the (id, hash) its store last wrote (a hint the
-    statement checks under the head's lock); returns the row's own (id, hash)."""
+START = Head(0, GENESIS)
+
+
+def append(row: AuditRow, head: Head = START) -> Steps[Head]:
+    """Append ``row`` after ``head`` (checked under the head's lock); returns the next hint."""
     row = storable(row)
     text = content(row)
-    last, previous = head
-    found = yield Sql(APPEND, (last, previous, link(previous, last + 1, text), text, *row.values()))
-    written = found.rows[0]
-    return int(written[0]), str(written[1])
+    last, previous, moved = head
+    digest = link(previous, last + 1, text)
+    if not moved:
+        done = yield Sql(APPEND, (digest, last, previous, *row.values()))
+        if done.rowcount == 1:
+            return Head(last + 1, digest)
+    return (yield from _append_rows([row], [text], [digest], head))
 
 
-def append_many(rows: list[AuditRow]) -> Steps[None]:
-    # Each chunk is one statement of the server function: one commit.
+def append_many(rows: list[AuditRow], head: Head = START) -> Steps[Head]:
+    """Append ``rows`` in chunks of ``CHUNK``, each one statement and one commit."""
     ready = [storable(r) for r in rows]
     for start in range(0, len(ready), CHUNK):
-        yield Sql(APPEND_MANY, _payload(ready[start : start + CHUNK]))
+        chunk = ready[start : start + CHUNK]
+        texts = [content(r) for r in chunk]
+        last, previous, _ = head
+        hashes = []
+        for text in texts:
+            last += 1
+            previous = link(previous, last, text)
+            hashes.append(previous)
+        head = yield from _append_rows(chunk, texts, hashes, head)
+    return head
+
+
+def _append_rows(
+    rows: list[AuditRow], texts: list[str], hashes: list[str], head: Head
+) -> Steps[Head]:
+    """One call of the function: the hint, the client's hashes, the contents, the rows as JSON."""
+    payload = json.dumps([dict(zip(AUDIT_COLUMNS, r, strict=False)) for r in rows])
+    found = yield Sql(APPEND_MANY, (head.id, head.hash, hashes, texts, payload))
+    last, stored, moved = found.rows[0]
+    return Head(int(last), str(stored), bool(moved))
 
 
 def audit_chain(after_id: int, limit: int) -> Steps[list[tuple[AuditRow, str | None]]]:

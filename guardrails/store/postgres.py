@@ -21,14 +21,14 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _pg_sql as sql
 from ._base import AuditRow, Claim, Snapshot, StoreUnavailable
-from ._chain import GENESIS
 from ._group_commit import Batcher
 from ._pg_migrate import migrate as _migrate
-from ._pg_sql import Batch, Result, Sql
+from ._pg_sql import START, Batch, Head, Result, Sql
 
 if TYPE_CHECKING:
     from ._pg_async import AsyncPath
@@ -84,10 +84,10 @@ class PostgresStore:
         # ``group_commit``, and always of the rows ``offloop`` writes.
         self.batcher = Batcher(self._write_rows)
         self._group_commit = group_commit
-        # The (id, hash) of the chain head after this store's last append: a
-        # hint the append statement checks against the head it locks (kept by
-        # both paths: the sync one and the async one).
-        self._head: tuple[int, str] = (0, GENESIS)
+        # The chain head after this store's last append: a hint the append
+        # checks against the head it locks (kept by both paths: the sync one
+        # and the async one).
+        self._head: Head = START
         self._async: AsyncPath | None = None
         if async_pool:
             from ._pg_async import AsyncPath
@@ -170,18 +170,29 @@ class PostgresStore:
 
     def _append_one(self, row: AuditRow) -> int:
         # The head this store last wrote is the hint; the head the row got is the next one.
-        self._head = found = self._drive(sql.append(row, self._head))
-        return found[0]
+        self._head = found = self._append_steps(sql.append, row)
+        return found.id
 
     def append_many(self, rows: list[AuditRow], /) -> None:
-        self._drive(sql.append_many(rows))
+        if rows:
+            self._head = self._append_steps(sql.append_many, rows)
+
+    def _append_steps(self, steps: Callable[[Any, Head], sql.Steps[Head]], rows: Any) -> Head:
+        try:
+            return self._drive(steps(rows, self._head))
+        except StoreUnavailable as exc:
+            if not collided(exc):
+                raise
+        # A row written around the store took the id after the head: the
+        # function chains after the newest row instead.
+        return self._drive(steps(rows, self._head._replace(moved=True)))
 
     def _write_rows(self, rows: list[AuditRow]) -> None:
         # One row in the plain statement, cheaper than the function call.
         if len(rows) == 1:
             self._append_one(rows[0])
         else:
-            self._drive(sql.append_many(rows))
+            self.append_many(rows)
 
     def audit_chain(
         self, *, after_id: int = 0, limit: int = 1000
@@ -268,6 +279,11 @@ class PostgresStore:
 def refused(exc: BaseException) -> StoreUnavailable:
     """The ``StoreUnavailable`` that stands for the backend failure ``exc`` (its type only)."""
     return StoreUnavailable(f"PostgreSQL store: {type(exc).__name__}")
+
+
+def collided(exc: BaseException) -> bool:
+    """Whether ``exc`` stands for an audit row whose id was taken by a row written around the store."""
+    return type(exc.__cause__).__name__ == "UniqueViolation"
 
 
 def _execute(conn: Any, item: Sql | Batch) -> Result | tuple[Result, ...]:

@@ -44,6 +44,7 @@ def test_the_statement_group_reads_the_servers_time_of_each_statement(
         assert row["median_us"] > 0
     assert [r["name"] for r in rows] == [
         "bare INSERT",
-        "append, the client's hash kept (head as last seen)",
-        "append, hashed by the server (head moved)",
+        "append, head as last seen (the client's hash)",
+        "append, head moved (the function hashes after the locked head)",
+        "append_many of 8 rows, head as last seen (the client's hashes), per row",
     ]

@@ -23,6 +23,7 @@ from guardrails.store import (
     _chain,
 )
 from guardrails.store._chain import GENESIS, content, link
+from guardrails.store._pg_sql import Head
 from guardrails.store.testing import postgres_dsn
 from guardrails.store.verify import Verified, verify
 
@@ -379,11 +380,11 @@ def _append_after_hint(store: Any, hint: str) -> Verified:
     store.append(_row(0))
     behind = store._head
     store.append(_row(1))
-    last, stored = store._head
+    last, stored = store._head[:2]
     store._head = {
         "behind": behind,
-        "wrong hash": (last, "0" * 64),
-        "past the head": (last + 5, stored),
+        "wrong hash": Head(last, "0" * 64),
+        "past the head": Head(last + 5, stored),
     }[hint]
     assert store.append(_row(2)) == 3
     assert store.append(_row(3)) == 4

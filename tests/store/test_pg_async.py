@@ -18,6 +18,7 @@ from guardrails.audit import AuditLog
 from guardrails.effects import CapExceeded, PaidCall, Usage
 from guardrails.effects._leases import renewer
 from guardrails.store import AuditRow, PostgresStore
+from guardrails.store._pg_sql import Head
 from guardrails.store.offloop import off_loop
 from guardrails.store.verify import verify
 from guardrails.verdicts import EscapeReason, Reason
@@ -296,17 +297,17 @@ async def test_both_paths_keep_the_head_hint_and_the_server_hashes_when_it_is_wr
 
     try:
         store.append(AuditRow("tool_call", 1.0, call_id="sync"))
-        assert store._head == head() and store._head[0] == 1
+        assert store._head[:2] == head() and store._head[0] == 1
         await path.append(AuditRow("tool_call", 2.0, call_id="async"))
-        assert store._head == head() and store._head[0] == 2
+        assert store._head[:2] == head() and store._head[0] == 2
         assert await path.call("append", AuditRow("tool_call", 3.0, call_id="call")) == 3
-        assert store._head == head()
-        store._head = (3, "0" * 64)  # a hint the locked head does not match
+        assert store._head[:2] == head()
+        store._head = Head(3, "0" * 64)  # a hint the locked head does not match
         await path.append(AuditRow("tool_call", 4.0, call_id="wrong hint"))
-        assert store._head == head() and store._head[0] == 4
-        store._head = (1, store._head[1])
+        assert store._head[:2] == head() and store._head[0] == 4
+        store._head = Head(1, store._head[1])
         store.append(AuditRow("tool_call", 5.0, call_id="behind"))
-        assert store._head == head() and store._head[0] == 5
+        assert store._head[:2] == head() and store._head[0] == 5
         found = verify(store)
         assert found.ok and found.rows == 5, found.line()
     finally:

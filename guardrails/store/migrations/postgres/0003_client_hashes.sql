@@ -1,0 +1,56 @@
+-- guardrails store, version 3 (PostgreSQL): appends of many rows carry the
+-- hashes the client computed after the chain head it last saw.
+--
+-- The function locks the chain head. When the head is the one the client
+-- named, the client's hashes go in as sent: the server checks the head and
+-- inserts, nothing more. When another writer moved the head meanwhile, the
+-- function hashes each row after the head it locked (sha256 of
+-- "previous|id|content", as _chain.link), in the same call. Rows written
+-- around the store (an INSERT that did not move the head) are chained after,
+-- not collided with: the newest row is the head then, and `guardrails audit
+-- verify` names the row that does not match. Answers the new head and whether
+-- the client's hint was out of date.
+--
+-- The function of version 2 (contents, payload) stays, so a process of the
+-- previous release keeps appending to the same chain during an upgrade.
+CREATE FUNCTION guardrails_audit_append(
+    hint_id BIGINT, hint_hash TEXT, hashes TEXT[], contents TEXT[], payload JSON
+) RETURNS TABLE (head_id BIGINT, head_hash TEXT, moved BOOLEAN)
+LANGUAGE plpgsql AS $$
+DECLARE
+    last_id     BIGINT;
+    last_hash   TEXT;
+    newest_id   BIGINT;
+    newest_hash TEXT;
+    n           INTEGER := COALESCE(array_length(hashes, 1), 0);
+BEGIN
+    IF n <> json_array_length(payload) OR n <> COALESCE(array_length(contents, 1), 0) THEN
+        RAISE EXCEPTION 'guardrails_audit_append: % hashes, % contents, % rows',
+            n, COALESCE(array_length(contents, 1), 0), json_array_length(payload);
+    END IF;
+    SELECT h.id, h.hash INTO last_id, last_hash FROM guardrails_audit_head h FOR UPDATE;
+    SELECT a.id, a.hash INTO newest_id, newest_hash
+        FROM guardrails_audit a ORDER BY a.id DESC LIMIT 1;
+    IF newest_id > last_id THEN
+        last_id := newest_id;
+        last_hash := COALESCE(newest_hash, '');
+    END IF;
+    moved := last_id <> hint_id OR last_hash <> hint_hash;
+    IF moved THEN
+        FOR i IN 1 .. n LOOP
+            last_hash := encode(sha256(convert_to(
+                last_hash || '|' || (last_id + i)::text || '|' || contents[i], 'UTF8')), 'hex');
+            hashes[i] := last_hash;
+        END LOOP;
+    ELSIF n > 0 THEN
+        last_hash := hashes[n];
+    END IF;
+    INSERT INTO guardrails_audit (id, kind, at, call_id, tenant, session, agent, workflow, tool, outcome, verdict, reason, verdicts, escapes, duration_us, tokens_in, tokens_out, cost, exception, error, detail, altered, hash)
+    SELECT last_id + r.ordinality, r.kind, r.at, r.call_id, r.tenant, r.session, r.agent, r.workflow, r.tool, r.outcome, r.verdict, r.reason, r.verdicts, r.escapes, r.duration_us, r.tokens_in, r.tokens_out, r.cost, r.exception, r.error, r.detail, r.altered, hashes[r.ordinality]
+    FROM json_populate_recordset(NULL::guardrails_audit, payload) WITH ORDINALITY AS r;
+    UPDATE guardrails_audit_head SET id = last_id + n, hash = last_hash;
+    head_id := last_id + n;
+    head_hash := last_hash;
+    RETURN NEXT;
+END;
+$$;
