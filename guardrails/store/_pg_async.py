@@ -107,9 +107,7 @@ class AsyncPath:
         if rows:
             await self._append_steps(_pg_sql.append_many, rows)
 
-    async def _append_steps(
-        self, steps: Callable[[Any, Head], _pg_sql.Steps[Head]], rows: Any
-    ) -> Head:
+    async def _append_steps(self, steps: Callable[..., _pg_sql.Steps[Head]], rows: Any) -> Head:
         store = self.store
         try:
             store._head = written = await self.run(steps(rows, store._head))
@@ -117,7 +115,7 @@ class AsyncPath:
             if not collided(exc):
                 raise
             # A row written around the store took the id: chain after the newest row.
-            store._head = written = await self.run(steps(rows, store._head._replace(moved=True)))
+            store._head = written = await self.run(steps(rows, store._head, around=True))
         return written
 
     async def run(self, steps: _pg_sql.Steps[T]) -> T:

@@ -25,23 +25,40 @@ __all__ = ["Batch", "Head", "Result", "Sql", "Steps", "drive"]
 T = TypeVar("T")
 
 _COLUMNS = ", ".join(AUDIT_COLUMNS)
+_VALUES = ", ".join("%s" for _ in AUDIT_COLUMNS)
 # One row, when the store's hint of the chain head still holds: the UPDATE
 # takes the head's row lock and moves it only if it is the (id, hash) the
 # client hashed after (one that waited re-reads the head its predecessor
 # committed, EvalPlanQual); the INSERT writes the row with the client's hash.
-# The server checks and inserts, nothing more. A head that moved meanwhile
-# inserts nothing (row count 0): the row then goes through APPEND_MANY.
+# The server checks and inserts, nothing more; nothing comes back. A head that
+# moved meanwhile inserts nothing (row count 0).
 # Parameters: the row's hash, the hint's id and hash, then the row's columns.
 APPEND = (
     "WITH head AS (UPDATE guardrails_audit_head SET id = id + 1, hash = %s "
     "WHERE id = %s::bigint AND hash = %s RETURNING id, hash) "
     f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) "
-    f"SELECT head.id, {', '.join('%s' for _ in AUDIT_COLUMNS)}, head.hash FROM head"
+    f"SELECT head.id, {_VALUES}, head.hash FROM head"
 )
-# Many rows, or one after a head that moved: the function of migration 3
-# locks the head; the client's hashes go in when it is the hint, otherwise
-# the server hashes after the head it locked, in the same call. Answers the
-# new head and whether the hint was out of date.
+# One row after whatever head the UPDATE locks: the client's hash when that
+# head is the hint, otherwise the server hashes after it (in SQL, about a
+# microsecond; a function call costs more than the whole insert). For a store
+# whose hint fell behind (writers taking turns) until the head is back where
+# it left it. Parameters: the hint's id and hash, the client's hash, the row's
+# content, then its columns; answers the row's (id, hash).
+APPEND_AFTER_HEAD = (
+    "WITH head AS (UPDATE guardrails_audit_head SET id = id + 1, hash = CASE "
+    "WHEN id = %s::bigint AND hash = %s THEN %s ELSE encode(sha256(convert_to("
+    "hash || '|' || (id + 1)::text || '|' || %s, 'UTF8')), 'hex') END "
+    "RETURNING id, hash) "
+    f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) "
+    f"SELECT head.id, {_VALUES}, head.hash FROM head "
+    "RETURNING id, hash"
+)
+# Many rows: the function of migration 3 locks the head; the client's hashes
+# go in when it is the hint, otherwise the server hashes after the head it
+# locked, in the same call; a row written around the store (not through the
+# head) is chained after, not collided with. Answers the new head and whether
+# the hint was out of date.
 APPEND_MANY = "SELECT * FROM guardrails_audit_append(%s::bigint, %s, %s, %s, %s::json)"
 SELECT = f"SELECT id, {_COLUMNS} FROM guardrails_audit"
 SELECT_CHAIN = f"SELECT id, {_COLUMNS}, hash FROM guardrails_audit"
@@ -167,21 +184,27 @@ class Head(NamedTuple):
 START = Head(0, GENESIS)
 
 
-def append(row: AuditRow, head: Head = START) -> Steps[Head]:
-    """Append ``row`` after ``head`` (checked under the head's lock); returns the next hint."""
+def append(row: AuditRow, head: Head = START, *, around: bool = False) -> Steps[Head]:
+    """Append ``row`` after ``head`` (checked under the head's lock); returns the next hint.
+    ``around``: a row written around the store took the next id; go through the function."""
     row = storable(row)
     text = content(row)
     last, previous, moved = head
     digest = link(previous, last + 1, text)
+    if around:
+        return (yield from _append_rows([row], [text], [digest], head))
     if not moved:
         done = yield Sql(APPEND, (digest, last, previous, *row.values()))
         if done.rowcount == 1:
             return Head(last + 1, digest)
-    return (yield from _append_rows([row], [text], [digest], head))
+    found = yield Sql(APPEND_AFTER_HEAD, (last, previous, digest, text, *row.values()))
+    written, stored = found.rows[0]
+    return Head(int(written), str(stored), stored != digest)
 
 
-def append_many(rows: list[AuditRow], head: Head = START) -> Steps[Head]:
-    """Append ``rows`` in chunks of ``CHUNK``, each one statement and one commit."""
+def append_many(rows: list[AuditRow], head: Head = START, *, around: bool = False) -> Steps[Head]:
+    """Append ``rows`` in chunks of ``CHUNK``, each one statement and one commit
+    (``around``: as ``append``'s; the function always handles it)."""
     ready = [storable(r) for r in rows]
     for start in range(0, len(ready), CHUNK):
         chunk = ready[start : start + CHUNK]

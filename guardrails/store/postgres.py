@@ -177,7 +177,7 @@ class PostgresStore:
         if rows:
             self._head = self._append_steps(sql.append_many, rows)
 
-    def _append_steps(self, steps: Callable[[Any, Head], sql.Steps[Head]], rows: Any) -> Head:
+    def _append_steps(self, steps: Callable[..., sql.Steps[Head]], rows: Any) -> Head:
         try:
             return self._drive(steps(rows, self._head))
         except StoreUnavailable as exc:
@@ -185,7 +185,7 @@ class PostgresStore:
                 raise
         # A row written around the store took the id after the head: the
         # function chains after the newest row instead.
-        return self._drive(steps(rows, self._head._replace(moved=True)))
+        return self._drive(steps(rows, self._head, around=True))
 
     def _write_rows(self, rows: list[AuditRow]) -> None:
         # One row in the plain statement, cheaper than the function call.
