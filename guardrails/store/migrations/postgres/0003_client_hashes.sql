@@ -18,15 +18,20 @@ CREATE FUNCTION guardrails_audit_append(
 ) RETURNS TABLE (head_id BIGINT, head_hash TEXT, moved BOOLEAN)
 LANGUAGE plpgsql AS $$
 DECLARE
+    -- The rows are read before the head is locked: the lock is held for the
+    -- check, the insert and the commit only.
+    incoming    guardrails_audit[] := ARRAY(
+        SELECT json_populate_record(NULL::guardrails_audit, e.value)
+        FROM json_array_elements(payload) WITH ORDINALITY AS e ORDER BY e.ordinality);
+    n           INTEGER := COALESCE(array_length(incoming, 1), 0);
     last_id     BIGINT;
     last_hash   TEXT;
     newest_id   BIGINT;
     newest_hash TEXT;
-    n           INTEGER := COALESCE(array_length(hashes, 1), 0);
 BEGIN
-    IF n <> json_array_length(payload) OR n <> COALESCE(array_length(contents, 1), 0) THEN
-        RAISE EXCEPTION 'guardrails_audit_append: % hashes, % contents, % rows',
-            n, COALESCE(array_length(contents, 1), 0), json_array_length(payload);
+    IF n <> COALESCE(array_length(hashes, 1), 0) OR n <> COALESCE(array_length(contents, 1), 0) THEN
+        RAISE EXCEPTION 'guardrails_audit_append: % rows, % hashes, % contents',
+            n, COALESCE(array_length(hashes, 1), 0), COALESCE(array_length(contents, 1), 0);
     END IF;
     SELECT h.id, h.hash INTO last_id, last_hash FROM guardrails_audit_head h FOR UPDATE;
     SELECT a.id, a.hash INTO newest_id, newest_hash
@@ -47,7 +52,7 @@ BEGIN
     END IF;
     INSERT INTO guardrails_audit (id, kind, at, call_id, tenant, session, agent, workflow, tool, outcome, verdict, reason, verdicts, escapes, duration_us, tokens_in, tokens_out, cost, exception, error, detail, altered, hash)
     SELECT last_id + r.ordinality, r.kind, r.at, r.call_id, r.tenant, r.session, r.agent, r.workflow, r.tool, r.outcome, r.verdict, r.reason, r.verdicts, r.escapes, r.duration_us, r.tokens_in, r.tokens_out, r.cost, r.exception, r.error, r.detail, r.altered, hashes[r.ordinality]
-    FROM json_populate_recordset(NULL::guardrails_audit, payload) WITH ORDINALITY AS r;
+    FROM unnest(incoming) WITH ORDINALITY AS r;
     UPDATE guardrails_audit_head SET id = last_id + n, hash = last_hash;
     head_id := last_id + n;
     head_hash := last_hash;
