@@ -41,7 +41,7 @@ APPEND = (
 )
 # One row after whatever head the UPDATE locks: the client's hash when that
 # head is the hint, otherwise the server hashes after it (in SQL, about a
-# microsecond; a function call costs more than the whole insert). For a store
+# microsecond; a function call costs more than the row's insert). For a store
 # whose hint fell behind (writers taking turns) until the head is back where
 # it left it. Parameters: the hint's id and hash, the client's hash, the row's
 # content, then its columns; answers the row's (id, hash).
@@ -173,8 +173,9 @@ def drive(steps: Steps[T], execute: Callable[[Sql | Batch], Any]) -> T:
 
 class Head(NamedTuple):
     """A store's hint of the chain head: the last row it wrote, and whether the
-    head had moved past its hint the last time it looked (then the next append
-    goes straight to the function, which says when the head is back)."""
+    head had moved past the hint the last time it looked (then the next append
+    goes straight to ``APPEND_AFTER_HEAD``, which shows when the head is back
+    where the store left it)."""
 
     id: int
     hash: str
