@@ -55,7 +55,8 @@ APPEND_AFTER_HEAD = (
     "RETURNING id, hash"
 )
 # Many rows: the function of migration 3 locks the head; the client's hashes
-# go in when it is the hint, otherwise the server hashes after the head it
+# go in when it is the hint, otherwise (or when the client sent none, its
+# hint having fallen behind last time) the server hashes after the head it
 # locked, in the same call; a row written around the store (not through the
 # head) is chained after, not collided with. Answers the new head and whether
 # the hint was out of date.
@@ -210,12 +211,13 @@ def append_many(rows: list[AuditRow], head: Head = START, *, around: bool = Fals
     for start in range(0, len(ready), CHUNK):
         chunk = ready[start : start + CHUNK]
         texts = [content(r) for r in chunk]
-        last, previous, _ = head
+        last, previous, moved = head
         hashes = []
-        for text in texts:
-            last += 1
-            previous = link(previous, last, text)
-            hashes.append(previous)
+        if not moved:  # a hint the head moved past last time: the server hashes
+            for text in texts:
+                last += 1
+                previous = link(previous, last, text)
+                hashes.append(previous)
         head = yield from _append_rows(chunk, texts, hashes, head)
     return head
 

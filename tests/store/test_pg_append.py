@@ -96,7 +96,7 @@ def test_more_rows_than_a_chunk_are_several_calls_each_after_the_head_the_last_o
 ):
     rows = [_row(n) for n in range(sql.CHUNK + 2)]
     answers = [
-        Result(1, [(sql.CHUNK, "e" * 64, True)]),
+        Result(1, [(sql.CHUNK, "e" * 64, False)]),
         Result(1, [(sql.CHUNK + 2, "f" * 64, False)]),
     ]
     sent, found = _statements(sql.append_many(rows), answers)
@@ -281,3 +281,28 @@ def test_a_store_unavailable_that_is_not_a_collision_is_not_retried() -> None:
     from guardrails.store.postgres import collided
 
     assert not collided(refused)
+
+
+def test_a_store_whose_hint_fell_behind_sends_no_hashes_and_the_function_hashes() -> None:
+    rows = [_row(0), _row(1)]
+    sent, found = _statements(
+        sql.append_many(rows, Head(4, "c" * 64, True)), [Result(1, [(6, "d" * 64, False)])]
+    )
+    assert sent[0].params[:4] == (4, "c" * 64, [], [content(r) for r in rows])
+    assert found == Head(6, "d" * 64, False)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("hint", ["at the head", "behind the head"])
+def test_the_function_hashes_rows_sent_without_hashes_after_the_head_it_locks(
+    pg_dsn: str, hint: str
+) -> None:
+    with PostgresStore(pg_dsn) as store:
+        store.append_many([_row(0), _row(1)])
+        head = store._head if hint == "at the head" else Head(1, "0" * 64)
+        store._head = head._replace(moved=True)
+        store.append_many([_row(2), _row(3)])
+        assert store._head.moved is (hint != "at the head")
+        store.append(_row(4))
+        found = verify(store)
+    assert found.ok and found.rows == 5, found.line()

@@ -3,9 +3,10 @@
 --
 -- The function locks the chain head. When the head is the one the client
 -- named, the client's hashes go in as sent: the server checks the head and
--- inserts, nothing more. When another writer moved the head meanwhile, the
--- function hashes each row after the head it locked (sha256 of
--- "previous|id|content", as _chain.link), in the same call. Rows written
+-- inserts, nothing more. When another writer moved the head meanwhile (or
+-- the client sent no hashes, expecting that), the function hashes each row
+-- after the head it locked (sha256 of "previous|id|content", as _chain.link),
+-- in the same call. Rows written
 -- around the store (an INSERT that did not move the head) are chained after,
 -- not collided with: the newest row is the head then, and `guardrails audit
 -- verify` names the row that does not match. Answers the new head and whether
@@ -29,7 +30,9 @@ DECLARE
     newest_id   BIGINT;
     newest_hash TEXT;
 BEGIN
-    IF n <> COALESCE(array_length(hashes, 1), 0) OR n <> COALESCE(array_length(contents, 1), 0) THEN
+    -- No hashes at all: the client expects the head to have moved.
+    IF (n <> COALESCE(array_length(hashes, 1), 0) AND hashes <> '{}')
+            OR n <> COALESCE(array_length(contents, 1), 0) THEN
         RAISE EXCEPTION 'guardrails_audit_append: % rows, % hashes, % contents',
             n, COALESCE(array_length(hashes, 1), 0), COALESCE(array_length(contents, 1), 0);
     END IF;
@@ -41,7 +44,7 @@ BEGIN
         last_hash := COALESCE(newest_hash, '');
     END IF;
     moved := last_id <> hint_id OR last_hash <> hint_hash;
-    IF moved THEN
+    IF moved OR hashes = '{}' THEN
         FOR i IN 1 .. n LOOP
             last_hash := encode(sha256(convert_to(
                 last_hash || '|' || (last_id + i)::text || '|' || contents[i], 'UTF8')), 'hex');
