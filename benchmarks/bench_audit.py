@@ -16,8 +16,10 @@ Groups:
 - ``audit.postgres.statement``: what the server spends on each statement
   (``EXPLAIN ANALYZE``, so neither the round trip nor the commit): a bare
   ``INSERT`` against the append statement when the store's hint of the chain
-  head holds (the client's hash goes in) and when it does not (the server
-  hashes).
+  head holds (the client's hash goes in, nothing comes back), the statement
+  a store whose hint fell behind uses (the previous release's single-row
+  append) with the hint holding and with the head moved (the server hashes
+  in SQL), and the function of many rows with the client's hashes, per row.
 - ``audit.postgres.workers``: rows per second in total with 8 workers: bare
   ``INSERT`` per row, ``PostgresStore.append`` per row (8 processes), and
   grouped commits (``group_commit=True``: 8 processes of 8 threads each, one
@@ -213,7 +215,12 @@ def _statements(dsn: str, quick: bool) -> list[dict[str, Any]]:
             lambda: first(_pg_sql.append(_ROW, hint())),
             1,
         ),
-        "append, head moved (the function hashes after the locked head)": (
+        "the same row through the statement for a moved hint, head as last seen "
+        "(the previous single-row append)": (
+            lambda: first(_pg_sql.append(_ROW, hint()._replace(moved=True))),
+            1,
+        ),
+        "append, head moved (hashed in SQL after the locked head)": (
             lambda: first(_pg_sql.append(_ROW, _pg_sql.Head(-1, "", True))),
             1,
         ),

@@ -45,6 +45,8 @@ def test_the_statement_group_reads_the_servers_time_of_each_statement(
     assert [r["name"] for r in rows] == [
         "bare INSERT",
         "append, head as last seen (the client's hash)",
-        "append, head moved (the function hashes after the locked head)",
+        "the same row through the statement for a moved hint, head as last seen "
+        "(the previous single-row append)",
+        "append, head moved (hashed in SQL after the locked head)",
         "append_many of 8 rows, head as last seen (the client's hashes), per row",
     ]
