@@ -213,7 +213,7 @@ def append_many(rows: list[AuditRow], head: Head = START, *, around: bool = Fals
         texts = [content(r) for r in chunk]
         last, previous, moved = head
         hashes = []
-        if not moved:  # a hint the head moved past last time: the server hashes
+        if not moved:  # a hint that fell behind last time sends none: the server hashes
             for text in texts:
                 last += 1
                 previous = link(previous, last, text)
