@@ -306,3 +306,19 @@ def test_the_function_hashes_rows_sent_without_hashes_after_the_head_it_locks(
         store.append(_row(4))
         found = verify(store)
     assert found.ok and found.rows == 5, found.line()
+
+
+@pytest.mark.postgres
+def test_a_hint_without_a_hash_counts_as_moved_and_the_function_hashes(pg_dsn: str) -> None:
+    import psycopg
+
+    with PostgresStore(pg_dsn) as store:
+        store.append(_row(0))
+        forged = _row(1)
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            found = conn.execute(
+                sql.APPEND_MANY,
+                (1, None, ["f" * 64], [content(forged)], json.dumps([forged._asdict()])),
+            ).fetchone()
+        assert found is not None and found[2] is True and found[1] != "f" * 64
+        assert verify(store).ok

@@ -43,7 +43,7 @@ BEGIN
         last_id := newest_id;
         last_hash := COALESCE(newest_hash, '');
     END IF;
-    moved := last_id <> hint_id OR last_hash <> hint_hash;
+    moved := last_id IS DISTINCT FROM hint_id OR last_hash IS DISTINCT FROM hint_hash;
     IF moved OR hashes = '{}' THEN
         FOR i IN 1 .. n LOOP
             last_hash := encode(sha256(convert_to(
