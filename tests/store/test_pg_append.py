@@ -193,7 +193,7 @@ async def test_a_row_written_around_the_store_is_chained_after_and_verify_names_
 
 
 @pytest.fixture
-def app_store(pg_dsn: str, two_roles: tuple[str, str]) -> Iterator[tuple[PostgresStore, str]]:
+def app_store(two_roles: tuple[str, str]) -> Iterator[tuple[PostgresStore, str]]:
     import psycopg
 
     owner_dsn, app_dsn = two_roles
@@ -246,6 +246,26 @@ def test_a_hash_the_application_role_forges_is_taken_by_the_server_and_named_by_
     result = verify(app)
     assert (result.ok, result.bad, result.problem) == (False, 3, _CHANGED)
     assert len(app.audit_rows()) == 4
+
+
+@pytest.mark.postgres
+def test_a_row_the_application_role_inserts_itself_is_chained_after_and_named_by_verify(
+    app_store: tuple[PostgresStore, str],
+) -> None:
+    import psycopg
+
+    app, app_dsn = app_store
+    app.append(_row(0))
+    with psycopg.connect(app_dsn, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO guardrails_audit (id, kind, at, hash) VALUES (2, 'forged', 0, %s)",
+            ("e" * 64,),
+        )
+    assert app.append(_row(1)) == 3  # not refused on the id the forged row took
+    app.append_many([_row(2)])
+    result = verify(app)
+    assert (result.ok, result.bad, result.problem) == (False, 2, _CHANGED)
+    assert [r.kind for r in app.audit_rows()] == ["tool_call", "forged", "tool_call", "tool_call"]
 
 
 @pytest.mark.postgres
