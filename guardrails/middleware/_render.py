@@ -1,5 +1,12 @@
 """Step 8: turn a tool's return value into the text the model sees, capped in size;
-bound secrets echoed in it replaced (``redact``)."""
+bound secrets echoed in it replaced (``redact``).
+
+Dict and list results are written by the compiled core when it is built
+(``_ccore.json_text``: exact JSON types straight into one string); anything it
+does not write itself, ``_encode`` (the json module's C encoder) writes, so the
+text and the exceptions are those of ``_encode`` either way. ``COMPILED`` says
+which one serves.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +14,21 @@ import json
 from typing import Any
 from urllib.parse import quote, quote_plus
 
+from .._compiled import CORE
+
 try:  # the C encoder, without the per-call encoder set-up of json.dumps
     from json.encoder import c_make_encoder as _c_make_encoder  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - CPython always has it
     _c_make_encoder = None
 
-__all__ = ["FLAG_SECRET_REDACTED", "REDACTED", "TRUNCATION_MARKER", "redact", "render"]
+__all__ = [
+    "COMPILED",
+    "FLAG_SECRET_REDACTED",
+    "REDACTED",
+    "TRUNCATION_MARKER",
+    "redact",
+    "render",
+]
 
 TRUNCATION_MARKER = "\n[guardrails: result truncated]"
 
@@ -37,13 +53,17 @@ else:  # pragma: no cover
     ).encode
 
 
+COMPILED = CORE is not None
+_json_text = CORE.json_text if CORE is not None else None
+
+
 def render(value: Any, max_chars: int) -> tuple[str, bool]:
     """``(content, truncated)``. Raises when the value cannot be serialised."""
     cls = type(value)
     if cls is str:
         text = value
-    elif cls is dict or cls is list:  # the common results: straight to the encoder
-        text = _encode(value)
+    elif cls is dict or cls is list:  # the common results: straight to the writer
+        text = _encode(value) if _json_text is None else _json_text(value, _encode)
     elif value is None:
         text = ""
     elif hasattr(value, "model_dump_json"):
