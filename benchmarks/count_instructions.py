@@ -86,6 +86,7 @@ def _python(tree: Path | None) -> tuple[list[str], dict[str, str] | None]:
     env = {**os.environ, "PYTHONPATH": f"{tree}:{HERE}{site}"}
     where = subprocess.run(
         [sys.executable, "-S", "-c", "import guardrails; print(guardrails.__file__)"],
+        cwd=tree,
         env=env,
         capture_output=True,
         text=True,
