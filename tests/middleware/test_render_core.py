@@ -11,6 +11,7 @@ of them before it hands over.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import math
@@ -263,7 +264,10 @@ def test_a_key_whose_hash_and_equality_mutate_the_dict_is_never_asked() -> None:
     with Armed():
         got = outcome(compiled, value)
     assert CALLS["ShiftyKey.__hash__"] == CALLS["ShiftyKey.__eq__"] == 0
-    assert got == ("raises", (TypeError, "keys must be str, int, float, bool or None, not ShiftyKey"))
+    assert got == (
+        "raises",
+        (TypeError, "keys must be str, int, float, bool or None, not ShiftyKey"),
+    )
     assert len(value) == 2
 
 
@@ -420,10 +424,8 @@ CASES: list[Any] = [
 
 
 def _quietly(value: Any) -> None:
-    try:
+    with contextlib.suppress(TypeError, ValueError):
         CORE.json_text(value, _encode)  # type: ignore[union-attr]
-    except (TypeError, ValueError):
-        pass
 
 
 @needs_compiled
