@@ -191,6 +191,21 @@ write_escaped(Writer *w, int kind, const void *data, Py_ssize_t n)
     w->len = at;
 }
 
+/* One-byte text copied as long as nothing needs an escape: how many were copied. */
+static inline Py_ssize_t
+copy_plain(Py_UCS1 *out, const Py_UCS1 *p, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    for (; i < n; i++) {
+        Py_UCS1 c = p[i];
+        if (c < 0x20 || c == '"' || c == '\\') {
+            break;
+        }
+        out[i] = c;
+    }
+    return i;
+}
+
 /* An exact str, quoted and escaped. */
 static int
 put_text(Writer *w, PyObject *s)
@@ -203,15 +218,28 @@ put_text(Writer *w, PyObject *s)
     int kind = PyUnicode_KIND(s);
     const void *data = PyUnicode_DATA(s);
     Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    if (!PyUnicode_IS_ASCII(s)) {
+        w->ascii = 0;
+    }
+    /* The common case: one-byte text into a one-byte buffer, nothing to escape. */
+    if (kind == 1 && w->kind == 1) {
+        if (writer_room(w, n + 2) < 0) {
+            return -1;
+        }
+        Py_UCS1 *out = (Py_UCS1 *)w->data + w->len;
+        out[0] = '"';
+        if (copy_plain(out + 1, data, n) == n) {
+            out[n + 1] = '"';
+            w->len += n + 2;
+            return 0;
+        }
+    }
     Py_ssize_t extra = escapes_in(kind, data, n);
     if (kind > w->kind && writer_move(w, w->cap > n + 2 ? w->cap : n + 2, kind) < 0) {
         return -1;
     }
     if (writer_room(w, n + extra + 2) < 0) {
         return -1;
-    }
-    if (!PyUnicode_IS_ASCII(s)) {
-        w->ascii = 0;
     }
     PyUnicode_WRITE(w->kind, w->data, w->len++, '"');
     if (extra == 0 && kind == w->kind) {
@@ -264,6 +292,23 @@ put_float(Writer *w, PyObject *v)
     double d = PyFloat_AS_DOUBLE(v);
     if (!isfinite(d)) {
         return -1;
+    }
+    /* A whole number under 1e16 (and not -0.0) is its digits and ".0" in repr. */
+    if (d > -1e16 && d < 1e16 && d == (double)(long long)d && (d != 0.0 || !signbit(d))) {
+        char buf[24];
+        char *end = buf + sizeof(buf), *p = end - 2;
+        long long x = (long long)d;
+        unsigned long long u = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+        end[-2] = '.';
+        end[-1] = '0';
+        do {
+            *--p = (char)('0' + u % 10);
+            u /= 10;
+        } while (u != 0);
+        if (x < 0) {
+            *--p = '-';
+        }
+        return put_ascii(w, p, end - p);
     }
     char *text = PyOS_double_to_string(d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
     if (text == NULL) {

@@ -145,6 +145,8 @@ scalars = st.one_of(
     st.floats(),  # NaN and the infinities included: ValueError
     text,
     st.sampled_from([0.0, -0.0, 1e16, 1e-7, 5e-324, 1.7976931348623157e308, 2**63, -(2**63)]),
+    st.sampled_from([25.0, -1.0, 1e15, 9999999999999998.0, -9999999999999998.0, 2.0**53, -1e16]),
+    st.integers(-(10**17), 10**17).map(float),  # whole numbers either side of 1e16
 )
 strangers = st.one_of(
     st.builds(LoudStr, st.text(max_size=3)),
