@@ -77,13 +77,17 @@ def _child(name: str, n: int) -> None:
         one()
 
 
-def _python(tree: Path | None) -> tuple[list[str], dict[str, str] | None]:
-    """The interpreter's argv and environment: this tree's, or ``tree`` first on the path."""
+def _python(tree: Path | None) -> tuple[list[str], dict[str, str]]:
+    """The interpreter's argv and environment: this tree's, or ``tree`` first on the path.
+
+    One hash seed for every run: str hashes move dict probes, a few hundred
+    instructions from one process to the next otherwise."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
     if tree is None:
-        return [sys.executable], None
+        return [sys.executable], env
     # -S keeps an editable install of this tree off sys.path (as compare_commits.py).
     site = "".join(f":{p}" for p in sys.path if p.endswith("site-packages"))
-    env = {**os.environ, "PYTHONPATH": f"{tree}:{HERE}{site}"}
+    env["PYTHONPATH"] = f"{tree}:{HERE}{site}"
     where = subprocess.run(
         [sys.executable, "-S", "-c", "import guardrails; print(guardrails.__file__)"],
         cwd=tree,
@@ -97,7 +101,7 @@ def _python(tree: Path | None) -> tuple[list[str], dict[str, str] | None]:
     return [sys.executable, "-S"], env
 
 
-def _count(name: str, n: int, python: list[str], env: dict[str, str] | None) -> int:
+def _count(name: str, n: int, python: list[str], env: dict[str, str]) -> int:
     valgrind = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
     out = subprocess.run(
         [*valgrind, *python, __file__, "--child", name, str(n)],
