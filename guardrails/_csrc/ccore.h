@@ -13,5 +13,7 @@ PyObject *ccore_flat_valid(PyObject *module, PyObject *const *args, Py_ssize_t n
 
 /* json_text.c: a tool's result as JSON text (middleware/_render.py). */
 PyObject *ccore_json_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *ccore_render(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *ccore_configure_render(PyObject *module, PyObject *args);
 
 #endif

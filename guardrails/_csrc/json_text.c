@@ -25,6 +25,8 @@
  * the Python path would (that path has two levels more: _encode's frame and
  * the encoder's tp_call); where it does, the Python path decides. */
 #define DEPTH_MARGIN 3
+/* The same for render(), whose Python twin has one frame more (render_py). */
+#define RENDER_MARGIN 4
 
 typedef struct {
     char *data;           /* `len` characters of `kind` bytes each */
@@ -439,7 +441,7 @@ writer_text(Writer *w)
     return text;
 }
 
-/* The walk with DEPTH_MARGIN levels taken first; 0 done, -1 gave up. */
+/* The walk with `margin` recursion levels taken first; 0 done, -1 gave up. */
 static int
 walk(Writer *w, PyObject *value, int margin)
 {
@@ -473,4 +475,87 @@ ccore_json_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     PyErr_Clear(); /* whatever stopped the walk, the Python path decides */
     return PyObject_CallOneArg(args[1], args[0]);
+}
+
+/* render(value, max_chars): _render.render_py's (content, truncated) for an
+ * exact str, dict or list and an exact int bound; render_py decides the rest,
+ * and every value the walk gives up on, from the start. */
+static PyObject *render_py, *marker;
+
+static PyObject *
+capped(PyObject *text, Py_ssize_t max_chars)
+{
+    PyObject *pair, *head, *cut;
+    if (PyUnicode_GET_LENGTH(text) <= max_chars) {
+        pair = PyTuple_Pack(2, text, Py_False);
+        Py_DECREF(text);
+        return pair;
+    }
+    Py_ssize_t keep = max_chars - PyUnicode_GET_LENGTH(marker);
+    head = PyUnicode_Substring(text, 0, keep > 0 ? keep : 0);
+    Py_DECREF(text);
+    cut = head == NULL ? NULL : PyUnicode_Concat(head, marker);
+    Py_XDECREF(head);
+    pair = cut == NULL ? NULL : PyTuple_Pack(2, cut, Py_True);
+    Py_XDECREF(cut);
+    return pair;
+}
+
+PyObject *
+ccore_render(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Writer w;
+    PyObject *value, *text = NULL;
+    Py_ssize_t max_chars;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "render(value, max_chars)");
+        return NULL;
+    }
+    if (render_py == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_ccore.configure_render() was not called");
+        return NULL;
+    }
+    value = args[0];
+    PyTypeObject *t = Py_TYPE(value);
+    if (Py_TYPE(args[1]) != &PyLong_Type ||
+        (t != &PyUnicode_Type && t != &PyDict_Type && t != &PyList_Type)) {
+        return PyObject_Vectorcall(render_py, args, 2, NULL);
+    }
+    max_chars = PyLong_AsSsize_t(args[1]);
+    if (max_chars == -1 && PyErr_Occurred()) {
+        PyErr_Clear(); /* past Py_ssize_t: render_py's arithmetic */
+        return PyObject_Vectorcall(render_py, args, 2, NULL);
+    }
+    if (t == &PyUnicode_Type) {
+        Py_INCREF(value);
+        return capped(value, max_chars);
+    }
+    writer_init(&w);
+    if (walk(&w, value, RENDER_MARGIN) == 0) {
+        text = writer_text(&w);
+    }
+    writer_free(&w);
+    if (text == NULL) {
+        PyErr_Clear();
+        return PyObject_Vectorcall(render_py, args, 2, NULL);
+    }
+    return capped(text, max_chars);
+}
+
+PyObject *
+ccore_configure_render(PyObject *module, PyObject *args)
+{
+    PyObject *py, *mark;
+    if (!PyArg_ParseTuple(args, "OU", &py, &mark)) {
+        return NULL;
+    }
+    if (!PyUnicode_CheckExact(mark)) {
+        PyErr_SetString(PyExc_TypeError, "configure_render: the marker must be a str");
+        return NULL;
+    }
+    Py_INCREF(py);
+    Py_XSETREF(render_py, py);
+    Py_INCREF(mark);
+    Py_XSETREF(marker, mark);
+    Py_RETURN_NONE;
 }

@@ -13,6 +13,10 @@ static PyMethodDef methods[] = {
      "flat_valid(plan, arguments) -> bool: a canonical value against a flat schema's plan"},
     {"json_text", (PyCFunction)(void (*)(void))ccore_json_text, METH_FASTCALL,
      "json_text(value, fallback) -> str: exact JSON types as text, else fallback(value)"},
+    {"render", (PyCFunction)(void (*)(void))ccore_render, METH_FASTCALL,
+     "render(value, max_chars) -> (content, truncated): _render.render_py, compiled"},
+    {"configure_render", ccore_configure_render, METH_VARARGS,
+     "configure_render(render_py, truncation_marker)"},
     {NULL, NULL, 0, NULL},
 };
 

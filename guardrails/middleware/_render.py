@@ -1,16 +1,18 @@
 """Step 8: turn a tool's return value into the text the model sees, capped in size;
 bound secrets echoed in it replaced (``redact``).
 
-Dict and list results are written by the compiled core when it is built
-(``_ccore.json_text``: exact JSON types straight into one string); anything it
-does not write itself, ``_encode`` (the json module's C encoder) writes, so the
-text and the exceptions are those of ``_encode`` either way. ``COMPILED`` says
-which one serves.
+``render`` is the compiled core's when it is built (``_ccore.render``: a str,
+or a dict or list of exact JSON types written straight into one string);
+whatever it does not write itself goes to ``render_py``, which is ``render``
+when the core is not built or ``GUARDRAILS_PURE=1``: the text and the
+exceptions are those of ``render_py`` either way. ``COMPILED`` says which
+one serves.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -28,6 +30,7 @@ __all__ = [
     "TRUNCATION_MARKER",
     "redact",
     "render",
+    "render_py",
 ]
 
 TRUNCATION_MARKER = "\n[guardrails: result truncated]"
@@ -53,17 +56,13 @@ else:  # pragma: no cover
     ).encode
 
 
-COMPILED = CORE is not None
-_json_text = CORE.json_text if CORE is not None else None
-
-
-def render(value: Any, max_chars: int) -> tuple[str, bool]:
+def render_py(value: Any, max_chars: int) -> tuple[str, bool]:
     """``(content, truncated)``. Raises when the value cannot be serialised."""
     cls = type(value)
     if cls is str:
         text = value
-    elif cls is dict or cls is list:  # the common results: straight to the writer
-        text = _encode(value) if _json_text is None else _json_text(value, _encode)
+    elif cls is dict or cls is list:  # the common results: straight to the encoder
+        text = _encode(value)
     elif value is None:
         text = ""
     elif hasattr(value, "model_dump_json"):
@@ -74,6 +73,13 @@ def render(value: Any, max_chars: int) -> tuple[str, bool]:
         return text, False
     keep = max(0, max_chars - len(TRUNCATION_MARKER))
     return text[:keep] + TRUNCATION_MARKER, True
+
+
+COMPILED = CORE is not None
+render: Callable[[Any, int], tuple[str, bool]] = render_py
+if CORE is not None:
+    CORE.configure_render(render_py, TRUNCATION_MARKER)
+    render = CORE.render
 
 
 # -- secrets in results ---------------------------------------------------------

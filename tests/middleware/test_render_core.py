@@ -1,8 +1,9 @@
-"""The compiled JSON writer of results against the json module: the same text, the same errors.
+"""The compiled rendering of results against the json module: the same text, the same errors.
 
 ``_ccore.json_text(value, fallback)`` writes exact JSON types itself and hands
-anything else to ``fallback`` (the pipeline passes ``_render._encode``, the
-json module's C encoder). The references are ``_encode`` (text, exception
+anything else to ``fallback`` (``_render._encode``, the json module's C
+encoder); ``_ccore.render(value, max_chars)`` is ``_render.render_py`` with
+that writer inside, and hands what it does not write to ``render_py``. The references are ``_encode`` (text, exception
 type and message) and ``json.dumps(..., ensure_ascii=False,
 separators=(",", ":"), allow_nan=False)`` (text and exception type). Hostile
 objects count their method calls while armed: the compiled walk must run none
@@ -28,9 +29,11 @@ from hypothesis import strategies as st
 
 from guardrails._compiled import load
 from guardrails.middleware import _render
-from guardrails.middleware._render import _encode, render
+from guardrails.middleware._render import TRUNCATION_MARKER, _encode, render_py
 
 CORE = load()
+if CORE is not None:  # as _render does, whatever GUARDRAILS_PURE chose for the pipeline
+    CORE.configure_render(render_py, TRUNCATION_MARKER)
 needs_compiled = pytest.mark.skipif(CORE is None, reason="the C extension was not built")
 CALLS: Counter[str] = Counter()
 
@@ -40,7 +43,7 @@ def test_the_writer_serves_where_ci_requires_it() -> None:
         assert CORE is not None
         pure = os.environ.get("GUARDRAILS_PURE") == "1"
         assert _render.COMPILED is not pure
-        assert (_render._json_text is None) is pure
+        assert (_render.render is render_py) is pure
 
 
 def dumps(value: Any) -> str:
@@ -346,16 +349,18 @@ def _at_depth(frames: int, call: Any) -> Any:
 
 
 @needs_compiled
-def test_at_the_recursion_limit_the_compiled_path_gives_the_text_or_error_the_json_path_does(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_at_the_recursion_limit_the_compiled_path_gives_the_text_or_error_the_json_path_does() -> (
+    None
+):
+    assert CORE is not None
     old = sys.getrecursionlimit()
 
     def both(value: Any, frames: int) -> tuple[Any, Any]:
-        fast = _at_depth(frames, lambda: outcome(lambda v: render(v, 10**9)[0], value))
-        with monkeypatch.context() as m:
-            m.setattr(_render, "_json_text", None)  # the pure path, at the same stack depth
-            pure = _at_depth(frames, lambda: outcome(lambda v: render(v, 10**9)[0], value))
+        fast = _at_depth(frames, lambda: outcome(lambda v: CORE.render(v, 10**9), value))
+        pure = _at_depth(frames, lambda: outcome(lambda v: render_py(v, 10**9), value))
+        direct = _at_depth(frames, lambda: outcome(lambda v: CORE.json_text(v, _encode), value))
+        plain = _at_depth(frames, lambda: outcome(lambda v: _encode(v), value))
+        assert direct[0] == plain[0] and (direct[0] == "raises" or direct[1] == plain[1])
         return fast, pure
 
     results: Counter[str] = Counter()
@@ -401,14 +406,42 @@ def test_a_dict_changed_by_a_finalizer_mid_write_gives_json_text_or_the_encoders
         gc.set_threshold(*old)
 
 
-def test_render_of_a_dict_result_is_the_encoders_text_on_either_path(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_render_of_a_dict_result_is_the_encoders_text_on_either_path() -> None:
     result = {"status": "sent", "amount": 25.0, "to": "Zoë", "ids": [1, 2], "ok": True}
     expected = '{"status":"sent","amount":25.0,"to":"Zoë","ids":[1,2],"ok":true}'
-    assert render(result, 1000) == (expected, False)
-    monkeypatch.setattr(_render, "_json_text", None)
-    assert render(result, 1000) == (expected, False)
+    assert _render.render(result, 1000) == render_py(result, 1000) == (expected, False)
+    cut = (expected[: 40 - len(TRUNCATION_MARKER)] + TRUNCATION_MARKER, True)
+    assert _render.render(result, 40) == render_py(result, 40) == cut
+
+
+class Model:
+    """Renders itself, as a pydantic model does."""
+
+    def model_dump_json(self) -> str:
+        return '{"model":true}'
+
+
+limits = st.one_of(
+    st.integers(-3, 120),
+    st.sampled_from([0, 1, len(TRUNCATION_MARKER), 2**62, 2**63, 2**70, -(2**70), True, 3.0]),
+)
+results = st.one_of(
+    values,
+    st.text(max_size=200),
+    st.builds(LoudStr, st.text(max_size=50)),
+    st.just(Model()),
+    st.none(),
+    st.lists(st.text(max_size=30), max_size=8),
+)
+
+
+@needs_compiled
+@settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
+@given(results, limits)
+def test_the_compiled_render_agrees_with_render_py(value: Any, max_chars: Any) -> None:
+    assert CORE is not None
+    fast = outcome(lambda v: CORE.render(v, max_chars), value)
+    assert fast == outcome(lambda v: render_py(v, max_chars), value)
 
 
 # -- reference counts and leaks ----------------------------------------------------------------
@@ -426,8 +459,11 @@ CASES: list[Any] = [
 
 
 def _quietly(value: Any) -> None:
+    assert CORE is not None
     with contextlib.suppress(TypeError, ValueError):
-        CORE.json_text(value, _encode)  # type: ignore[union-attr]
+        CORE.json_text(value, _encode)
+    with contextlib.suppress(TypeError, ValueError):
+        CORE.render(value, 40)  # most of them cut
 
 
 @needs_compiled
