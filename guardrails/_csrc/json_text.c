@@ -1,4 +1,5 @@
-/* The JSON text of a tool's result (middleware/_render.py's _encode in C).
+/* The JSON text of a tool's result (middleware/_render.py's _encode in C),
+ * and step 8 around it (render_py in C: the text capped with the marker).
  *
  * json_text(value, fallback) writes exact dict/list/tuple/str/int/float/bool/
  * None straight into one string, with the text of
