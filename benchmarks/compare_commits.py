@@ -64,7 +64,7 @@ def _child(quick: bool) -> None:
     print(json.dumps(out))
 
 
-def _extract(commit: str, into: Path) -> Path:
+def extract(commit: str, into: Path) -> Path:
     """The commit's package, installed (and its compiled core built) into ``into``."""
     source = into / "src"
     source.mkdir()
@@ -111,7 +111,7 @@ def main(argv: list[str]) -> None:
         for commit in commits:
             place = Path(tmp) / commit.replace("/", "_").replace("~", "_")
             place.mkdir()
-            trees[commit] = _extract(commit, place)
+            trees[commit] = extract(commit, place)
         results: dict[str, list[dict[str, float]]] = {c: [] for c in commits}
         for p in range(passes):
             order = commits[p % len(commits) :] + commits[: p % len(commits)]

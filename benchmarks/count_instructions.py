@@ -3,10 +3,12 @@
 Each piece runs N times in a fresh process under ``valgrind --tool=callgrind``,
 once with 2,000 calls and once with 6,000; the difference divided by 4,000 is
 the cost of one call, start-up and warm-up cancelled out. The pieces are the
-valid path of ``bench_pipeline.build()`` (no recorder) and its fixed parts.
+valid path of ``bench_pipeline.build()`` (no recorder) and its fixed parts:
+the canonical copy, the schema check, and rendering the tool's result.
 
     python benchmarks/count_instructions.py                  # every piece
     python benchmarks/count_instructions.py canonical valid_2  # some pieces
+    python benchmarks/count_instructions.py --commit 7deb0b1   # another commit's package
     GUARDRAILS_PURE=1 python benchmarks/count_instructions.py  # the pure-Python admission
 
 Needs ``valgrind`` on PATH. Not run by ``run.py`` (minutes per piece).
@@ -18,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,7 @@ PIECES = (
     "bare",
     "canonical",
     "schema",
+    "render",
     "valid_0",
     "valid_2",
     "schema_rejection",
@@ -49,6 +53,11 @@ def _piece(name: str) -> Any:
     if name == "schema":
         check = build()._pipeline.plans["transfer"].tool.compiled.check
         return lambda: check(args)
+    if name == "render":  # the transfer tool's 4-key dict result, as the model sees it
+        from guardrails.middleware._render import render
+
+        result = transfer(**args)
+        return lambda: render(result, 1_000_000)
     guards = 0 if name == "valid_0" else 2
     turn = build(guards=guards).turn(tenant="acme")
     sent = {"schema_rejection": INVALID, "guard_rejection": OVER_LIMIT}.get(name, VALID)
@@ -68,21 +77,38 @@ def _child(name: str, n: int) -> None:
         one()
 
 
-def _count(name: str, n: int) -> int:
-    out = subprocess.run(
-        [
-            "valgrind",
-            "--tool=callgrind",
-            "--callgrind-out-file=/dev/null",
-            sys.executable,
-            __file__,
-            "--child",
-            name,
-            str(n),
-        ],
+def _python(tree: Path | None) -> tuple[list[str], dict[str, str]]:
+    """The interpreter's argv and environment: this tree's, or ``tree`` first on the path.
+
+    One hash seed for every run: str hashes move dict probes, a few hundred
+    instructions from one process to the next otherwise."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    if tree is None:
+        return [sys.executable], env
+    # -S keeps an editable install of this tree off sys.path (as compare_commits.py).
+    site = "".join(f":{p}" for p in sys.path if p.endswith("site-packages"))
+    env["PYTHONPATH"] = f"{tree}:{HERE}{site}"
+    where = subprocess.run(
+        [sys.executable, "-S", "-c", "import guardrails; print(guardrails.__file__)"],
+        cwd=tree,
+        env=env,
         capture_output=True,
         text=True,
         check=True,
+    )
+    if not where.stdout.startswith(str(tree)):
+        raise RuntimeError(f"guardrails was imported from outside {tree}: {where.stdout}")
+    return [sys.executable, "-S"], env
+
+
+def _count(name: str, n: int, python: list[str], env: dict[str, str]) -> int:
+    valgrind = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    out = subprocess.run(
+        [*valgrind, *python, __file__, "--child", name, str(n)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
     )
     found = re.search(r"Collected : (\d+)", out.stderr)
     if found is None:
@@ -96,9 +122,19 @@ def main(argv: list[str]) -> None:
         return
     pure = os.environ.get("GUARDRAILS_PURE") == "1"
     print(f"admission: {'pure Python' if pure else 'compiled, where built'}")
-    for name in argv or PIECES:
-        per_call = (_count(name, 6000) - _count(name, 2000)) / 4000
-        print(f"{name:18} {per_call:10,.0f}")
+    commit = argv[argv.index("--commit") + 1] if "--commit" in argv else None
+    names = [a for a in argv if a not in ("--commit", commit)]
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = None
+        if commit is not None:
+            from compare_commits import extract
+
+            tree = extract(commit, Path(tmp))
+            print(f"commit: {commit}")
+        python, env = _python(tree)
+        for name in names or PIECES:
+            per_call = (_count(name, 6000, python, env) - _count(name, 2000, python, env)) / 4000
+            print(f"{name:18} {per_call:10,.0f}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-/* guardrails._ccore: the compiled core of admission. Optional: without it the
- * pure-Python walk (admission.py) and jsonschema_rs (schema.py) do the same work. */
+/* guardrails._ccore: the compiled core of admission and rendering. Optional:
+ * without it the pure-Python walk (admission.py), jsonschema_rs (schema.py) and
+ * the json module's encoder (_render.py) do the same work. */
 #include "ccore.h"
 
 static PyMethodDef methods[] = {
@@ -10,13 +11,19 @@ static PyMethodDef methods[] = {
      "max_depth)"},
     {"flat_valid", (PyCFunction)(void (*)(void))ccore_flat_valid, METH_FASTCALL,
      "flat_valid(plan, arguments) -> bool: a canonical value against a flat schema's plan"},
+    {"json_text", (PyCFunction)(void (*)(void))ccore_json_text, METH_FASTCALL,
+     "json_text(value, fallback) -> str: exact JSON types as text, else fallback(value)"},
+    {"render", (PyCFunction)(void (*)(void))ccore_render, METH_FASTCALL,
+     "render(value, max_chars) -> (content, truncated): _render.render_py, compiled"},
+    {"configure_render", ccore_configure_render, METH_VARARGS,
+     "configure_render(render_py, truncation_marker)"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "guardrails._ccore",
-    .m_doc = "The compiled core of admission (see guardrails/_csrc/AGENTS.md).",
+    .m_doc = "The compiled core of admission and rendering (see guardrails/_csrc/AGENTS.md).",
     .m_size = -1,
     .m_methods = methods,
 };

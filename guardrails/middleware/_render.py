@@ -1,18 +1,37 @@
 """Step 8: turn a tool's return value into the text the model sees, capped in size;
-bound secrets echoed in it replaced (``redact``)."""
+bound secrets echoed in it replaced (``redact``).
+
+``render`` is the compiled core's when it is built (``_ccore.render``: a str,
+or a dict or list of exact JSON types written straight into one string);
+whatever it does not write itself goes to ``render_py``, which is ``render``
+when the core is not built or ``GUARDRAILS_PURE=1``: the text and the
+exceptions are those of ``render_py`` either way. ``COMPILED`` says which
+one serves.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, quote_plus
+
+from .._compiled import CORE
 
 try:  # the C encoder, without the per-call encoder set-up of json.dumps
     from json.encoder import c_make_encoder as _c_make_encoder  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - CPython always has it
     _c_make_encoder = None
 
-__all__ = ["FLAG_SECRET_REDACTED", "REDACTED", "TRUNCATION_MARKER", "redact", "render"]
+__all__ = [
+    "COMPILED",
+    "FLAG_SECRET_REDACTED",
+    "REDACTED",
+    "TRUNCATION_MARKER",
+    "redact",
+    "render",
+    "render_py",
+]
 
 TRUNCATION_MARKER = "\n[guardrails: result truncated]"
 
@@ -37,7 +56,7 @@ else:  # pragma: no cover
     ).encode
 
 
-def render(value: Any, max_chars: int) -> tuple[str, bool]:
+def render_py(value: Any, max_chars: int) -> tuple[str, bool]:
     """``(content, truncated)``. Raises when the value cannot be serialised."""
     cls = type(value)
     if cls is str:
@@ -54,6 +73,13 @@ def render(value: Any, max_chars: int) -> tuple[str, bool]:
         return text, False
     keep = max(0, max_chars - len(TRUNCATION_MARKER))
     return text[:keep] + TRUNCATION_MARKER, True
+
+
+COMPILED = CORE is not None
+render: Callable[[Any, int], tuple[str, bool]] = render_py
+if CORE is not None:
+    CORE.configure_render(render_py, TRUNCATION_MARKER)
+    render = CORE.render
 
 
 # -- secrets in results ---------------------------------------------------------
