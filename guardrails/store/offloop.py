@@ -46,7 +46,7 @@ WAKE_CHUNK = 16
 
 
 class _Job:
-    __slots__ = ("args", "context", "fn", "future", "loop", "row")
+    __slots__ = ("args", "context", "fn", "future", "loop", "row", "store_only")
 
     def __init__(
         self,
@@ -56,6 +56,7 @@ class _Job:
         fn: Callable[..., Any] | None = None,
         args: tuple[Any, ...] = (),
         context: contextvars.Context | None = None,
+        store_only: bool = True,
     ) -> None:
         self.loop = loop
         self.future = future
@@ -63,6 +64,7 @@ class _Job:
         self.fn = fn
         self.args = args
         self.context = context
+        self.store_only = store_only  # only store calls and decisions: may share a transaction
 
 
 class OffLoop:
@@ -75,6 +77,11 @@ class OffLoop:
         # one (its sync callers' rows then share the commits), else through ours.
         found = getattr(store, "batcher", None)
         self.batcher: Batcher = found if isinstance(found, Batcher) else Batcher(_writer(store))
+        # A store that can run a thread's operations in one transaction (SQLite's
+        # ``grouped``) gets each pass's store work in one, committed before any answer.
+        self.grouped: Callable[[], contextlib.AbstractContextManager[None]] | None = getattr(
+            store, "grouped", None
+        )
         self._reset()
 
     def _reset(self) -> None:
@@ -86,15 +93,23 @@ class OffLoop:
 
     # -- for async callers ----------------------------------------------------------
 
-    async def run(self, fn: Callable[..., T], /, *args: Any) -> T:
-        """``fn(*args)`` on a store thread, with this task's context variables."""
-        return await self.submit(fn, *args)
+    async def run(self, fn: Callable[..., T], /, *args: Any, store_only: bool = False) -> T:
+        """``fn(*args)`` on a store thread, with this task's context variables.
 
-    def submit(self, fn: Callable[..., T], /, *args: Any) -> asyncio.Future[T]:
+        ``store_only``: ``fn`` does nothing but store calls and quick decisions
+        between them (``steps.perform``), so it may share the transaction of
+        the other store work of its pass; anything else (a guard) runs alone.
+        """
+        return await self.submit(fn, *args, store_only=store_only)
+
+    def submit(
+        self, fn: Callable[..., T], /, *args: Any, store_only: bool = False
+    ) -> asyncio.Future[T]:
         """``run`` as a future of the running loop, queued at once."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._put(_Job(loop, future, fn=fn, args=args, context=contextvars.copy_context()))
+        context = contextvars.copy_context()
+        self._put(_Job(loop, future, None, fn, args, context, store_only))
         return future
 
     async def append(self, row: AuditRow, /) -> None:
@@ -140,20 +155,50 @@ class OffLoop:
             try:
                 self._run_all(taken)
             finally:
+                del taken  # a worker keeps nothing of a pass while it waits (futures, rows)
                 with self._cond:
                     self._busy -= 1
                     self._cond.notify_all()
 
     def _run_all(self, taken: list[list[_Job]]) -> None:
+        """Run one pass, then answer its callers: one wake-up of each loop.
+
+        With a store that groups (``grouped``), consecutive store-only
+        segments run in one transaction; a segment that is not store-only
+        (a guard reading the store) runs on its own between them.
+        """
         done: list[tuple[_Job, bool, Any]] = []
-        for index, segment in enumerate(taken):
-            try:
-                done += self._execute(segment)
-            except BaseException as exc:  # a stop of the process: answer all, then go
-                rest = [job for later in taken[index:] for job in later]
-                _answer(done + [(job, False, exc) for job in rest])
-                raise
+        index = 0
+        try:
+            while index < len(taken):
+                end = self._run_end(taken, index)
+                done += self._execute_run(taken[index:end])
+                index = end
+        except BaseException as exc:  # a stop of the process: answer all, then go
+            jobs = [job for segment in taken for job in segment]
+            _answer(done + [(job, False, exc) for job in jobs[len(done) :]])
+            raise
         _answer(done)
+
+    def _run_end(self, taken: list[list[_Job]], index: int) -> int:
+        """Where the run of segments from ``index`` that share one transaction ends."""
+        end = index + 1
+        if self.grouped is not None and _store_only(taken[index]):
+            while end < len(taken) and _store_only(taken[end]):
+                end += 1
+        return end
+
+    def _execute_run(self, run: list[list[_Job]]) -> list[tuple[_Job, bool, Any]]:
+        if self.grouped is None or not _store_only(run[0]):
+            return [answer for segment in run for answer in self._execute(segment)]
+        done: list[tuple[_Job, bool, Any]] = []
+        try:
+            with self.grouped():
+                for segment in run:
+                    done += self._execute(segment)
+        except Exception as exc:  # not committed: nothing of the run was written
+            return [(job, False, exc) for segment in run for job in segment]
+        return done
 
     def _take(self) -> list[list[_Job]]:
         """The next jobs, rows that follow one another as one segment (one commit).
@@ -189,6 +234,11 @@ class OffLoop:
         except Exception as exc:
             return [(job, False, exc) for job in batch]
         return [(job, True, value) for job in batch]
+
+
+def _store_only(segment: list[_Job]) -> bool:
+    first = segment[0]
+    return first.row is not None or first.store_only
 
 
 def _writer(store: Any) -> Callable[[list[AuditRow]], None]:
@@ -291,17 +341,20 @@ def _threads(store: Any) -> int:
     return size if type(size) is int and size > 0 else 1
 
 
-async def run(store: Any, fn: Callable[..., T], /, *args: Any) -> T:
-    """``fn(*args)`` off the loop when ``store`` may block, inline when it cannot."""
+async def run(store: Any, fn: Callable[..., T], /, *args: Any, store_only: bool = False) -> T:
+    """``fn(*args)`` off the loop when ``store`` may block, inline when it cannot
+    (``store_only``: see ``OffLoop.run``)."""
     runner = off_loop(store)
-    return fn(*args) if runner is None else await runner.run(fn, *args)
+    return fn(*args) if runner is None else await runner.run(fn, *args, store_only=store_only)
 
 
-def submit(store: Any, fn: Callable[..., T], /, *args: Any) -> asyncio.Future[T]:
+def submit(
+    store: Any, fn: Callable[..., T], /, *args: Any, store_only: bool = False
+) -> asyncio.Future[T]:
     """``run`` as a future, queued at once (done at once for a store that cannot block)."""
     runner = off_loop(store)
     if runner is not None:
-        return runner.submit(fn, *args)
+        return runner.submit(fn, *args, store_only=store_only)
     future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
     try:
         future.set_result(fn(*args))

@@ -90,8 +90,39 @@ class SQLiteStore:
         self._lock = threading.Lock()
         # The (id, hash) of the last row this store wrote: a hint, which the
         # next append checks under the write lock (another writer may have moved on).
-        self._head: tuple[int, str] | None = None
-        self._moved = False  # the last check found the head moved: read it in SQL
+        self._shared_head: tuple[int, str] | None = None
+        self._shared_moved = False  # the last check found the head moved: read it in SQL
+
+    # -- the chain head hint ----------------------------------------------------
+    # Shared by the store's threads and set only from committed rows: inside
+    # ``grouped()`` a thread's appends keep their own until the group commits
+    # (and drop it if it does not).
+
+    @property
+    def _head(self) -> tuple[int, str] | None:
+        pending = getattr(self._local, "pending", None)
+        return self._shared_head if pending is None else pending[0]
+
+    @_head.setter
+    def _head(self, head: tuple[int, str] | None) -> None:
+        pending = getattr(self._local, "pending", None)
+        if pending is None:
+            self._shared_head = head
+        else:
+            pending[0] = head
+
+    @property
+    def _moved(self) -> bool:
+        pending = getattr(self._local, "pending", None)
+        return self._shared_moved if pending is None else bool(pending[1])
+
+    @_moved.setter
+    def _moved(self, moved: bool) -> None:
+        pending = getattr(self._local, "pending", None)
+        if pending is None:
+            self._shared_moved = moved
+        else:
+            pending[1] = moved
 
     # -- connections --------------------------------------------------------
 
@@ -99,6 +130,10 @@ class SQLiteStore:
         local = self._local
         conn: sqlite3.Connection | None = getattr(local, "conn", None)
         if conn is not None and local.pid == os.getpid():
+            if getattr(local, "pending", None) is not None and not conn.in_transaction:
+                # SQLite rolled the group back on an error (a full disk, an I/O
+                # error): what follows would commit on its own. Nothing runs.
+                raise StoreUnavailable(f"SQLite store {self.path!r}: the transaction was rolled back")
             return conn
         try:
             conn = sqlite3.connect(
@@ -137,16 +172,59 @@ class SQLiteStore:
                 time.sleep(0.005)
 
     @contextmanager
-    def _immediate(self) -> Iterator[sqlite3.Connection]:
+    def grouped(self) -> Iterator[None]:
+        """The calling thread's operations, until the block ends, in one transaction.
+
+        ``BEGIN IMMEDIATE`` on entry (the write lock, for the whole block), one
+        ``COMMIT`` on exit; each operation that needs a transaction of its own
+        runs in a savepoint, so it is still all or nothing. A block that ends
+        with an exception is rolled back; a commit that fails (or a transaction
+        SQLite rolled back by itself) raises ``StoreUnavailable``: nothing of
+        the block was written. ``offloop`` runs each pass of the store's thread
+        in one block, and answers its callers once it has committed.
+        """
+        local = self._local
+        if getattr(local, "pending", None) is not None:  # already in one: it commits
+            yield
+            return
         conn = self._conn()
         try:
             conn.execute("BEGIN IMMEDIATE")
+        except _FAILURES as exc:
+            raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
+        local.pending = [self._shared_head, self._shared_moved]
+        try:
+            yield
+            if not conn.in_transaction:
+                raise StoreUnavailable(f"SQLite store {self.path!r}: the transaction was rolled back")
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            local.pending = None
+            with suppress(sqlite3.Error):
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            if isinstance(exc, _FAILURES):
+                raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
+            raise
+        (self._shared_head, self._shared_moved), local.pending = local.pending, None
+
+    @contextmanager
+    def _immediate(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        if getattr(self._local, "pending", None) is None:
+            begin, end, undo = "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"
+        else:  # inside ``grouped()``: a savepoint of its transaction
+            begin, end, undo = "SAVEPOINT operation", "RELEASE operation", "ROLLBACK TO operation"
+        try:
+            conn.execute(begin)
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                conn.execute(undo)
+                if undo != "ROLLBACK":
+                    conn.execute(end)
                 raise
-            conn.execute("COMMIT")
+            conn.execute(end)
         except _FAILURES as exc:
             raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
 
