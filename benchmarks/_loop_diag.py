@@ -48,7 +48,9 @@ class Diagnosis:
     """Records what held the loop during one round (see the module's docstring)."""
 
     def __init__(self) -> None:
-        self.collections: list[tuple[float, float, int, int, int]] = []  # start, end, gen, collected, scanned
+        self.collections: list[
+            tuple[float, float, int, int, int]
+        ] = []  # start, end, gen, collected, scanned
         self.steps: list[tuple[float, float, str]] = []
         self.selects: list[tuple[float, float, float]] = []  # due, returned, others' CPU meanwhile
         self.ticks: list[tuple[float, float]] = []  # due, ran

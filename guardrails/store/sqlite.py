@@ -133,7 +133,9 @@ class SQLiteStore:
             if getattr(local, "pending", None) is not None and not conn.in_transaction:
                 # SQLite rolled the group back on an error (a full disk, an I/O
                 # error): what follows would commit on its own. Nothing runs.
-                raise StoreUnavailable(f"SQLite store {self.path!r}: the transaction was rolled back")
+                raise StoreUnavailable(
+                    f"SQLite store {self.path!r}: the transaction was rolled back"
+                )
             return conn
         try:
             conn = sqlite3.connect(
@@ -196,7 +198,9 @@ class SQLiteStore:
         try:
             yield
             if not conn.in_transaction:
-                raise StoreUnavailable(f"SQLite store {self.path!r}: the transaction was rolled back")
+                raise StoreUnavailable(
+                    f"SQLite store {self.path!r}: the transaction was rolled back"
+                )
             conn.execute("COMMIT")
         except BaseException as exc:
             local.pending = None
