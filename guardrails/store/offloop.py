@@ -13,7 +13,11 @@ exit, for the operations of tasks cancelled while they waited: those still
 complete).
 
 SQLite gets one thread (its writes are serialised by the file lock anyway),
-PostgreSQL one per connection it may hold, up to four. A ``MemoryStore``
+PostgreSQL one per connection it may hold, up to four. A store that can run
+a thread's operations in one transaction (``SQLiteStore.grouped``) runs each
+pass's store-only work in one: the thread takes everything queued, runs it,
+commits once, then answers; a job that is not store work alone
+(``store_only=False``: a guard reading the store) runs outside it. A ``MemoryStore``
 answers in microseconds under a lock and runs inline.
 """
 

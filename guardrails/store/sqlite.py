@@ -16,6 +16,11 @@ is extended inside the transaction that writes the row; in WAL mode with
 ``synchronous=NORMAL`` a committed row survives a killed
 process. The store's connections cannot rewrite or remove audit rows
 (``_append_only``).
+
+``grouped()`` runs a thread's operations in one transaction (the store
+thread of ``offloop`` runs each pass in one): a method that needs a
+transaction of its own takes a savepoint instead, and the chain head hint of
+the block's appends is published only once the block has committed.
 """
 
 from __future__ import annotations
@@ -67,6 +72,15 @@ _SELECT = f"SELECT id, {_COLUMNS} FROM guardrails_audit"
 _SELECT_CHAIN = f"SELECT id, {_COLUMNS}, hash FROM guardrails_audit"
 
 
+class _Local(threading.local):
+    """Per thread: its connection (and the process that opened it), and the
+    chain head hint of its ``grouped()`` block while one is open."""
+
+    conn: sqlite3.Connection | None = None
+    pid = 0
+    pending: list[Any] | None = None
+
+
 class SQLiteStore:
     """A store in one SQLite file. ``path`` is created (with its schema) on first use."""
 
@@ -84,7 +98,7 @@ class SQLiteStore:
             raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
         self.busy_timeout = busy_timeout
         self.synchronous = synchronous.upper()
-        self._local = threading.local()
+        self._local = _Local()
         self._migrated = False
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -100,12 +114,12 @@ class SQLiteStore:
 
     @property
     def _head(self) -> tuple[int, str] | None:
-        pending = getattr(self._local, "pending", None)
+        pending = self._local.pending
         return self._shared_head if pending is None else pending[0]
 
     @_head.setter
     def _head(self, head: tuple[int, str] | None) -> None:
-        pending = getattr(self._local, "pending", None)
+        pending = self._local.pending
         if pending is None:
             self._shared_head = head
         else:
@@ -113,12 +127,12 @@ class SQLiteStore:
 
     @property
     def _moved(self) -> bool:
-        pending = getattr(self._local, "pending", None)
+        pending = self._local.pending
         return self._shared_moved if pending is None else bool(pending[1])
 
     @_moved.setter
     def _moved(self, moved: bool) -> None:
-        pending = getattr(self._local, "pending", None)
+        pending = self._local.pending
         if pending is None:
             self._shared_moved = moved
         else:
@@ -128,9 +142,9 @@ class SQLiteStore:
 
     def _conn(self) -> sqlite3.Connection:
         local = self._local
-        conn: sqlite3.Connection | None = getattr(local, "conn", None)
+        conn = local.conn
         if conn is not None and local.pid == os.getpid():
-            if getattr(local, "pending", None) is not None and not conn.in_transaction:
+            if local.pending is not None and not conn.in_transaction:
                 # SQLite rolled the group back on an error (a full disk, an I/O
                 # error): what follows would commit on its own. Nothing runs.
                 raise StoreUnavailable(
@@ -186,7 +200,7 @@ class SQLiteStore:
         in one block, and answers its callers once it has committed.
         """
         local = self._local
-        if getattr(local, "pending", None) is not None:  # already in one: it commits
+        if local.pending is not None:  # already in one: it commits
             yield
             return
         conn = self._conn()
@@ -215,7 +229,7 @@ class SQLiteStore:
     @contextmanager
     def _immediate(self) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
-        if getattr(self._local, "pending", None) is None:
+        if self._local.pending is None:
             begin, end, undo = "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"
         else:  # inside ``grouped()``: a savepoint of its transaction
             begin, end, undo = "SAVEPOINT operation", "RELEASE operation", "ROLLBACK TO operation"
@@ -459,7 +473,7 @@ class SQLiteStore:
         for conn in connections:
             with suppress(sqlite3.Error):
                 conn.close()
-        self._local = threading.local()
+        self._local = _Local()
 
     def __enter__(self) -> SQLiteStore:
         return self

@@ -190,3 +190,27 @@ async def test_a_paid_call_cancelled_while_its_reservation_is_in_a_pass_gives_it
     rows = [(r.kind, r.outcome, r.exception) for r in AuditLog(store.inner).rows()]
     assert rows == [("paid_call", "error", "CancelledError")]
     store.inner.close()
+
+
+async def test_a_job_that_is_not_store_work_alone_runs_outside_the_transaction(
+    tmp_path: Path,
+) -> None:
+    store = Grouping(SQLiteStore(tmp_path / "a.db"), "reserve_leased")
+    runner = off_loop(store)
+    assert runner is not None
+    seen: list[bool] = []
+
+    def guard_reading_the_store() -> None:  # what a guard with reads_store= runs
+        seen.append(getattr(store.inner._local, "pending", None) is None)
+        store.inner.get("k")
+
+    calls = [
+        arun(store, "reserve_leased", "k1", "h", 1, CAP, 0.0, 9e9),
+        runner.run(guard_reading_the_store),
+        arun(store, "reserve_leased", "k2", "h", 1, CAP, 0.0, 9e9),
+    ]
+    results = await _held_then(store, calls)
+    assert results == [True, True, None, True]
+    assert seen == [True]
+    assert store.groups == 3  # the held pass; then the store work before and after the guard
+    store.inner.close()
