@@ -55,12 +55,13 @@ class Diagnosis:
         self.selects: list[tuple[float, float, float]] = []  # due, returned, others' CPU meanwhile
         self.ticks: list[tuple[float, float]] = []  # due, ran
         self._gc_start = (0.0, 0)
-        self._run = asyncio.events.Handle._run
-        self._select = selectors.DefaultSelector.select
 
     # -- installing the probes --------------------------------------------------------
 
     def __enter__(self) -> Diagnosis:
+        # The methods as they are now (another probe may have wrapped them): put back on exit.
+        self._run = asyncio.events.Handle._run
+        self._select = selectors.DefaultSelector.select
         gc.callbacks.append(self._on_gc)
         steps, original_run = self.steps, self._run
 
@@ -96,7 +97,7 @@ class Diagnosis:
     def _on_gc(self, phase: str, info: dict[str, int]) -> None:
         generation = info["generation"]
         if phase == "start":
-            scanned = len(gc.get_objects()) - gc.get_freeze_count() if generation == 2 else 0
+            scanned = len(gc.get_objects()) if generation == 2 else 0  # frozen ones excluded
             self._gc_start = (_now(), scanned)
         else:
             start, scanned = self._gc_start

@@ -256,37 +256,56 @@ def _writer(store: Any) -> Callable[[list[AuditRow]], None]:
 
 
 def _answer(done: list[tuple[_Job, bool, Any]]) -> None:
-    """Settle the futures of ``done``: one wake-up of each loop for all of its jobs."""
+    """Hand the answers of ``done`` to their loops (``_Waking.post``: a loop already
+    due to take answers is not woken again)."""
     by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
     for job, ok, value in done:
         by_loop.setdefault(job.loop, []).append((job.future, ok, value))
     for loop, answers in by_loop.items():
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            loop.call_soon_threadsafe(_waking(loop).add, answers)
+        _waking(loop).post(loop, answers)
 
 
 class _Waking:
-    """The answers waiting for one event loop, from every store thread: ``WAKE_CHUNK``
-    callers woken per iteration, so that their steps are spread over iterations.
-    Used only on that loop's thread (``add`` arrives through ``call_soon_threadsafe``)."""
+    """The answers waiting for one event loop, from every store thread.
 
-    __slots__ = ("__weakref__", "answers", "draining")
+    A store thread ``post``s its answers to the inbox and wakes the loop only
+    when no wake-up is already due: under load, answers that arrive while the
+    loop has not yet taken the last ones ride along, instead of each pass of
+    each thread writing to the loop's wake-up pipe (and its thread competing
+    for the interpreter to read it). The loop then sets the results itself,
+    ``WAKE_CHUNK`` callers per iteration, so that their steps are spread over
+    iterations, not run back to back.
+    """
+
+    __slots__ = ("__weakref__", "due", "inbox", "lock")
 
     def __init__(self) -> None:
-        self.answers: deque[tuple[asyncio.Future[Any], bool, Any]] = deque()
-        self.draining = False
+        self.inbox: deque[tuple[asyncio.Future[Any], bool, Any]] = deque()
+        self.lock = threading.Lock()
+        self.due = False  # a drain is scheduled on the loop and will see the inbox
 
-    def add(self, answers: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
-        self.answers.extend(answers)
-        if not self.draining:
-            self.draining = True
-            self.drain()
+    def post(
+        self, loop: asyncio.AbstractEventLoop, answers: list[tuple[asyncio.Future[Any], bool, Any]]
+    ) -> None:
+        """From any thread: queue ``answers``; wake the loop unless a drain is due."""
+        self.inbox.extend(answers)  # before the check: a drain that ends re-checks under the lock
+        with self.lock:
+            if self.due:
+                return
+            self.due = True
+        try:
+            loop.call_soon_threadsafe(self.drain)
+        except RuntimeError:  # the loop closed meanwhile: nobody waits for these any more
+            with self.lock:
+                self.due = False
+            self.inbox.clear()
 
     def drain(self) -> None:
-        answers = self.answers
+        """On the loop: settle up to ``WAKE_CHUNK`` callers, and come back while any wait."""
+        inbox = self.inbox
         woken = 0
-        while answers and woken < WAKE_CHUNK:
-            future, ok, value = answers.popleft()
+        while inbox and woken < WAKE_CHUNK:
+            future, ok, value = inbox.popleft()
             if future.done():  # the waiting task was cancelled: the work was done anyway
                 continue
             woken += 1
@@ -294,10 +313,12 @@ class _Waking:
                 future.set_result(value)
             else:
                 future.set_exception(value)
-        if answers:
-            asyncio.get_running_loop().call_soon(self.drain)
-        else:
-            self.draining = False
+        if not inbox:
+            with self.lock:
+                if not inbox:  # (a thread that posted meanwhile saw ``due`` and left it to us)
+                    self.due = False
+                    return
+        asyncio.get_running_loop().call_soon(self.drain)
 
 
 _wakings: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Waking] = (
