@@ -196,18 +196,20 @@ class SQLiteStore:
         runs in a savepoint, so it is still all or nothing. A block that ends
         with an exception is rolled back; a commit that fails (or a transaction
         SQLite rolled back by itself) raises ``StoreUnavailable``: nothing of
-        the block was written. ``offloop`` runs each pass of the store's thread
-        in one block, and answers its callers once it has committed.
+        the block was written. A block whose transaction cannot begin (the
+        file is locked past ``busy_timeout``, or cannot be opened) runs its
+        operations one by one, each as it would outside a block, so that each
+        meets the failure itself. ``offloop`` runs each pass of the store's
+        thread in one block, and answers its callers once it has committed.
         """
         local = self._local
         if local.pending is not None:  # already in one: it commits
             yield
             return
-        conn = self._conn()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except _FAILURES as exc:
-            raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
+        conn = self._begun()
+        if conn is None:
+            yield
+            return
         local.pending = [self._shared_head, self._shared_moved]
         try:
             yield
@@ -225,6 +227,15 @@ class SQLiteStore:
                 raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
             raise
         (self._shared_head, self._shared_moved), local.pending = local.pending, None
+
+    def _begun(self) -> sqlite3.Connection | None:
+        """This thread's connection in a ``BEGIN IMMEDIATE`` just begun, or None if it could not."""
+        try:
+            conn = self._conn()
+            conn.execute("BEGIN IMMEDIATE")
+        except (*_FAILURES, StoreUnavailable):
+            return None
+        return conn
 
     @contextmanager
     def _immediate(self) -> Iterator[sqlite3.Connection]:

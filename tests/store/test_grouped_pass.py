@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from guardrails.audit import AuditLog
 from guardrails.effects import PaidCall, Usage
 from guardrails.store import AuditRow, SQLiteStore, StoreUnavailable
 from guardrails.store.offloop import off_loop
-from guardrails.store.steps import arun
+from guardrails.store.steps import Steps, aperform, arun, call
 from guardrails.store.verify import verify
 from tests.store._gated import GENEROUS, Gated
 
@@ -214,3 +215,26 @@ async def test_a_job_that_is_not_store_work_alone_runs_outside_the_transaction(
     assert seen == [True]
     assert store.groups == 3  # the held pass; then the store work before and after the guard
     store.inner.close()
+
+
+async def test_a_pass_whose_transaction_cannot_begin_lets_each_job_meet_the_failure(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "a.db", busy_timeout=0.05)
+    store.get("warm-up")  # the file and its tables
+    holder = sqlite3.connect(tmp_path / "a.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another writer holds the file
+
+    def counted() -> Steps[str]:
+        try:
+            yield call("incr", "k")
+        except StoreUnavailable:
+            return "escape"  # the job's own answer to a failure, as on the sync path
+        return "counted"
+
+    assert await asyncio.gather(*(aperform(store, counted()) for _ in range(5))) == ["escape"] * 5
+    holder.execute("ROLLBACK")
+    holder.close()
+    assert await asyncio.gather(*(aperform(store, counted()) for _ in range(5))) == ["counted"] * 5
+    assert store.incr("k", 0) == 5
+    store.close()
