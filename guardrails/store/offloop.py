@@ -137,8 +137,7 @@ class OffLoop:
             self._reset()  # a forked child has neither the threads nor their queue
         with self._cond:
             self._queue.append(job)
-            # A worker ends only with the process or a stop (KeyboardInterrupt) it passed on.
-            self._workers = [w for w in self._workers if w.is_alive()]
+            # ``_workers`` holds the live workers: one that ends takes itself out.
             if len(self._workers) < self.threads and self._busy + len(self._queue) > len(
                 self._workers
             ):
@@ -150,19 +149,23 @@ class OffLoop:
             self._cond.notify()
 
     def _work(self) -> None:
-        while True:
-            with self._cond:
-                while not self._queue:
-                    self._cond.wait()
-                taken = self._take()
-                self._busy += 1
-            try:
-                self._run_all(taken)
-            finally:
-                del taken  # a worker keeps nothing of a pass while it waits (futures, rows)
+        try:
+            while True:
                 with self._cond:
-                    self._busy -= 1
-                    self._cond.notify_all()
+                    while not self._queue:
+                        self._cond.wait()
+                    taken = self._take()
+                    self._busy += 1
+                try:
+                    self._run_all(taken)
+                finally:
+                    del taken  # a worker keeps nothing of a pass while it waits (futures, rows)
+                    with self._cond:
+                        self._busy -= 1
+                        self._cond.notify_all()
+        finally:  # only a stop (KeyboardInterrupt) it passed on ends a worker
+            with self._cond, contextlib.suppress(ValueError):
+                self._workers.remove(threading.current_thread())
 
     def _run_all(self, taken: list[list[_Job]]) -> None:
         """Run one pass, then answer its callers: one wake-up of each loop.

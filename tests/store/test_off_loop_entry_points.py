@@ -279,3 +279,33 @@ async def test_answers_posted_while_a_wake_up_is_due_ride_along_without_waking_a
     assert not waking.due and not waking.inbox
     waking.post(loop, [(loop.create_future(), True, 0)])  # the next answers wake it again
     assert len(woken) == 2
+
+
+class _Stop(BaseException):
+    """A stop a job passes on (as KeyboardInterrupt would), without stopping the test's loop."""
+
+
+async def test_a_worker_ended_by_a_stop_is_replaced_by_the_next_job(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(threading, "excepthook", lambda args: None)  # the stop ends the thread
+
+    class Plain:
+        """Any store that may block: its operations get a thread of their own."""
+
+    store = Plain()
+
+    def stop() -> None:
+        raise _Stop
+
+    with pytest.raises(_Stop):
+        await offloop.run(store, stop)
+    runner = off_loop(store)
+    assert runner is not None
+    waited = 0.0
+    while runner._workers:  # the worker takes itself out as it ends
+        assert waited < GENEROUS, "the ended worker is still counted"
+        await asyncio.sleep(0.001)
+        waited += 0.001
+    assert await offloop.run(store, lambda: 7) == 7
+    assert len(runner._workers) == 1 and runner._workers[0].is_alive()
