@@ -17,6 +17,10 @@ on one thread give the sync path's throughput.
 
 ``FREEZE=1`` calls ``gc.freeze()`` after each warm-up: the garbage
 collector's full collections then scan only the objects made since.
+``DIAG=1`` attributes every late wake-up of the ticker to what held the loop
+(collections, long steps, waits for the interpreter: ``_loop_diag``) and
+prints it per round with the heap's growth between rounds, on stderr; its
+timing wrappers slow the loop, so its throughput is not the benchmark's.
 
 Only public names are used, so the same file measures an older tree::
 
@@ -28,16 +32,19 @@ Run: ``python benchmarks/run.py --only async [--quick]``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
 
 from _harness import row
+from _loop_diag import Diagnosis, heap_growth, heap_types
 
 from guardrails import Guardrails, tool
 from guardrails.audit import AuditLog
@@ -50,6 +57,7 @@ TICK = 0.001
 # FREEZE=1: the objects alive after each warm-up leave the garbage collector's
 # generations (``gc.freeze()``), as a server may do once it has started.
 FREEZE = bool(os.environ.get("FREEZE"))
+DIAG = bool(os.environ.get("DIAG"))
 
 
 def _rails(store: Store) -> tuple[Guardrails, Guardrails]:
@@ -113,16 +121,20 @@ class _Ticker:
     (a loaded machine) is late by that much too, through no work of its own.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, diagnosis: Diagnosis | None = None) -> None:
         self.worst = 0.0
         self.worst_running = 0.0
         self.done = False
+        self.diagnosis = diagnosis
 
     async def tick(self) -> None:
         while not self.done:
             before, cpu = time.perf_counter(), time.process_time()
             await asyncio.sleep(TICK)
-            late = time.perf_counter() - before - TICK
+            ran = time.perf_counter()
+            late = ran - before - TICK
+            if self.diagnosis is not None:
+                self.diagnosis.tick(before + TICK, ran)
             self.worst = max(self.worst, late)
             self.worst_running = max(self.worst_running, min(late, time.process_time() - cpu))
 
@@ -149,27 +161,31 @@ async def _bare(calls: int) -> tuple[float, ...]:
 
 
 async def _gathered(coros: list[Any]) -> tuple[Any, ...]:
-    ticker = _Ticker()
+    diagnosis = Diagnosis() if DIAG else None
+    ticker = _Ticker(diagnosis)
     ticking = asyncio.create_task(ticker.tick())
     await asyncio.sleep(TICK)
-    with _LongestStep() as longest:
-        start = time.perf_counter()
+    with _LongestStep() as longest, diagnosis or contextlib.nullcontext():
+        start, cpu = time.perf_counter(), time.process_time()
         results = await asyncio.gather(*coros)
-        elapsed = time.perf_counter() - start
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         ticker.done = True
         await ticking
-    return results, elapsed, ticker.worst, ticker.worst_running, longest.worst
+    if diagnosis is not None:
+        print(f"  round: {elapsed * 1e3:.0f} ms, {diagnosis.report()}", file=sys.stderr)
+    return results, elapsed, ticker.worst, ticker.worst_running, longest.worst, cpu
 
 
-def _sequential(rails: Guardrails, calls: int) -> float:
+def _sequential(rails: Guardrails, calls: int) -> tuple[float, float]:
+    """Seconds for ``calls`` sync calls one after another, and the process's CPU time."""
     turn = rails.turn(tenant="acme", session="s-sync")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in range(calls):
         result = turn.call("lookup", {"order_id": "o-1"})
         if result.outcome != "ok" or result.escapes:
             raise RuntimeError(f"a sync call did not pass cleanly: {result}")
     turn.results.clear()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def _measure(group: str, make: Callable[[], Store], quick: bool) -> list[dict[str, Any]]:
@@ -181,10 +197,11 @@ def _measure(group: str, make: Callable[[], Store], quick: bool) -> list[dict[st
         asyncio.run(_concurrent(async_rails, 50))  # warm up: threads, connections
         if FREEZE:
             gc.freeze()
-        measured = [asyncio.run(_concurrent(async_rails, calls)) for _ in range(rounds)]
-        sync = statistics.median(_sequential(sync_rails, calls) for _ in range(rounds))
+        measured = _rounds(group, lambda: asyncio.run(_concurrent(async_rails, calls)), rounds)
+        spans, cpus = zip(*(_sequential(sync_rails, calls) for _ in range(rounds)), strict=True)
     finally:
         store.close()
+    sync = statistics.median(spans)
     return [
         _row(group, f"{calls} concurrent acall (audited, budgeted)", calls, measured),
         row(
@@ -192,6 +209,7 @@ def _measure(group: str, make: Callable[[], Store], quick: bool) -> list[dict[st
             f"{calls} sequential sync call (one thread)",
             sync / calls * 1e6,
             calls_per_s=round(calls / sync),
+            cpu_us_per_call=round(statistics.median(cpus) / calls * 1e6, 1),
         ),
     ]
 
@@ -202,18 +220,33 @@ def _floor(quick: bool) -> list[dict[str, Any]]:
     asyncio.run(_bare(50))
     if FREEZE:
         gc.freeze()
-    measured = [asyncio.run(_bare(calls)) for _ in range(rounds)]
+    measured = _rounds("async.bare", lambda: asyncio.run(_bare(calls)), rounds)
     return [_row("async.bare", f"{calls} concurrent bare async def calls", calls, measured)]
 
 
+def _rounds(group: str, one: Callable[[], tuple[float, ...]], rounds: int) -> list[Any]:
+    """``rounds`` runs of ``one``; with ``DIAG``, the heap's growth between them too."""
+    if not DIAG:
+        return [one() for _ in range(rounds)]
+    print(f"{group}:", file=sys.stderr)
+    measured, before = [], heap_types()
+    for _ in range(rounds):
+        measured.append(one())
+        after = heap_types()
+        print(f"  kept since the last round: {heap_growth(before, after)}", file=sys.stderr)
+        before = after
+    return measured
+
+
 def _row(group: str, name: str, calls: int, measured: list[tuple[float, ...]]) -> dict[str, Any]:
-    spans, lags, running, steps = (list(column) for column in zip(*measured, strict=True))
+    spans, lags, running, steps, cpus = (list(column) for column in zip(*measured, strict=True))
     span = statistics.median(spans)
     return row(
         group,
         name,
         span / calls * 1e6,
         calls_per_s=round(calls / span),
+        cpu_us_per_call=round(statistics.median(cpus) / calls * 1e6, 1),
         worst_loop_lag_ms=round(max(lags) * 1e3, 2),
         median_worst_loop_lag_ms=round(statistics.median(lags) * 1e3, 2),
         worst_lag_while_running_ms=round(max(running) * 1e3, 2),

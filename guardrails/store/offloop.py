@@ -13,7 +13,11 @@ exit, for the operations of tasks cancelled while they waited: those still
 complete).
 
 SQLite gets one thread (its writes are serialised by the file lock anyway),
-PostgreSQL one per connection it may hold, up to four. A ``MemoryStore``
+PostgreSQL one per connection it may hold, up to four. A store that can run
+a thread's operations in one transaction (``SQLiteStore.grouped``) runs each
+pass's store-only work in one: the thread takes everything queued, runs it,
+commits once, then answers; a job that is not store work alone
+(``store_only=False``: a guard reading the store) runs outside it. A ``MemoryStore``
 answers in microseconds under a lock and runs inline.
 """
 
@@ -46,7 +50,7 @@ WAKE_CHUNK = 16
 
 
 class _Job:
-    __slots__ = ("args", "context", "fn", "future", "loop", "row")
+    __slots__ = ("args", "context", "fn", "future", "loop", "row", "store_only")
 
     def __init__(
         self,
@@ -56,6 +60,7 @@ class _Job:
         fn: Callable[..., Any] | None = None,
         args: tuple[Any, ...] = (),
         context: contextvars.Context | None = None,
+        store_only: bool = True,
     ) -> None:
         self.loop = loop
         self.future = future
@@ -63,6 +68,7 @@ class _Job:
         self.fn = fn
         self.args = args
         self.context = context
+        self.store_only = store_only  # only store calls and decisions: may share a transaction
 
 
 class OffLoop:
@@ -75,6 +81,11 @@ class OffLoop:
         # one (its sync callers' rows then share the commits), else through ours.
         found = getattr(store, "batcher", None)
         self.batcher: Batcher = found if isinstance(found, Batcher) else Batcher(_writer(store))
+        # A store that can run a thread's operations in one transaction (SQLite's
+        # ``grouped``) gets each pass's store work in one, committed before any answer.
+        self.grouped: Callable[[], contextlib.AbstractContextManager[None]] | None = getattr(
+            store, "grouped", None
+        )
         self._reset()
 
     def _reset(self) -> None:
@@ -86,15 +97,23 @@ class OffLoop:
 
     # -- for async callers ----------------------------------------------------------
 
-    async def run(self, fn: Callable[..., T], /, *args: Any) -> T:
-        """``fn(*args)`` on a store thread, with this task's context variables."""
-        return await self.submit(fn, *args)
+    async def run(self, fn: Callable[..., T], /, *args: Any, store_only: bool = False) -> T:
+        """``fn(*args)`` on a store thread, with this task's context variables.
 
-    def submit(self, fn: Callable[..., T], /, *args: Any) -> asyncio.Future[T]:
+        ``store_only``: ``fn`` does nothing but store calls and quick decisions
+        between them (``steps.perform``), so it may share the transaction of
+        the other store work of its pass; anything else (a guard) runs alone.
+        """
+        return await self.submit(fn, *args, store_only=store_only)
+
+    def submit(
+        self, fn: Callable[..., T], /, *args: Any, store_only: bool = False
+    ) -> asyncio.Future[T]:
         """``run`` as a future of the running loop, queued at once."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._put(_Job(loop, future, fn=fn, args=args, context=contextvars.copy_context()))
+        context = contextvars.copy_context()
+        self._put(_Job(loop, future, None, fn, args, context, store_only))
         return future
 
     async def append(self, row: AuditRow, /) -> None:
@@ -118,8 +137,7 @@ class OffLoop:
             self._reset()  # a forked child has neither the threads nor their queue
         with self._cond:
             self._queue.append(job)
-            # A worker ends only with the process or a stop (KeyboardInterrupt) it passed on.
-            self._workers = [w for w in self._workers if w.is_alive()]
+            # ``_workers`` holds the live workers: one that ends takes itself out.
             if len(self._workers) < self.threads and self._busy + len(self._queue) > len(
                 self._workers
             ):
@@ -131,29 +149,63 @@ class OffLoop:
             self._cond.notify()
 
     def _work(self) -> None:
-        while True:
-            with self._cond:
-                while not self._queue:
-                    self._cond.wait()
-                taken = self._take()
-                self._busy += 1
-            try:
-                self._run_all(taken)
-            finally:
+        try:
+            while True:
                 with self._cond:
-                    self._busy -= 1
-                    self._cond.notify_all()
+                    while not self._queue:
+                        self._cond.wait()
+                    taken = self._take()
+                    self._busy += 1
+                try:
+                    self._run_all(taken)
+                finally:
+                    del taken  # a worker keeps nothing of a pass while it waits (futures, rows)
+                    with self._cond:
+                        self._busy -= 1
+                        self._cond.notify_all()
+        finally:  # only a stop (KeyboardInterrupt) it passed on ends a worker
+            with self._cond, contextlib.suppress(ValueError):
+                self._workers.remove(threading.current_thread())
 
     def _run_all(self, taken: list[list[_Job]]) -> None:
+        """Run one pass, then answer its callers: one wake-up of each loop.
+
+        With a store that groups (``grouped``), consecutive store-only
+        segments run in one transaction; a segment that is not store-only
+        (a guard reading the store) runs on its own between them.
+        """
         done: list[tuple[_Job, bool, Any]] = []
-        for index, segment in enumerate(taken):
-            try:
-                done += self._execute(segment)
-            except BaseException as exc:  # a stop of the process: answer all, then go
-                rest = [job for later in taken[index:] for job in later]
-                _answer(done + [(job, False, exc) for job in rest])
-                raise
+        index = 0
+        try:
+            while index < len(taken):
+                end = self._run_end(taken, index)
+                done += self._execute_run(taken[index:end])
+                index = end
+        except BaseException as exc:  # a stop of the process: answer all, then go
+            jobs = [job for segment in taken for job in segment]
+            _answer(done + [(job, False, exc) for job in jobs[len(done) :]])
+            raise
         _answer(done)
+
+    def _run_end(self, taken: list[list[_Job]], index: int) -> int:
+        """Where the run of segments from ``index`` that share one transaction ends."""
+        end = index + 1
+        if self.grouped is not None and _store_only(taken[index]):
+            while end < len(taken) and _store_only(taken[end]):
+                end += 1
+        return end
+
+    def _execute_run(self, run: list[list[_Job]]) -> list[tuple[_Job, bool, Any]]:
+        if self.grouped is None or not _store_only(run[0]):
+            return [answer for segment in run for answer in self._execute(segment)]
+        done: list[tuple[_Job, bool, Any]] = []
+        try:
+            with self.grouped():
+                for segment in run:
+                    done += self._execute(segment)
+        except Exception as exc:  # not committed: nothing of the run was written
+            return [(job, False, exc) for segment in run for job in segment]
+        return done
 
     def _take(self) -> list[list[_Job]]:
         """The next jobs, rows that follow one another as one segment (one commit).
@@ -191,6 +243,11 @@ class OffLoop:
         return [(job, True, value) for job in batch]
 
 
+def _store_only(segment: list[_Job]) -> bool:
+    first = segment[0]
+    return first.row is not None or first.store_only
+
+
 def _writer(store: Any) -> Callable[[list[AuditRow]], None]:
     def write(rows: list[AuditRow]) -> None:
         if len(rows) == 1:
@@ -202,37 +259,56 @@ def _writer(store: Any) -> Callable[[list[AuditRow]], None]:
 
 
 def _answer(done: list[tuple[_Job, bool, Any]]) -> None:
-    """Settle the futures of ``done``: one wake-up of each loop for all of its jobs."""
+    """Hand the answers of ``done`` to their loops (``_Waking.post``: a loop already
+    due to take answers is not woken again)."""
     by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
     for job, ok, value in done:
         by_loop.setdefault(job.loop, []).append((job.future, ok, value))
     for loop, answers in by_loop.items():
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            loop.call_soon_threadsafe(_waking(loop).add, answers)
+        _waking(loop).post(loop, answers)
 
 
 class _Waking:
-    """The answers waiting for one event loop, from every store thread: ``WAKE_CHUNK``
-    callers woken per iteration, so that their steps are spread over iterations.
-    Used only on that loop's thread (``add`` arrives through ``call_soon_threadsafe``)."""
+    """The answers waiting for one event loop, from every store thread.
 
-    __slots__ = ("__weakref__", "answers", "draining")
+    A store thread ``post``s its answers to the inbox and wakes the loop only
+    when no wake-up is already due: under load, answers that arrive while the
+    loop has not yet taken the last ones ride along, instead of each pass of
+    each thread writing to the loop's wake-up pipe (and its thread competing
+    for the interpreter to read it). The loop then sets the results itself,
+    ``WAKE_CHUNK`` callers per iteration, so that their steps are spread over
+    iterations, not run back to back.
+    """
+
+    __slots__ = ("__weakref__", "due", "inbox", "lock")
 
     def __init__(self) -> None:
-        self.answers: deque[tuple[asyncio.Future[Any], bool, Any]] = deque()
-        self.draining = False
+        self.inbox: deque[tuple[asyncio.Future[Any], bool, Any]] = deque()
+        self.lock = threading.Lock()
+        self.due = False  # a drain is scheduled on the loop and will see the inbox
 
-    def add(self, answers: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
-        self.answers.extend(answers)
-        if not self.draining:
-            self.draining = True
-            self.drain()
+    def post(
+        self, loop: asyncio.AbstractEventLoop, answers: list[tuple[asyncio.Future[Any], bool, Any]]
+    ) -> None:
+        """From any thread: queue ``answers``; wake the loop unless a drain is due."""
+        self.inbox.extend(answers)  # before the check: a drain that ends re-checks under the lock
+        with self.lock:
+            if self.due:
+                return
+            self.due = True
+        try:
+            loop.call_soon_threadsafe(self.drain)
+        except RuntimeError:  # the loop closed meanwhile: nobody waits for these any more
+            with self.lock:
+                self.due = False
+            self.inbox.clear()
 
     def drain(self) -> None:
-        answers = self.answers
+        """On the loop: settle up to ``WAKE_CHUNK`` callers, and come back while any wait."""
+        inbox = self.inbox
         woken = 0
-        while answers and woken < WAKE_CHUNK:
-            future, ok, value = answers.popleft()
+        while inbox and woken < WAKE_CHUNK:
+            future, ok, value = inbox.popleft()
             if future.done():  # the waiting task was cancelled: the work was done anyway
                 continue
             woken += 1
@@ -240,10 +316,12 @@ class _Waking:
                 future.set_result(value)
             else:
                 future.set_exception(value)
-        if answers:
-            asyncio.get_running_loop().call_soon(self.drain)
-        else:
-            self.draining = False
+        if not inbox:
+            with self.lock:
+                if not inbox:  # (a thread that posted meanwhile saw ``due`` and left it to us)
+                    self.due = False
+                    return
+        asyncio.get_running_loop().call_soon(self.drain)
 
 
 _wakings: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Waking] = (
@@ -291,17 +369,20 @@ def _threads(store: Any) -> int:
     return size if type(size) is int and size > 0 else 1
 
 
-async def run(store: Any, fn: Callable[..., T], /, *args: Any) -> T:
-    """``fn(*args)`` off the loop when ``store`` may block, inline when it cannot."""
+async def run(store: Any, fn: Callable[..., T], /, *args: Any, store_only: bool = False) -> T:
+    """``fn(*args)`` off the loop when ``store`` may block, inline when it cannot
+    (``store_only``: see ``OffLoop.run``)."""
     runner = off_loop(store)
-    return fn(*args) if runner is None else await runner.run(fn, *args)
+    return fn(*args) if runner is None else await runner.run(fn, *args, store_only=store_only)
 
 
-def submit(store: Any, fn: Callable[..., T], /, *args: Any) -> asyncio.Future[T]:
+def submit(
+    store: Any, fn: Callable[..., T], /, *args: Any, store_only: bool = False
+) -> asyncio.Future[T]:
     """``run`` as a future, queued at once (done at once for a store that cannot block)."""
     runner = off_loop(store)
     if runner is not None:
-        return runner.submit(fn, *args)
+        return runner.submit(fn, *args, store_only=store_only)
     future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
     try:
         future.set_result(fn(*args))

@@ -16,6 +16,11 @@ is extended inside the transaction that writes the row; in WAL mode with
 ``synchronous=NORMAL`` a committed row survives a killed
 process. The store's connections cannot rewrite or remove audit rows
 (``_append_only``).
+
+``grouped()`` runs a thread's operations in one transaction (the store
+thread of ``offloop`` runs each pass in one): a method that needs a
+transaction of its own takes a savepoint instead, and the chain head hint of
+the block's appends is published only once the block has committed.
 """
 
 from __future__ import annotations
@@ -67,6 +72,15 @@ _SELECT = f"SELECT id, {_COLUMNS} FROM guardrails_audit"
 _SELECT_CHAIN = f"SELECT id, {_COLUMNS}, hash FROM guardrails_audit"
 
 
+class _Local(threading.local):
+    """Per thread: its connection (and the process that opened it), and the
+    chain head hint of its ``grouped()`` block while one is open."""
+
+    conn: sqlite3.Connection | None = None
+    pid = 0
+    pending: list[Any] | None = None
+
+
 class SQLiteStore:
     """A store in one SQLite file. ``path`` is created (with its schema) on first use."""
 
@@ -84,21 +98,58 @@ class SQLiteStore:
             raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
         self.busy_timeout = busy_timeout
         self.synchronous = synchronous.upper()
-        self._local = threading.local()
+        self._local = _Local()
         self._migrated = False
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         # The (id, hash) of the last row this store wrote: a hint, which the
         # next append checks under the write lock (another writer may have moved on).
-        self._head: tuple[int, str] | None = None
-        self._moved = False  # the last check found the head moved: read it in SQL
+        self._shared_head: tuple[int, str] | None = None
+        self._shared_moved = False  # the last check found the head moved: read it in SQL
+
+    # -- the chain head hint ----------------------------------------------------
+    # Shared by the store's threads and set only from committed rows: inside
+    # ``grouped()`` a thread's appends keep their own until the group commits
+    # (and drop it if it does not).
+
+    @property
+    def _head(self) -> tuple[int, str] | None:
+        pending = self._local.pending
+        return self._shared_head if pending is None else pending[0]
+
+    @_head.setter
+    def _head(self, head: tuple[int, str] | None) -> None:
+        pending = self._local.pending
+        if pending is None:
+            self._shared_head = head
+        else:
+            pending[0] = head
+
+    @property
+    def _moved(self) -> bool:
+        pending = self._local.pending
+        return self._shared_moved if pending is None else bool(pending[1])
+
+    @_moved.setter
+    def _moved(self, moved: bool) -> None:
+        pending = self._local.pending
+        if pending is None:
+            self._shared_moved = moved
+        else:
+            pending[1] = moved
 
     # -- connections --------------------------------------------------------
 
     def _conn(self) -> sqlite3.Connection:
         local = self._local
-        conn: sqlite3.Connection | None = getattr(local, "conn", None)
+        conn = local.conn
         if conn is not None and local.pid == os.getpid():
+            if local.pending is not None and not conn.in_transaction:
+                # SQLite rolled the group back on an error (a full disk, an I/O
+                # error): what follows would commit on its own. Nothing runs.
+                raise StoreUnavailable(
+                    f"SQLite store {self.path!r}: the transaction was rolled back"
+                )
             return conn
         try:
             conn = sqlite3.connect(
@@ -137,16 +188,72 @@ class SQLiteStore:
                 time.sleep(0.005)
 
     @contextmanager
+    def grouped(self) -> Iterator[None]:
+        """The calling thread's operations, until the block ends, in one transaction.
+
+        ``BEGIN IMMEDIATE`` on entry (the write lock, for the whole block), one
+        ``COMMIT`` on exit; each operation that needs a transaction of its own
+        runs in a savepoint, so it is still all or nothing. A block that ends
+        with an exception is rolled back; a commit that fails (or a transaction
+        SQLite rolled back by itself) raises ``StoreUnavailable``: nothing of
+        the block was written. A block whose transaction cannot begin (the
+        file is locked past ``busy_timeout``, or cannot be opened) runs its
+        operations one by one, each as it would outside a block, so that each
+        meets the failure itself. ``offloop`` runs each pass of the store's
+        thread in one block, and answers its callers once it has committed.
+        """
+        local = self._local
+        if local.pending is not None:  # already in one: it commits
+            yield
+            return
+        conn = self._begun()
+        if conn is None:
+            yield
+            return
+        local.pending = [self._shared_head, self._shared_moved]
+        try:
+            yield
+            if not conn.in_transaction:
+                raise StoreUnavailable(
+                    f"SQLite store {self.path!r}: the transaction was rolled back"
+                )
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            local.pending = None
+            with suppress(sqlite3.Error):
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            if isinstance(exc, _FAILURES):
+                raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
+            raise
+        (self._shared_head, self._shared_moved), local.pending = local.pending, None
+
+    def _begun(self) -> sqlite3.Connection | None:
+        """This thread's connection in a ``BEGIN IMMEDIATE`` just begun, or None if it could not."""
+        try:
+            conn = self._conn()
+            conn.execute("BEGIN IMMEDIATE")
+        except (*_FAILURES, StoreUnavailable):
+            return None
+        return conn
+
+    @contextmanager
     def _immediate(self) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
+        if self._local.pending is None:
+            begin, end, undo = "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"
+        else:  # inside ``grouped()``: a savepoint of its transaction
+            begin, end, undo = "SAVEPOINT operation", "RELEASE operation", "ROLLBACK TO operation"
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(begin)
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                conn.execute(undo)
+                if undo != "ROLLBACK":
+                    conn.execute(end)
                 raise
-            conn.execute("COMMIT")
+            conn.execute(end)
         except _FAILURES as exc:
             raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
 
@@ -377,7 +484,7 @@ class SQLiteStore:
         for conn in connections:
             with suppress(sqlite3.Error):
                 conn.close()
-        self._local = threading.local()
+        self._local = _Local()
 
     def __enter__(self) -> SQLiteStore:
         return self

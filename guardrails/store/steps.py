@@ -60,7 +60,7 @@ async def aperform(store: Any, steps: Steps[T], /) -> T:
     """Drive ``steps`` for an async caller, without blocking the event loop."""
     path = offloop.async_path(store)
     if path is None:
-        return await offloop.run(store, perform, store, steps)
+        return await offloop.run(store, perform, store, steps, store_only=True)
     answer: Any = None
     error: Exception | None = None
     try:
@@ -86,7 +86,7 @@ def asubmit(store: Any, steps: Steps[T], /) -> asyncio.Future[T]:
     loop that is kept until it ends.
     """
     if offloop.async_path(store) is None:
-        return offloop.submit(store, perform, store, steps)
+        return offloop.submit(store, perform, store, steps, store_only=True)
     task = asyncio.ensure_future(aperform(store, steps))
     _started[task] = store
     task.add_done_callback(_forget)

@@ -201,11 +201,12 @@ async def test_answers_of_one_pass_wake_their_callers_a_chunk_per_iteration() ->
             runs.append([])
         else:
             runs[-1].append(entry)
-    # Job 0 was answered in a pass of its own (its caller may wake with the first chunk).
-    woken = [[n for n in run if n != 0] for run in runs]
-    woken = [run for run in woken if run]
-    assert sorted(n for run in woken for n in run) == list(range(1, calls))
-    assert [len(run) for run in woken] == [WAKE_CHUNK, WAKE_CHUNK, calls - 1 - 2 * WAKE_CHUNK]
+    # Job 0 was answered in a pass of its own: its caller wakes alone, or with the
+    # first chunk when the second pass's answers reached the loop before it woke.
+    woken = [run for run in runs if run and run != [0]]
+    assert sorted(n for run in woken for n in run if n != 0) == list(range(1, calls))
+    assert len(woken) == 3
+    assert all(len(run) == WAKE_CHUNK for run in woken[:-1]) and len(woken[-1]) <= WAKE_CHUNK
 
 
 async def test_a_paid_call_cancelled_while_it_reserves_gives_the_reservation_back() -> None:
@@ -249,3 +250,62 @@ async def test_answers_from_several_store_threads_share_one_chunk_per_iteration(
         await asyncio.sleep(0)  # one iteration of the loop
         settled.append(sum(f.done() for f in futures) - sum(settled))
     assert settled == [WAKE_CHUNK, WAKE_CHUNK, WAKE_CHUNK]
+
+
+async def test_answers_posted_while_a_wake_up_is_due_ride_along_without_waking_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    loop = asyncio.get_running_loop()
+    woken: list[object] = []
+    wake = loop.call_soon_threadsafe
+
+    def counted(callback: Any, *args: Any) -> Any:
+        woken.append(callback)
+        return wake(callback, *args)
+
+    monkeypatch.setattr(loop, "call_soon_threadsafe", counted)
+    waking = offloop._Waking()
+    futures = [loop.create_future() for _ in range(40)]
+
+    def post_all() -> None:  # forty passes' answers, while the loop cannot take any
+        for n, future in enumerate(futures):
+            waking.post(loop, [(future, True, n)])
+
+    thread = threading.Thread(target=post_all)
+    thread.start()
+    thread.join()  # (on the loop's thread: the loop waits meanwhile)
+    assert len(woken) == 1
+    assert await asyncio.gather(*futures) == list(range(40))
+    assert not waking.due and not waking.inbox
+    waking.post(loop, [(loop.create_future(), True, 0)])  # the next answers wake it again
+    assert len(woken) == 2
+
+
+class _Stop(BaseException):
+    """A stop a job passes on (as KeyboardInterrupt would), without stopping the test's loop."""
+
+
+async def test_a_worker_ended_by_a_stop_is_replaced_by_the_next_job(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(threading, "excepthook", lambda args: None)  # the stop ends the thread
+
+    class Plain:
+        """Any store that may block: its operations get a thread of their own."""
+
+    store = Plain()
+
+    def stop() -> None:
+        raise _Stop
+
+    with pytest.raises(_Stop):
+        await offloop.run(store, stop)
+    runner = off_loop(store)
+    assert runner is not None
+    waited = 0.0
+    while runner._workers:  # the worker takes itself out as it ends
+        assert waited < GENEROUS, "the ended worker is still counted"
+        await asyncio.sleep(0.001)
+        waited += 0.001
+    assert await offloop.run(store, lambda: 7) == 7
+    assert len(runner._workers) == 1 and runner._workers[0].is_alive()
