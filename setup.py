@@ -10,7 +10,15 @@ setup(
     ext_modules=[
         Extension(
             "guardrails._ccore",
-            [f"guardrails/_csrc/{name}.c" for name in ("module", "canonical", "flat_schema")],
+            [
+                f"guardrails/_csrc/{name}.c"
+                for name in (
+                    "module",
+                    "canonical",
+                    "flat_schema",
+                    "triggers",
+                )
+            ],
             depends=["guardrails/_csrc/ccore.h"],
             optional=True,
         )

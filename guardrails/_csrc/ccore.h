@@ -11,4 +11,8 @@ PyObject *ccore_configure(PyObject *module, PyObject *args);
 /* flat_schema.c: a flat schema's plan (schema.py) checked on a canonical copy. */
 PyObject *ccore_flat_valid(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
+/* triggers.c: the words of a text looked up in a table of terms' words (text.py). */
+PyObject *ccore_word_table(PyObject *module, PyObject *keys);
+PyObject *ccore_scan_words(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
 #endif

@@ -28,6 +28,7 @@ from ..confusables import MARK, fold, fold_words, match_key
 from ..context import GuardResult
 from ..errors import ConfigurationError
 from ..guard import Guard
+from .._wordscan import WordTable
 from ..text import Text, normalise
 from ..verdicts import ChokePoint, Verdict
 from .effects import Restrict
@@ -88,7 +89,8 @@ class TermSet:
             *(alts for forms in self._multi.values() for form, _ in forms for alts in form)
         )
         # The ones an ASCII word of the text can equal: half as many to probe.
-        self._ascii_keys = frozenset(k for k in self._keys if k.isascii() and k[:1] != _MARK)
+        # Compiled for the C scan when the core is built (``guardrails._wordscan``).
+        self._ascii_keys = WordTable(k for k in self._keys if k.isascii() and k[:1] != _MARK)
 
     def _compile_words(self) -> None:
         for key, original in self.terms.items():
