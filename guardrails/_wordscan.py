@@ -39,10 +39,12 @@ class WordTable:
     __slots__ = ("_scan", "compiled", "keys")
 
     def __init__(self, keys: Iterable[bytes]) -> None:
-        self.keys = frozenset(keys)
-        for key in self.keys:
+        given = tuple(keys)
+        for key in given:
+            # Exact bytes only: a subclass's __hash__ or __eq__ is never run.
             if type(key) is not bytes:
                 raise TypeError(f"a key must be bytes, not {type(key).__name__}")
+        self.keys = frozenset(given)
         # The core that compiled the table is the one that reads it.
         self.compiled: Any = None if CORE is None else CORE.word_table(tuple(self.keys))
         self._scan: Any = None if CORE is None else CORE.scan_words

@@ -183,14 +183,14 @@ typedef struct {
 } OddSet;
 
 static int
-odd_grow(OddSet *set, const char *buf)
+odd_grow(OddSet *set)
 {
     Py_ssize_t size = set->slots ? 2 * (set->mask + 1) : 1024;
-    OddSlot *slots = malloc((size_t)size * sizeof(OddSlot));
-    Py_ssize_t *order = malloc((size_t)(size / 2 + 1) * sizeof(Py_ssize_t));
+    OddSlot *slots = PyMem_RawMalloc((size_t)size * sizeof(OddSlot));
+    Py_ssize_t *order = PyMem_RawMalloc((size_t)(size / 2 + 1) * sizeof(Py_ssize_t));
     if (slots == NULL || order == NULL) {
-        free(slots);
-        free(order);
+        PyMem_RawFree(slots);
+        PyMem_RawFree(order);
         return -1;
     }
     for (Py_ssize_t i = 0; i < size; i++) {
@@ -206,9 +206,8 @@ odd_grow(OddSet *set, const char *buf)
         slots[at] = *old;
         order[k] = at;
     }
-    (void)buf;
-    free(set->slots);
-    free(set->order);
+    PyMem_RawFree(set->slots);
+    PyMem_RawFree(set->order);
     set->slots = slots;
     set->order = order;
     set->mask = mask;
@@ -219,7 +218,7 @@ static int
 odd_add(OddSet *set, const char *buf, Py_ssize_t start, Py_ssize_t len, uint64_t h)
 {
     if (set->slots == NULL || 2 * (set->count + 1) > set->mask + 1) {
-        if (odd_grow(set, buf) < 0) {
+        if (odd_grow(set) < 0) {
             return -1;
         }
     }
@@ -364,8 +363,8 @@ ccore_scan_words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *out = status < 0 ? PyErr_NoMemory()
                                : results(t, buf, first, found, nfound, want_odd ? &odd : NULL);
-    free(odd.slots);
-    free(odd.order);
+    PyMem_RawFree(odd.slots);
+    PyMem_RawFree(odd.order);
     PyMem_Free(first);
     PyMem_Free(found);
     return out;

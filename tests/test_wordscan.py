@@ -1,0 +1,237 @@
+"""The C word scan against its reference, and against hostile callers.
+
+``scan_py`` is the reference; ``scan_words`` (``guardrails/_csrc/triggers.c``)
+must give the same keys, first offsets and odd tokens on any buffer.
+"""
+
+from __future__ import annotations
+
+import datetime
+import gc
+import os
+import pickle
+import sys
+import threading
+import tracemalloc
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from guardrails import _wordscan
+from guardrails._compiled import load
+from guardrails._wordscan import WordTable, scan, scan_py
+
+CORE = _wordscan.usable(load())
+needs_compiled = pytest.mark.skipif(CORE is None, reason="the C extension was not built")
+
+
+def test_the_word_scan_is_built_where_ci_requires_it() -> None:
+    if os.environ.get("GUARDRAILS_REQUIRE_CCORE") == "1":
+        assert CORE is not None
+        pure = os.environ.get("GUARDRAILS_PURE") == "1"
+        assert (_wordscan.CORE is None) is pure
+
+
+def _compiled(keys: frozenset[bytes]) -> Any:
+    assert CORE is not None
+    return CORE.word_table(tuple(keys))
+
+
+# Bytes that matter to the walk: every kind of separator bytes.split() cuts at,
+# bytes that look like separators and are not (\x1c-\x1f, \x85 and \xa0 are
+# whitespace to str, not to bytes), ASCII letters, and UTF-8 lead and
+# continuation bytes.
+_BYTES = st.sampled_from(
+    [b" ", b"\t", b"\n", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1f", b"\x00", b"\x85", b"\xa0"]
+    + [b"a", b"b", b"ab", b"x", b"_", b"\xc3\xa9", b"\xe4\xb8\xad", b"\xf0\x9f\x98\x80", b"\xff"]
+)
+_BUFFERS = st.lists(_BYTES, max_size=60).map(b"".join)
+_KEYS = st.frozensets(st.sampled_from([b"a", b"b", b"ab", b"ba", b"x", b"\x00", b"", b"a\xc3\xa9"]))
+
+
+@needs_compiled
+@given(_KEYS, _BUFFERS, st.booleans())
+def test_the_c_scan_gives_what_the_reference_gives(
+    keys: frozenset[bytes], buffer: bytes, want_odd: bool
+) -> None:
+    assert CORE is not None
+    assert CORE.scan_words(_compiled(keys), buffer, want_odd) == scan_py(keys, buffer, want_odd)
+
+
+@needs_compiled
+@given(st.frozensets(st.binary(max_size=6), max_size=40), st.binary(max_size=300))
+def test_any_bytes_and_keys_scan_as_the_reference_does(keys: frozenset[bytes], buffer: bytes) -> None:
+    # Keys are drawn from the buffer's own tokens too, so lookups succeed.
+    keys |= frozenset(buffer.split()[::3])
+    assert CORE is not None
+    assert CORE.scan_words(_compiled(keys), buffer, True) == scan_py(keys, buffer, True)
+
+
+def test_the_reference_reads_tokens_as_bytes_split_does() -> None:
+    buffer = b" ab\tcd\x1c \xc3\xa9x ab \xc3\xa9x\n"
+    found, odd = scan_py(frozenset({b"ab", b"cd\x1c", b"zz"}), buffer, True)
+    assert found == {b"ab": 1, b"cd\x1c": 4}
+    assert odd == [b"\xc3\xa9x"]
+    assert [t for t in buffer.split() if not t.isascii()] == [b"\xc3\xa9x", b"\xc3\xa9x"]
+
+
+@needs_compiled
+def test_many_keys_and_many_distinct_odd_tokens() -> None:
+    keys = frozenset(f"k{i}".encode() for i in range(1, 60_000, 2)) | {b"k2", b"k4"}
+    words = [f"k{i}" if i % 3 else f"é{i}" for i in range(0, 60_000, 2)]
+    buffer = " ".join(words).encode()
+    assert CORE is not None
+    found, odd = CORE.scan_words(_compiled(keys), buffer, True)
+    assert (found, odd) == scan_py(keys, buffer, True)
+    assert len(odd) == 10_000 and found.keys() == {b"k2", b"k4"}
+
+
+@needs_compiled
+def test_a_huge_buffer_and_a_huge_token() -> None:
+    # Past the size where the walk lets other threads run.
+    buffer = b"word " * 4_000_000 + b"refund " + "é".encode() * 2_000_000 + b" z" * 100
+    keys = frozenset({b"refund", b"z", b"word"})
+    found, odd = scan(WordTable(keys), buffer, True)
+    assert found == {b"word": 0, b"refund": 20_000_000, b"z": len(buffer) - 199}
+    assert odd == ["é".encode() * 2_000_000]
+
+
+def test_the_empty_buffer_and_the_empty_table() -> None:
+    for table in (WordTable([]), WordTable([b"a"])):
+        assert scan(table, b"", True) == ({}, [])
+        assert scan(table, b"   ", False) == ({}, None)
+    assert scan(WordTable([]), b"a b \xc3\xa9", True) == ({}, [b"\xc3\xa9"])
+
+
+@needs_compiled
+def test_threads_scanning_one_table_get_the_same_answer() -> None:
+    table = WordTable({b"refund", b"card"})
+    buffer = b"x " * 100_000 + b"refund " + b"\xc3\xa9t\xc3\xa9 " * 50_000 + b"card"
+    expected = scan_py(table.keys, buffer, True)
+    results: list[object] = []
+
+    def work() -> None:
+        for _ in range(20):
+            results.append(scan(table, buffer, True))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [expected] * 80
+
+
+# -- hostile callers: typed errors, nothing foreign read ----------------------------
+
+
+class Bytes(bytes):
+    def split(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a method of the caller's object was called")
+
+    def __hash__(self) -> int:
+        raise AssertionError("a method of the caller's object was called")
+
+
+@needs_compiled
+def test_the_c_scan_takes_exact_types_only() -> None:
+    assert CORE is not None
+    table = _compiled(frozenset({b"a"}))
+    refused: list[tuple[Any, ...]] = [
+        (table, Bytes(b"a"), True),
+        (table, bytearray(b"a"), True),
+        (table, memoryview(b"a"), True),
+        (table, "a", True),
+        (object(), b"a", True),
+        (datetime.datetime_CAPI, b"a", True),  # a capsule of another name
+        (table, b"a"),
+        (table, b"a", True, True),
+    ]
+    for args in refused:
+        with pytest.raises(TypeError):
+            CORE.scan_words(*args)
+    for keys in ([b"a"], (b"a", "a"), (Bytes(b"a"),), (b"a", bytearray(b"b")), None):
+        with pytest.raises(TypeError):
+            CORE.word_table(keys)
+
+
+def test_a_table_takes_bytes_only() -> None:
+    with pytest.raises(TypeError):
+        WordTable([Bytes(b"a")])
+    with pytest.raises(TypeError):
+        WordTable(["a"])  # type: ignore[list-item]
+
+
+def test_a_buffer_of_another_type_takes_the_reference() -> None:
+    table = WordTable({b"a"})
+    assert scan(table, bytearray(b"b a"), True) == ({b"a": 2}, [])  # type: ignore[arg-type]
+
+
+def test_a_table_pickles_and_compiles_again() -> None:
+    table = WordTable({b"refund", b"card"})
+    copy = pickle.loads(pickle.dumps(table))
+    assert copy.keys == table.keys
+    assert (copy.compiled is None) is (table.compiled is None)
+    assert scan(copy, b"a card", True) == ({b"card": 2}, [])
+
+
+# -- reference counts and leaks ---------------------------------------------------
+
+
+_KEY_OBJECTS = [b"refund", b"card", b"credit"]
+_BUFFERS_SEEN = [b"", b"x " * 300 + b"refund card", b"\xc3\xa9 refund \xc3\xa9 x", b"card " * 20_000]
+
+
+@needs_compiled
+def test_reference_counts_are_unchanged_after_many_scans() -> None:
+    assert CORE is not None
+    keys = tuple(_KEY_OBJECTS)
+    table = CORE.word_table(keys)
+    probes = [*_KEY_OBJECTS, keys, *_BUFFERS_SEEN[1:]]  # b"" is shared by everyone
+    before = [sys.getrefcount(p) for p in probes]
+    for _ in range(1_000):
+        for buffer in _BUFFERS_SEEN:
+            CORE.scan_words(table, buffer, True)
+            CORE.scan_words(table, buffer, False)
+        try:
+            CORE.scan_words(table, "text", True)
+        except TypeError:
+            pass
+    del buffer  # the loop's name held the last one
+    gc.collect()
+    assert [sys.getrefcount(p) for p in probes] == before
+    assert sys.getrefcount(table) == 2  # this name, and the call's argument
+    held = sys.getrefcount(keys)
+    del table
+    gc.collect()
+    assert sys.getrefcount(keys) == held - 1  # the table let its keys go
+
+
+@needs_compiled
+def test_no_memory_is_kept_over_100000_scans_and_tables() -> None:
+    assert CORE is not None
+    keys = tuple(_KEY_OBJECTS)
+
+    def round_() -> None:
+        table = CORE.word_table(keys)
+        for buffer in _BUFFERS_SEEN[:3]:
+            CORE.scan_words(table, buffer, True)
+        try:
+            CORE.word_table([b"x"])
+        except TypeError:
+            pass
+
+    round_()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start, _ = tracemalloc.get_traced_memory()
+        for _ in range(100_000 // 4):
+            round_()
+        gc.collect()
+        end, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert end - start < 64_000  # one object kept per call would be megabytes
