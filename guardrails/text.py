@@ -257,7 +257,7 @@ class Text:
         assert self._pairs is not None
         return self._pairs
 
-    def _set_odd(self, odd: set[bytes]) -> None:
+    def _set_odd(self, odd: Iterable[bytes]) -> None:
         tokens = list(odd)
         words = normalise_tokens(tokens)
         self._pairs = (tokens, words)

@@ -24,11 +24,11 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from .._wordscan import WordTable
 from ..confusables import MARK, fold, fold_words, match_key
 from ..context import GuardResult
 from ..errors import ConfigurationError
 from ..guard import Guard
-from .._wordscan import WordTable
 from ..text import Text, normalise
 from ..verdicts import ChokePoint, Verdict
 from .effects import Restrict
