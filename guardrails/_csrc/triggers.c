@@ -24,17 +24,19 @@
 /* Scans of buffers at least this long release the GIL. */
 #define NOGIL_BYTES 65536
 
+/* A key's place: its full hash, its index in keys, its bytes in the arena. */
 typedef struct {
     uint64_t hash;
-    Py_ssize_t key; /* index into keys; -1: empty */
+    Py_ssize_t key;
+    Py_ssize_t start;
+    Py_ssize_t len;
 } Slot;
 
 typedef struct {
     Py_ssize_t mask;      /* slots - 1 (a power of two minus one) */
-    Slot *slots;
+    uint32_t *tags;       /* per slot: 0 empty, else the hash's top bits (| 1): */
+    Slot *slots;          /* a small array probed first, the slots read on a match */
     Py_ssize_t nkeys;
-    Py_ssize_t *starts;   /* key i's bytes: arena[starts[i] : starts[i] + lens[i]] */
-    Py_ssize_t *lens;
     char *arena;
     PyObject *keys;       /* tuple of the keys, returned as found */
 } Table;
@@ -44,17 +46,56 @@ static const unsigned char SPACE[256] = {
     [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\v'] = 1, ['\f'] = 1, ['\r'] = 1,
 };
 
-#define FNV_OFFSET 0xcbf29ce484222325ULL
-#define FNV_PRIME 0x100000001b3ULL
+#define MIX 0x9e3779b97f4a7c15ULL
+#define HIGH_BITS 0x8080808080808080ULL
+#define BELOW_21 0x2121212121212121ULL
 
-static uint64_t
-hash_bytes(const unsigned char *p, Py_ssize_t n)
+/* The hash is built eight bytes at a time (the last ones zero-extended),
+ * then the length: the walk computes it on the words it loads to find the
+ * end of a token, hash_bytes on a whole key; both give the same value. */
+static inline uint64_t
+hash_step(uint64_t h, uint64_t w)
 {
-    uint64_t h = FNV_OFFSET;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        h = (h ^ p[i]) * FNV_PRIME;
+    h = (h ^ w) * MIX;
+    return h ^ (h >> 32);
+}
+
+static inline uint64_t
+hash_end(uint64_t h, Py_ssize_t n)
+{
+    h = (h ^ (uint64_t)n) * MIX;
+    h ^= h >> 29;
+    h *= MIX;
+    return h ^ (h >> 32);
+}
+
+/* The hash of p[:n]; *high gets the OR of the bytes' top bits. */
+static uint64_t
+hash_bytes(const unsigned char *p, Py_ssize_t n, uint64_t *high)
+{
+    uint64_t h = MIX, w, seen = 0;
+    Py_ssize_t left = n;
+    while (left >= 8) {
+        memcpy(&w, p, 8);
+        seen |= w;
+        h = hash_step(h, w);
+        p += 8;
+        left -= 8;
     }
-    return h;
+    if (left > 0) {
+        w = 0;
+        memcpy(&w, p, (size_t)left);
+        seen |= w;
+        h = hash_step(h, w);
+    }
+    *high = seen & HIGH_BITS;
+    return hash_end(h, n);
+}
+
+static inline uint32_t
+tag_of(uint64_t h)
+{
+    return (uint32_t)(h >> 32) | 1u;
 }
 
 static void
@@ -63,9 +104,8 @@ table_free(Table *t)
     if (t == NULL) {
         return;
     }
+    PyMem_Free(t->tags);
     PyMem_Free(t->slots);
-    PyMem_Free(t->starts);
-    PyMem_Free(t->lens);
     PyMem_Free(t->arena);
     Py_XDECREF(t->keys);
     PyMem_Free(t);
@@ -78,18 +118,22 @@ table_capsule_free(PyObject *capsule)
 }
 
 /* The slot holding bytes p[:n] with hash h, or the empty slot where it would go. */
-static Slot *
+static inline Py_ssize_t
 table_find(const Table *t, const unsigned char *p, Py_ssize_t n, uint64_t h)
 {
+    uint32_t tag = tag_of(h);
     Py_ssize_t at = (Py_ssize_t)(h & (uint64_t)t->mask);
     for (;;) {
-        Slot *s = &t->slots[at];
-        if (s->key < 0) {
-            return s;
+        uint32_t here = t->tags[at];
+        if (here == 0) {
+            return at;
         }
-        if (s->hash == h && t->lens[s->key] == n
-            && memcmp(t->arena + t->starts[s->key], p, (size_t)n) == 0) {
-            return s;
+        if (here == tag) {
+            const Slot *s = &t->slots[at];
+            if (s->hash == h && s->len == n
+                && memcmp(t->arena + s->start, p, (size_t)n) == 0) {
+                return at;
+            }
         }
         at = (at + 1) & t->mask;
     }
@@ -106,33 +150,28 @@ table_fill(Table *t)
         size *= 2;
     }
     t->mask = size - 1;
+    t->tags = PyMem_Calloc((size_t)size, sizeof(uint32_t));
     t->slots = PyMem_Malloc((size_t)size * sizeof(Slot));
-    t->starts = PyMem_Malloc((size_t)(t->nkeys + 1) * sizeof(Py_ssize_t));
-    t->lens = PyMem_Malloc((size_t)(t->nkeys + 1) * sizeof(Py_ssize_t));
     t->arena = PyMem_Malloc((size_t)total + 1);
-    if (!t->slots || !t->starts || !t->lens || !t->arena) {
+    if (!t->tags || !t->slots || !t->arena) {
         PyErr_NoMemory();
         return -1;
-    }
-    for (Py_ssize_t i = 0; i < size; i++) {
-        t->slots[i].key = -1;
     }
     Py_ssize_t used = 0;
     for (Py_ssize_t i = 0; i < t->nkeys; i++) {
         PyObject *key = PyTuple_GET_ITEM(t->keys, i);
         Py_ssize_t n = PyBytes_GET_SIZE(key);
         const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(key);
-        uint64_t h = hash_bytes(p, n);
-        Slot *s = table_find(t, p, n, h);
-        if (s->key >= 0) {
+        uint64_t high;
+        uint64_t h = hash_bytes(p, n, &high);
+        Py_ssize_t at = table_find(t, p, n, h);
+        if (t->tags[at] != 0) {
             continue; /* a duplicate: the first one answers */
         }
         memcpy(t->arena + used, p, (size_t)n);
-        t->starts[i] = used;
-        t->lens[i] = n;
+        t->tags[at] = tag_of(h);
+        t->slots[at] = (Slot){.hash = h, .key = i, .start = used, .len = n};
         used += n;
-        s->hash = h;
-        s->key = i;
     }
     return 0;
 }
@@ -239,6 +278,46 @@ odd_add(OddSet *set, const char *buf, Py_ssize_t start, Py_ssize_t len, uint64_t
     }
 }
 
+/* The token starting at p[*at], its end stored back in *at: its hash and
+ * (*high) whether a byte of it is >= 0x80. Eight bytes are loaded at a time
+ * while eight remain; a byte below 0x21 is a candidate end (bytes >= 0x80
+ * are never flagged), and SPACE says whether it is one. */
+static inline uint64_t
+next_token(const unsigned char *p, Py_ssize_t size, Py_ssize_t *at, uint64_t *high)
+{
+    Py_ssize_t start = *at, i = start;
+    uint64_t h = MIX, seen = 0, w;
+    while (i + 8 <= size) {
+        memcpy(&w, p + i, 8);
+        uint64_t ends = (w - BELOW_21) & ~w & HIGH_BITS;
+        if (ends == 0) {
+            seen |= w;
+            h = hash_step(h, w);
+            i += 8;
+            continue;
+        }
+        /* The lowest flagged byte is exact (little-endian: the first in memory). */
+        int k = __builtin_ctzll(ends) >> 3;
+        if (!SPACE[p[i + k]]) {
+            break; /* a control byte inside the token: the slow way below */
+        }
+        if (k > 0) {
+            w &= ((uint64_t)1 << (8 * k)) - 1;
+            seen |= w;
+            h = hash_step(h, w);
+        }
+        *at = i + k;
+        *high = seen & HIGH_BITS;
+        return hash_end(h, i + k - start);
+    }
+    /* Near the end of the buffer, or a control byte: byte by byte, then hashed whole. */
+    while (i < size && !SPACE[p[i]]) {
+        i++;
+    }
+    *at = i;
+    return hash_bytes(p + start, i - start, high);
+}
+
 /* The walk itself, without the GIL on long buffers: -1 when out of memory. */
 static int
 walk(const Table *t, const char *buf, Py_ssize_t size, Py_ssize_t *first, Py_ssize_t *found,
@@ -254,23 +333,21 @@ walk(const Table *t, const char *buf, Py_ssize_t size, Py_ssize_t *first, Py_ssi
             break;
         }
         Py_ssize_t start = i;
-        uint64_t h = FNV_OFFSET;
-        unsigned char high = 0;
-        while (i < size && !SPACE[p[i]]) {
-            high |= p[i];
-            h = (h ^ p[i]) * FNV_PRIME;
-            i++;
-        }
-        if (high & 0x80) {
+        uint64_t high;
+        uint64_t h = next_token(p, size, &i, &high);
+        if (high) {
             if (odd != NULL && odd_add(odd, buf, start, i - start, h) < 0) {
                 return -1;
             }
             continue;
         }
-        Slot *s = table_find(t, p + start, i - start, h);
-        if (s->key >= 0 && first[s->key] < 0) {
-            first[s->key] = start;
-            found[(*nfound)++] = s->key;
+        Py_ssize_t at = table_find(t, p + start, i - start, h);
+        if (t->tags[at] != 0) {
+            Py_ssize_t key = t->slots[at].key;
+            if (first[key] < 0) {
+                first[key] = start;
+                found[(*nfound)++] = key;
+            }
         }
     }
     return 0;
