@@ -17,7 +17,7 @@ from itertools import compress, filterfalse
 from operator import not_
 
 from ._normal import normalise, normalise_tokens
-from ._wordscan import WordTable, scan
+from ._wordscan import STARTS, WordTable, scan
 from .confusables import fold_words
 from .errors import UsageError
 from .messages import content_text, user_text
@@ -48,7 +48,8 @@ class Text:
     Nothing normalises the whole text: one ``bytes.translate`` lower-cases
     ASCII letters and turns every other ASCII byte but ``_`` into a space, and
     only the distinct tokens holding a non-ASCII character go through
-    ``unicodedata``, all of them in one call.
+    ``unicodedata``, all of them in one call. With a ``WordTable`` compiled
+    by the C core, ``present`` walks those tokens once in C (``_wordscan``).
     """
 
     __slots__ = (
@@ -58,6 +59,7 @@ class Text:
         "_normalised",
         "_odd_words",
         "_pairs",
+        "_starts",
         "_tokens",
         "_word_bytes",
         "_wordless",
@@ -87,8 +89,10 @@ class Text:
         # The last present() call's probe and, per chunk of ``tokens`` where
         # it found something, (start, end, what it found there).
         self._hits: tuple[frozenset[bytes] | set[bytes], list[_Hits]] = (frozenset(), [])
-        # Where the C scans found words first (a fact of the text, whatever the probe).
+        # Where the C scans found words first, and the first STARTS places of
+        # the words they tracked (facts of the text, whatever the probe).
         self._firsts: dict[bytes, int] = {}
+        self._starts: dict[bytes, list[int]] = {}
 
     def __repr__(self) -> str:
         return f"<Text {len(self.raw)} chars>"
@@ -194,11 +198,12 @@ class Text:
 
     def _present_scanned(self, keys: frozenset[bytes] | set[bytes], table: WordTable) -> set[bytes]:
         # The C walk: ASCII words looked up in place, the distinct odd tokens
-        # handed back (the first time), each found word's first offset kept
-        # for has_sequence.
+        # handed back (the first time), and where the first words of
+        # multi-word terms stand, for has_sequence.
         want_odd = not self.is_ascii and self._pairs is None
-        firsts, odd = scan(table, self.tokens, want_odd)
+        firsts, odd, starts = scan(table, self.tokens, want_odd)
         self._firsts.update(firsts)
+        self._starts.update(starts)
         found = set(firsts)
         if self.is_ascii:
             return found
@@ -229,6 +234,13 @@ class Text:
 
     def _search_tokens(self, pattern: re.Pattern[bytes], first: bytes) -> bool:
         """Whether ``pattern``, which starts with the word ``first``, matches in ``tokens``."""
+        starts = self._starts.get(first)
+        if starts is not None:
+            # A C scan saw where the word stands: a match starts at one of
+            # these, or (when they are not all) after the last of them.
+            if any(pattern.match(self.tokens, at) for at in starts):
+                return True
+            return len(starts) == STARTS and _search(pattern, self.tokens, starts[-1] + 1)
         at = self._firsts.get(first)
         if at is not None:
             # A C scan saw where the word first stands: no match starts before.

@@ -12,7 +12,7 @@ PyObject *ccore_configure(PyObject *module, PyObject *args);
 PyObject *ccore_flat_valid(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 /* triggers.c: the words of a text looked up in a table of terms' words (text.py). */
-PyObject *ccore_word_table(PyObject *module, PyObject *keys);
+PyObject *ccore_word_table(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *ccore_scan_words(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

@@ -10,10 +10,10 @@ static PyMethodDef methods[] = {
      "max_depth)"},
     {"flat_valid", (PyCFunction)(void (*)(void))ccore_flat_valid, METH_FASTCALL,
      "flat_valid(plan, arguments) -> bool: a canonical value against a flat schema's plan"},
-    {"word_table", ccore_word_table, METH_O,
-     "word_table(keys: tuple[bytes, ...]) -> table: the keys scan_words looks up"},
+    {"word_table", (PyCFunction)(void (*)(void))ccore_word_table, METH_FASTCALL,
+     "word_table(keys, tracked) -> table: the keys scan_words looks up"},
     {"scan_words", (PyCFunction)(void (*)(void))ccore_scan_words, METH_FASTCALL,
-     "scan_words(table, tokens, want_odd) -> ({key: first offset}, distinct odd tokens or None)"},
+     "scan_words(table, tokens, want_odd) -> (found, odd tokens or None, starts)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,26 +1,39 @@
 /* The words of a text looked up in C: the scan behind Text.present (text.py).
  *
- * word_table(keys) copies a tuple of exact bytes (the ASCII forms of the
- * terms' words) into an open-addressing hash table held by a capsule.
- * scan_words(table, tokens, want_odd) walks `tokens` (Text.tokens: words
- * separated by ASCII whitespace, as bytes.split() cuts them) once, hashing
- * each token in place, with no Python object per token:
+ * word_table(keys, tracked) copies a tuple of exact bytes (the ASCII forms of
+ * the terms' words) into an open-addressing hash table held by a capsule;
+ * the first `tracked` keys (first words of multi-word terms) also have their
+ * occurrences recorded. scan_words(table, tokens, want_odd) walks `tokens`
+ * (Text.tokens: words separated by ASCII whitespace, as bytes.split() cuts
+ * them) once, hashing each token in place, with no Python object per token,
+ * and returns (found, odd, starts):
  *
- *   - an all-ASCII token is looked up; the keys found come back as a dict
- *     key -> offset of its first occurrence as a whole token;
- *   - a token holding a byte >= 0x80 ("odd": raw UTF-8, normalised later in
- *     Python) is never looked up; with want_odd, the distinct odd tokens come
- *     back as a list of bytes, in order of first occurrence (else None).
+ *   - found: each key that is an all-ASCII token -> the offset of its first
+ *     occurrence;
+ *   - odd: with want_odd, the distinct tokens holding a byte >= 0x80 (raw
+ *     UTF-8, normalised later in Python), in order of first occurrence,
+ *     else None; such a token is never looked up;
+ *   - starts: each tracked key found -> the offsets of its first STARTS
+ *     occurrences (fewer: all of them).
  *
  * Its pure-Python twin is guardrails._wordscan.scan_py; the tests compare
- * them on generated buffers. Only the C buffers of the table and of an
- * immutable bytes object are read while the GIL is released.
+ * them on generated buffers. Only C buffers (the table's, an immutable bytes
+ * object's, this call's) are touched while the GIL is released.
  */
 #include "ccore.h"
 #include <stdint.h>
 #include <string.h>
 
 #define TABLE_NAME "guardrails._ccore.word_table"
+/* Python's hash of bytes (SipHash, keyed per process): needs no GIL. */
+#if PY_VERSION_HEX >= 0x030E0000
+#define KEYED_HASH(p, n) ((uint64_t)Py_HashBuffer((p), (n)))
+#else
+#define KEYED_HASH(p, n) ((uint64_t)_Py_HashBytes((p), (n)))
+#endif
+
+/* Occurrences recorded per tracked key (_wordscan.STARTS). */
+#define STARTS 64
 /* Scans of buffers at least this long release the GIL. */
 #define NOGIL_BYTES 65536
 
@@ -37,6 +50,7 @@ typedef struct {
     uint32_t *tags;       /* per slot: 0 empty, else the hash's top bits (| 1): */
     Slot *slots;          /* a small array probed first, the slots read on a match */
     Py_ssize_t nkeys;
+    Py_ssize_t ntracked;  /* keys[:ntracked] have their occurrences recorded */
     char *arena;
     PyObject *keys;       /* tuple of the keys, returned as found */
 } Table;
@@ -177,13 +191,22 @@ table_fill(Table *t)
 }
 
 PyObject *
-ccore_word_table(PyObject *module, PyObject *keys)
+ccore_word_table(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (!PyTuple_CheckExact(keys)) {
-        PyErr_SetString(PyExc_TypeError, "word_table: keys must be a tuple of bytes");
+    if (nargs != 2 || !PyTuple_CheckExact(args[0]) || !PyLong_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "word_table(keys: tuple of bytes, tracked: int)");
         return NULL;
     }
+    PyObject *keys = args[0];
     Py_ssize_t nkeys = PyTuple_GET_SIZE(keys);
+    Py_ssize_t ntracked = PyLong_AsSsize_t(args[1]);
+    if (ntracked == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (ntracked < 0 || ntracked > nkeys) {
+        PyErr_SetString(PyExc_ValueError, "word_table: tracked must be in 0..len(keys)");
+        return NULL;
+    }
     for (Py_ssize_t i = 0; i < nkeys; i++) {
         if (!PyBytes_CheckExact(PyTuple_GET_ITEM(keys, i))) {
             PyErr_Format(PyExc_TypeError, "word_table: key %zd is not bytes", i);
@@ -195,6 +218,7 @@ ccore_word_table(PyObject *module, PyObject *keys)
         return PyErr_NoMemory();
     }
     t->nkeys = nkeys;
+    t->ntracked = ntracked;
     t->keys = Py_NewRef(keys);
     if (table_fill(t) < 0) {
         table_free(t);
@@ -318,10 +342,44 @@ next_token(const unsigned char *p, Py_ssize_t size, Py_ssize_t *at, uint64_t *hi
     return hash_bytes(p + start, i - start, high);
 }
 
+/* One call's state: what it found, where, and the odd tokens. */
+typedef struct {
+    Py_ssize_t *first;  /* per key: the offset of its first occurrence, or -1 */
+    Py_ssize_t *found;  /* the keys found, in order of first occurrence */
+    Py_ssize_t nfound;
+    Py_ssize_t *seen;   /* per tracked key: occurrences recorded */
+    Py_ssize_t *starts; /* (key, offset) pairs of tracked keys' occurrences */
+    Py_ssize_t nstarts;
+    Py_ssize_t capacity;
+    OddSet odd;
+    int want_odd;
+} Scan;
+
+static int
+record_start(Scan *scan, Py_ssize_t key, Py_ssize_t start)
+{
+    if (scan->seen[key] == STARTS) {
+        return 0;
+    }
+    if (scan->nstarts == scan->capacity) {
+        Py_ssize_t capacity = scan->capacity ? 2 * scan->capacity : 64;
+        Py_ssize_t *grown = PyMem_RawRealloc(scan->starts, (size_t)capacity * 2 * sizeof(Py_ssize_t));
+        if (grown == NULL) {
+            return -1;
+        }
+        scan->starts = grown;
+        scan->capacity = capacity;
+    }
+    scan->starts[2 * scan->nstarts] = key;
+    scan->starts[2 * scan->nstarts + 1] = start;
+    scan->nstarts++;
+    scan->seen[key]++;
+    return 0;
+}
+
 /* The walk itself, without the GIL on long buffers: -1 when out of memory. */
 static int
-walk(const Table *t, const char *buf, Py_ssize_t size, Py_ssize_t *first, Py_ssize_t *found,
-     Py_ssize_t *nfound, OddSet *odd)
+walk(const Table *t, const char *buf, Py_ssize_t size, Scan *scan)
 {
     const unsigned char *p = (const unsigned char *)buf;
     Py_ssize_t i = 0;
@@ -336,63 +394,100 @@ walk(const Table *t, const char *buf, Py_ssize_t size, Py_ssize_t *first, Py_ssi
         uint64_t high;
         uint64_t h = next_token(p, size, &i, &high);
         if (high) {
-            if (odd != NULL && odd_add(odd, buf, start, i - start, h) < 0) {
+            /* The text decides which odd tokens the set holds: they are
+             * placed by Python's keyed hash, not by h, so no text can be
+             * made of tokens that all land in one place. */
+            if (scan->want_odd
+                && odd_add(&scan->odd, buf, start, i - start, KEYED_HASH(p + start, i - start))
+                       < 0) {
                 return -1;
             }
             continue;
         }
         Py_ssize_t at = table_find(t, p + start, i - start, h);
-        if (t->tags[at] != 0) {
-            Py_ssize_t key = t->slots[at].key;
-            if (first[key] < 0) {
-                first[key] = start;
-                found[(*nfound)++] = key;
-            }
+        if (t->tags[at] == 0) {
+            continue;
+        }
+        Py_ssize_t key = t->slots[at].key;
+        if (scan->first[key] < 0) {
+            scan->first[key] = start;
+            scan->found[scan->nfound++] = key;
+        }
+        if (key < t->ntracked && record_start(scan, key, start) < 0) {
+            return -1;
         }
     }
     return 0;
 }
 
 static PyObject *
-results(const Table *t, const char *buf, const Py_ssize_t *first, const Py_ssize_t *found,
-        Py_ssize_t nfound, const OddSet *odd)
+found_dict(const Table *t, const Scan *scan)
 {
-    PyObject *hits = PyDict_New();
-    if (hits == NULL) {
-        return NULL;
-    }
-    for (Py_ssize_t k = 0; k < nfound; k++) {
-        PyObject *at = PyLong_FromSsize_t(first[found[k]]);
-        if (at == NULL || PyDict_SetItem(hits, PyTuple_GET_ITEM(t->keys, found[k]), at) < 0) {
-            Py_XDECREF(at);
-            Py_DECREF(hits);
-            return NULL;
+    PyObject *found = PyDict_New();
+    for (Py_ssize_t k = 0; found != NULL && k < scan->nfound; k++) {
+        PyObject *at = PyLong_FromSsize_t(scan->first[scan->found[k]]);
+        if (at == NULL || PyDict_SetItem(found, PyTuple_GET_ITEM(t->keys, scan->found[k]), at) < 0) {
+            Py_CLEAR(found);
         }
-        Py_DECREF(at);
+        Py_XDECREF(at);
     }
-    PyObject *tokens = Py_None;
-    if (odd != NULL) {
-        tokens = PyList_New(odd->count);
-        if (tokens == NULL) {
-            Py_DECREF(hits);
-            return NULL;
+    return found;
+}
+
+static PyObject *
+odd_list(const char *buf, const Scan *scan)
+{
+    if (!scan->want_odd) {
+        Py_RETURN_NONE;
+    }
+    PyObject *tokens = PyList_New(scan->odd.count);
+    for (Py_ssize_t k = 0; tokens != NULL && k < scan->odd.count; k++) {
+        const OddSlot *s = &scan->odd.slots[scan->odd.order[k]];
+        PyObject *token = PyBytes_FromStringAndSize(buf + s->start, s->len);
+        if (token == NULL) {
+            Py_CLEAR(tokens);
+            break;
         }
-        for (Py_ssize_t k = 0; k < odd->count; k++) {
-            const OddSlot *s = &odd->slots[odd->order[k]];
-            PyObject *token = PyBytes_FromStringAndSize(buf + s->start, s->len);
-            if (token == NULL) {
-                Py_DECREF(tokens);
-                Py_DECREF(hits);
-                return NULL;
+        PyList_SET_ITEM(tokens, k, token);
+    }
+    return tokens;
+}
+
+static PyObject *
+starts_dict(const Table *t, const Scan *scan)
+{
+    PyObject *starts = PyDict_New();
+    for (Py_ssize_t k = 0; starts != NULL && k < scan->nstarts; k++) {
+        PyObject *key = PyTuple_GET_ITEM(t->keys, scan->starts[2 * k]);
+        PyObject *offsets = PyDict_GetItemWithError(starts, key); /* borrowed */
+        if (offsets == NULL) {
+            offsets = PyErr_Occurred() ? NULL : PyList_New(0);
+            if (offsets == NULL || PyDict_SetItem(starts, key, offsets) < 0) {
+                Py_XDECREF(offsets);
+                Py_CLEAR(starts);
+                break;
             }
-            PyList_SET_ITEM(tokens, k, token);
+            Py_DECREF(offsets); /* the dict holds it */
         }
-    } else {
-        Py_INCREF(tokens);
+        PyObject *at = PyLong_FromSsize_t(scan->starts[2 * k + 1]);
+        if (at == NULL || PyList_Append(offsets, at) < 0) {
+            Py_CLEAR(starts);
+        }
+        Py_XDECREF(at);
     }
-    PyObject *out = PyTuple_Pack(2, hits, tokens);
-    Py_DECREF(hits);
-    Py_DECREF(tokens);
+    return starts;
+}
+
+static PyObject *
+results(const Table *t, const char *buf, const Scan *scan)
+{
+    PyObject *found = found_dict(t, scan);
+    PyObject *odd = found == NULL ? NULL : odd_list(buf, scan);
+    PyObject *starts = odd == NULL ? NULL : starts_dict(t, scan);
+    PyObject *out = starts == NULL ? NULL : PyTuple_Pack(3, found, odd, starts);
+    Py_XDECREF(found);
+    Py_XDECREF(odd);
+    Py_XDECREF(starts);
     return out;
 }
 
@@ -411,38 +506,40 @@ ccore_scan_words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "scan_words: tokens must be bytes");
         return NULL;
     }
-    const Table *t = PyCapsule_GetPointer(args[0], TABLE_NAME);
-    int want_odd = PyObject_IsTrue(args[2]);
-    if (want_odd < 0) {
+    if (!PyBool_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "scan_words: want_odd must be a bool");
         return NULL;
     }
+    const Table *t = PyCapsule_GetPointer(args[0], TABLE_NAME);
     const char *buf = PyBytes_AS_STRING(args[1]);
     Py_ssize_t size = PyBytes_GET_SIZE(args[1]);
-    Py_ssize_t *first = PyMem_Malloc((size_t)(t->nkeys + 1) * sizeof(Py_ssize_t));
-    Py_ssize_t *found = PyMem_Malloc((size_t)(t->nkeys + 1) * sizeof(Py_ssize_t));
-    if (first == NULL || found == NULL) {
-        PyMem_Free(first);
-        PyMem_Free(found);
-        return PyErr_NoMemory();
+    Scan scan = {.want_odd = args[2] == Py_True};
+    scan.first = PyMem_Malloc((size_t)(t->nkeys + 1) * sizeof(Py_ssize_t));
+    scan.found = PyMem_Malloc((size_t)(t->nkeys + 1) * sizeof(Py_ssize_t));
+    scan.seen = PyMem_Calloc((size_t)(t->ntracked + 1), sizeof(Py_ssize_t));
+    PyObject *out = NULL;
+    if (scan.first == NULL || scan.found == NULL || scan.seen == NULL) {
+        PyErr_NoMemory();
+        goto done;
     }
     for (Py_ssize_t i = 0; i < t->nkeys; i++) {
-        first[i] = -1;
+        scan.first[i] = -1;
     }
-    Py_ssize_t nfound = 0;
-    OddSet odd = {NULL, 0, 0, NULL};
     int status;
     if (size >= NOGIL_BYTES) {
         Py_BEGIN_ALLOW_THREADS
-        status = walk(t, buf, size, first, found, &nfound, want_odd ? &odd : NULL);
+        status = walk(t, buf, size, &scan);
         Py_END_ALLOW_THREADS
     } else {
-        status = walk(t, buf, size, first, found, &nfound, want_odd ? &odd : NULL);
+        status = walk(t, buf, size, &scan);
     }
-    PyObject *out = status < 0 ? PyErr_NoMemory()
-                               : results(t, buf, first, found, nfound, want_odd ? &odd : NULL);
-    PyMem_RawFree(odd.slots);
-    PyMem_RawFree(odd.order);
-    PyMem_Free(first);
-    PyMem_Free(found);
+    out = status < 0 ? PyErr_NoMemory() : results(t, buf, &scan);
+done:
+    PyMem_RawFree(scan.odd.slots);
+    PyMem_RawFree(scan.odd.order);
+    PyMem_RawFree(scan.starts);
+    PyMem_Free(scan.first);
+    PyMem_Free(scan.found);
+    PyMem_Free(scan.seen);
     return out;
 }

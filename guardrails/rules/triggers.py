@@ -6,8 +6,10 @@ disguised word is compared as what it imitates (``rеfund`` with a Cyrillic
 ``е``; see ``guardrails.confusables``). By default a term matches whole words
 only (``refund`` does not match ``refundable``). The text's words are
 computed once per turn (``Text``); every form of every word of every term sits
-in one set, and the text's words are looked up 32 KB at a time (C loops of
-hash lookups, ``Text.present``). A multi-word term (``credit card``)
+in one set, whose ASCII forms are compiled into a table the compiled core
+walks the text against without a Python object per word (``Text.present``,
+``guardrails._wordscan``; a chunk at a time with ``bytes.split`` and set
+lookups on the pure-Python path). A multi-word term (``credit card``)
 is indexed by its first word and confirmed by one regular-expression search
 only when all its words occur; its words may be separated by anything that is
 not a word character. The cost grows with the text, hardly with the number of
@@ -90,7 +92,9 @@ class TermSet:
         )
         # The ones an ASCII word of the text can equal: half as many to probe.
         # Compiled for the C scan when the core is built (``guardrails._wordscan``).
-        self._ascii_keys = WordTable(k for k in self._keys if k.isascii() and k[:1] != _MARK)
+        self._ascii_keys = WordTable(
+            (k for k in self._keys if k.isascii() and k[:1] != _MARK), tracked=self._multi
+        )
 
     def _compile_words(self) -> None:
         for key, original in self.terms.items():
