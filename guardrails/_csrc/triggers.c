@@ -231,7 +231,13 @@ ccore_word_table(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return capsule;
 }
 
-/* The distinct odd tokens seen so far: (hash, start, length) in the buffer. */
+/* The distinct odd tokens seen so far: (hash, start, length) in the buffer.
+ *
+ * The text decides which tokens the set holds, so it must not be able to
+ * make them all land in one place. They are placed by the walk's hash, which
+ * is fast and not keyed; the first time a token needs more than ODD_PROBES
+ * probes (ordinary text stays far below), the set is rebuilt with Python's
+ * keyed hash (SipHash, keyed per process) and keeps it for the call. */
 typedef struct {
     uint64_t hash;
     Py_ssize_t start; /* -1: empty */
@@ -243,12 +249,15 @@ typedef struct {
     Py_ssize_t mask;
     Py_ssize_t count;
     Py_ssize_t *order; /* slot indices in order of first occurrence */
+    int keyed;         /* placed by KEYED_HASH rather than the walk's hash */
 } OddSet;
 
+#define ODD_PROBES 128
+
+/* The set in a new table of `size` slots; with `rehash`, every hash keyed. */
 static int
-odd_grow(OddSet *set)
+odd_rebuild(OddSet *set, Py_ssize_t size, const char *buf, int rehash)
 {
-    Py_ssize_t size = set->slots ? 2 * (set->mask + 1) : 1024;
     OddSlot *slots = PyMem_RawMalloc((size_t)size * sizeof(OddSlot));
     Py_ssize_t *order = PyMem_RawMalloc((size_t)(size / 2 + 1) * sizeof(Py_ssize_t));
     if (slots == NULL || order == NULL) {
@@ -261,12 +270,15 @@ odd_grow(OddSet *set)
     }
     Py_ssize_t mask = size - 1;
     for (Py_ssize_t k = 0; k < set->count; k++) {
-        OddSlot *old = &set->slots[set->order[k]];
-        Py_ssize_t at = (Py_ssize_t)(old->hash & (uint64_t)mask);
+        OddSlot entry = set->slots[set->order[k]];
+        if (rehash) {
+            entry.hash = KEYED_HASH((const unsigned char *)buf + entry.start, entry.len);
+        }
+        Py_ssize_t at = (Py_ssize_t)(entry.hash & (uint64_t)mask);
         while (slots[at].start >= 0) {
             at = (at + 1) & mask;
         }
-        slots[at] = *old;
+        slots[at] = entry;
         order[k] = at;
     }
     PyMem_RawFree(set->slots);
@@ -277,16 +289,19 @@ odd_grow(OddSet *set)
     return 0;
 }
 
+/* Adds buf[start:start+len] (its walk's hash `fast`) unless already there. */
 static int
-odd_add(OddSet *set, const char *buf, Py_ssize_t start, Py_ssize_t len, uint64_t h)
+odd_add(OddSet *set, const char *buf, Py_ssize_t start, Py_ssize_t len, uint64_t fast)
 {
     if (set->slots == NULL || 2 * (set->count + 1) > set->mask + 1) {
-        if (odd_grow(set) < 0) {
+        Py_ssize_t size = set->slots ? 2 * (set->mask + 1) : 1024;
+        if (odd_rebuild(set, size, buf, 0) < 0) {
             return -1;
         }
     }
+    uint64_t h = set->keyed ? KEYED_HASH((const unsigned char *)buf + start, len) : fast;
     Py_ssize_t at = (Py_ssize_t)(h & (uint64_t)set->mask);
-    for (;;) {
+    for (Py_ssize_t probes = 0;; probes++) {
         OddSlot *s = &set->slots[at];
         if (s->start < 0) {
             s->hash = h;
@@ -297,6 +312,13 @@ odd_add(OddSet *set, const char *buf, Py_ssize_t start, Py_ssize_t len, uint64_t
         }
         if (s->hash == h && s->len == len && memcmp(buf + s->start, buf + start, (size_t)len) == 0) {
             return 0;
+        }
+        if (probes == ODD_PROBES && !set->keyed) {
+            set->keyed = 1;
+            if (odd_rebuild(set, set->mask + 1, buf, 1) < 0) {
+                return -1;
+            }
+            return odd_add(set, buf, start, len, fast);
         }
         at = (at + 1) & set->mask;
     }
@@ -394,12 +416,7 @@ walk(const Table *t, const char *buf, Py_ssize_t size, Scan *scan)
         uint64_t high;
         uint64_t h = next_token(p, size, &i, &high);
         if (high) {
-            /* The text decides which odd tokens the set holds: they are
-             * placed by Python's keyed hash, not by h, so no text can be
-             * made of tokens that all land in one place. */
-            if (scan->want_odd
-                && odd_add(&scan->odd, buf, start, i - start, KEYED_HASH(p + start, i - start))
-                       < 0) {
+            if (scan->want_odd && odd_add(&scan->odd, buf, start, i - start, h) < 0) {
                 return -1;
             }
             continue;
