@@ -17,9 +17,10 @@ setup(
                     "canonical",
                     "flat_schema",
                     "triggers",
+                    "tokenset",
                 )
             ],
-            depends=["guardrails/_csrc/ccore.h"],
+            depends=["guardrails/_csrc/ccore.h", "guardrails/_csrc/tokenset.h"],
             optional=True,
         )
     ]

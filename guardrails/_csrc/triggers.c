@@ -21,17 +21,10 @@
  * object's, this call's) are touched while the GIL is released.
  */
 #include "ccore.h"
-#include <stdint.h>
+#include "tokenset.h"
 #include <string.h>
 
 #define TABLE_NAME "guardrails._ccore.word_table"
-/* Python's hash of bytes (SipHash, keyed per process): needs no GIL. */
-#if PY_VERSION_HEX >= 0x030E0000
-#define KEYED_HASH(p, n) ((uint64_t)Py_HashBuffer((p), (n)))
-#else
-#define KEYED_HASH(p, n) ((uint64_t)_Py_HashBytes((p), (n)))
-#endif
-
 /* Occurrences recorded per tracked key (_wordscan.STARTS). */
 #define STARTS 64
 /* Scans of buffers at least this long release the GIL. */
@@ -229,99 +222,6 @@ ccore_word_table(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         table_free(t);
     }
     return capsule;
-}
-
-/* The distinct odd tokens seen so far: (hash, start, length) in the buffer.
- *
- * The text decides which tokens the set holds, so it must not be able to
- * make them all land in one place. They are placed by the walk's hash, which
- * is fast and not keyed; the first time a token needs more than ODD_PROBES
- * probes (ordinary text stays far below), the set is rebuilt with Python's
- * keyed hash (SipHash, keyed per process) and keeps it for the call. */
-typedef struct {
-    uint64_t hash;
-    Py_ssize_t start; /* -1: empty */
-    Py_ssize_t len;
-} OddSlot;
-
-typedef struct {
-    OddSlot *slots;
-    Py_ssize_t mask;
-    Py_ssize_t count;
-    Py_ssize_t *order; /* slot indices in order of first occurrence */
-    int keyed;         /* placed by KEYED_HASH rather than the walk's hash */
-} OddSet;
-
-#define ODD_PROBES 128
-
-/* The set in a new table of `size` slots; with `rehash`, every hash keyed. */
-static int
-odd_rebuild(OddSet *set, Py_ssize_t size, const char *buf, int rehash)
-{
-    OddSlot *slots = PyMem_RawMalloc((size_t)size * sizeof(OddSlot));
-    Py_ssize_t *order = PyMem_RawMalloc((size_t)(size / 2 + 1) * sizeof(Py_ssize_t));
-    if (slots == NULL || order == NULL) {
-        PyMem_RawFree(slots);
-        PyMem_RawFree(order);
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < size; i++) {
-        slots[i].start = -1;
-    }
-    Py_ssize_t mask = size - 1;
-    for (Py_ssize_t k = 0; k < set->count; k++) {
-        OddSlot entry = set->slots[set->order[k]];
-        if (rehash) {
-            entry.hash = KEYED_HASH((const unsigned char *)buf + entry.start, entry.len);
-        }
-        Py_ssize_t at = (Py_ssize_t)(entry.hash & (uint64_t)mask);
-        while (slots[at].start >= 0) {
-            at = (at + 1) & mask;
-        }
-        slots[at] = entry;
-        order[k] = at;
-    }
-    PyMem_RawFree(set->slots);
-    PyMem_RawFree(set->order);
-    set->slots = slots;
-    set->order = order;
-    set->mask = mask;
-    return 0;
-}
-
-/* Adds buf[start:start+len] (its walk's hash `fast`) unless already there. */
-static int
-odd_add(OddSet *set, const char *buf, Py_ssize_t start, Py_ssize_t len, uint64_t fast)
-{
-    if (set->slots == NULL || 2 * (set->count + 1) > set->mask + 1) {
-        Py_ssize_t size = set->slots ? 2 * (set->mask + 1) : 1024;
-        if (odd_rebuild(set, size, buf, 0) < 0) {
-            return -1;
-        }
-    }
-    uint64_t h = set->keyed ? KEYED_HASH((const unsigned char *)buf + start, len) : fast;
-    Py_ssize_t at = (Py_ssize_t)(h & (uint64_t)set->mask);
-    for (Py_ssize_t probes = 0;; probes++) {
-        OddSlot *s = &set->slots[at];
-        if (s->start < 0) {
-            s->hash = h;
-            s->start = start;
-            s->len = len;
-            set->order[set->count++] = at;
-            return 0;
-        }
-        if (s->hash == h && s->len == len && memcmp(buf + s->start, buf + start, (size_t)len) == 0) {
-            return 0;
-        }
-        if (probes == ODD_PROBES && !set->keyed) {
-            set->keyed = 1;
-            if (odd_rebuild(set, set->mask + 1, buf, 1) < 0) {
-                return -1;
-            }
-            return odd_add(set, buf, start, len, fast);
-        }
-        at = (at + 1) & set->mask;
-    }
 }
 
 /* The token starting at p[*at], its end stored back in *at: its hash and
@@ -552,8 +452,7 @@ ccore_scan_words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     out = status < 0 ? PyErr_NoMemory() : results(t, buf, &scan);
 done:
-    PyMem_RawFree(scan.odd.slots);
-    PyMem_RawFree(scan.odd.order);
+    odd_free(&scan.odd);
     PyMem_RawFree(scan.starts);
     PyMem_Free(scan.first);
     PyMem_Free(scan.found);
