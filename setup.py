@@ -17,9 +17,11 @@ setup(
                     "canonical",
                     "flat_schema",
                     "json_text",
+                    "triggers",
+                    "tokenset",
                 )
             ],
-            depends=["guardrails/_csrc/ccore.h"],
+            depends=["guardrails/_csrc/ccore.h", "guardrails/_csrc/tokenset.h"],
             optional=True,
         )
     ]

@@ -12,7 +12,9 @@ timed warm (the memo of normalised tokens filled by earlier scans, as in a
 service), cold (memo emptied before each scan), and cold with look-alike
 folding switched off: the difference is what folding costs. pyahocorasick
 rows match the same terms as whole words over the same normalised words
-(``Text.word_bytes``), so they do the same work.
+(``Text.word_bytes``), so they do the same work. The words are looked up by
+the compiled core's scan when it is built; "pure" rows time the pure-Python
+path (as with ``GUARDRAILS_PURE=1``) in the same run.
 ``word_boundary=False`` rows use pyahocorasick when it is installed and a
 trie-shaped regular expression otherwise (see the ``note`` column).
 
@@ -164,6 +166,21 @@ def _pyahocorasick(terms: TermSet) -> Any:
     return find
 
 
+def _pure(terms: list[str]) -> TermSet | None:
+    """``TermSet(terms)`` on the pure-Python path (as with ``GUARDRAILS_PURE=1``),
+    or None when this version of the library has no compiled word scan."""
+    try:
+        import guardrails._wordscan as wordscan
+    except ImportError:
+        return None
+    saved = wordscan.CORE
+    wordscan.CORE = None
+    try:
+        return TermSet(terms)
+    finally:
+        wordscan.CORE = saved
+
+
 def _memo() -> Any:
     """The module holding the memo of normalised tokens and the call that folds.
 
@@ -221,7 +238,9 @@ def _cases() -> Cases:
     )
     # One word in five Portuguese, Spanish, German, Russian or Chinese/Japanese.
     mixed = _mixed_text(rng, words, _foreign_words(rng, 2_000), SIZES["1MB"])
-    sets = {n: TermSet(_terms(rng, n)) for n in TERM_COUNTS}
+    drawn = {n: _terms(rng, n) for n in TERM_COUNTS}
+    sets = {n: TermSet(drawn[n]) for n in TERM_COUNTS}
+    pure = _pure(drawn[10_000])
     # Substring mode is slower without pyahocorasick: 100 KB only.
     substring = {n: TermSet(_terms(rng, n), word_boundary=False) for n in TERM_COUNTS}
     note = _substring_note()
@@ -269,6 +288,15 @@ def _cases() -> Cases:
             _no_folding(big.find, mixed),
             mixed,
             fifth + "; as cold, look-alike folding switched off",
+        )
+    if pure is not None:
+        on_pure = "pure-Python path (GUARDRAILS_PURE=1)"
+        case("words, 10,000 terms, 1MB, pure", lambda: pure.find(plain), plain, on_pure)
+        case(
+            "words, 10,000 terms, 1MB mixed, cold, pure",
+            _cold(pure.find, mixed),
+            mixed,
+            fifth + "; memo emptied; " + on_pure,
         )
     if aho is not None:
         case(

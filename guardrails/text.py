@@ -17,6 +17,7 @@ from itertools import compress, filterfalse
 from operator import not_
 
 from ._normal import normalise, normalise_tokens
+from ._wordscan import STARTS, WordTable, scan
 from .confusables import fold_words
 from .errors import UsageError
 from .messages import content_text, user_text
@@ -47,15 +48,18 @@ class Text:
     Nothing normalises the whole text: one ``bytes.translate`` lower-cases
     ASCII letters and turns every other ASCII byte but ``_`` into a space, and
     only the distinct tokens holding a non-ASCII character go through
-    ``unicodedata``, all of them in one call.
+    ``unicodedata``, all of them in one call. With a ``WordTable`` compiled
+    by the C core, ``present`` walks those tokens once in C (``_wordscan``).
     """
 
     __slots__ = (
+        "_firsts",
         "_folded",
         "_hits",
         "_normalised",
         "_odd_words",
         "_pairs",
+        "_starts",
         "_tokens",
         "_word_bytes",
         "_wordless",
@@ -85,6 +89,10 @@ class Text:
         # The last present() call's probe and, per chunk of ``tokens`` where
         # it found something, (start, end, what it found there).
         self._hits: tuple[frozenset[bytes] | set[bytes], list[_Hits]] = (frozenset(), [])
+        # Where the C scans found words first, and the first STARTS places of
+        # the words they tracked (facts of the text, whatever the probe).
+        self._firsts: dict[bytes, int] = {}
+        self._starts: dict[bytes, list[int]] = {}
 
     def __repr__(self) -> str:
         return f"<Text {len(self.raw)} chars>"
@@ -142,14 +150,21 @@ class Text:
         return self._word_bytes
 
     def present(
-        self, keys: frozenset[bytes] | set[bytes], ascii_keys: frozenset[bytes] | None = None
+        self,
+        keys: frozenset[bytes] | set[bytes],
+        ascii_keys: frozenset[bytes] | WordTable | None = None,
     ) -> set[bytes]:
         """The members of ``keys`` that are words of the text (as in ``word_bytes``).
 
         ``ascii_keys``, the ASCII members of ``keys``, may be given by a caller
         that asks often: the text's ASCII words are probed against it, and a
-        smaller set is faster to probe.
+        smaller set is faster to probe. As a ``WordTable`` compiled by the C
+        core, the text is walked once in C (``_wordscan.scan``).
         """
+        if isinstance(ascii_keys, WordTable):
+            if ascii_keys.compiled is not None:
+                return self._present_scanned(keys, ascii_keys)
+            ascii_keys = ascii_keys.keys
         probe = keys if ascii_keys is None else ascii_keys
         buffer = self.tokens
         odd: set[bytes] | None = None if self.is_ascii or self._pairs is not None else set()
@@ -181,6 +196,22 @@ class Text:
         found.update(keys.intersection(self._odd_words))
         return found
 
+    def _present_scanned(self, keys: frozenset[bytes] | set[bytes], table: WordTable) -> set[bytes]:
+        # The C walk: ASCII words looked up in place, the distinct odd tokens
+        # handed back (the first time), and where the first words of
+        # multi-word terms stand, for has_sequence.
+        want_odd = not self.is_ascii and self._pairs is None
+        firsts, odd, starts = scan(table, self.tokens, want_odd)
+        self._firsts.update(firsts)
+        self._starts.update(starts)
+        found = set(firsts)
+        if self.is_ascii:
+            return found
+        if odd is not None:
+            self._set_odd(odd)
+        found.update(keys.intersection(self._odd_words))
+        return found
+
     def has_sequence(self, form: tuple[tuple[bytes, ...], ...]) -> bool:
         """Whether words occur one after another, each in one of its forms."""
         if self.is_ascii:
@@ -203,6 +234,17 @@ class Text:
 
     def _search_tokens(self, pattern: re.Pattern[bytes], first: bytes) -> bool:
         """Whether ``pattern``, which starts with the word ``first``, matches in ``tokens``."""
+        starts = self._starts.get(first)
+        if starts is not None:
+            # A C scan saw where the word stands: a match starts at one of
+            # these, or (when they are not all) after the last of them.
+            if any(pattern.match(self.tokens, at) for at in starts):
+                return True
+            return len(starts) == STARTS and _search(pattern, self.tokens, starts[-1] + 1)
+        at = self._firsts.get(first)
+        if at is not None:
+            # A C scan saw where the word first stands: no match starts before.
+            return _search(pattern, self.tokens, at)
         probe, hits = self._hits
         if first not in probe:
             return _search(pattern, self.tokens)
@@ -227,7 +269,7 @@ class Text:
         assert self._pairs is not None
         return self._pairs
 
-    def _set_odd(self, odd: set[bytes]) -> None:
+    def _set_odd(self, odd: Iterable[bytes]) -> None:
         tokens = list(odd)
         words = normalise_tokens(tokens)
         self._pairs = (tokens, words)
@@ -297,10 +339,9 @@ def _sequence(form: tuple[tuple[bytes, ...], ...], skip: tuple[bytes, ...]) -> r
     return re.compile(separator.join(words) + rb"(?![^ ])")
 
 
-def _search(pattern: re.Pattern[bytes], haystack: bytes) -> bool:
+def _search(pattern: re.Pattern[bytes], haystack: bytes, at: int = 0) -> bool:
     # The pattern starts with a literal word (or a few), so re scans for it at
     # C speed; the word boundary before it is checked here, only on a hit.
-    at = 0
     while (match := pattern.search(haystack, at)) is not None:
         start = match.start()
         if start == 0 or haystack[start - 1] == _SPACE:

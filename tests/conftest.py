@@ -55,3 +55,25 @@ def shared_url(request: pytest.FixtureRequest, tmp_path: object) -> str:
     if request.param == "sqlite":
         return f"{tmp_path}/shared.db"
     return str(request.getfixturevalue("pg_dsn"))
+
+
+# -- the word scan of literal triggers: the C walk and the pure path --------------------
+
+
+@pytest.fixture(scope="module", params=["pure", "compiled"])
+def scan_path(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Term sets built in the test take this path (``guardrails._wordscan``)."""
+    from guardrails import _wordscan
+    from guardrails._compiled import load
+
+    core = None if request.param == "pure" else _wordscan.usable(load())
+    if request.param == "compiled" and core is None:
+        if os.environ.get("GUARDRAILS_REQUIRE_CCORE") == "1":
+            pytest.fail("GUARDRAILS_REQUIRE_CCORE=1 but the word scan was not built")
+        pytest.skip("the C extension was not built")
+    saved = _wordscan.CORE
+    _wordscan.CORE = core
+    try:
+        yield request.param
+    finally:
+        _wordscan.CORE = saved

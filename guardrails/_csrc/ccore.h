@@ -15,5 +15,8 @@ PyObject *ccore_flat_valid(PyObject *module, PyObject *const *args, Py_ssize_t n
 PyObject *ccore_json_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *ccore_render(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *ccore_configure_render(PyObject *module, PyObject *args);
+/* triggers.c: the words of a text looked up in a table of terms' words (text.py). */
+PyObject *ccore_word_table(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *ccore_scan_words(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

@@ -17,6 +17,10 @@ static PyMethodDef methods[] = {
      "render(value, max_chars) -> (content, truncated): _render.render_py, compiled"},
     {"configure_render", ccore_configure_render, METH_VARARGS,
      "configure_render(render_py, truncation_marker)"},
+    {"word_table", (PyCFunction)(void (*)(void))ccore_word_table, METH_FASTCALL,
+     "word_table(keys, tracked) -> table: the keys scan_words looks up"},
+    {"scan_words", (PyCFunction)(void (*)(void))ccore_scan_words, METH_FASTCALL,
+     "scan_words(table, tokens, want_odd) -> (found, odd tokens or None, starts)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -6,8 +6,10 @@ disguised word is compared as what it imitates (``rеfund`` with a Cyrillic
 ``е``; see ``guardrails.confusables``). By default a term matches whole words
 only (``refund`` does not match ``refundable``). The text's words are
 computed once per turn (``Text``); every form of every word of every term sits
-in one set, and the text's words are looked up 32 KB at a time (C loops of
-hash lookups, ``Text.present``). A multi-word term (``credit card``)
+in one set, whose ASCII forms are compiled into a table the compiled core
+walks the text against without a Python object per word (``Text.present``,
+``guardrails._wordscan``; a chunk at a time with ``bytes.split`` and set
+lookups on the pure-Python path). A multi-word term (``credit card``)
 is indexed by its first word and confirmed by one regular-expression search
 only when all its words occur; its words may be separated by anything that is
 not a word character. The cost grows with the text, hardly with the number of
@@ -24,6 +26,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from .._wordscan import WordTable
 from ..confusables import MARK, fold, fold_words, match_key
 from ..context import GuardResult
 from ..errors import ConfigurationError
@@ -88,7 +91,10 @@ class TermSet:
             *(alts for forms in self._multi.values() for form, _ in forms for alts in form)
         )
         # The ones an ASCII word of the text can equal: half as many to probe.
-        self._ascii_keys = frozenset(k for k in self._keys if k.isascii() and k[:1] != _MARK)
+        # Compiled for the C scan when the core is built (``guardrails._wordscan``).
+        self._ascii_keys = WordTable(
+            (k for k in self._keys if k.isascii() and k[:1] != _MARK), tracked=self._multi
+        )
 
     def _compile_words(self) -> None:
         for key, original in self.terms.items():

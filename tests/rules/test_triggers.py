@@ -1,4 +1,4 @@
-"""Literal triggers: normalisation, word boundaries, multi-word terms, effects."""
+"""Literal triggers: normalisation, word boundaries, multi-word terms, effects, on both paths."""
 
 from __future__ import annotations
 
@@ -17,6 +17,10 @@ from guardrails.confusables import has_lookalikes
 from guardrails.rules import Restrict, TermSet, trigger
 from guardrails.rules.triggers import _regex_scanner, _substring_scanner, _trie_pattern
 from guardrails.text import Text, normalise
+
+# Every test here runs on both paths of the word lookup: the C scan
+# (guardrails/_csrc/triggers.c) and the pure one (GUARDRAILS_PURE=1).
+pytestmark = pytest.mark.usefixtures("scan_path")
 
 
 @tool
@@ -548,3 +552,163 @@ def test_every_word_of_an_english_paragraph_disguised_still_matches() -> None:
     matcher = TermSet(terms)
     assert matcher.find(disguised) == matcher.find(text)
     assert len(matcher.find(text)) == len(matcher)  # every term, once each
+
+
+# -- the C scan and the pure path: the same matches on anything --------------------
+
+# Words of terms: ASCII, accented, Cyrillic, CJK, Hangul with ASCII, past the
+# BMP (𠀋, a CJK letter; 𝐫𝐞𝐟𝐮𝐧𝐝, mathematical bold, NFKC-folded to refund),
+# a ligature that NFKC splits.
+_TERM_WORDS = ["refund", "credit", "card", "café", "сор", "cop", "退款", "k팝", "𠀋", "𝐫𝐞𝐟𝐮𝐧𝐝", "ǆ"]
+_SWAP = {"e": "е", "a": "а", "o": "о", "c": "с", "p": "р", "с": "c", "о": "o", "é": "е\u0301"}
+
+
+def _disguised(word: str, how: str) -> str:
+    """``word`` as a writer (or an attacker) may type it."""
+    if how == "upper":
+        return word.upper()
+    if how == "wide":  # full-width ASCII
+        return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in word)
+    if how == "invisible":
+        return word[:1] + "\u200b" + word[1:]
+    if how == "lookalike":  # one letter swapped for one of another script
+        at = next((i for i, c in enumerate(word) if c in _SWAP), None)
+        return word if at is None else word[:at] + _SWAP[word[at]] + word[at + 1 :]
+    if how == "bold":  # mathematical bold, past the BMP
+        return "".join(chr(0x1D41A + ord(c) - 97) if "a" <= c <= "z" else c for c in word)
+    return word
+
+
+_HOW = st.sampled_from(["same", "same", "upper", "wide", "invisible", "lookalike", "bold"])
+_GLUE = st.sampled_from([" ", " ", ", ", "-", "\n", "\u3000", "—", "", "\u200b", "_", "“"])
+
+
+@st.composite
+def _terms_and_text(draw: st.DrawFn) -> tuple[list[str], str]:
+    """Terms, and a text made mostly of their words (disguised or not), so that
+    multi-word terms often match and often nearly match."""
+    words = st.sampled_from(_TERM_WORDS)
+    terms = draw(
+        st.lists(st.lists(words, min_size=1, max_size=3).map(" ".join), min_size=1, max_size=5)
+    )
+    pool = st.sampled_from([w for t in terms for w in t.split()])
+    one = st.tuples(pool, _HOW).map(lambda p: _disguised(*p))
+    # A whole term, each word disguised its own way, glued by anything.
+    whole = st.sampled_from(terms).flatmap(
+        lambda t: st.tuples(*(st.tuples(st.just(w), _HOW, _GLUE) for w in t.split()))
+    )
+    term = whole.map(lambda ws: "".join(_disguised(w, how) + g for w, how, g in ws))
+    other = st.one_of(_mixed, st.text(max_size=4), words)
+    parts = draw(st.lists(st.tuples(st.one_of(one, term, other), _GLUE), max_size=10))
+    return terms, "".join(w + g for w, g in parts)
+
+
+@given(_terms_and_text())
+def test_term_words_in_any_disguise_match_as_the_reference_does(
+    case: tuple[list[str], str],
+) -> None:
+    terms, raw = case
+    assert TermSet(terms).find(raw) == _as_given(terms, _reference(terms, raw))
+
+
+def test_the_generated_cases_reach_every_branch_of_the_scan() -> None:
+    cases: list[tuple[list[str], str]] = []
+
+    @settings(max_examples=400, derandomize=True, database=None)
+    @given(_terms_and_text())
+    def collect(case: tuple[list[str], str]) -> None:
+        cases.append(case)
+
+    collect()
+    n = len(cases)
+    normal = [normalise(raw) for _, raw in cases]
+    words = [re.findall(r"\w+", text) for text in normal]
+    keys = [set(map(_key, w)) for w in words]
+    multi = [[t for t in terms if len(t.split()) > 1] for terms, _ in cases]
+    matched = [_reference(m, raw) for m, (_, raw) in zip(multi, cases, strict=True)]
+    # A multi-word term whose words all occur, yet not in sequence: the
+    # confirmation must say no.
+    near = [
+        any(
+            t not in found and all(_term_forms(w) & k for w in re.findall(r"\w+", normalise(t)))
+            for t in m
+        )
+        for m, found, k in zip(multi, matched, keys, strict=True)
+    ]
+    assert sum(not raw.isascii() for _, raw in cases) > 0.6 * n
+    assert sum(raw.isascii() and raw.strip() != "" for _, raw in cases) > 0.03 * n
+    assert sum(has_lookalikes(t) for t in normal) > 0.3 * n
+    assert sum(any(_key(x) != x for x in w) for w in words) > 0.2 * n
+    assert sum(map(bool, matched)) > 0.1 * n
+    assert sum(near) > 0.04 * n
+    assert sum(any(ord(c) > 0xFFFF for c in raw) for _, raw in cases) > 0.25 * n
+
+
+class _Loud(str):
+    """A str whose methods must not run: the text is read by its characters."""
+
+    def encode(self, *args: object, **kwargs: object) -> bytes:  # type: ignore[override]
+        raise AssertionError("encode() of the caller's str ran")
+
+    def lower(self) -> str:
+        raise AssertionError("lower() of the caller's str ran")
+
+    def isascii(self) -> bool:
+        raise AssertionError("isascii() of the caller's str ran")
+
+    def __len__(self) -> int:
+        raise AssertionError("len() of the caller's str ran")
+
+
+def test_a_str_subclass_is_matched_by_its_characters() -> None:
+    terms = TermSet(["refund", "credit card", "café"])
+    assert terms.find(_Loud("A REFUND, Crеdit-Card! café")) == {"refund", "credit card", "café"}
+    assert terms.find(_Loud("plain ascii credit card")) == {"credit card"}
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "",
+        "   \n\t ",
+        "refund",  # 1-byte kind, ASCII
+        "café refund crédit card",  # 1-byte kind, Latin-1
+        "退款 refund credit card",  # 2-byte kind
+        "𠀋 refund 😀 credit card",  # 4-byte kind
+        "refund \ud800 credit\udfff card \udc00refund",  # lone surrogates
+        "\ud83d\ude00 refund",  # a surrogate pair as two code points
+        "refund" + "\u0301" * 50,  # a combining mark on a term's last letter
+        "re\u200bfund 𝐫𝐞𝐟𝐮𝐧𝐝 ＣＲＥＤＩＴ ｃａｒｄ",
+    ],
+)
+def test_every_string_kind_and_odd_code_points_match_as_the_reference_does(raw: str) -> None:
+    terms = ["refund", "credit card", "café", "退款", "𠀋", "card refund"]
+    assert TermSet(terms).find(raw) == _as_given(terms, _reference(terms, raw))
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(["refund", "credit", "card", "𠀋", "café"]),
+            st.text(st.characters(categories=["Cs", "Ll", "Lo", "Mn", "Zs", "Cf"]), max_size=3),
+        ),
+        max_size=12,
+    ).map(" ".join)
+)
+def test_text_with_lone_surrogates_matches_as_the_reference_does(raw: str) -> None:
+    terms = ["refund", "credit card", "𠀋", "café"]
+    assert TermSet(terms).find(raw) == _as_given(terms, _reference(terms, raw))
+
+
+def test_terms_past_the_bmp_match_their_own_words_only() -> None:
+    terms = TermSet(["𠀋", "𝐫𝐞𝐟𝐮𝐧𝐝", "x𠀋y"])
+    assert terms.find("a 𠀋 b") == {"𠀋"}
+    assert terms.find("a REFUND b") == {"𝐫𝐞𝐟𝐮𝐧𝐝"}
+    assert terms.find("X𠀋Y 𠀋𠀋") == {"x𠀋y"}
+
+
+def test_a_huge_text_is_matched_to_its_last_word() -> None:
+    words = ("lorem ipsum dolor sit amet " * 400_000).split()  # 2,000,000 words, 11 MB
+    raw = " ".join(words) + " crédit, Credit Card —  rеfund"
+    found = TermSet(["refund", "credit card", "crédit", "amet lorem", "card amet"]).find(raw)
+    assert found == {"refund", "credit card", "crédit", "amet lorem"}
