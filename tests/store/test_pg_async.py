@@ -20,6 +20,7 @@ from guardrails.effects._leases import renewer
 from guardrails.store import AuditRow, PostgresStore
 from guardrails.store._pg_sql import Head
 from guardrails.store.offloop import off_loop
+from guardrails.store.steps import finish_started
 from guardrails.store.verify import verify
 from guardrails.verdicts import EscapeReason, Reason
 
@@ -206,6 +207,7 @@ async def test_a_call_cancelled_anywhere_leaves_nothing_held_past_its_lease(
         await asyncio.gather(task, return_exceptions=True)
 
     await asyncio.gather(*(cancelled_after(turns) for turns in range(60)))
+    await finish_started(store)  # reservations still being made, then given back
     runner = off_loop(store)
     assert runner is not None and await asyncio.to_thread(runner.drain, 30)
     assert renewer.tick() == 0
