@@ -32,6 +32,7 @@ from typing import Any
 from .._aio import cancel_requested, owes_record, to_the_end
 from .._aio import late as is_late
 from ..context import Invocation, ToolResult
+from ..guard import evaluate_plain
 from ..verdicts import ChokePoint, Outcome, Verdict
 from . import _call_ids as _ids
 from ._call_ids import new_call_id
@@ -60,6 +61,7 @@ __all__ = [
 _TOOL_CALL = ChokePoint.TOOL_CALL
 _OK = Outcome.OK
 _NOT_EVALUATED = Verdict.NOT_EVALUATED
+_PASS = Verdict.PASS
 
 _new = tuple.__new__
 _Proxy = MappingProxyType
@@ -119,10 +121,14 @@ class ToolCallPipeline:
         inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
         try:
             if plan.plain:
-                judged = judge_plain(plan, inv, start)
-                if judged.__class__ is ToolResult:
-                    return self._finish(turn, judged)
-                records, escapes, verdict = judged  # type: ignore[misc]
+                ran = evaluate_plain(plan.steps, inv, _TOOL_CALL)
+                if ran.__class__ is tuple and not ran[1]:  # every guard passed
+                    records, escapes, verdict = tuple(ran[0]), [], _PASS
+                else:
+                    judged = judge_plain(plan, inv, ran, start)
+                    if judged.__class__ is ToolResult:
+                        return self._finish(turn, judged)
+                    records, escapes, verdict = judged  # type: ignore[misc]
             elif plan.guards:
                 outcomes = [g.evaluate(inv, _TOOL_CALL) for g in plan.guards]
                 judged = judge(plan, inv, outcomes, start)
@@ -190,10 +196,14 @@ class ToolCallPipeline:
         inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
         try:
             if plan.plain:  # sync guards only: the same loop as the sync driver
-                judged = judge_plain(plan, inv, start)
-                if judged.__class__ is ToolResult:
-                    return await self._afinish(turn, judged)
-                records, escapes, verdict = judged  # type: ignore[misc]
+                ran = evaluate_plain(plan.steps, inv, _TOOL_CALL)
+                if ran.__class__ is tuple and not ran[1]:  # every guard passed
+                    records, escapes, verdict = tuple(ran[0]), [], _PASS
+                else:
+                    judged = judge_plain(plan, inv, ran, start)
+                    if judged.__class__ is ToolResult:
+                        return await self._afinish(turn, judged)
+                    records, escapes, verdict = judged  # type: ignore[misc]
             elif plan.guards:
                 outcomes = [await g.aevaluate(inv, _TOOL_CALL) for g in plan.guards]
                 judged = judge(plan, inv, outcomes, start)
