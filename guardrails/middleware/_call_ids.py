@@ -7,9 +7,13 @@ to the 4,096 three-digit suffixes made once at import. The suffix has a fixed
 width, so two (block, suffix) pairs never make the same id; an id costs one
 string concatenation instead of formatting an integer.
 
-Unique across threads: every step of the chain is C code (``count``,
-``format``, ``map``, ``str.__add__``), so no thread switches in the middle of
-taking an id, and each block number is taken once. Unique across processes:
+Unique across threads: every step is C code (``count``, ``format``,
+``map``, ``repeat``, ``str.__add__``) and each block number is taken once.
+The join is ``str.__add__`` with the block string from ``repeat``, not the
+block string's bound ``__add__``: a thread switch inside the join (a
+collection running a finalizer) may let another thread use up the block and
+free its ``map``, and then nothing of that ``map`` is still in use; the
+arguments of the join are held by the call itself. Unique across processes:
 the prefix is 32 random bits, drawn again in a child after ``fork``, whose
 ids would otherwise repeat the parent's.
 """
@@ -29,8 +33,8 @@ def ids() -> Iterator[str]:
     """A fresh stream of ids with a new random prefix."""
     head = "gr_" + os.urandom(4).hex()
     blocks = map(str.__add__, repeat(head), map(format, count(1), repeat("x")))
-    joins = map(getattr, blocks, repeat("__add__"))
-    return chain.from_iterable(map(map, joins, repeat(_SUFFIXES)))
+    joined = map(map, repeat(str.__add__), map(repeat, blocks), repeat(_SUFFIXES))
+    return chain.from_iterable(joined)
 
 
 CALL_IDS = ids()
