@@ -99,11 +99,12 @@ def _child(name: str, n: int) -> None:
 
 def _count(name: str, n: int, tree: Path | None = None) -> int:
     argv = [sys.executable, __file__, "--child", name, str(n)]
-    env = None
+    # A fixed hash seed: set and dict layouts, and so the counts, the same run after run.
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
     if tree is not None:
         # -S keeps an editable install of this tree off sys.path; site-packages goes back after.
         site = [p for p in sys.path if p.endswith("site-packages")]
-        env = {**os.environ, "PYTHONPATH": ":".join([str(tree), str(HERE), *site])}
+        env["PYTHONPATH"] = ":".join([str(tree), str(HERE), *site])
         argv.insert(1, "-S")
     out = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
