@@ -10,6 +10,10 @@ the canonical copy, the schema check, and rendering the tool's result.
     python benchmarks/count_instructions.py canonical valid_2  # some pieces
     python benchmarks/count_instructions.py --commit 7deb0b1   # another commit's package
     GUARDRAILS_PURE=1 python benchmarks/count_instructions.py  # the pure-Python admission
+    python benchmarks/count_instructions.py --commit 587781a --commit HEAD valid_2  # several
+
+``--commit`` (repeatable) counts the package of each named commit, installed
+as ``compare_commits.py`` installs it, with this tree's benchmark scripts.
 
 Needs ``valgrind`` on PATH. Not run by ``run.py`` (minutes per piece).
 """
@@ -34,6 +38,8 @@ PIECES = (
     "valid_2",
     "schema_rejection",
     "guard_rejection",
+    "policy_0",
+    "policy_5",
 )
 
 
@@ -58,12 +64,34 @@ def _piece(name: str) -> Any:
 
         result = transfer(**args)
         return lambda: render(result, 1_000_000)
+    if name.startswith("policy_"):
+        return _policy(name == "policy_5")
     guards = 0 if name == "valid_0" else 2
     turn = build(guards=guards).turn(tenant="acme")
     sent = {"schema_rejection": INVALID, "guard_rejection": OVER_LIMIT}.get(name, VALID)
 
     def one() -> None:
         turn.call("transfer", sent)
+        turn.results.clear()
+
+    return one
+
+
+def _policy(ruled: bool) -> Any:
+    """The valid call of ``policy: parameter rules``: with its five rules, or none."""
+    from _transfer import SCHEMA, VALID, transfer
+    from bench_policy import FIVE_RULES
+
+    from guardrails import Guardrails, Tool
+
+    policy = FIVE_RULES if ruled else None
+    turn = Guardrails([Tool("transfer", transfer, SCHEMA)], policy=policy).turn(
+        values={"daily_limit": 1_000}
+    )
+    args = {**VALID, "memo": "rent for march"}
+
+    def one() -> None:
+        turn.call("transfer", args)
         turn.results.clear()
 
     return one
@@ -122,19 +150,26 @@ def main(argv: list[str]) -> None:
         return
     pure = os.environ.get("GUARDRAILS_PURE") == "1"
     print(f"admission: {'pure Python' if pure else 'compiled, where built'}")
-    commit = argv[argv.index("--commit") + 1] if "--commit" in argv else None
-    names = [a for a in argv if a not in ("--commit", commit)]
-    with tempfile.TemporaryDirectory() as tmp:
-        tree = None
-        if commit is not None:
-            from compare_commits import extract
-
-            tree = extract(commit, Path(tmp))
-            print(f"commit: {commit}")
-        python, env = _python(tree)
+    commits = [argv[i + 1] for i, a in enumerate(argv) if a == "--commit"]
+    names = [a for i, a in enumerate(argv) if a != "--commit" and argv[i - 1 : i] != ["--commit"]]
+    if not commits:
+        python, env = _python(None)
         for name in names or PIECES:
             per_call = (_count(name, 6000, python, env) - _count(name, 2000, python, env)) / 4000
             print(f"{name:18} {per_call:10,.0f}")
+        return
+    from compare_commits import extract
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for commit in commits:
+            place = Path(tmp) / commit.replace("/", "_").replace("~", "_")
+            place.mkdir()
+            python, env = _python(extract(commit, place))
+            for name in names or PIECES:
+                per_call = (
+                    _count(name, 6000, python, env) - _count(name, 2000, python, env)
+                ) / 4000
+                print(f"{commit:12} {name:18} {per_call:10,.0f}")
 
 
 if __name__ == "__main__":

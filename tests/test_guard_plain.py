@@ -153,7 +153,7 @@ def test_a_rejection_decided_in_the_loop_is_the_one_the_general_step_gives(
     plan = rails._pipeline.plans["echo"]
     assert plan.plain
     inv = Invocation("echo", {"q": "x"}, {"q": "x"}, turn.context, "c1", plan.tool, turn)
-    fast = _judge_plain(plan, inv, 0)
+    fast = _judge_plain(plan, inv, evaluate_plain(plan.steps, inv, _POINT), 0)
     general = _judge(plan, inv, [g.evaluate(inv, _POINT) for g in plan.guards], 0)
     if any(rejects for rejects, _ in guards):
         assert type(fast) is ToolResult and type(general) is ToolResult

@@ -6,7 +6,7 @@ from __future__ import annotations
 from time import perf_counter_ns
 
 from ..context import Escape, Invocation, ToolResult, VerdictRecord
-from ..guard import GuardOutcome, evaluate_plain
+from ..guard import GuardOutcome
 from ..verdicts import ChokePoint, Outcome, Reason, Verdict, model_sentence
 from .admission import Plan
 
@@ -22,13 +22,14 @@ _new = tuple.__new__
 # final of their outcomes, whatever the order the guards were registered in.
 _SEVERITY = {Outcome.INVALID_ARGS: 0, Outcome.LIMIT: 1, Outcome.UNAVAILABLE: 2}
 
+# What ``evaluate_plain`` gives: (records, rejected), or every guard's outcome.
+Ran = tuple[list[VerdictRecord], bool] | list[GuardOutcome]
 Judged = ToolResult | tuple[tuple[VerdictRecord, ...], list[Escape], Verdict]
 
 
-def judge_plain(plan: Plan, inv: Invocation, start: int) -> Judged:
-    """Step 5 for plain guards: every one passed is the common case, decided here;
-    anything else goes to ``judge`` with the same outcomes ``evaluate`` gives."""
-    ran = evaluate_plain(plan.steps, inv, _TOOL_CALL)
+def judge_plain(plan: Plan, inv: Invocation, ran: Ran, start: int) -> Judged:
+    """Step 5 for plain guards, from what ``evaluate_plain`` gave (``ran``). The
+    drivers decide the common case, every guard passed, themselves."""
     if isinstance(ran, list):
         return judge(plan, inv, ran, start)
     records, rejected = ran

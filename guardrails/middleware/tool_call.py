@@ -24,8 +24,6 @@ reason ``interrupted`` first, and the tool never runs after one) and
 from __future__ import annotations
 
 import asyncio
-import itertools
-import os
 from collections.abc import Callable, Mapping
 from time import perf_counter_ns
 from types import MappingProxyType
@@ -34,7 +32,10 @@ from typing import Any
 from .._aio import cancel_requested, owes_record, to_the_end
 from .._aio import late as is_late
 from ..context import Invocation, ToolResult
+from ..guard import evaluate_plain
 from ..verdicts import ChokePoint, Outcome, Verdict
+from . import _call_ids as _ids
+from ._call_ids import new_call_id
 from ._deadline import abind, bind, call_async, call_sync
 from ._hooks import (
     CallHook,
@@ -60,17 +61,10 @@ __all__ = [
 _TOOL_CALL = ChokePoint.TOOL_CALL
 _OK = Outcome.OK
 _NOT_EVALUATED = Verdict.NOT_EVALUATED
-_PREFIX = os.urandom(4).hex()
-_COUNTER = itertools.count(1)
-# Call ids for calls the model gave none: a per-process random prefix and a counter.
-_CALL_IDS = map(f"gr_{_PREFIX}{{:x}}".format, _COUNTER)
+_PASS = Verdict.PASS
 
 _new = tuple.__new__
 _Proxy = MappingProxyType
-
-
-def new_call_id() -> str:
-    return next(_CALL_IDS)
 
 
 class ToolCallPipeline:
@@ -109,7 +103,7 @@ class ToolCallPipeline:
 
     def run(self, turn: Any, name: str, arguments: Any, call_id: str | None) -> ToolResult:
         start = perf_counter_ns()
-        call_id = next(_CALL_IDS) if call_id is None else entry_call_id(call_id, new_call_id)
+        call_id = next(_ids.CALL_IDS) if call_id is None else entry_call_id(call_id, new_call_id)
         admitted = admit(self.plans, turn, name, arguments, call_id, self.max_argument_chars, start)
         if admitted.__class__ is ToolResult:
             return self._finish(turn, admitted)
@@ -127,10 +121,14 @@ class ToolCallPipeline:
         inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
         try:
             if plan.plain:
-                judged = judge_plain(plan, inv, start)
-                if judged.__class__ is ToolResult:
-                    return self._finish(turn, judged)
-                records, escapes, verdict = judged  # type: ignore[misc]
+                ran = evaluate_plain(plan.steps, inv, _TOOL_CALL)
+                if ran.__class__ is tuple and not ran[1]:  # every guard passed
+                    records, escapes, verdict = tuple(ran[0]), [], _PASS
+                else:
+                    judged = judge_plain(plan, inv, ran, start)
+                    if judged.__class__ is ToolResult:
+                        return self._finish(turn, judged)
+                    records, escapes, verdict = judged  # type: ignore[misc]
             elif plan.guards:
                 outcomes = [g.evaluate(inv, _TOOL_CALL) for g in plan.guards]
                 judged = judge(plan, inv, outcomes, start)
@@ -180,7 +178,7 @@ class ToolCallPipeline:
 
     async def arun(self, turn: Any, name: str, arguments: Any, call_id: str | None) -> ToolResult:
         start = perf_counter_ns()
-        call_id = next(_CALL_IDS) if call_id is None else entry_call_id(call_id, new_call_id)
+        call_id = next(_ids.CALL_IDS) if call_id is None else entry_call_id(call_id, new_call_id)
         admitted = admit(self.plans, turn, name, arguments, call_id, self.max_argument_chars, start)
         if admitted.__class__ is ToolResult:
             return await self._afinish(turn, admitted)
@@ -198,10 +196,14 @@ class ToolCallPipeline:
         inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
         try:
             if plan.plain:  # sync guards only: the same loop as the sync driver
-                judged = judge_plain(plan, inv, start)
-                if judged.__class__ is ToolResult:
-                    return await self._afinish(turn, judged)
-                records, escapes, verdict = judged  # type: ignore[misc]
+                ran = evaluate_plain(plan.steps, inv, _TOOL_CALL)
+                if ran.__class__ is tuple and not ran[1]:  # every guard passed
+                    records, escapes, verdict = tuple(ran[0]), [], _PASS
+                else:
+                    judged = judge_plain(plan, inv, ran, start)
+                    if judged.__class__ is ToolResult:
+                        return await self._afinish(turn, judged)
+                    records, escapes, verdict = judged  # type: ignore[misc]
             elif plan.guards:
                 outcomes = [await g.aevaluate(inv, _TOOL_CALL) for g in plan.guards]
                 judged = judge(plan, inv, outcomes, start)

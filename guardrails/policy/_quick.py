@@ -15,13 +15,15 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from ..verdicts import Verdict
 from .checks import Compiled
 
-__all__ = ["Quick", "quick"]
+__all__ = ["Quick", "quick", "quick_guard"]
 
 Quick = Callable[[Any, Any], bool]
 
 _isfinite = math.isfinite
+_PASS = Verdict.PASS
 
 
 def quick(compiled: Compiled) -> Quick | None:
@@ -131,3 +133,117 @@ def _bound(context: Any, key: str) -> float:
     except Exception:
         pass
     return math.nan
+
+
+# -- the guard function of a rule on a top-level parameter -------------------------------
+#
+# A rule with one shortcut test gets a guard function with that test written in
+# its body: one Python call per rule and per call instead of three (the guard,
+# the shortcut, the test). A rule with several tests calls the shortcut.
+# Whatever the test does not pass, ``slow(value, context)`` decides.
+
+Slow = Callable[[Any, Any], Any]
+
+
+def quick_guard(compiled: Compiled, head: str, slow: Slow) -> Callable[[Any], Any] | None:
+    """The guard function of a rule on the top-level parameter ``head``, or None
+    when the rule has no shortcut. An absent parameter passes (the schema decides
+    whether it may be absent)."""
+    passes = quick(compiled)
+    if passes is None:
+        return None
+    tests = (
+        compiled.values is not None,
+        compiled.deny is not None,
+        compiled.pattern is not None,
+        (compiled.min, compiled.max, compiled.min_from, compiled.max_from) != (None,) * 4,
+    )
+    if tests == (True, False, False, False):
+        return _guard_in(head, compiled.values, slow)  # type: ignore[arg-type]
+    if tests == (False, False, True, False):
+        return _guard_matching(head, compiled.pattern.fullmatch, slow)  # type: ignore[union-attr]
+    if tests == (False, False, False, True) and compiled.min_from is None:
+        low = -math.inf if compiled.min is None else compiled.min
+        high = math.inf if compiled.max is None else compiled.max
+        if compiled.max_from is None:
+            return _guard_within(head, low, high, slow)
+        return _guard_under_context(head, low, high, compiled.max_from, slow)
+    return _guard_passes(head, passes, slow)
+
+
+def _guard_in(head: str, values: frozenset[Any], slow: Slow) -> Callable[[Any], Any]:
+    def rule_in_values(inv: Any) -> Any:
+        arguments = inv.arguments
+        if head not in arguments:
+            return _PASS
+        value = arguments[head]
+        cls = value.__class__
+        if (cls is str or cls is int or cls is float) and value in values:
+            return _PASS
+        return slow(value, inv.context)
+
+    return rule_in_values
+
+
+def _guard_matching(head: str, fullmatch: Any, slow: Slow) -> Callable[[Any], Any]:
+    def rule_matching(inv: Any) -> Any:
+        arguments = inv.arguments
+        if head not in arguments:
+            return _PASS
+        value = arguments[head]
+        if value.__class__ is str and fullmatch(value) is not None:
+            return _PASS
+        return slow(value, inv.context)
+
+    return rule_matching
+
+
+def _guard_within(head: str, low: float, high: float, slow: Slow) -> Callable[[Any], Any]:
+    def rule_within(inv: Any) -> Any:
+        arguments = inv.arguments
+        if head not in arguments:
+            return _PASS
+        value = arguments[head]
+        cls = value.__class__
+        if (cls is float or cls is int) and low <= value <= high:
+            return _PASS
+        return slow(value, inv.context)
+
+    return rule_within
+
+
+def _guard_under_context(
+    head: str, low: float, high: float, key: str, slow: Slow
+) -> Callable[[Any], Any]:
+    def rule_under_context(inv: Any) -> Any:
+        arguments = inv.arguments
+        if head not in arguments:
+            return _PASS
+        value = arguments[head]
+        context = inv.context
+        cls = value.__class__
+        if (cls is float or cls is int) and low <= value <= high:
+            try:
+                bound = context.values[key]
+                kind = bound.__class__
+                if (kind is int or (kind is float and _isfinite(bound))) and value <= bound:
+                    return _PASS
+            except Exception:
+                pass  # ``check`` decides, and says why
+        return slow(value, context)
+
+    return rule_under_context
+
+
+def _guard_passes(head: str, passes: Quick, slow: Slow) -> Callable[[Any], Any]:
+    def rule_shortcut(inv: Any) -> Any:
+        arguments = inv.arguments
+        if head not in arguments:
+            return _PASS
+        value = arguments[head]
+        context = inv.context
+        if passes(value, context):
+            return _PASS
+        return slow(value, context)
+
+    return rule_shortcut

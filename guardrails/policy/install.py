@@ -25,7 +25,7 @@ from ..middleware.tool_call import Stop
 from ..rules import _paths
 from ..store import offloop
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
-from ._quick import quick
+from ._quick import quick_guard
 from .gates import CeilingCheck, Counts, IntentCheck, Intents, PreTurnCheck
 from .policy import Policy
 from .provenance import USER, Ledgers, Sources
@@ -141,21 +141,13 @@ def _simple(whole: _ParamCheck) -> Any:
     a plain function over locals (the common case, on every call's path). A value
     that the rule's shortcut passes is a pass; anything else is ``check``'s to decide."""
     check, head, rejected = whole.check, whole.head, whole._rejected
-    passes = quick(whole.rule._compiled)
-    if passes is not None:
 
-        def quick_rule(inv: Invocation) -> Verdict | GuardResult:
-            # ``in`` and ``[]`` on the read-only view: no method lookup per call.
-            arguments = inv.arguments
-            if head not in arguments:
-                return _PASS  # absent: the schema decides whether it may be
-            value = arguments[head]
-            context = inv.context
-            if passes(value, context):
-                return _PASS
-            failed = check(value, context, None)
-            return rejected(set(failed)) if failed else _PASS
+    def decide(value: Any, context: Any) -> Verdict | GuardResult:
+        failed = check(value, context, None)
+        return rejected(set(failed)) if failed else _PASS
 
+    quick_rule = quick_guard(whole.rule._compiled, head, decide)
+    if quick_rule is not None:
         quick_rule.__name__ = whole.__name__
         return quick_rule
 

@@ -102,6 +102,7 @@ def test_the_shortcut_runs_no_method_of_a_str_subclass() -> None:
 
 def test_the_shortcut_passes_only_what_every_check_passes_and_the_guard_agrees() -> None:
     reached: Counter[str] = Counter()
+    forms: Counter[str] = Counter()
     sources = Sources((), ())
     ledgers = Ledgers(sources)
 
@@ -121,6 +122,7 @@ def test_the_shortcut_passes_only_what_every_check_passes_and_the_guard_agrees()
         inv = _invocation(value, context)
         expected = _decided(Guard(general, name="r"), inv)
         assert _decided(Guard(fast, name="r"), inv) == expected
+        forms[fast.__code__.co_name] += 1
         if passes is None:
             reached["no shortcut"] += 1
             return
@@ -136,6 +138,9 @@ def test_the_shortcut_passes_only_what_every_check_passes_and_the_guard_agrees()
     agrees()
     # Every branch of the shortcut's guard was reached by the generated cases.
     assert all(reached[k] > 0 for k in ("shortcut pass", "check pass", "rejected")), reached
+    # ... and every form of the guard function (a test written in its body, or the shortcut).
+    written = ("rule_in_values", "rule_matching", "rule_within", "rule_under_context")
+    assert all(forms[k] > 0 for k in (*written, "rule_shortcut", "rule")), forms
 
 
 def test_a_context_bound_that_is_a_huge_int_is_a_bound_not_an_escape() -> None:
