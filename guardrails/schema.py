@@ -39,6 +39,7 @@ class CompiledSchema:
         "plan",
         "properties",
         "required",
+        "required_set",
         "schema",
     )
 
@@ -67,6 +68,8 @@ class CompiledSchema:
         self.properties: frozenset[str] = frozenset(properties)
         # Read from the schema itself: there is no second list of required names.
         self.required: tuple[str, ...] = tuple(required)
+        # The same names as a set: ``args.keys() >= required_set`` asks in one C call.
+        self.required_set: frozenset[str] = frozenset(self.required)
         self._validator = validator
         # Undeclared keys are an error of their own when the schema is closed.
         self._closed = (
