@@ -116,6 +116,9 @@ check_value(PyObject *spec, PyObject *value)
     PyObject *choices = PyTuple_GET_ITEM(spec, S_ENUM);
     PyObject *constant = PyTuple_GET_ITEM(spec, S_CONST);
     int ok = 1;
+    if (types == -1 && PyErr_Occurred()) { /* a malformed plan */
+        return -1;
+    }
     if (types != 0 && (type_bits(value) & types) == 0) {
         return 0;
     }
