@@ -216,12 +216,11 @@ ccore_flat_valid(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return PyBool_FromLong(ok);
 }
 
-/* The plan's spec of one property, or NULL with TypeError. */
+/* The plan's spec of one property; NULL when it is undeclared, or with an error. */
 static PyObject *
-property_spec(PyObject *properties, PyObject *key, int *declared)
+property_spec(PyObject *properties, PyObject *key)
 {
     PyObject *spec = PyDict_GetItemWithError(properties, key);
-    *declared = spec != NULL;
     if (spec == NULL) {
         return NULL;
     }
@@ -240,11 +239,10 @@ failing_members(PyObject *properties, PyObject *arguments, PyObject *names, int 
     Py_ssize_t pos = 0;
     PyObject *key, *value;
     while (PyDict_Next(arguments, &pos, &key, &value)) {
-        int declared;
         if (!PyUnicode_CheckExact(key)) {
             return 0;
         }
-        PyObject *spec = property_spec(properties, key, &declared);
+        PyObject *spec = property_spec(properties, key);
         if (spec == NULL) {
             if (PyErr_Occurred()) {
                 return -1;
