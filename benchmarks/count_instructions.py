@@ -4,7 +4,8 @@ Each piece runs N times in a fresh process under ``valgrind --tool=callgrind``,
 once with 2,000 calls and once with 6,000; the difference divided by 4,000 is
 the cost of one call, start-up and warm-up cancelled out. The pieces are the
 valid path of ``bench_pipeline.build()`` (no recorder) and its fixed parts:
-the canonical copy, the schema check, and rendering the tool's result.
+the canonical copy, the schema check, naming the offending parameters of
+invalid arguments, and rendering the tool's result.
 
     python benchmarks/count_instructions.py                  # every piece
     python benchmarks/count_instructions.py canonical valid_2  # some pieces
@@ -34,6 +35,7 @@ PIECES = (
     "canonical",
     "schema",
     "render",
+    "offending",
     "valid_0",
     "valid_2",
     "schema_rejection",
@@ -59,6 +61,10 @@ def _piece(name: str) -> Any:
     if name == "schema":
         check = build()._pipeline.plans["transfer"].tool.compiled.check
         return lambda: check(args)
+    if name == "offending":  # naming the two offending parameters of a schema rejection
+        compiled = build()._pipeline.plans["transfer"].tool.compiled
+        invalid = canonical(dict(INVALID), 1_000_000)[0]  # type: ignore[index]
+        return lambda: compiled.offending(invalid)
     if name == "render":  # the transfer tool's 4-key dict result, as the model sees it
         from guardrails.middleware._render import render
 

@@ -3,11 +3,12 @@
 Most tool schemas are flat: an object of declared properties, each with a
 type, an enum or const, numeric bounds or length bounds. ``flat_plan``
 compiles such a schema, once, into plain tuples that ``_ccore.flat_valid``
-reads (the layout is described in ``_csrc/flat_schema.c``). Any keyword
+and ``_ccore.flat_offending`` read (the layout is described in
+``_csrc/flat_schema.c``). Any keyword
 outside that subset, a ``$schema``, a boolean or nested subschema, a bound
 that is not a plain number: ``None``, and ``jsonschema_rs`` checks the calls.
 The two are compared on generated schemas and instances
-(``tests/test_flat_schema.py``).
+(``tests/test_flat_schema.py``, ``tests/test_flat_offending.py``).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ PyObject *ccore_configure(PyObject *module, PyObject *args);
 
 /* flat_schema.c: a flat schema's plan (schema.py) checked on a canonical copy. */
 PyObject *ccore_flat_valid(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *ccore_flat_offending(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 /* json_text.c: a tool's result as JSON text (middleware/_render.py). */
 PyObject *ccore_json_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs);

@@ -11,6 +11,12 @@
  *
  * The arguments are the canonical copy (exact JSON types, exact-str keys):
  * anything else is invalid here, and nothing foreign is compared or hashed.
+ *
+ * flat_offending names what makes the arguments invalid, as
+ * CompiledSchema.offending_py does with one jsonschema_rs validator per
+ * property: (the sorted declared names that fail, or are required and
+ * missing; whether an undeclared key meets a closed schema). On anything
+ * that is not a canonical copy it gives up whole and returns None.
  */
 #include "ccore.h"
 #include <math.h>
@@ -110,6 +116,9 @@ check_value(PyObject *spec, PyObject *value)
     PyObject *choices = PyTuple_GET_ITEM(spec, S_ENUM);
     PyObject *constant = PyTuple_GET_ITEM(spec, S_CONST);
     int ok = 1;
+    if (types == -1 && PyErr_Occurred()) { /* a malformed plan */
+        return -1;
+    }
     if (types != 0 && (type_bits(value) & types) == 0) {
         return 0;
     }
@@ -136,14 +145,14 @@ static int
 plan_parts(PyObject *plan, int *open, PyObject **required, PyObject **properties)
 {
     if (!PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != 3) {
-        PyErr_SetString(PyExc_TypeError, "flat_valid: the plan is (open, required, properties)");
+        PyErr_SetString(PyExc_TypeError, "the flat plan is (open, required, properties)");
         return -1;
     }
     *open = PyTuple_GET_ITEM(plan, 0) == Py_True;
     *required = PyTuple_GET_ITEM(plan, 1);
     *properties = PyTuple_GET_ITEM(plan, 2);
     if (!PyTuple_CheckExact(*required) || !PyDict_CheckExact(*properties)) {
-        PyErr_SetString(PyExc_TypeError, "flat_valid: malformed plan");
+        PyErr_SetString(PyExc_TypeError, "malformed flat plan");
         return -1;
     }
     return 0;
@@ -205,4 +214,134 @@ ccore_flat_valid(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     return PyBool_FromLong(ok);
+}
+
+/* The plan's spec of one property; NULL when it is undeclared, or with an error. */
+static PyObject *
+property_spec(PyObject *properties, PyObject *key)
+{
+    PyObject *spec = PyDict_GetItemWithError(properties, key);
+    if (spec == NULL) {
+        return NULL;
+    }
+    if (!PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != S_SIZE) {
+        PyErr_SetString(PyExc_TypeError, "flat_offending: malformed property plan");
+        return NULL;
+    }
+    return spec;
+}
+
+/* Every declared member that fails its spec, appended to names. 1 done, 0 give up
+ * (not a canonical copy), -1 error. */
+static int
+failing_members(PyObject *properties, PyObject *arguments, PyObject *names, int *undeclared)
+{
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(arguments, &pos, &key, &value)) {
+        if (!PyUnicode_CheckExact(key)) {
+            return 0;
+        }
+        PyObject *spec = property_spec(properties, key);
+        if (spec == NULL) {
+            if (PyErr_Occurred()) {
+                return -1;
+            }
+            *undeclared = 1; /* counted only when the schema is closed */
+            continue;
+        }
+        long bits = type_bits(value);
+        if (bits == 0 || (Py_TYPE(value) == &PyFloat_Type && !isfinite(PyFloat_AS_DOUBLE(value)))) {
+            return 0;
+        }
+        int ok = check_value(spec, value);
+        if (ok < 0 || (ok == 0 && PyList_Append(names, key) < 0)) {
+            return -1;
+        }
+    }
+    return 1;
+}
+
+/* Required names the arguments lack, appended to names. 0 or -1. */
+static int
+missing_required(PyObject *required, PyObject *arguments, PyObject *names)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(required); i++) {
+        PyObject *name = PyTuple_GET_ITEM(required, i);
+        if (!PyUnicode_CheckExact(name)) {
+            PyErr_SetString(PyExc_TypeError, "flat_offending: a required name is not a str");
+            return -1;
+        }
+        int present = PyDict_Contains(arguments, name);
+        if (present < 0 || (present == 0 && PyList_Append(names, name) < 0)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The i-th name repeats the one before it (the list is sorted). */
+static int
+repeats(PyObject *names, Py_ssize_t i)
+{
+    return i > 0 &&
+           PyUnicode_Compare(PyList_GET_ITEM(names, i - 1), PyList_GET_ITEM(names, i)) == 0;
+}
+
+/* sorted(set(names)) as a tuple: exact strs, so sorting and comparing run no user code. */
+static PyObject *
+sorted_unique(PyObject *names)
+{
+    Py_ssize_t n = PyList_GET_SIZE(names), unique = 0, kept = 0;
+    if (n > 1 && PyList_Sort(names) < 0) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unique += !repeats(names, i);
+    }
+    PyObject *out = PyTuple_New(unique);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        if (!repeats(names, i)) {
+            PyTuple_SET_ITEM(out, kept++, Py_NewRef(PyList_GET_ITEM(names, i)));
+        }
+    }
+    return out;
+}
+
+PyObject *
+ccore_flat_offending(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *required, *properties, *arguments, *names, *found = NULL;
+    int open, undeclared = 0, done;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "flat_offending(plan, arguments)");
+        return NULL;
+    }
+    if (plan_parts(args[0], &open, &required, &properties) < 0) {
+        return NULL;
+    }
+    arguments = args[1];
+    if (!PyDict_CheckExact(arguments)) {
+        Py_RETURN_NONE;
+    }
+    names = PyList_New(0);
+    if (names == NULL) {
+        return NULL;
+    }
+    done = failing_members(properties, arguments, names, &undeclared);
+    if (done == 1 && missing_required(required, arguments, names) == 0) {
+        PyObject *sorted = sorted_unique(names);
+        if (sorted != NULL) {
+            found = PyTuple_Pack(2, sorted, undeclared && !open ? Py_True : Py_False);
+            Py_DECREF(sorted);
+        }
+    }
+    else if (done == 0) {
+        found = Py_NewRef(Py_None);
+    }
+    Py_DECREF(names);
+    if (found != NULL && PyErr_Occurred()) { /* a malformed plan's number, read above */
+        Py_CLEAR(found);
+    }
+    return found;
 }

@@ -11,6 +11,8 @@ static PyMethodDef methods[] = {
      "max_depth)"},
     {"flat_valid", (PyCFunction)(void (*)(void))ccore_flat_valid, METH_FASTCALL,
      "flat_valid(plan, arguments) -> bool: a canonical value against a flat schema's plan"},
+    {"flat_offending", (PyCFunction)(void (*)(void))ccore_flat_offending, METH_FASTCALL,
+     "flat_offending(plan, arguments) -> (names, undeclared) | None: CompiledSchema.offending_py"},
     {"json_text", (PyCFunction)(void (*)(void))ccore_json_text, METH_FASTCALL,
      "json_text(value, fallback) -> str: exact JSON types as text, else fallback(value)"},
     {"render", (PyCFunction)(void (*)(void))ccore_render, METH_FASTCALL,

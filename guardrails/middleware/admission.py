@@ -328,7 +328,7 @@ def _schema_refusal(
     except ValueError:  # the validator's own depth limit
         names, undeclared = (), False
     undeclared = undeclared or extra
-    if any(r not in args for r in compiled.required):
+    if not args.keys() >= compiled.required_set:
         reason = Reason.MISSING_REQUIRED
     elif names or not undeclared:
         reason = Reason.SCHEMA
