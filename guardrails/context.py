@@ -23,6 +23,9 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 # Read once: an attribute of an Enum class goes through ``EnumType.__getattr__``
 # on Python 3.11, several times the cost of a global.
 _OK = Outcome.OK
+_PASS = Verdict.PASS
+_REJECT = Verdict.REJECT
+_NOT_EVALUATED = Verdict.NOT_EVALUATED
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,15 +111,15 @@ class GuardResult:
 
     @classmethod
     def passed(cls, reason: str | None = None, **kw: Any) -> GuardResult:
-        return cls(Verdict.PASS, reason, **kw)
+        return cls(_PASS, reason, **kw)
 
     @classmethod
     def rejected(cls, reason: str | None = None, **kw: Any) -> GuardResult:
-        return cls(Verdict.REJECT, reason, **kw)
+        return cls(_REJECT, reason, **kw)
 
     @classmethod
     def not_evaluated(cls, reason: str | None = None, **kw: Any) -> GuardResult:
-        return cls(Verdict.NOT_EVALUATED, reason, **kw)
+        return cls(_NOT_EVALUATED, reason, **kw)
 
 
 class VerdictRecord(NamedTuple):

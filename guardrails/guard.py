@@ -35,9 +35,17 @@ log = logging.getLogger("guardrails")
 
 _new = tuple.__new__
 _Record = VerdictRecord
+# Members read once: on Python 3.11 ``Enum.MEMBER`` goes through the class's
+# ``__getattr__``, several times the cost of a global.
 _NOT_EVALUATED = Verdict.NOT_EVALUATED
 _PASS = Verdict.PASS
 _REJECT = Verdict.REJECT
+_ESCAPE_TIMEOUT = EscapeReason.TIMEOUT
+_ESCAPE_INVALID_RETURN = EscapeReason.INVALID_RETURN
+_ESCAPE_DECLINED = EscapeReason.DECLINED
+_ESCAPE_OBSERVE_ONLY = EscapeReason.OBSERVE_ONLY
+_ESCAPE_NOT_CONFIGURED = EscapeReason.NOT_CONFIGURED
+_ESCAPE_RAISED = EscapeReason.RAISED
 
 _REJECT_OUTCOMES = frozenset({Outcome.INVALID_ARGS, Outcome.LIMIT, Outcome.UNAVAILABLE})
 
@@ -162,7 +170,7 @@ class Guard:
         if late(start, self._deadline_ns):
             # An answer after the deadline (a guard that blocked, or swallowed
             # its cancellation) is a timeout, whatever it says.
-            return self._failed(point, start, None, EscapeReason.TIMEOUT)
+            return self._failed(point, start, None, _ESCAPE_TIMEOUT)
         return self.interpret(returned, point, start)
 
     async def aevaluate(self, subject: Any, point: ChokePoint) -> GuardOutcome:
@@ -190,7 +198,7 @@ class Guard:
                 raise
             return self._failed(point, start, exc)
         if late(start, self._deadline_ns):
-            return self._failed(point, start, None, EscapeReason.TIMEOUT)
+            return self._failed(point, start, None, _ESCAPE_TIMEOUT)
         return self.interpret(returned, point, start)
 
     def interpret(self, returned: Any, point: ChokePoint, start: int) -> GuardOutcome:
@@ -210,22 +218,22 @@ class Guard:
                 or params is None
                 or not (reason is None or type(reason) is str)
             ):
-                return self._failed(point, start, None, EscapeReason.INVALID_RETURN)
+                return self._failed(point, start, None, _ESCAPE_INVALID_RETURN)
         else:
-            return self._failed(point, start, None, EscapeReason.INVALID_RETURN)
+            return self._failed(point, start, None, _ESCAPE_INVALID_RETURN)
 
-        if verdict is Verdict.NOT_EVALUATED:
+        if verdict is _NOT_EVALUATED:
             # A guard may say why it declined (for example not_configured).
-            why = escape_reason or EscapeReason.DECLINED
+            why = escape_reason or _ESCAPE_DECLINED
             return self._failed(point, start, None, why, reason, evidence)
         escape = None
         if self.observe:
-            if verdict is Verdict.REJECT:
-                escape = Escape(self.name, point, EscapeReason.OBSERVE_ONLY)
-        elif escape_reason is not None and verdict is Verdict.PASS:
+            if verdict is _REJECT:
+                escape = Escape(self.name, point, _ESCAPE_OBSERVE_ONLY)
+        elif escape_reason is not None and verdict is _PASS:
             escape = Escape(self.name, point, escape_reason)
-        record = VerdictRecord(
-            self.name, point, verdict, reason, evidence, elapsed, not self.observe
+        record = _new(
+            _Record, (self.name, point, verdict, reason, evidence, elapsed, not self.observe)
         )
         return record, escape, params
 
@@ -240,14 +248,14 @@ class Guard:
     ) -> GuardOutcome:
         if reason is None:
             if isinstance(exc, TimeoutError):
-                reason = EscapeReason.TIMEOUT
+                reason = _ESCAPE_TIMEOUT
             elif isinstance(exc, NotConfigured):
-                reason = EscapeReason.NOT_CONFIGURED
+                reason = _ESCAPE_NOT_CONFIGURED
             else:
-                reason = EscapeReason.RAISED
+                reason = _ESCAPE_RAISED
         if exc is not None:
             log.debug("guard %r raised at %s", self.name, point, exc_info=exc)
-        verdict = Verdict.REJECT if self.fail_closed and not self.observe else Verdict.NOT_EVALUATED
+        verdict = _REJECT if self.fail_closed and not self.observe else _NOT_EVALUATED
         record = VerdictRecord(
             self.name,
             point,

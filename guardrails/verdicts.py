@@ -93,9 +93,13 @@ class Reason(StrEnum):
     INTERRUPTED = "interrupted"
 
 
+# Members read once: on Python 3.11 each ``Enum.MEMBER`` read costs a class
+# ``__getattr__`` call, which the per-call paths below should not pay.
 _REJECT = Verdict.REJECT
 _NOT_EVALUATED = Verdict.NOT_EVALUATED
 _PASS = Verdict.PASS
+_OK = Outcome.OK
+_INVALID_ARGS = Outcome.INVALID_ARGS
 
 
 def combine(verdicts: Iterable[Verdict]) -> Verdict:
@@ -141,10 +145,10 @@ def model_sentence(
     and ``undeclared`` adds a fixed sentence about parameters the schema does
     not declare (their names are never echoed).
     """
-    if outcome is Outcome.OK:
+    if outcome is _OK:
         raise ValueError("an ok outcome carries the tool's result, not a sentence")
     sentence = _SENTENCES[outcome]
-    if outcome is Outcome.INVALID_ARGS:
+    if outcome is _INVALID_ARGS:
         names = sorted(set(params))
         if names:
             sentence = f"{sentence} Check these parameters: {', '.join(names)}."

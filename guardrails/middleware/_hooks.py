@@ -24,6 +24,9 @@ __all__ = [
 
 _TOOL_CALL = ChokePoint.TOOL_CALL
 _UNAVAILABLE = Outcome.UNAVAILABLE
+_ESCAPE_RAISED = EscapeReason.RAISED
+_ESCAPE_INVALID_RETURN = EscapeReason.INVALID_RETURN
+_HOOK_FAILED_REASON = Reason.HOOK_FAILED
 
 
 class Stop(NamedTuple):
@@ -65,8 +68,8 @@ def before_hooks(
         except Exception as exc:
             # A hook guards an effect (a cap, a key, a snapshot): when it
             # cannot say, the tool does not run.
-            escapes.append(Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.RAISED, exc))
-            return Stop(_UNAVAILABLE, Reason.HOOK_FAILED, None, exc)
+            escapes.append(Escape(_hook_name(hook), _TOOL_CALL, _ESCAPE_RAISED, exc))
+            return Stop(_UNAVAILABLE, _HOOK_FAILED_REASON, None, exc)
         if decision is None:
             continue
         if type(decision) is Escape:
@@ -75,7 +78,7 @@ def before_hooks(
         if type(decision) is Stop and type(decision.outcome) is Outcome:
             return decision
         # Anything else is a hook that could not say: the tool does not run.
-        escapes.append(Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.INVALID_RETURN))
+        escapes.append(Escape(_hook_name(hook), _TOOL_CALL, _ESCAPE_INVALID_RETURN))
         return _HOOK_FAILED
     return None
 
@@ -89,8 +92,8 @@ async def abefore_hooks(
         try:
             decision = hook.before(inv) if abefore is None else await abefore(inv)
         except Exception as exc:
-            escapes.append(Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.RAISED, exc))
-            return Stop(_UNAVAILABLE, Reason.HOOK_FAILED, None, exc)
+            escapes.append(Escape(_hook_name(hook), _TOOL_CALL, _ESCAPE_RAISED, exc))
+            return Stop(_UNAVAILABLE, _HOOK_FAILED_REASON, None, exc)
         stop = _hook_decision(hook, decision, escapes)
         if stop is not None:
             return stop
@@ -103,13 +106,13 @@ def after_hooks(hooks: tuple[CallHook, ...], inv: Invocation, result: ToolResult
             replaced = hook.after(inv, result)
         except Exception as exc:
             # The tool has run: its result stands, and the failure is counted.
-            missed = Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.RAISED, exc)
+            missed = Escape(_hook_name(hook), _TOOL_CALL, _ESCAPE_RAISED, exc)
             result = result._replace(escapes=(*result.escapes, missed))
             continue
         if type(replaced) is ToolResult:
             result = replaced
         else:
-            missed = Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.INVALID_RETURN)
+            missed = Escape(_hook_name(hook), _TOOL_CALL, _ESCAPE_INVALID_RETURN)
             result = result._replace(escapes=(*result.escapes, missed))
     return result
 
@@ -123,7 +126,7 @@ async def aafter_hooks(
         try:
             replaced = hook.after(inv, result) if aafter is None else await aafter(inv, result)
         except Exception as exc:
-            missed = Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.RAISED, exc)
+            missed = Escape(_hook_name(hook), _TOOL_CALL, _ESCAPE_RAISED, exc)
             result = result._replace(escapes=(*result.escapes, missed))
             continue
         result = _hook_replacement(hook, replaced, result)
@@ -139,7 +142,7 @@ def _hook_decision(hook: Any, decision: Any, escapes: list[Escape]) -> Stop | No
         return None
     if type(decision) is Stop and type(decision.outcome) is Outcome:
         return decision
-    escapes.append(Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.INVALID_RETURN))
+    escapes.append(Escape(_hook_name(hook), _TOOL_CALL, _ESCAPE_INVALID_RETURN))
     return _HOOK_FAILED
 
 
@@ -147,7 +150,7 @@ def _hook_replacement(hook: Any, replaced: Any, result: ToolResult) -> ToolResul
     """What ``arun`` makes of a hook's ``aafter`` answer (as ``after_hooks`` does)."""
     if type(replaced) is ToolResult:
         return replaced
-    missed = Escape(_hook_name(hook), _TOOL_CALL, EscapeReason.INVALID_RETURN)
+    missed = Escape(_hook_name(hook), _TOOL_CALL, _ESCAPE_INVALID_RETURN)
     return result._replace(escapes=(*result.escapes, missed))
 
 

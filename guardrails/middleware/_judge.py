@@ -16,11 +16,16 @@ _TOOL_CALL = ChokePoint.TOOL_CALL
 _PASS = Verdict.PASS
 _REJECT = Verdict.REJECT
 _NOT_EVALUATED = Verdict.NOT_EVALUATED
+_GUARD = Reason.GUARD
+_INVALID_ARGS = Outcome.INVALID_ARGS
 _new = tuple.__new__
 
 # When several enforced guards reject one call, the model is told the most
 # final of their outcomes, whatever the order the guards were registered in.
 _SEVERITY = {Outcome.INVALID_ARGS: 0, Outcome.LIMIT: 1, Outcome.UNAVAILABLE: 2}
+# A bare rejection names no parameter: its sentence depends on the outcome
+# alone, so it is made once per outcome rather than once per call.
+_SENTENCE = {outcome: model_sentence(outcome) for outcome in _SEVERITY}
 
 # What ``evaluate_plain`` gives: (records, rejected), or every guard's outcome.
 Ran = tuple[list[VerdictRecord], bool] | list[GuardOutcome]
@@ -36,21 +41,24 @@ def judge_plain(plan: Plan, inv: Invocation, ran: Ran, start: int) -> Judged:
     if not rejected:
         return tuple(records), [], _PASS
     # Bare verdicts: no escapes, no parameter names; the most final outcome wins.
-    outcome = max(
-        (g.outcome for g, r in zip(plan.guards, records, strict=True) if r[2] is _REJECT),
-        key=_SEVERITY.__getitem__,
-    )
+    # ``evaluate_plain`` recorded every guard, in the plan's order.
+    outcome = _INVALID_ARGS  # the least final: the first rejecting guard replaces it
+    rank = -1
+    for guard, record in zip(plan.guards, records, strict=True):
+        if record[2] is _REJECT and _SEVERITY[guard.outcome] > rank:
+            outcome = guard.outcome
+            rank = _SEVERITY[outcome]
     return _new(
         ToolResult,
         (
             inv.call_id,
             inv.name,
             outcome,
-            model_sentence(outcome),
+            _SENTENCE[outcome],
             _REJECT,
             tuple(records),
             (),
-            Reason.GUARD,
+            _GUARD,
             (),
             None,
             None,
@@ -98,15 +106,23 @@ def judge(plan: Plan, inv: Invocation, outcomes: list[GuardOutcome], start: int)
             }
         )
     )
-    return ToolResult(
-        inv.call_id,
-        inv.name,
-        outcome,
-        model_sentence(outcome, named),
-        _REJECT,
-        tuple(records),
-        tuple(escapes),
-        Reason.GUARD,
-        named,
-        duration_ns=perf_counter_ns() - start,
+    return _new(
+        ToolResult,
+        (
+            inv.call_id,
+            inv.name,
+            outcome,
+            model_sentence(outcome, named) if named else _SENTENCE[outcome],
+            _REJECT,
+            tuple(records),
+            tuple(escapes),
+            _GUARD,
+            named,
+            None,
+            None,
+            perf_counter_ns() - start,
+            False,
+            (),
+            True,
+        ),
     )

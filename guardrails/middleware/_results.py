@@ -23,7 +23,17 @@ FLAG_LATE_RESULT = "late_result"
 _OK = Outcome.OK
 _REJECT = Verdict.REJECT
 _new = tuple.__new__
-_LATE = Stop(Outcome.ERROR, Reason.TIMEOUT)
+_ERROR = Outcome.ERROR
+_LIMIT = Outcome.LIMIT
+_UNAVAILABLE = Outcome.UNAVAILABLE
+_ERROR_SENTENCE = model_sentence(_ERROR)
+_RAISED = Reason.RAISED
+_LIMIT_REASON = Reason.LIMIT
+_TIMEOUT = Reason.TIMEOUT
+_INTERRUPTED = Reason.INTERRUPTED
+_UNSERIALISABLE = Reason.UNSERIALISABLE
+_OUTPUT_GUARD = Reason.OUTPUT_GUARD
+_LATE = Stop(_ERROR, _TIMEOUT)
 
 
 def failure(exc: BaseException) -> Stop:
@@ -31,21 +41,21 @@ def failure(exc: BaseException) -> Stop:
     if not isinstance(exc, Exception):
         if stops(exc):
             raise exc
-        return Stop(Outcome.ERROR, Reason.RAISED, None, exc)
+        return Stop(_ERROR, _RAISED, None, exc)
     if isinstance(exc, UsageError):
         raise exc
     if isinstance(exc, LimitExceeded):
-        return Stop(Outcome.LIMIT, Reason.LIMIT, None, exc)
+        return Stop(_LIMIT, _LIMIT_REASON, None, exc)
     if isinstance(exc, StopRun):
-        return Stop(Outcome.UNAVAILABLE, Reason.RAISED, None, exc)
+        return Stop(_UNAVAILABLE, _RAISED, None, exc)
     if isinstance(exc, TimeoutError):
-        return Stop(Outcome.ERROR, Reason.TIMEOUT, None, exc)
-    return Stop(Outcome.ERROR, Reason.RAISED, None, exc)
+        return Stop(_ERROR, _TIMEOUT, None, exc)
+    return Stop(_ERROR, _RAISED, None, exc)
 
 
 def interrupted(inv: Invocation, start: int) -> ToolResult:
     """The result of a call a deliberate stop ended after admission."""
-    return refusal(inv.call_id, inv.name, Outcome.UNAVAILABLE, Reason.INTERRUPTED, start)
+    return refusal(inv.call_id, inv.name, _UNAVAILABLE, _INTERRUPTED, start)
 
 
 def complete(
@@ -102,12 +112,12 @@ def complete(
             (
                 inv.call_id,
                 inv.name,
-                Outcome.ERROR,
-                model_sentence(Outcome.ERROR),
+                _ERROR,
+                _ERROR_SENTENCE,
                 verdict,
                 records,
                 tuple(escapes),
-                Reason.UNSERIALISABLE,
+                _UNSERIALISABLE,
                 (),
                 None,
                 exc,
@@ -156,7 +166,7 @@ def after_output(
                 verdict=verdict,
                 verdicts=records,
                 escapes=escapes,
-                reason=Reason.OUTPUT_GUARD,
+                reason=_OUTPUT_GUARD,
                 value=None,
                 truncated=False,
             )

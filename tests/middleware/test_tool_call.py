@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from typing import Any, Literal
 
@@ -669,6 +670,37 @@ def test_several_rejects_tell_the_most_final_outcome_whatever_the_order(
     result = rails.turn(values={"account_id": "a"}).call("transfer", VALID)
     assert (result.outcome, result.content) == (Outcome.LIMIT, model_sentence(Outcome.LIMIT))
     assert {r.guard for r in result.verdicts} == {"too_small", "over_cap"}
+
+
+_MOST_FINAL_FIRST = (Outcome.UNAVAILABLE, Outcome.LIMIT, Outcome.INVALID_ARGS)
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
+@pytest.mark.parametrize("rejecting", list(range(1, 8)))
+def test_bare_rejects_tell_the_most_final_outcome_in_every_order_and_subset(
+    transfer: Tool, calls: Calls, order: tuple[int, ...], rejecting: int
+) -> None:
+    """Plain guards (bare verdicts): every order of three outcomes, every non-empty
+    set of them rejecting; both drivers give the same closed result."""
+
+    def make_guard(i: int) -> Any:
+        answer = Verdict.REJECT if rejecting >> i & 1 else Verdict.PASS
+        return guard(name=f"g{i}", outcome=_MOST_FINAL_FIRST[i].value)(lambda call: answer)
+
+    rails = Guardrails([transfer], [make_guard(i) for i in order])
+    assert rails._pipeline.plans["transfer"].plain  # the branch under test
+    expected = next(o for i, o in enumerate(_MOST_FINAL_FIRST) if rejecting >> i & 1)
+    sync = rails.turn(values={"account_id": "a"}).call("transfer", VALID)
+    asynced = asyncio.run(rails.turn(values={"account_id": "a"}).acall("transfer", VALID))
+    for result in (sync, asynced):
+        assert (result.outcome, result.content) == (expected, model_sentence(expected))
+        assert (result.verdict, result.reason, result.params) == (Verdict.REJECT, "guard", ())
+        assert [r.guard for r in result.verdicts] == [f"g{i}" for i in order]
+        assert [r.verdict for r in result.verdicts] == [
+            Verdict.REJECT if rejecting >> i & 1 else Verdict.PASS for i in order
+        ]
+        assert result.escapes == () and result.value is None
+    assert calls.args == []
 
 
 def test_a_guard_cannot_change_the_validated_arguments(transfer: Tool, calls: Calls) -> None:
