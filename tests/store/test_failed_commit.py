@@ -15,7 +15,13 @@ in a pass of its own, instead of staying held until its lease lapses.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import multiprocessing
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 from collections import Counter
 from pathlib import Path
@@ -244,6 +250,80 @@ async def test_a_settlement_whose_second_try_fails_too_holds_its_reservation_unt
     assert ran and store.budget(paid._daily_key()) == (0, round(len(ran) * COST * 1e6))
     _spend_matches_the_rows(store, paid)
     assert not renewer._held  # not renewed: it lapses
+    _lapsed_leases_are_given_back(store, paid)
+    assert verify(store).ok
+    store.close()
+
+
+def _pay_until_killed(path: str, report: int) -> None:
+    """Bursts of paid calls; from the fourth burst, the first pass that
+    settles stops before its COMMIT and says so, to be killed there."""
+    plan = Plan("hang", marked_by=SETTLEMENT, on_hang=lambda: os.write(report, b"in-pass\n"))
+    with faulty(plan):
+        store = SQLiteStore(path)
+        rails, _ = _rails(store, 10**6, [])
+
+        async def forever() -> None:
+            for burst in itertools.count():
+                plan.fail = int(burst == 3)
+                for result in await _burst_named(rails, 50, burst):
+                    os.write(report, f"{result.call_id}\n".encode())
+
+        asyncio.run(forever())
+
+
+async def _burst_named(rails: Guardrails, calls: int, burst: int) -> list[Any]:
+    turns = [rails.turn(session=f"s-{burst}-{i}") for i in range(calls)]
+    return await asyncio.gather(
+        *(
+            t.acall("order", {"order_id": f"o-{burst}-{i}"}, call_id=f"c-{burst}-{i}")
+            for i, t in enumerate(turns)
+        )
+    )
+
+
+def test_a_process_killed_in_the_middle_of_a_pass_leaves_the_spend_its_rows_say(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "a.db")
+    read_end, write_end = os.pipe()
+    child = multiprocessing.get_context("fork").Process(
+        target=_pay_until_killed, args=(path, write_end)
+    )
+    child.start()
+    os.close(write_end)
+    lines: list[str] = []
+    with os.fdopen(read_end, "rb", buffering=0) as reader:
+        buffer = b""
+        while "in-pass" not in lines:
+            chunk = reader.read(4096)
+            assert chunk, "the child ended before its pass stopped"
+            buffer += chunk
+            *done, buffer = buffer.split(b"\n")
+            lines += [line.decode() for line in done]
+        assert child.pid is not None
+        os.kill(child.pid, signal.SIGKILL)
+        child.join(timeout=30)
+    assert child.exitcode == -signal.SIGKILL
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+    checked = subprocess.run(
+        [sys.executable, "-m", "guardrails.cli", "audit", "verify", path],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    store = SQLiteStore(path)
+    returned = {line for line in lines if line.startswith("c-")}
+    assert len(returned) == 150  # three bursts answered before the stopped pass
+    assert returned <= {r.call_id for r in store.audit_rows(kind="tool_call", limit=10**6)}
+    paid = PaidCall(store, usage=lambda _: Usage(), daily_cap=1.0)
+    _spend_matches_the_rows(store, paid)
+    # The stopped pass settled reservations committed before it: they are held
+    # (share), nothing of its settlements is in the file, and they lapse.
+    assert store.budget(paid._daily_key())[1] > 0
     _lapsed_leases_are_given_back(store, paid)
     assert verify(store).ok
     store.close()
