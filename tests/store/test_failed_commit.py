@@ -18,12 +18,14 @@ import asyncio
 import itertools
 import multiprocessing
 import os
+import resource
 import signal
 import sqlite3
 import subprocess
 import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +65,11 @@ def _jobs(store: SQLiteStore, tag: str) -> list[Any]:
     ]
 
 
-async def _one_pass(runner: OffLoop, jobs: list[Any]) -> list[Any]:
-    """``jobs`` queued while the store thread is held, so that they make one pass."""
+async def _one_pass(
+    runner: OffLoop, jobs: list[Any], before: Callable[[], None] = lambda: None
+) -> list[Any]:
+    """``jobs`` queued while the store thread is held, so that they make one pass
+    (``before`` runs just before it starts)."""
     started, gate = threading.Event(), threading.Event()
 
     def hold() -> None:
@@ -77,6 +82,7 @@ async def _one_pass(runner: OffLoop, jobs: list[Any]) -> list[Any]:
     tasks = [asyncio.ensure_future(job) for job in jobs]
     while len(runner._queue) < len(jobs):
         await asyncio.sleep(0.001)
+    before()
     gate.set()
     await held
     return await asyncio.gather(*tasks, return_exceptions=True)
@@ -121,6 +127,38 @@ async def test_every_caller_of_a_pass_whose_commit_fails_is_told_and_the_pass_le
         assert [(r.call_id) for r in rows] == ["before", "next0", "next1", "next2", "next3"]
         assert verify(store).ok
         store.close()
+
+
+def _commit_past_a_file_size_limit(path: Path) -> None:
+    """In a child process: the pass's COMMIT cannot grow the write-ahead log."""
+    store = SQLiteStore(path)
+    store.append(AuditRow("tool_call", 0.5, call_id="before"))
+    runner = off_loop(store)
+    assert runner is not None
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past it fails (EFBIG)
+        largest = max(os.path.getsize(f) for f in path.parent.iterdir())
+        resource.setrlimit(resource.RLIMIT_FSIZE, (largest, resource.RLIM_INFINITY))
+
+    results = asyncio.run(_one_pass(runner, _jobs(store, "failed"), limit))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY,) * 2)
+    assert len(results) == 12 and all(isinstance(r, StoreUnavailable) for r in results)
+    _nothing_but_the_first_row(path)
+    results = asyncio.run(_one_pass(runner, _jobs(store, "next")))
+    assert results == [True] * 4 + [None] * 4 + ["counted"] * 2 + [1, True]
+    assert verify(store).ok
+    store.close()
+
+
+def test_a_commit_that_cannot_write_fails_every_caller_and_leaves_nothing(tmp_path: Path) -> None:
+    """A real write failure at COMMIT: the child's file size limit stops the log growing."""
+    child = multiprocessing.get_context("fork").Process(
+        target=_commit_past_a_file_size_limit, args=(tmp_path / "a.db",)
+    )
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == 0
 
 
 def _rails(store: SQLiteStore, cap: float, ran: list[str]) -> tuple[Guardrails, PaidCall]:
