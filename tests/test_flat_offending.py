@@ -25,80 +25,32 @@ from hypothesis import strategies as st
 
 from guardrails import Guardrails, Outcome, Reason, Tool
 from guardrails._compiled import CORE, load
-from guardrails._flat_plan import TYPE_BITS, flat_plan
+from guardrails._flat_plan import flat_plan
 from guardrails.middleware.admission import canonical_py
 from guardrails.schema import CompiledSchema
 from guardrails.verdicts import model_sentence
+from tests import _flat_strategies as flat
 
 COMPILED = load()
 needs_compiled = pytest.mark.skipif(COMPILED is None, reason="the C extension was not built")
 
-TYPES = sorted(TYPE_BITS)
 # Names whose sorted order is by code point: upper case first, then "ab" after "a".
 NAMES = ["a", "ab", "B", "c", "\u00e9"]
-numbers = st.one_of(
-    st.integers(-3, 3),
-    st.floats(-3, 3, allow_nan=False).map(lambda f: round(f, 1)),
-    st.sampled_from([2**53 + 1, 2**70, -(2**63) - 1, 0.5, -0.0, float(2**53)]),
-)
-scalars = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-2, 2),
-    st.sampled_from([0.0, 1.0, 1.5, 2**70, float(2**70)]),
-    st.text("ab\u00e9", max_size=2),
-)
-property_schemas = st.fixed_dictionaries(
-    {},
-    optional={
-        "type": st.sampled_from(TYPES)
-        | st.lists(st.sampled_from(TYPES), min_size=1, max_size=3, unique=True),
-        "enum": st.lists(scalars, min_size=1, max_size=4),
-        "const": scalars,
-        "minimum": numbers,
-        "maximum": numbers,
-        "minLength": st.integers(0, 3),
-        "maxLength": st.integers(0, 3),
-        "title": st.text(max_size=2),
-    },
+property_schemas = flat.property_schemas(
+    flat.numbers(3, [2**53 + 1, 2**70, -(2**63) - 1, 0.5, -0.0, float(2**53)]),
+    longest=3,
+    annotations={"title": st.text(max_size=2)},
 )
 
 
-@st.composite
-def flat_schemas(draw: Any) -> dict[str, Any]:
-    properties = draw(
-        st.dictionaries(st.sampled_from(NAMES), property_schemas, min_size=1, max_size=4)
-    )
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    required = draw(st.lists(st.sampled_from([*sorted(properties), "z"]), max_size=3, unique=True))
-    if required:
-        schema["required"] = required
-    closed = draw(st.sampled_from([None, True, False, False]))
-    if closed is not None:
-        schema["additionalProperties"] = closed
-    return schema
+def flat_schemas() -> st.SearchStrategy[dict[str, Any]]:
+    return flat.flat_schemas(property_schemas, NAMES, min_size=1, closed=[None, True, False, False])
 
 
 def _near(spec: dict[str, Any]) -> list[Any]:
-    """Values of every type, and at and around every boundary the keywords draw."""
-    out: list[Any] = [None, True, False, 0, 1, 1.0, -1, 0.5, "", "a", [], {}, [1], {"k": 1}]
-    out += [2**70, float(2**70), "\U0001f600"]
-    for choice in [*spec.get("enum", []), *([spec["const"]] if "const" in spec else [])]:
-        out += [choice, choice]
-        if type(choice) in (int, float):
-            out += [float(choice), int(choice), choice + 1]
-        if type(choice) is bool:
-            out.append(int(choice))
-    for key in ("minimum", "maximum"):
-        if key in spec:
-            bound = spec[key]
-            out += [bound, bound - 1, bound + 1, float(bound), bound + 0.5, bound - 0.5]
-            out += [int(bound), math.nextafter(float(bound), math.inf)]
-    for key in ("minLength", "maxLength"):
-        if key in spec:
-            for n in (spec[key] - 1, spec[key], spec[key] + 1):
-                out += ["x" * max(n, 0), "\U0001f600" * max(n, 0), "\u00e9" * max(n, 0)]
-    return out
+    """Values of every type (all admitted), and at and around every boundary
+    the keywords draw, each enum or const choice twice as likely."""
+    return flat.near(spec, [2**70, float(2**70), "\U0001f600"], repeat=2)
 
 
 @st.composite

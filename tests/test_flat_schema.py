@@ -27,75 +27,27 @@ from guardrails._flat_plan import TYPE_BITS, flat_plan
 from guardrails.errors import SchemaError
 from guardrails.middleware.admission import canonical_py
 from guardrails.schema import CompiledSchema
+from tests import _flat_strategies as flat
 
 COMPILED = load()
 needs_compiled = pytest.mark.skipif(COMPILED is None, reason="the C extension was not built")
 
-TYPES = sorted(TYPE_BITS)
 BIG = [2**53, 2**53 + 1, 2**63, 2**64 + 1, 2**70, -(2**63) - 1]
-numbers = st.one_of(
-    st.integers(-5, 5),
-    st.floats(-5, 5, allow_nan=False).map(lambda f: round(f, 1)),
-    st.sampled_from([*BIG, 0.5, -0.0, 1e300, float(2**53)]),
-)
-scalars = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-2, 2),
-    st.sampled_from([0.0, 1.0, 1.5, 2**70, float(2**70)]),
-    st.text("ab\u00e9", max_size=2),
-)
-property_schemas = st.fixed_dictionaries(
-    {},
-    optional={
-        "type": st.sampled_from(TYPES)
-        | st.lists(st.sampled_from(TYPES), min_size=1, max_size=3, unique=True),
-        "enum": st.lists(scalars, min_size=1, max_size=4),
-        "const": scalars,
-        "minimum": numbers,
-        "maximum": numbers,
-        "minLength": st.integers(0, 4),
-        "maxLength": st.integers(0, 4),
-        "description": st.text(max_size=3),
-        "default": scalars,
-    },
+property_schemas = flat.property_schemas(
+    flat.numbers(5, [*BIG, 0.5, -0.0, 1e300, float(2**53)]),
+    longest=4,
+    annotations={"description": st.text(max_size=3), "default": flat.SCALARS},
 )
 
 
-@st.composite
-def flat_schemas(draw: Any) -> dict[str, Any]:
-    properties = draw(st.dictionaries(st.sampled_from("abcd"), property_schemas, max_size=4))
-    names = [*sorted(properties), "z"]
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    required = draw(st.lists(st.sampled_from(names), max_size=3, unique=True))
-    if required:
-        schema["required"] = required
-    closed = draw(st.sampled_from([None, True, False]))
-    if closed is not None:
-        schema["additionalProperties"] = closed
-    return schema
+def flat_schemas() -> st.SearchStrategy[dict[str, Any]]:
+    return flat.flat_schemas(property_schemas, "abcd", min_size=0, closed=[None, True, False])
 
 
 def _near(spec: dict[str, Any]) -> list[Any]:
-    """Values at and around every boundary the property's keywords draw."""
-    out: list[Any] = [None, True, False, 0, 1, 1.0, -1, 0.5, "", "a", [], {}, [1], {"k": 1}]
-    out += [math.nan, "\ud800", 2**70, float(2**70)]
-    for choice in [*spec.get("enum", []), *([spec["const"]] if "const" in spec else [])]:
-        out.append(choice)
-        if type(choice) in (int, float) and math.isfinite(choice):
-            out += [float(choice), int(choice), choice + 1]
-        if type(choice) is bool:
-            out.append(int(choice))
-    for key in ("minimum", "maximum"):
-        if key in spec:
-            bound = spec[key]
-            out += [bound, bound - 1, bound + 1, float(bound), bound + 0.5, bound - 0.5]
-            out += [int(bound), math.nextafter(float(bound), math.inf)]
-    for key in ("minLength", "maxLength"):
-        if key in spec:
-            for n in (spec[key] - 1, spec[key], spec[key] + 1):
-                out += ["x" * max(n, 0), "\U0001f600" * max(n, 0), "\u00e9" * max(n, 0)]
-    return out
+    """Values at and around every boundary the property's keywords draw, and
+    values admission refuses (NaN, a lone surrogate)."""
+    return flat.near(spec, [math.nan, "\ud800", 2**70, float(2**70)])
 
 
 @st.composite

@@ -13,7 +13,12 @@ of ``actual cost - estimate``; with an estimate at least the actual cost
 (for example ``max_tokens`` times the output price), never.
 
 Reservations are leased (``_leases``): renewed while the call runs, given
-back at most ``lease`` seconds after the holding process died.
+back at most ``lease`` seconds after the holding process died. A settlement
+that was not written (the store failed, or the SQLite pass that carried it
+did not commit) is written once more in a transaction of its own, if every
+lease of the call is still held: the reservation is given back and the
+spend counted once, instead of the reservation staying held until its lease
+lapses. The caller is told of the failure either way.
 """
 
 from __future__ import annotations
@@ -97,6 +102,13 @@ class _Ticket(NamedTuple):
     holder: str
 
 
+class _Spend(NamedTuple):
+    """What a finished call spent and its row, measured once: its settlement may be written twice."""
+
+    usage: Usage
+    row: AuditRow
+
+
 class PaidCall:
     """Wraps paid or effectful calls: caps before and after, one audit row each."""
 
@@ -139,9 +151,9 @@ class PaidCall:
         try:
             response = fn(*args, **kwargs)
         except Exception as exc:
-            perform(self.store, self._settle(ticket, None, exc))
+            self._finish(ticket, None, exc)
             raise
-        perform(self.store, self._settle(ticket, response, None))
+        self._finish(ticket, response, None)
         return response
 
     async def acall(
@@ -161,13 +173,34 @@ class PaidCall:
         except asyncio.CancelledError as exc:
             # The caller gave up: the reservation is given back (and the row
             # written), to the end even if the caller is cancelled again.
-            await to_the_end(aperform(self.store, self._settle_quietly(ticket, exc)))
+            await to_the_end(self._afinish_quietly(ticket, exc))
             raise
         except BaseException as exc:  # a failure, or a stop: the reservation is given back too
-            await aperform(self.store, self._settle(ticket, None, exc))
+            await self._afinish(ticket, None, exc)
             raise
-        await aperform(self.store, self._settle(ticket, response, None))
+        await self._afinish(ticket, response, None)
         return response
+
+    def _finish(self, ticket: _Ticket, response: Any, exc: BaseException | None) -> None:
+        spend = self._spend(ticket, response, exc)
+        try:
+            perform(self.store, self._settle(ticket, spend, exc))
+        except StoreUnavailable:
+            perform(self.store, self._settle_again(ticket, spend))
+            raise
+
+    async def _afinish(self, ticket: _Ticket, response: Any, exc: BaseException | None) -> None:
+        spend = self._spend(ticket, response, exc)
+        try:
+            await aperform(self.store, self._settle(ticket, spend, exc))
+        except StoreUnavailable:
+            await aperform(self.store, self._settle_again(ticket, spend))
+            raise
+
+    async def _afinish_quietly(self, ticket: _Ticket, exc: BaseException) -> None:
+        """``_afinish`` of a call that ended with ``exc`` (a cancellation), which goes on."""
+        with contextlib.suppress(StoreUnavailable):  # logged by _settle and _settle_again
+            await self._afinish(ticket, None, exc)
 
     def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn`` with every call going through this wrapper (sync or async, detected once)."""
@@ -247,7 +280,7 @@ class PaidCall:
             renewer.hold(ticket.holder, Held(self.store, self.lease, self.clock))
         return ticket
 
-    def _settle(self, ticket: _Ticket, response: Any, exc: BaseException | None) -> Steps[None]:
+    def _spend(self, ticket: _Ticket, response: Any, exc: BaseException | None) -> _Spend:
         duration_us = (time.perf_counter_ns() - ticket.start) // 1000
         usage = Usage()
         if exc is None:
@@ -256,41 +289,72 @@ class PaidCall:
             except Exception:
                 log.warning("%s: usage of the response could not be read", self.name)
                 usage = Usage(cost=from_micros(ticket.reserved))
-        actual = to_micros(usage.cost)
-        crossed: str | None = None
-        kind = "daily"
+        return _Spend(usage, self._row(ticket, usage, duration_us, exc))
+
+    def _settle(self, ticket: _Ticket, spend: _Spend, exc: BaseException | None) -> Steps[None]:
         renewer.drop(ticket.holder)
         try:
-            for index, (key, cap) in enumerate(zip(ticket.keys, ticket.caps, strict=True)):
-                spent = yield call("settle_leased", key, ticket.holder, actual)
-                if spent > cap and crossed is None:
-                    crossed = key
-                    kind = "daily" if index == 0 and self.daily_cap is not None else "instance"
-            yield call("append", self._row(ticket, usage, duration_us, exc))
+            crossed = yield from self._record(ticket, spend)
         except StoreUnavailable:
             log.error("%s: spend could not be recorded; stopping", self.name)
             raise
         state = current()
         if state is not None:
             state.paid_calls += 1
-            state.tokens_in += usage.tokens_in
-            state.tokens_out += usage.tokens_out
-            state.cost += usage.cost
+            state.tokens_in += spend.usage.tokens_in
+            state.tokens_out += spend.usage.tokens_out
+            state.cost += spend.usage.cost
         if crossed is not None and exc is None:
-            raise CapExceeded(kind, crossed)
+            raise CapExceeded(*crossed)
+
+    def _record(self, ticket: _Ticket, spend: _Spend) -> Steps[tuple[str, str] | None]:
+        """The settlement of every key, then the row; the first cap crossed (kind, key), if any."""
+        actual = to_micros(spend.usage.cost)
+        crossed: tuple[str, str] | None = None
+        for index, (key, cap) in enumerate(zip(ticket.keys, ticket.caps, strict=True)):
+            spent = yield call("settle_leased", key, ticket.holder, actual)
+            if spent > cap and crossed is None:
+                crossed = (
+                    "daily" if index == 0 and self.daily_cap is not None else "instance",
+                    key,
+                )
+        yield call("append", spend.row)
+        return crossed
+
+    def _settle_again(self, ticket: _Ticket, spend: _Spend) -> Steps[None]:
+        """A settlement that was not written, once more in a transaction of its own.
+
+        Only while every lease of the call is still held (renewed here, so
+        none lapses meanwhile): then no part of the first attempt was
+        written, and the spend is counted once. Its caller was already told
+        of the failure; this gives the reservation back instead of leaving
+        it held until its lease lapses.
+        """
+        if not ticket.keys:
+            return  # nothing reserved
+        try:
+            now = self.clock()
+            held = yield call("renew_leases", ticket.holder, now + self.lease)
+            if held == len(ticket.keys):
+                yield from self._record(ticket, spend)
+                return
+        except StoreUnavailable:
+            pass
+        log.error("%s: reservation not given back; it lapses with its lease", self.name)
 
     def _give_back(self, admitting: asyncio.Future[_Ticket]) -> None:
         if admitting.cancelled() or admitting.exception() is not None:
             return  # nothing was reserved
-        settling = asubmit(
-            self.store, self._settle_quietly(admitting.result(), asyncio.CancelledError())
-        )
-        settling.add_done_callback(consume)
+        ticket = admitting.result()
+        spend = self._spend(ticket, None, asyncio.CancelledError())
+        settling = asubmit(self.store, self._settle(ticket, spend, asyncio.CancelledError()))
+        settling.add_done_callback(lambda done: self._give_back_again(done, ticket, spend))
 
-    def _settle_quietly(self, ticket: _Ticket, exc: BaseException) -> Steps[None]:
-        """``_settle`` of a call that ended with ``exc`` (a cancellation), which goes on."""
-        with contextlib.suppress(StoreUnavailable):  # logged by _settle; the lease lapses
-            yield from self._settle(ticket, None, exc)
+    def _give_back_again(
+        self, settling: asyncio.Future[None], ticket: _Ticket, spend: _Spend
+    ) -> None:
+        if not settling.cancelled() and isinstance(settling.exception(), StoreUnavailable):
+            asubmit(self.store, self._settle_again(ticket, spend)).add_done_callback(consume)
 
     def _row(
         self, ticket: _Ticket, usage: Usage, duration_us: int, exc: BaseException | None

@@ -86,6 +86,11 @@ class OffLoop:
         self.grouped: Callable[[], contextlib.AbstractContextManager[None]] | None = getattr(
             store, "grouped", None
         )
+        # A store that bounds a pass's waits for a lock (SQLite's ``one_pass``:
+        # one ``busy_timeout``, then the rest of the pass fails at once) gets each pass in one.
+        self.one_pass: Callable[[], contextlib.AbstractContextManager[None]] = getattr(
+            store, "one_pass", contextlib.nullcontext
+        )
         self._reset()
 
     def _reset(self) -> None:
@@ -157,7 +162,8 @@ class OffLoop:
                     taken = self._take()
                     self._busy += 1
                 try:
-                    self._run_all(taken)
+                    with self.one_pass():
+                        self._run_all(taken)
                 finally:
                     del taken  # a worker keeps nothing of a pass while it waits (futures, rows)
                     with self._cond:

@@ -20,7 +20,11 @@ process. The store's connections cannot rewrite or remove audit rows
 ``grouped()`` runs a thread's operations in one transaction (the store
 thread of ``offloop`` runs each pass in one): a method that needs a
 transaction of its own takes a savepoint instead, and the chain head hint of
-the block's appends is published only once the block has committed.
+the block's appends is published only once the block has committed. A pass
+(``one_pass()``, which ``offloop`` enters around each pass of its thread)
+waits for the file lock once: when that wait runs out, every operation left
+in the pass fails at once with ``StoreUnavailable`` instead of waiting
+``busy_timeout`` again.
 """
 
 from __future__ import annotations
@@ -73,12 +77,20 @@ _SELECT_CHAIN = f"SELECT id, {_COLUMNS}, hash FROM guardrails_audit"
 
 
 class _Local(threading.local):
-    """Per thread: its connection (and the process that opened it), and the
-    chain head hint of its ``grouped()`` block while one is open."""
+    """Per thread: its connection (and the process that opened it), the chain
+    head hint of its ``grouped()`` block while one is open, and its pass.
+
+    A pass that waited for the lock in vain parks the connection (``refused``
+    says why), so that its operations reach the slow path of ``_conn`` and
+    fail there; the pass's end puts it back.
+    """
 
     conn: sqlite3.Connection | None = None
     pid = 0
     pending: list[Any] | None = None
+    passing = False
+    refused: str | None = None
+    parked: sqlite3.Connection | None = None
 
 
 class SQLiteStore:
@@ -151,6 +163,8 @@ class SQLiteStore:
                     f"SQLite store {self.path!r}: the transaction was rolled back"
                 )
             return conn
+        if local.refused is not None:
+            raise StoreUnavailable(local.refused)
         try:
             conn = sqlite3.connect(
                 self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
@@ -188,6 +202,39 @@ class SQLiteStore:
                 time.sleep(0.005)
 
     @contextmanager
+    def one_pass(self) -> Iterator[None]:
+        """The calling thread's operations, until the block ends, wait for the lock once.
+
+        Once a wait for the file lock ran out (a ``grouped()`` block whose
+        transaction could not begin, or an operation outside one that found
+        the file locked past ``busy_timeout``), every operation left in the
+        block fails at once with ``StoreUnavailable``: a pass of 128 queued
+        operations waits one ``busy_timeout``, not 128. ``offloop`` runs each
+        pass of the store's thread in one.
+        """
+        local = self._local
+        if local.passing:
+            yield
+            return
+        local.passing = True
+        try:
+            yield
+        finally:
+            local.passing = False
+            self._resume()
+
+    def _refuse(self, why: object) -> None:
+        """Until the pass ends, this thread's operations fail at once (see ``_Local``)."""
+        local = self._local
+        local.refused = f"SQLite store {self.path!r}: {why}"
+        local.parked, local.conn = local.conn, None
+
+    def _resume(self) -> None:
+        local = self._local
+        if local.refused is not None:
+            local.conn, local.parked, local.refused = local.parked, None, None
+
+    @contextmanager
     def grouped(self) -> Iterator[None]:
         """The calling thread's operations, until the block ends, in one transaction.
 
@@ -196,19 +243,26 @@ class SQLiteStore:
         runs in a savepoint, so it is still all or nothing. A block that ends
         with an exception is rolled back; a commit that fails (or a transaction
         SQLite rolled back by itself) raises ``StoreUnavailable``: nothing of
-        the block was written. A block whose transaction cannot begin (the
-        file is locked past ``busy_timeout``, or cannot be opened) runs its
-        operations one by one, each as it would outside a block, so that each
-        meets the failure itself. ``offloop`` runs each pass of the store's
-        thread in one block, and answers its callers once it has committed.
+        the block was written, and the chain head hint of its appends is
+        dropped. A block whose transaction cannot begin (the file is locked
+        past ``busy_timeout``, or cannot be opened) is a pass that waited in
+        vain: each of its operations fails at once with ``StoreUnavailable``,
+        so that each job meets the failure itself (a fail-open hook stays
+        fail-open) without waiting again. ``offloop`` runs each pass of the
+        store's thread in one block, and answers its callers once it has
+        committed.
         """
         local = self._local
-        if local.pending is not None:  # already in one: it commits
+        if local.pending is not None or local.refused is not None:  # already in one, or refused
             yield
             return
         conn = self._begun()
         if conn is None:
-            yield
+            try:
+                yield
+            finally:
+                if not local.passing:  # the block was the pass
+                    self._resume()
             return
         local.pending = [self._shared_head, self._shared_moved]
         try:
@@ -220,22 +274,34 @@ class SQLiteStore:
             conn.execute("COMMIT")
         except BaseException as exc:
             local.pending = None
-            with suppress(sqlite3.Error):
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+            self._roll_back(conn)
             if isinstance(exc, _FAILURES):
                 raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
             raise
         (self._shared_head, self._shared_moved), local.pending = local.pending, None
 
     def _begun(self) -> sqlite3.Connection | None:
-        """This thread's connection in a ``BEGIN IMMEDIATE`` just begun, or None if it could not."""
+        """This thread's connection in a ``BEGIN IMMEDIATE`` just begun, or None
+        if it could not (the pass is then refused)."""
         try:
             conn = self._conn()
             conn.execute("BEGIN IMMEDIATE")
-        except (*_FAILURES, StoreUnavailable):
+        except (*_FAILURES, StoreUnavailable) as exc:
+            self._refuse(exc)
             return None
         return conn
+
+    def _roll_back(self, conn: sqlite3.Connection) -> None:
+        """End ``conn``'s transaction without writing it; a connection whose
+        ``ROLLBACK`` failed is closed (which discards it) and replaced on next use."""
+        with suppress(sqlite3.Error):
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            with suppress(sqlite3.Error):
+                conn.close()
+            if self._local.conn is conn:
+                self._local.conn = None
 
     @contextmanager
     def _immediate(self) -> Iterator[sqlite3.Connection]:
@@ -255,13 +321,23 @@ class SQLiteStore:
                 raise
             conn.execute(end)
         except _FAILURES as exc:
-            raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
+            if undo == "ROLLBACK":  # a COMMIT that failed may leave the transaction open
+                self._roll_back(conn)
+            raise self._unavailable(exc) from exc
 
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         try:
             return self._conn().execute(sql, params)
         except _FAILURES as exc:
-            raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
+            raise self._unavailable(exc) from exc
+
+    def _unavailable(self, exc: BaseException) -> StoreUnavailable:
+        """``exc`` as ``StoreUnavailable``; in a pass, a wait for the lock that ran
+        out refuses the rest of the pass."""
+        local = self._local
+        if local.passing and local.pending is None and _locked(exc):
+            self._refuse(exc)
+        return StoreUnavailable(f"SQLite store {self.path!r}: {exc}")
 
     # -- audit ----------------------------------------------------------------
 
@@ -491,6 +567,12 @@ class SQLiteStore:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _locked(exc: BaseException) -> bool:
+    """The file was locked by another writer past ``busy_timeout``."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
