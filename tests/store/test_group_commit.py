@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
+
+import pytest
 
 from guardrails.store import AuditRow, StoreUnavailable
-from guardrails.store._group_commit import AsyncBatcher, Batcher
+from guardrails.store._group_commit import AsyncBatcher, Batcher, _Thread
 
 
 def _row(i: int) -> AuditRow:
@@ -118,3 +124,208 @@ async def test_a_failed_async_write_fails_every_task_in_it() -> None:
     )
     assert all(isinstance(r, StoreUnavailable) for r in results)  # queued together: one write
     await batcher.commit([_row(9)])  # alone, it is written
+
+
+# -- who wakes, and who writes next -----------------------------------------------------------
+
+
+class Recorder:
+    """Records each write's rows and the thread that wrote it; the first (in the
+    process that made it) waits for ``gate``."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[list[str | None], str]] = []
+        self.gate = threading.Event()
+        self.lock = threading.Lock()
+        self.pid = os.getpid()
+
+    def __call__(self, rows: list[AuditRow]) -> None:
+        if not self.writes and os.getpid() == self.pid:
+            assert self.gate.wait(30)
+        with self.lock:
+            self.writes.append(([r.call_id for r in rows], threading.current_thread().name))
+
+
+def test_the_next_write_goes_to_the_first_thread_queued_and_holds_every_row_queued() -> None:
+    recorder = Recorder()
+    batcher = Batcher(recorder)
+    first = threading.Thread(target=batcher.submit, args=(_row(0),), name="t0")
+    first.start()
+    _until(lambda: batcher._pending.writing)
+    others = []
+    for i in range(1, 9):  # queued one after the other, in order
+        others.append(threading.Thread(target=batcher.submit, args=(_row(i),), name=f"t{i}"))
+        others[-1].start()
+        _until(lambda i=i: len(batcher._pending.rows) == i)
+    recorder.gate.set()
+    for t in [first, *others]:
+        t.join(30)
+    assert recorder.writes == [(["c0"], "t0"), ([f"c{i}" for i in range(1, 9)], "t1")]
+
+
+def test_a_write_wakes_only_the_threads_whose_rows_it_held_and_one_heir() -> None:
+    recorder = Recorder()
+    batcher = Batcher(recorder)
+    woken: list[str] = []
+    real = _Thread.__call__
+
+    def counted(self: _Thread, error: BaseException | None) -> None:
+        woken.append("done")
+        real(self, error)
+
+    # Every wake-up is a release of a thread's own lock: by the write its
+    # rows were in, or by the hand-off of the next write.
+    threads = [threading.Thread(target=batcher.submit, args=(_row(i),)) for i in range(10)]
+    _Thread.__call__ = counted  # type: ignore[method-assign]
+    try:
+        threads[0].start()
+        _until(lambda: batcher._pending.writing)
+        for t in threads[1:]:
+            t.start()
+        _until(lambda: len(batcher._pending.rows) == 9)
+        recorder.gate.set()
+        for t in threads:
+            t.join(30)
+    finally:
+        _Thread.__call__ = real  # type: ignore[method-assign]
+    assert [len(rows) for rows, _ in recorder.writes] == [1, 9]
+    assert len(woken) == 10  # each thread told once that its row is written
+    assert batcher._pending.writing is False and batcher._pending.waiters == []
+
+
+def test_many_threads_each_return_after_their_rows_are_written_once_by_a_thread_among_them() -> (
+    None
+):
+    recorder = Recorder()
+    recorder.gate.set()
+    batcher = Batcher(recorder)
+    returned: list[str] = []
+
+    def work(n: int) -> None:
+        for i in range(200):
+            call_id = f"w{n}-{i}"
+            batcher.commit([AuditRow("tool_call", 1.0, call_id=call_id)])
+            with recorder.lock:
+                assert any(call_id in rows for rows, _ in recorder.writes)
+                returned.append(call_id)
+
+    threads = [threading.Thread(target=work, args=(n,), name=f"w{n}") for n in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    written = [c for rows, _ in recorder.writes for c in rows]
+    assert sorted(written) == sorted(returned) and len(written) == 16 * 200
+    # Every write was made by a thread whose own row was in it.
+    assert all(any(c.startswith(f"{who}-") for c in rows) for rows, who in recorder.writes)
+    grouped = sum(len(rows) > 1 for rows, _ in recorder.writes)
+    assert grouped > 0, "no write ever held more than one row: nothing was grouped"
+
+
+def test_a_failed_write_fails_its_threads_and_the_threads_queued_behind_it_are_written() -> None:
+    writes: list[list[str | None]] = []
+    gate = threading.Event()
+
+    def write(rows: list[AuditRow]) -> None:
+        if not writes:
+            assert gate.wait(30)
+        writes.append([r.call_id for r in rows])
+        if len(writes) == 2:
+            raise StoreUnavailable("refused")
+
+    batcher = Batcher(write)
+    outcomes: dict[int, BaseException | None] = {}
+
+    def commit(i: int) -> None:
+        try:
+            batcher.submit(_row(i))
+            outcomes[i] = None
+        except StoreUnavailable as exc:
+            outcomes[i] = exc
+
+    threads = [threading.Thread(target=commit, args=(i,)) for i in range(9)]
+    threads[0].start()
+    _until(lambda: batcher._pending.writing)
+    for t in threads[1:5]:  # the second write, which fails
+        t.start()
+    _until(lambda: len(batcher._pending.rows) == 4)
+    gate.set()
+    _until(lambda: len(writes) >= 2)
+    for t in threads[5:]:  # queued after it: a third write
+        t.start()
+    for t in threads:
+        t.join(30)
+    failed = {i for i, e in outcomes.items() if e is not None}
+    assert failed == {int(c[1:]) for c in writes[1] if c}  # exactly the failed write's threads
+    assert sorted(c for batch in writes[2:] for c in batch if c) == sorted(
+        f"c{i}" for i in range(9) if i not in failed and i != 0
+    )
+
+
+def _interrupt_main_while_it_waits(batcher: Batcher, queued: int) -> None:
+    _until(lambda: len(batcher._pending.rows) == queued)
+    signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+
+def test_a_thread_interrupted_while_it_waits_raises_and_its_row_is_written_all_the_same() -> None:
+    recorder = Recorder()
+    batcher = Batcher(recorder)
+    first = threading.Thread(target=batcher.submit, args=(_row(0),), name="t0")
+    first.start()
+    _until(lambda: batcher._pending.writing)
+    interrupter = threading.Thread(target=_interrupt_main_while_it_waits, args=(batcher, 1))
+    interrupter.start()
+    with pytest.raises(KeyboardInterrupt):
+        batcher.submit(_row(1))  # the main thread waits behind t0's write
+    interrupter.join()
+    recorder.gate.set()
+    first.join(30)
+    # Nobody else was queued: the thread that wrote also wrote the interrupted row.
+    assert recorder.writes == [(["c0"], "t0"), (["c1"], "t0")]
+    batcher.submit(_row(2))
+    assert recorder.writes[-1] == (["c2"], threading.current_thread().name)
+
+
+def test_an_interrupted_thread_is_never_handed_the_next_write() -> None:
+    recorder = Recorder()
+    batcher = Batcher(recorder)
+    first = threading.Thread(target=batcher.submit, args=(_row(0),), name="t0")
+    first.start()
+    _until(lambda: batcher._pending.writing)
+    interrupter = threading.Thread(target=_interrupt_main_while_it_waits, args=(batcher, 1))
+    interrupter.start()
+    with pytest.raises(KeyboardInterrupt):
+        batcher.submit(_row(1))  # queued first: it would have been the heir
+    interrupter.join()
+    later = threading.Thread(target=batcher.submit, args=(_row(2),), name="t2")
+    later.start()
+    _until(lambda: len(batcher._pending.rows) == 2)
+    recorder.gate.set()
+    for t in (first, later):
+        t.join(30)
+    assert recorder.writes == [(["c0"], "t0"), (["c1", "c2"], "t2")]
+
+
+_fork = multiprocessing.get_context("fork")
+
+
+def _child_submits(batcher: Batcher, written: Any) -> None:
+    batcher.submit(_row(7))  # the parent's write under way is not this process's
+    written.put("ok")
+
+
+def test_a_child_forked_while_a_parent_thread_writes_has_a_batcher_of_its_own() -> None:
+    recorder = Recorder()
+    batcher = Batcher(recorder)
+    first = threading.Thread(target=batcher.submit, args=(_row(0),))
+    first.start()
+    _until(lambda: batcher._pending.writing)
+    answers = _fork.Queue()
+    child = _fork.Process(target=_child_submits, args=(batcher, answers))
+    child.start()
+    assert answers.get(timeout=30) == "ok"
+    child.join(30)
+    assert child.exitcode == 0
+    recorder.gate.set()
+    first.join(30)
+    assert recorder.writes == [(["c0"], first.name)]  # the child's write stayed in the child
