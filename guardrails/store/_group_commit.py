@@ -67,7 +67,7 @@ class _Thread:
     """One waiting thread: its lock is released once, when its rows are written
     (``error`` then says how) or when the next write is handed to it (``heir``)."""
 
-    __slots__ = ("error", "gone", "heir", "lock")
+    __slots__ = ("error", "gone", "heir", "leaving", "lock")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -75,6 +75,7 @@ class _Thread:
         self.error: BaseException | None = None
         self.heir = False
         self.gone = False  # interrupted while waiting: never handed a write
+        self.leaving = False  # woken by the write of its rows, not yet out of ``commit``
 
     def __call__(self, error: BaseException | None) -> None:
         self.error = error
@@ -90,7 +91,9 @@ class Batcher:
     A write wakes exactly the threads whose rows it held, and hands the next
     write to one thread whose rows are queued, so no other thread wakes up for
     nothing: a commit costs one wake-up per row written, not one per thread
-    waiting.
+    waiting. A row that would start a write of its own while threads of the
+    last write are still getting out waits for them (they are already awake:
+    no timer, no user code), so what they queue next goes into the same write.
     """
 
     def __init__(self, write: Callable[[list[AuditRow]], Any]) -> None:
@@ -101,6 +104,8 @@ class Batcher:
     def _reset(self) -> None:
         self._lock = threading.Lock()
         self._pending: Pending[_Thread] = Pending()
+        self._leaving = 0  # threads woken by the last writes, still on their way out
+        self._gatherer: _Thread | None = None  # the next writer, waiting for them
 
     def submit(self, row: AuditRow) -> None:
         """Append ``row``; returns once it is committed."""
@@ -116,13 +121,34 @@ class Batcher:
         me = _Thread()
         with self._lock:
             self._pending.put(rows, me)
-            taken = self._pending.take()
-        if taken is None:
-            taken = self._wait(me)
-        while taken is not None:
-            taken = self._write_batch(taken)
+            if self._leaving and not self._pending.writing:
+                # The threads the last write woke often come straight back: the
+                # next write waits until they are out of here, so that what they
+                # queue goes with it rather than into a write of its own.
+                self._pending.writing = me.heir = True
+                self._gatherer = me
+                taken = None
+            else:
+                taken = self._pending.take()
+        try:
+            if taken is None:
+                taken = self._wait(me)
+            while taken is not None:
+                taken = self._write_batch(taken, me)
+        finally:
+            if me.leaving:
+                self._left()
         if me.error is not None:
             raise me.error
+
+    def _left(self) -> None:
+        with self._lock:
+            self._leaving -= 1
+            gatherer = self._gatherer if self._leaving == 0 else None
+            if gatherer is not None:
+                self._gatherer = None
+        if gatherer is not None:
+            gatherer.lock.release()
 
     def _wait(self, me: _Thread) -> Batch | None:
         """Wait until ``me``'s rows are written (None) or the next write is ``me``'s (the batch)."""
@@ -133,7 +159,7 @@ class Batcher:
                 me.gone = True
                 taken = self._inherit() if me.heir else None
             while taken is not None:
-                taken = self._write_batch(taken)
+                taken = self._write_batch(taken, me)
             raise
         if not me.heir:
             return None
@@ -145,7 +171,7 @@ class Batcher:
         self._pending.writing = False
         return self._pending.take()
 
-    def _write_batch(self, taken: Batch) -> Batch | None:
+    def _write_batch(self, taken: Batch, me: _Thread) -> Batch | None:
         """Write ``taken``, wake its threads, hand the next write on; returns it if nobody can take it."""
         rows, waiters = taken
         error: BaseException | None = None
@@ -160,6 +186,10 @@ class Batcher:
                 self._pending.writing = False
             else:  # the write stays under way, handed on
                 heir.heir = True
+            for waiter in waiters:
+                if waiter is not me and not waiter.gone:
+                    waiter.leaving = True
+                    self._leaving += 1
             # Nobody to hand it to: only interrupted threads' rows are queued
             # (a stopped writer leaves them to the next caller).
             after = None if stop or heir is not None else self._pending.take()

@@ -329,3 +329,46 @@ def test_a_child_forked_while_a_parent_thread_writes_has_a_batcher_of_its_own() 
     recorder.gate.set()
     first.join(30)
     assert recorder.writes == [(["c0"], first.name)]  # the child's write stayed in the child
+
+
+def test_a_lone_row_waits_for_the_threads_the_last_write_woke_and_goes_with_what_they_queue(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    recorder = Recorder()
+    batcher = Batcher(recorder)
+    held = threading.Event()
+    leaving: list[str] = []
+    real_left = Batcher._left
+
+    def slow_left(self: Batcher) -> None:  # "b" is slow to get out of commit
+        if threading.current_thread().name == "b":
+            leaving.append("b")
+            assert held.wait(30)
+        real_left(self)
+
+    monkeypatch.setattr(Batcher, "_left", slow_left)
+    t0 = threading.Thread(target=batcher.submit, args=(_row(0),), name="t0")
+    t0.start()
+    _until(lambda: batcher._pending.writing)
+    a = threading.Thread(target=batcher.submit, args=(_row(1),), name="a")
+    a.start()
+    _until(lambda: len(batcher._pending.rows) == 1)
+    b = threading.Thread(target=batcher.submit, args=(_row(2),), name="b")
+    b.start()
+    _until(lambda: len(batcher._pending.rows) == 2)
+    recorder.gate.set()  # t0's write ends; a writes [c1, c2] and wakes b, slow to leave
+    _until(lambda: leaving == ["b"])
+    t0.join(30)
+    a.join(30)
+    m = threading.Thread(target=batcher.submit, args=(_row(3),), name="m")
+    m.start()
+    _until(lambda: len(batcher._pending.rows) == 1)
+    c = threading.Thread(target=batcher.submit, args=(_row(4),), name="c")
+    c.start()
+    _until(lambda: len(batcher._pending.rows) == 2)
+    assert len(recorder.writes) == 2  # m waits for b rather than write its row alone
+    held.set()
+    for t in (b, m, c):
+        t.join(30)
+    assert recorder.writes == [(["c0"], "t0"), (["c1", "c2"], "a"), (["c3", "c4"], "m")]
+    assert batcher._leaving == 0 and batcher._pending.writing is False
