@@ -159,7 +159,7 @@ class PostgresStore:
         try:
             pool = self._get_pool()
             held = keeper.held
-            if held is None or held.pool is not pool or held.pid != os.getpid():
+            if held is None or held.pool is not pool:  # a fork opens a new pool too
                 held = keeper.held = self._keep(pool, held)
             if held is None:
                 # getconn/putconn rather than pool.connection(): the connections are in
