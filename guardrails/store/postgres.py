@@ -372,8 +372,8 @@ class _Held:
 
     def give_back(self) -> None:
         conn, self.conn = self.conn, None
-        if conn is not None and self.pid == os.getpid():
-            with suppress(Exception):  # a closed pool closes it
+        with suppress(Exception):  # a closed pool closes it
+            if conn is not None and self.pid == os.getpid():
                 self.pool.putconn(conn)
 
     def close(self) -> None:
