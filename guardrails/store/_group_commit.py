@@ -65,7 +65,9 @@ class Pending(Generic[W]):
 
 class _Thread:
     """One waiting thread: its lock is released once, when its rows are written
-    (``error`` then says how) or when the next write is handed to it (``heir``)."""
+    (``error`` then says how) or when the next write is handed to it (``heir``);
+    who releases it is decided under the batcher's lock, and never for a
+    thread that was interrupted (``gone``): its wait is over."""
 
     __slots__ = ("error", "gone", "heir", "leaving", "lock")
 
@@ -79,7 +81,6 @@ class _Thread:
 
     def __call__(self, error: BaseException | None) -> None:
         self.error = error
-        self.lock.release()
 
 
 Batch = tuple[list[AuditRow], list[_Thread]]
@@ -148,7 +149,7 @@ class Batcher:
             if gatherer is not None:
                 self._gatherer = None
         if gatherer is not None:
-            gatherer.lock.release()
+            gatherer.lock.release()  # an interrupted gatherer is no longer ``_gatherer``
 
     def _wait(self, me: _Thread) -> Batch | None:
         """Wait until ``me``'s rows are written (None) or the next write is ``me``'s (the batch)."""
@@ -157,6 +158,8 @@ class Batcher:
         except BaseException:
             with self._lock:
                 me.gone = True
+                if self._gatherer is me:
+                    self._gatherer = None
                 taken = self._inherit() if me.heir else None
             while taken is not None:
                 taken = self._write_batch(taken, me)
@@ -186,15 +189,18 @@ class Batcher:
                 self._pending.writing = False
             else:  # the write stays under way, handed on
                 heir.heir = True
-            for waiter in waiters:
-                if waiter is not me and not waiter.gone:
-                    waiter.leaving = True
-                    self._leaving += 1
+            # The threads to wake: not this one (awake), not the interrupted.
+            woken = [w for w in waiters if w is not me and not w.gone]
+            for waiter in woken:
+                waiter.leaving = True
+            self._leaving += len(woken)
             # Nobody to hand it to: only interrupted threads' rows are queued
             # (a stopped writer leaves them to the next caller).
             after = None if stop or heir is not None else self._pending.take()
         for waiter in waiters:
             waiter(error)
+        for waiter in woken:
+            waiter.lock.release()
         if heir is not None:
             heir.lock.release()
         if stop:

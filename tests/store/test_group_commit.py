@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import random
 import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -163,33 +164,49 @@ def test_the_next_write_goes_to_the_first_thread_queued_and_holds_every_row_queu
     assert recorder.writes == [(["c0"], "t0"), ([f"c{i}" for i in range(1, 9)], "t1")]
 
 
-def test_a_write_wakes_only_the_threads_whose_rows_it_held_and_one_heir() -> None:
+class CountingLock:
+    """A lock that counts its releases: every wake-up of a waiting thread is one."""
+
+    releases: ClassVar[list[int]] = []
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def acquire(self) -> bool:
+        return self._lock.acquire()
+
+    def release(self) -> None:
+        CountingLock.releases.append(id(self))
+        self._lock.release()
+
+
+def test_a_write_wakes_only_the_threads_whose_rows_it_held_and_one_heir(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     recorder = Recorder()
     batcher = Batcher(recorder)
-    woken: list[str] = []
-    real = _Thread.__call__
+    real_init = _Thread.__init__
 
-    def counted(self: _Thread, error: BaseException | None) -> None:
-        woken.append("done")
-        real(self, error)
+    def counted_init(self: _Thread) -> None:
+        real_init(self)
+        self.lock = CountingLock()  # type: ignore[assignment]
+        self.lock.acquire()
 
-    # Every wake-up is a release of a thread's own lock: by the write its
-    # rows were in, or by the hand-off of the next write.
+    monkeypatch.setattr(_Thread, "__init__", counted_init)
+    monkeypatch.setattr(CountingLock, "releases", [])
     threads = [threading.Thread(target=batcher.submit, args=(_row(i),)) for i in range(10)]
-    _Thread.__call__ = counted  # type: ignore[method-assign]
-    try:
-        threads[0].start()
-        _until(lambda: batcher._pending.writing)
-        for t in threads[1:]:
-            t.start()
-        _until(lambda: len(batcher._pending.rows) == 9)
-        recorder.gate.set()
-        for t in threads:
-            t.join(30)
-    finally:
-        _Thread.__call__ = real  # type: ignore[method-assign]
+    threads[0].start()
+    _until(lambda: batcher._pending.writing)
+    for t in threads[1:]:
+        t.start()
+    _until(lambda: len(batcher._pending.rows) == 9)
+    recorder.gate.set()
+    for t in threads:
+        t.join(30)
     assert [len(rows) for rows, _ in recorder.writes] == [1, 9]
-    assert len(woken) == 10  # each thread told once that its row is written
+    # Nine threads waited: each was woken once (the first of them to write
+    # the next batch, the other eight once it was written); none for nothing.
+    assert len(CountingLock.releases) == 9 == len(set(CountingLock.releases))
     assert batcher._pending.writing is False and batcher._pending.waiters == []
 
 
@@ -372,3 +389,79 @@ def test_a_lone_row_waits_for_the_threads_the_last_write_woke_and_goes_with_what
         t.join(30)
     assert recorder.writes == [(["c0"], "t0"), (["c1", "c2"], "a"), (["c3", "c4"], "m")]
     assert batcher._leaving == 0 and batcher._pending.writing is False
+
+
+def test_a_thread_interrupted_while_it_gathers_writes_its_row_then_raises(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    recorder = Recorder()
+    batcher = Batcher(recorder)
+    held = threading.Event()
+    real_left = Batcher._left
+
+    def slow_left(self: Batcher) -> None:  # "b" is slow to get out of commit
+        if threading.current_thread().name == "b":
+            assert held.wait(30)
+        real_left(self)
+
+    monkeypatch.setattr(Batcher, "_left", slow_left)
+    threads = []
+    for i, name in enumerate(["t0", "a", "b"]):
+        threads.append(threading.Thread(target=batcher.submit, args=(_row(i),), name=name))
+        threads[-1].start()
+        _until(lambda i=i: batcher._pending.writing and len(batcher._pending.rows) == i)
+    recorder.gate.set()  # t0 writes [c0]; a writes [c1, c2] and wakes b, slow to leave
+    _until(lambda: len(recorder.writes) == 2 and batcher._leaving == 1)
+
+    def interrupt_the_gatherer() -> None:
+        _until(lambda: batcher._gatherer is not None)
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+    interrupter = threading.Thread(target=interrupt_the_gatherer)
+    interrupter.start()
+    with pytest.raises(KeyboardInterrupt):
+        batcher.submit(_row(3))  # waits for b to leave, and is interrupted
+    interrupter.join()
+    main = threading.current_thread().name
+    assert recorder.writes == [(["c0"], "t0"), (["c1", "c2"], "a"), (["c3"], main)]
+    held.set()
+    for t in threads:
+        t.join(30)
+    batcher.submit(_row(4))
+    assert recorder.writes[-1] == (["c4"], main)
+    assert batcher._leaving == 0 and batcher._gatherer is None
+
+
+def test_every_thread_learns_the_outcome_of_the_write_its_row_was_in_under_load() -> None:
+    lock = threading.Lock()
+    outcomes: dict[str, bool] = {}  # call id -> whether the write it was in went in
+
+    def write(rows: list[AuditRow]) -> None:
+        failed = random.random() < 0.3
+        with lock:
+            for r in rows:
+                assert r.call_id is not None and r.call_id not in outcomes
+                outcomes[r.call_id] = not failed
+        if failed:
+            raise StoreUnavailable("refused")
+
+    batcher = Batcher(write)
+    seen: dict[str, bool] = {}
+
+    def work(n: int) -> None:
+        for i in range(150):
+            call_id = f"w{n}-{i}"
+            try:
+                batcher.submit(AuditRow("tool_call", 1.0, call_id=call_id))
+                seen[call_id] = True
+            except StoreUnavailable:
+                seen[call_id] = False
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert seen == outcomes and len(seen) == 12 * 150
+    assert 0 < sum(seen.values()) < len(seen)  # both outcomes happened
+    assert batcher._leaving == 0 and not batcher._pending.writing
