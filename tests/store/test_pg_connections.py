@@ -234,3 +234,41 @@ def test_threads_that_keep_a_connection_and_sit_idle_never_starve_the_others(pg_
             t.join()
         assert errors == []
         assert len(store.audit_rows()) == 44 and verify(store).ok
+
+
+def _grouped_process(dsn: str, who: int, barrier: Any, done: Any) -> None:
+    store = PostgresStore(dsn, max_size=2, group_commit=True)
+    store.audit_rows(limit=1)
+    barrier.wait(30)
+
+    def work(t: int) -> None:
+        for n in range(25):
+            store.append(_row(n, f"p{who}t{t}"))
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    store.close()
+    done.put(who)
+
+
+def test_eight_processes_of_grouped_threads_keep_one_valid_chain(pg_dsn: str) -> None:
+    with PostgresStore(pg_dsn) as store:
+        store.migrate()
+    barrier, done = _fork.Barrier(8), _fork.Queue()
+    procs = [
+        _fork.Process(target=_grouped_process, args=(pg_dsn, w, barrier, done)) for w in range(8)
+    ]
+    for p in procs:
+        p.start()
+    assert sorted(done.get(timeout=120) for _ in procs) == list(range(8))
+    for p in procs:
+        p.join(30)
+        assert p.exitcode == 0
+    with PostgresStore(pg_dsn) as store:
+        rows = store.audit_rows(limit=1000)
+        assert len(rows) == 8 * 4 * 25 == len({r.call_id for r in rows})
+        report = verify(store)
+        assert report.ok and report.rows == 800
