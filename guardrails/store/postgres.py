@@ -14,6 +14,14 @@ for async callers instead of the store threads.
 ``group_commit=True`` sends audit appends from many threads of one process
 through one ``Batcher`` that commits them together; each caller still waits
 until its row is committed, so a returned call always has its row.
+
+A thread keeps the pool connection it took (and one cursor on it) between
+calls, and so does the group commit's writer: taking a connection from the
+pool and giving it back cost about as much client time as the statement it
+served. At most ``max_size - 1`` are kept, so one connection always goes
+round the other threads; a kept connection goes back to its pool when its
+thread ends, when a call on it fails (the pool replaces a broken one), and
+is closed by ``close()``.
 """
 
 from __future__ import annotations
@@ -21,7 +29,9 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import weakref
 from collections.abc import Callable
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _pg_sql as sql
@@ -78,6 +88,9 @@ class PostgresStore:
         self._pool: Any = None
         self._pid = 0
         self._lock = threading.Lock()
+        self._local = _Local()
+        self._writer = _Keeper()
+        self._held: weakref.WeakSet[_Held] = weakref.WeakSet()
         self._migrated = False
         self._migrating = threading.Lock()
         # The group commit of this store's audit rows: of sync callers when
@@ -139,19 +152,48 @@ class PostgresStore:
                 pool.close(timeout=0)
         return refused(exc)
 
-    def _drive(self, steps: sql.Steps[T]) -> T:
-        """Run an operation's statements on one connection of the pool."""
-        # getconn/putconn rather than pool.connection(): the connections are in
-        # autocommit, so the context manager's commit on exit is work for nothing.
+    def _drive(self, steps: sql.Steps[T], keeper: _Keeper | None = None) -> T:
+        """Run an operation's statements on the connection the thread (or ``keeper``) keeps,
+        else on one taken from the pool for this call."""
+        keeper = self._local if keeper is None else keeper
         try:
             pool = self._get_pool()
-            conn = pool.getconn()
+            held = keeper.held
+            if held is None or held.pool is not pool:  # a fork opens a new pool too
+                held = keeper.held = self._keep(pool, held)
+            if held is None:
+                # getconn/putconn rather than pool.connection(): the connections are in
+                # autocommit, so the context manager's commit on exit is work for nothing.
+                conn = pool.getconn()
+                try:
+                    return sql.drive(steps, _Cursor(conn.cursor()))
+                finally:
+                    pool.putconn(conn)
             try:
-                return sql.drive(steps, lambda item: _execute(conn, item))
-            finally:
-                pool.putconn(conn)
+                return sql.drive(steps, held.execute)
+            except BaseException:
+                keeper.held = None
+                held.give_back()  # the pool resets it, or replaces it if it is broken
+                raise
         except self.errors as exc:
             raise self.unavailable(exc) from exc
+
+    def _keep(self, pool: Any, old: _Held | None) -> _Held | None:
+        """A connection of ``pool`` to keep, unless ``max_size - 1`` are kept already."""
+        if old is not None:  # of a pool replaced since (a fork, a lost server, close())
+            old.give_back()
+        pid = os.getpid()
+        with self._lock:
+            if sum(h.pid == pid for h in self._held) >= self._options["max_size"] - 1:
+                return None
+            held = _Held(pool)
+            self._held.add(held)
+        try:
+            held.take()
+        except BaseException:
+            self._held.discard(held)
+            raise
+        return held
 
     def migrate(self) -> None:
         """Apply the schema migrations now (as the owner role, in a two-role set-up)."""
@@ -177,22 +219,26 @@ class PostgresStore:
         if rows:
             self._head = self._append_steps(sql.append_many, rows)
 
-    def _append_steps(self, steps: Callable[..., sql.Steps[Head]], rows: Any) -> Head:
+    def _append_steps(
+        self, steps: Callable[..., sql.Steps[Head]], rows: Any, keeper: _Keeper | None = None
+    ) -> Head:
         try:
-            return self._drive(steps(rows, self._head))
+            return self._drive(steps(rows, self._head), keeper)
         except StoreUnavailable as exc:
             if not collided(exc):
                 raise
         # A row written around the store took the id after the head: the
         # function chains after the newest row instead.
-        return self._drive(steps(rows, self._head, around=True))
+        return self._drive(steps(rows, self._head, around=True), keeper)
 
     def _write_rows(self, rows: list[AuditRow]) -> None:
-        # One row in the plain statement, cheaper than the function call.
+        # The batcher's writes, one at a time, on the connection its writer
+        # keeps whichever thread writes; one row in the plain statement,
+        # cheaper than the function call.
         if len(rows) == 1:
-            self._append_one(rows[0])
-        else:
-            self.append_many(rows)
+            self._head = self._append_steps(sql.append, rows[0], self._writer)
+        elif rows:
+            self._head = self._append_steps(sql.append_many, rows, self._writer)
 
     def audit_chain(
         self, *, after_id: int = 0, limit: int = 1000
@@ -255,11 +301,14 @@ class PostgresStore:
         return self._drive(sql.snapshot(key, version))
 
     def close(self) -> None:
-        """Close the pools: the sync one, and the async ones this thread can close."""
+        """Close the pools and the kept connections (a call running on one fails: ``StoreUnavailable``)."""
         if self._async is not None:
             self._async.close()
         with self._lock:
             pool, self._pool = self._pool, None
+            held, self._held = list(self._held), weakref.WeakSet()
+        for kept in held:
+            kept.close()
         if pool is not None and self._pid == os.getpid():
             pool.close()
 
@@ -286,13 +335,60 @@ def collided(exc: BaseException) -> bool:
     return type(exc.__cause__).__name__ == "UniqueViolation"
 
 
-def _execute(conn: Any, item: Sql | Batch) -> Result | tuple[Result, ...]:
-    if isinstance(item, Sql):
-        return _result(conn.execute(item.text, item.params))
-    with conn.pipeline(), conn.transaction():
-        cursors = [conn.execute(s.text, s.params) for s in item.statements]
-    return tuple(_result(c) for c in cursors)
+class _Cursor:
+    """Runs what an operation yields: a statement on one cursor, reused; a batch on its own."""
+
+    __slots__ = ("cursor",)
+
+    def __init__(self, cursor: Any) -> None:
+        self.cursor = cursor
+
+    def __call__(self, item: Sql | Batch) -> Result | tuple[Result, ...]:
+        if isinstance(item, Sql):
+            return _result(self.cursor.execute(item.text, item.params))
+        conn = self.cursor.connection
+        with conn.pipeline(), conn.transaction():
+            cursors = [conn.execute(s.text, s.params) for s in item.statements]
+        return tuple(_result(c) for c in cursors)
 
 
 def _result(cursor: Any) -> Result:
     return Result(cursor.rowcount, cursor.fetchall() if cursor.description is not None else [])
+
+
+class _Held:
+    """A pool connection kept between calls, and the process that took it (a
+    forked child leaves its parent's connection alone: the parent still uses it)."""
+
+    __slots__ = ("__weakref__", "conn", "execute", "pid", "pool")
+
+    def __init__(self, pool: Any) -> None:
+        self.pool, self.pid = pool, os.getpid()
+        self.conn: Any = None
+
+    def take(self) -> None:
+        self.conn = self.pool.getconn()
+        self.execute = _Cursor(self.conn.cursor())
+
+    def give_back(self) -> None:
+        conn, self.conn = self.conn, None
+        with suppress(Exception):  # a closed pool closes it
+            if conn is not None and self.pid == os.getpid():
+                self.pool.putconn(conn)
+
+    def close(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None and self.pid == os.getpid():
+            conn.close()
+
+    __del__ = give_back  # its thread ended (the thread's ``_Local`` went with it)
+
+
+class _Keeper:
+    """Where a kept connection is held: the group commit's writer's (one thread at a time)."""
+
+    held: _Held | None = None
+
+
+class _Local(threading.local, _Keeper):
+    """The connection one thread keeps."""
