@@ -269,7 +269,7 @@ async def test_answers_posted_while_a_wake_up_is_due_ride_along_without_waking_a
 
     def post_all() -> None:  # forty passes' answers, while the loop cannot take any
         for n, future in enumerate(futures):
-            waking.post(loop, [(future, True, n)])
+            waking.post(loop, [(offloop._Job(loop, future), True, n)])
 
     thread = threading.Thread(target=post_all)
     thread.start()
@@ -277,7 +277,7 @@ async def test_answers_posted_while_a_wake_up_is_due_ride_along_without_waking_a
     assert len(woken) == 1
     assert await asyncio.gather(*futures) == list(range(40))
     assert not waking.due and not waking.inbox
-    waking.post(loop, [(loop.create_future(), True, 0)])  # the next answers wake it again
+    waking.post(loop, [(offloop._Job(loop, loop.create_future()), True, 0)])  # wakes it again
     assert len(woken) == 2
 
 
