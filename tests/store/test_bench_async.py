@@ -42,3 +42,14 @@ def test_the_bare_floor_is_measured_the_same_way(monkeypatch: pytest.MonkeyPatch
     assert floor["group"] == "async.bare"
     assert floor["name"] == "200 concurrent bare async def calls"
     assert floor["worst_lag_while_running_ms"] <= floor["worst_loop_lag_ms"]
+
+
+def test_the_objects_of_calls_in_flight_are_counted_at_both_waits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    bench = importlib.import_module("bench_async")
+    counted = bench.in_flight(40)
+    assert set(counted) == {"waiting for the reservation", "waiting in the tool"}
+    # Each call in flight holds at least its task, its coroutine and its turn's objects.
+    assert all(per_call >= 3 for per_call in counted.values())
