@@ -20,7 +20,10 @@ collector's full collections then scan only the objects made since.
 ``DIAG=1`` attributes every late wake-up of the ticker to what held the loop
 (collections, long steps, waits for the interpreter: ``_loop_diag``) and
 prints it per round with the heap's growth between rounds, on stderr; its
-timing wrappers slow the loop, so its throughput is not the benchmark's.
+timing wrappers slow the loop, so its throughput is not the benchmark's. It
+first prints the objects the collector tracks per call in flight, with
+``CALLS`` calls waiting for their reservation (the store thread held) and
+then in the paid call's body (``in_flight``): what a full collection scans.
 
 Only public names are used, so the same file measures an older tree::
 
@@ -39,6 +42,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -60,12 +64,13 @@ FREEZE = bool(os.environ.get("FREEZE"))
 DIAG = bool(os.environ.get("DIAG"))
 
 
-def _rails(store: Store) -> tuple[Guardrails, Guardrails]:
-    """The async rails and the sync rails of the same tool, store and audit log."""
+def _rails(store: Store, reply: Any = None) -> tuple[Guardrails, Guardrails]:
+    """The async rails and the sync rails of the same tool, store and audit log
+    (``reply``: the paid call's body, by default one that answers at once)."""
     paid = PaidCall(store, usage=lambda _: Usage(10, 20, 0.000001), daily_cap=1e6, scope="bench")
 
     async def _reply(order_id: str) -> str:
-        return order_id
+        return order_id if reply is None else await reply(order_id)
 
     @tool
     async def lookup(order_id: str) -> str:
@@ -254,9 +259,75 @@ def _row(group: str, name: str, calls: int, measured: list[tuple[float, ...]]) -
     )
 
 
+class _HeldSQLite(SQLiteStore):
+    """A SQLite store whose reservations wait until ``opened`` is set (on its store thread)."""
+
+    opened = threading.Event()
+
+    def reserve_leased(self, *args: Any) -> bool:
+        self.opened.wait()
+        return super().reserve_leased(*args)  # type: ignore[no-any-return]
+
+
+async def _tracked_in_flight(store: _HeldSQLite, calls: int) -> dict[str, float]:
+    """Objects the collector tracks per call in flight, ``calls`` of them, at two waits:
+    for the reservation (the store thread held), and in the paid call's body."""
+    in_body: list[str] = []
+    release = asyncio.Event()
+
+    async def reply(order_id: str) -> str:
+        in_body.append(order_id)
+        await release.wait()
+        return order_id
+
+    rails, _ = _rails(store, reply)
+    turns = [rails.turn(tenant="acme", session=f"s-{i}") for i in range(calls)]
+    counted: dict[str, float] = {}
+    gc.collect()
+    before = len(gc.get_objects())
+    tasks = [asyncio.create_task(t.acall("lookup", {"order_id": "o-1"})) for t in turns]
+    while not all(_innermost(t) == "PaidCall.acall" for t in tasks):
+        await asyncio.sleep(0.01)
+    gc.collect()
+    counted["waiting for the reservation"] = (len(gc.get_objects()) - before) / calls
+    store.opened.set()
+    while len(in_body) < calls:
+        await asyncio.sleep(0.01)
+    gc.collect()
+    counted["waiting in the tool"] = (len(gc.get_objects()) - before) / calls
+    release.set()
+    await asyncio.gather(*tasks)
+    return counted
+
+
+def _innermost(task: asyncio.Task[Any]) -> str:
+    """The qualified name of the innermost coroutine the task is suspended in."""
+    coro: Any = task.get_coro()
+    while getattr(coro, "cr_await", None) is not None and hasattr(coro.cr_await, "cr_code"):
+        coro = coro.cr_await
+    return str(getattr(coro, "__qualname__", ""))
+
+
+def in_flight(calls: int = CALLS) -> dict[str, float]:
+    """``_tracked_in_flight`` on a fresh SQLite store, after a warm-up."""
+    folder = tempfile.mkdtemp(prefix="guardrails-bench-async-")
+    store = _HeldSQLite(os.path.join(folder, "a.db"))
+    try:
+        store.opened.set()
+        asyncio.run(_concurrent(_rails(store)[0], 50))  # warm up: threads, connections
+        store.opened.clear()
+        return asyncio.run(_tracked_in_flight(store, calls))
+    finally:
+        store.opened.set()
+        store.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def run(quick: bool = False) -> list[dict[str, Any]]:
     # The floors: bare coroutines gathered the same way (the workload's own
     # lag), then the same calls on a MemoryStore (no I/O at all).
+    if DIAG:
+        print(f"tracked objects per call in flight: {in_flight()}", file=sys.stderr)
     rows = _floor(quick)
     rows += _measure("async.memory", MemoryStore, quick)
     folder = tempfile.mkdtemp(prefix="guardrails-bench-async-")

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import contextvars
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from time import perf_counter_ns
 from typing import Any, TypeVar
 
@@ -87,7 +87,7 @@ async def await_with_timeout(coro: Coroutine[Any, Any, T], timeout: float) -> T:
     raise TimeoutError(f"no answer within {timeout} s")
 
 
-async def to_the_end(coro: Coroutine[Any, Any, T]) -> T:
+async def to_the_end(coro: Awaitable[T]) -> T:
     """Await ``coro``, which runs to its end even if the caller is cancelled meanwhile.
 
     For what a call owes after its caller's cancellation (its hooks' ``after``,

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 from .._aio import consume, to_the_end
 from ..errors import ConfigurationError, LimitExceeded, UsageError
 from ..store import AuditRow, Store, StoreUnavailable, from_micros, to_micros
-from ..store.steps import Steps, aperform, asubmit, call, perform
+from ..store.steps import Steps, akept, aperform, asubmit, call, perform
 from ._leases import Held, renewer
 from ._state import current
 
@@ -159,15 +159,12 @@ class PaidCall:
     async def acall(
         self, fn: Callable[..., Any], /, *args: Any, instance: str | None = None, **kwargs: Any
     ) -> Any:
-        # The reservation and the settlement never block the event loop (``asubmit``,
-        # ``aperform``).
-        admitting = asubmit(self.store, self._admit(instance, kwargs))
-        try:
-            ticket = self._hold(await asyncio.shield(admitting))
-        except asyncio.CancelledError:
-            # Cancelled while the reservation was being made: given back once made.
-            admitting.add_done_callback(self._give_back)
-            raise
+        # The reservation and the settlement never block the event loop (``akept``,
+        # ``aperform``). Cancelled while the reservation is being made, the
+        # caller leaves at once and the reservation is given back once made.
+        ticket = self._hold(
+            await akept(self.store, self._admit(instance, kwargs), lost=self._give_back)
+        )
         try:
             response = await fn(*args, **kwargs)
         except asyncio.CancelledError as exc:
@@ -342,10 +339,8 @@ class PaidCall:
             pass
         log.error("%s: reservation not given back; it lapses with its lease", self.name)
 
-    def _give_back(self, admitting: asyncio.Future[_Ticket]) -> None:
-        if admitting.cancelled() or admitting.exception() is not None:
-            return  # nothing was reserved
-        ticket = admitting.result()
+    def _give_back(self, ticket: _Ticket) -> None:
+        """The reservation of a caller cancelled while it was being made, given back."""
         spend = self._spend(ticket, None, asyncio.CancelledError())
         settling = asubmit(self.store, self._settle(ticket, spend, asyncio.CancelledError()))
         settling.add_done_callback(lambda done: self._give_back_again(done, ticket, spend))

@@ -183,6 +183,7 @@ class ToolCallPipeline:
         if admitted.__class__ is ToolResult:
             return await self._afinish(turn, admitted)
         plan, args, nested = admitted  # type: ignore[misc]
+        del admitted  # (a call in flight holds what it uses, not the tuple too)
         view = model_view = _Proxy(args) if nested is None else nested
         secrets = None
         if plan.tool.bound:
@@ -205,7 +206,7 @@ class ToolCallPipeline:
                         return await self._afinish(turn, judged)
                     records, escapes, verdict = judged  # type: ignore[misc]
             elif plan.guards:
-                outcomes = [await g.aevaluate(inv, _TOOL_CALL) for g in plan.guards]
+                outcomes = await _aevaluate(plan.guards, inv)
                 judged = judge(plan, inv, outcomes, start)
                 if judged.__class__ is ToolResult:
                     return await self._afinish(turn, judged)
@@ -229,8 +230,10 @@ class ToolCallPipeline:
                 try:
                     if tool.plain:
                         value = tool.fn(**args)
-                    else:
+                    elif tool.is_async or deadline is not None:
                         value = await call_async(tool, args, secrets)
+                    else:
+                        value = call_sync(tool, args, secrets)
                     if deadline is not None:
                         late = is_late(began, deadline)
                 except BaseException as exc:
@@ -248,7 +251,7 @@ class ToolCallPipeline:
                 secrets,
             )
             if result.outcome is _OK and plan.output_guards:
-                checked = [await g.aevaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
+                checked = await _aevaluate(plan.output_guards, (inv, result))
                 result = after_output(plan, inv, result, checked)
         except BaseException as exc:
             await self._ainterrupt(turn, inv, start, exc)
@@ -301,6 +304,12 @@ class ToolCallPipeline:
         if recorder is not None:
             recorder.on_turn_result(turn, result)
         return result
+
+
+async def _aevaluate(guards: Any, subject: Any) -> list[Any]:
+    """Each guard awaited in turn. Not a comprehension inside ``arun``: one would
+    make ``inv`` and ``result`` closure cells of every call's frame."""
+    return [await g.aevaluate(subject, _TOOL_CALL) for g in guards]
 
 
 def _bound_view(model_view: Mapping[str, Any], merged: dict[str, Any]) -> Any:

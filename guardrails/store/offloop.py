@@ -32,7 +32,7 @@ import os
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from ._base import AuditRow
@@ -50,7 +50,7 @@ WAKE_CHUNK = 16
 
 
 class _Job:
-    __slots__ = ("args", "context", "fn", "future", "loop", "row", "store_only")
+    __slots__ = ("args", "context", "fn", "future", "loop", "lost", "row", "store_only")
 
     def __init__(
         self,
@@ -61,6 +61,7 @@ class _Job:
         args: tuple[Any, ...] = (),
         context: contextvars.Context | None = None,
         store_only: bool = True,
+        lost: Callable[[Any], object] | None = None,
     ) -> None:
         self.loop = loop
         self.future = future
@@ -69,6 +70,7 @@ class _Job:
         self.args = args
         self.context = context
         self.store_only = store_only  # only store calls and decisions: may share a transaction
+        self.lost = lost  # gets the value when its caller had stopped waiting (see ``submit``)
 
 
 class OffLoop:
@@ -102,31 +104,43 @@ class OffLoop:
 
     # -- for async callers ----------------------------------------------------------
 
-    async def run(self, fn: Callable[..., T], /, *args: Any, store_only: bool = False) -> T:
+    def run(self, fn: Callable[..., T], /, *args: Any, store_only: bool = False) -> Awaitable[T]:
         """``fn(*args)`` on a store thread, with this task's context variables.
 
         ``store_only``: ``fn`` does nothing but store calls and quick decisions
         between them (``steps.perform``), so it may share the transaction of
         the other store work of its pass; anything else (a guard) runs alone.
         """
-        return await self.submit(fn, *args, store_only=store_only)
+        return self.submit(fn, *args, store_only=store_only)
 
     def submit(
-        self, fn: Callable[..., T], /, *args: Any, store_only: bool = False
+        self,
+        fn: Callable[..., T],
+        /,
+        *args: Any,
+        store_only: bool = False,
+        lost: Callable[[T], object] | None = None,
     ) -> asyncio.Future[T]:
-        """``run`` as a future of the running loop, queued at once."""
+        """``run`` as a future of the running loop, queued at once.
+
+        The work runs whether or not the future is still awaited. ``lost``:
+        when it succeeded after its future was cancelled (the caller stopped
+        waiting), ``lost(value)`` runs on the loop, in the caller's context:
+        what ``asyncio.shield`` and a done callback would do, without their
+        future, closures and contexts for every call.
+        """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         context = contextvars.copy_context()
-        self._put(_Job(loop, future, None, fn, args, context, store_only))
+        self._put(_Job(loop, future, None, fn, args, context, store_only, lost))
         return future
 
-    async def append(self, row: AuditRow, /) -> None:
-        """Append ``row``; returns once it is committed (with the rows queued alongside)."""
+    def append(self, row: AuditRow, /) -> asyncio.Future[None]:
+        """Append ``row``: a future done once it is committed (with the rows queued alongside)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         self._put(_Job(loop, future, row=row))
-        await future
+        return future
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until every job queued so far is done; False if ``timeout`` passed first."""
@@ -267,9 +281,9 @@ def _writer(store: Any) -> Callable[[list[AuditRow]], None]:
 def _answer(done: list[tuple[_Job, bool, Any]]) -> None:
     """Hand the answers of ``done`` to their loops (``_Waking.post``: a loop already
     due to take answers is not woken again)."""
-    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
-    for job, ok, value in done:
-        by_loop.setdefault(job.loop, []).append((job.future, ok, value))
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Job, bool, Any]]] = {}
+    for answer in done:
+        by_loop.setdefault(answer[0].loop, []).append(answer)
     for loop, answers in by_loop.items():
         _waking(loop).post(loop, answers)
 
@@ -289,13 +303,11 @@ class _Waking:
     __slots__ = ("__weakref__", "due", "inbox", "lock")
 
     def __init__(self) -> None:
-        self.inbox: deque[tuple[asyncio.Future[Any], bool, Any]] = deque()
+        self.inbox: deque[tuple[_Job, bool, Any]] = deque()
         self.lock = threading.Lock()
         self.due = False  # a drain is scheduled on the loop and will see the inbox
 
-    def post(
-        self, loop: asyncio.AbstractEventLoop, answers: list[tuple[asyncio.Future[Any], bool, Any]]
-    ) -> None:
+    def post(self, loop: asyncio.AbstractEventLoop, answers: list[tuple[_Job, bool, Any]]) -> None:
         """From any thread: queue ``answers``; wake the loop unless a drain is due."""
         self.inbox.extend(answers)  # before the check: a drain that ends re-checks under the lock
         with self.lock:
@@ -314,8 +326,11 @@ class _Waking:
         inbox = self.inbox
         woken = 0
         while inbox and woken < WAKE_CHUNK:
-            future, ok, value = inbox.popleft()
+            job, ok, value = inbox.popleft()
+            future = job.future
             if future.done():  # the waiting task was cancelled: the work was done anyway
+                if ok and job.lost is not None:  # (a callback: nothing it raises stops the drain)
+                    job.loop.call_soon(job.lost, value, context=job.context)
                 continue
             woken += 1
             if ok:
@@ -375,29 +390,35 @@ def _threads(store: Any) -> int:
     return size if type(size) is int and size > 0 else 1
 
 
-async def run(store: Any, fn: Callable[..., T], /, *args: Any, store_only: bool = False) -> T:
+# The functions below return the awaitable itself, not a coroutine that awaits
+# it: a call waiting on the store then holds no frame of ours (the garbage
+# collector scans every object a call in flight holds, and a thousand calls
+# hold thousands).
+
+
+def run(store: Any, fn: Callable[..., T], /, *args: Any, store_only: bool = False) -> Awaitable[T]:
     """``fn(*args)`` off the loop when ``store`` may block, inline when it cannot
     (``store_only``: see ``OffLoop.run``)."""
-    runner = off_loop(store)
-    return fn(*args) if runner is None else await runner.run(fn, *args, store_only=store_only)
+    return submit(store, fn, *args, store_only=store_only)
 
 
 def submit(
-    store: Any, fn: Callable[..., T], /, *args: Any, store_only: bool = False
+    store: Any,
+    fn: Callable[..., T],
+    /,
+    *args: Any,
+    store_only: bool = False,
+    lost: Callable[[T], object] | None = None,
 ) -> asyncio.Future[T]:
-    """``run`` as a future, queued at once (done at once for a store that cannot block)."""
+    """``run`` as a future, queued at once (done at once for a store that cannot block;
+    ``lost``: see ``OffLoop.submit``)."""
     runner = off_loop(store)
     if runner is not None:
-        return runner.submit(fn, *args, store_only=store_only)
-    future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-    try:
-        future.set_result(fn(*args))
-    except Exception as exc:
-        future.set_exception(exc)
-    return future
+        return runner.submit(fn, *args, store_only=store_only, lost=lost)
+    return _inline(fn, *args)
 
 
-async def append(store: Any, row: AuditRow, /) -> None:
+def append(store: Any, row: AuditRow, /) -> Awaitable[None]:
     """``store.append(row)`` off the loop when ``store`` may block, inline when it cannot.
 
     A store with an async path (``async_path()``: PostgreSQL's async pool)
@@ -405,13 +426,19 @@ async def append(store: Any, row: AuditRow, /) -> None:
     """
     found = async_path(store)
     if found is not None:
-        await found.append(row)
-        return
+        return found.append(row)  # type: ignore[no-any-return]
     runner = off_loop(store)
-    if runner is None:
-        store.append(row)
-    else:
-        await runner.append(row)
+    return _inline(store.append, row) if runner is None else runner.append(row)
+
+
+def _inline(fn: Callable[..., Any], /, *args: Any) -> asyncio.Future[Any]:
+    """``fn(*args)`` now, as a done future (a store that never blocks)."""
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    try:
+        future.set_result(fn(*args))
+    except Exception as exc:
+        future.set_exception(exc)
+    return future
 
 
 def async_path(store: Any) -> Any:

@@ -10,18 +10,31 @@ callers: on the event loop through the store's async path when it has one
 (``offloop.run``). Either way nothing blocks the loop, and the logic is the
 same text. ``asubmit(store, steps)`` starts the same at once as a future that
 runs to its end whether or not its caller still awaits it (work that must be
-finished, or undone, after a cancellation).
+finished, or undone, after a cancellation); ``akept(store, steps, lost)``
+is awaited like ``aperform``, and when its caller stops waiting the work
+goes on and ``lost`` gets its result (a reservation given back).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable, Generator
+from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
 from . import offloop
 
-__all__ = ["Call", "Steps", "aperform", "arun", "asubmit", "call", "finish_started", "perform"]
+__all__ = [
+    "Call",
+    "Steps",
+    "akept",
+    "aperform",
+    "arun",
+    "asubmit",
+    "call",
+    "finish_started",
+    "perform",
+]
 
 T = TypeVar("T")
 
@@ -56,11 +69,20 @@ def perform(store: Any, steps: Steps[T], /) -> T:
         return done.value  # type: ignore[no-any-return]
 
 
-async def aperform(store: Any, steps: Steps[T], /) -> T:
-    """Drive ``steps`` for an async caller, without blocking the event loop."""
+def aperform(store: Any, steps: Steps[T], /) -> Awaitable[T]:
+    """Drive ``steps`` for an async caller, without blocking the event loop.
+
+    Returns the store thread's future itself (or the async path's coroutine),
+    not a coroutine around it: a call waiting on it holds no frame of ours.
+    """
     path = offloop.async_path(store)
     if path is None:
-        return await offloop.run(store, perform, store, steps, store_only=True)
+        return offloop.submit(store, perform, store, steps, store_only=True)
+    return _adrive(path, steps)
+
+
+async def _adrive(path: Any, steps: Steps[T]) -> T:
+    """Drive ``steps`` on the store's async path (on the loop, without blocking it)."""
     answer: Any = None
     error: Exception | None = None
     try:
@@ -78,6 +100,33 @@ async def aperform(store: Any, steps: Steps[T], /) -> T:
         return done.value  # type: ignore[no-any-return]
 
 
+def akept(store: Any, steps: Steps[T], /, lost: Callable[[T], object]) -> Awaitable[T]:
+    """``aperform`` of work that must not be lost when its caller stops waiting.
+
+    A caller cancelled while it awaits leaves the work going; once it has
+    ended, ``lost(value)`` runs on the loop with what it returned (a
+    reservation made for nobody is given back that way). On the store's
+    threads that is ``offloop.submit(..., lost=)``: no shield, no extra
+    future or closure per call.
+    """
+    if offloop.async_path(store) is None:
+        return offloop.submit(store, perform, store, steps, store_only=True, lost=lost)
+    return _shielded(asubmit(store, steps), lost)
+
+
+async def _shielded(started: asyncio.Future[T], lost: Callable[[T], object]) -> T:
+    try:
+        return await asyncio.shield(started)
+    except asyncio.CancelledError:
+        started.add_done_callback(partial(_hand_over, lost))
+        raise
+
+
+def _hand_over(lost: Callable[[T], object], started: asyncio.Future[T]) -> None:
+    if not started.cancelled() and started.exception() is None:
+        lost(started.result())
+
+
 def asubmit(store: Any, steps: Steps[T], /) -> asyncio.Future[T]:
     """``aperform`` as a future of the running loop, started at once.
 
@@ -87,7 +136,7 @@ def asubmit(store: Any, steps: Steps[T], /) -> asyncio.Future[T]:
     """
     if offloop.async_path(store) is None:
         return offloop.submit(store, perform, store, steps, store_only=True)
-    task = asyncio.ensure_future(aperform(store, steps))
+    task = asyncio.ensure_future(_adrive(offloop.async_path(store), steps))
     _started[task] = store
     task.add_done_callback(_forget)
     return task

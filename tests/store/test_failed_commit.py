@@ -66,10 +66,11 @@ def _jobs(store: SQLiteStore, tag: str) -> list[Any]:
 
 
 async def _one_pass(
-    runner: OffLoop, jobs: list[Any], before: Callable[[], None] = lambda: None
+    runner: OffLoop, make_jobs: Callable[[], list[Any]], before: Callable[[], None] = lambda: None
 ) -> list[Any]:
-    """``jobs`` queued while the store thread is held, so that they make one pass
-    (``before`` runs just before it starts)."""
+    """The jobs ``make_jobs`` makes, queued while the store thread is held, so that
+    they make one pass (made only then: some queue their job when called; ``before``
+    runs just before the pass starts)."""
     started, gate = threading.Event(), threading.Event()
 
     def hold() -> None:
@@ -79,6 +80,7 @@ async def _one_pass(
     held = asyncio.ensure_future(runner.run(hold))
     while not started.is_set():
         await asyncio.sleep(0.001)
+    jobs = make_jobs()
     tasks = [asyncio.ensure_future(job) for job in jobs]
     while len(runner._queue) < len(jobs):
         await asyncio.sleep(0.001)
@@ -108,7 +110,7 @@ async def test_every_caller_of_a_pass_whose_commit_fails_is_told_and_the_pass_le
         runner = off_loop(store)
         assert runner is not None
         plan.fail = 1
-        results = await _one_pass(runner, _jobs(store, "failed"))
+        results = await _one_pass(runner, lambda: _jobs(store, "failed"))
         assert plan.failed == 1
         # Every caller is told, the jobs that answer failures themselves too:
         # what they decided was decided on answers that were rolled back.
@@ -121,7 +123,7 @@ async def test_every_caller_of_a_pass_whose_commit_fails_is_told_and_the_pass_le
         assert store._shared_head == head  # no hint of a row that was not committed
         assert not offloop._waking(asyncio.get_running_loop()).inbox
         # The thread goes on: the next pass commits, the chain goes on from the head.
-        results = await _one_pass(runner, _jobs(store, "next"))
+        results = await _one_pass(runner, lambda: _jobs(store, "next"))
         assert results == [True] * 4 + [None] * 4 + ["counted"] * 2 + [1, True]
         rows = store.audit_rows()
         assert [(r.call_id) for r in rows] == ["before", "next0", "next1", "next2", "next3"]
@@ -141,11 +143,11 @@ def _commit_past_a_file_size_limit(path: Path) -> None:
         largest = max(os.path.getsize(f) for f in path.parent.iterdir())
         resource.setrlimit(resource.RLIMIT_FSIZE, (largest, resource.RLIM_INFINITY))
 
-    results = asyncio.run(_one_pass(runner, _jobs(store, "failed"), limit))
+    results = asyncio.run(_one_pass(runner, lambda: _jobs(store, "failed"), limit))
     resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY,) * 2)
     assert len(results) == 12 and all(isinstance(r, StoreUnavailable) for r in results)
     _nothing_but_the_first_row(path)
-    results = asyncio.run(_one_pass(runner, _jobs(store, "next")))
+    results = asyncio.run(_one_pass(runner, lambda: _jobs(store, "next")))
     assert results == [True] * 4 + [None] * 4 + ["counted"] * 2 + [1, True]
     assert verify(store).ok
     store.close()

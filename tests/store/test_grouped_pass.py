@@ -205,9 +205,12 @@ async def test_a_job_that_is_not_store_work_alone_runs_outside_the_transaction(
         seen.append(getattr(store.inner._local, "pending", None) is None)
         store.inner.get("k")
 
+    async def guard() -> None:  # queued in its turn (``runner.run`` queues when called)
+        await runner.run(guard_reading_the_store)
+
     calls = [
         arun(store, "reserve_leased", "k1", "h", 1, CAP, 0.0, 9e9),
-        runner.run(guard_reading_the_store),
+        guard(),
         arun(store, "reserve_leased", "k2", "h", 1, CAP, 0.0, 9e9),
     ]
     results = await _held_then(store, calls)

@@ -14,7 +14,7 @@ import asyncio
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -80,20 +80,29 @@ def _jobs(store: SQLiteStore, runner: OffLoop, guard_first: bool) -> list[Any]:
     def guard_writing_the_store() -> int:  # runs outside the pass's transaction
         return store.incr("guard")
 
-    store_work = [
-        *(arun(store, "reserve_leased", f"k{i}", f"h{i}", 1, 10, 0.0, 9e9) for i in range(8)),
-        *(
-            offloop.append(store, AuditRow("tool_call", float(i), call_id=f"c{i}"))
-            for i in range(8)
-        ),
-        *(aperform(store, counted()) for _ in range(4)),
+    # Built in the order they are to be queued: ``offloop.append``,
+    # ``aperform`` and ``runner.run`` queue their job when called.
+    reservations = [
+        arun(store, "reserve_leased", f"k{i}", f"h{i}", 1, 10, 0.0, 9e9) for i in range(8)
     ]
-    guard = runner.run(guard_writing_the_store)
+    if guard_first:
+        guard = runner.run(guard_writing_the_store)
+    rows = [
+        offloop.append(store, AuditRow("tool_call", float(i), call_id=f"c{i}")) for i in range(2)
+    ]
+    if not guard_first:
+        guard = runner.run(guard_writing_the_store)
+    rows += [
+        offloop.append(store, AuditRow("tool_call", float(i), call_id=f"c{i}")) for i in range(2, 8)
+    ]
+    counts = [aperform(store, counted()) for _ in range(4)]
+    store_work = [*reservations, *rows, *counts]
     return [guard, *store_work] if guard_first else [*store_work[:10], guard, *store_work[10:]]
 
 
-async def _one_pass(runner: OffLoop, jobs: list[Any]) -> list[Any]:
-    """``jobs`` queued while the store thread is held, so that they make one pass."""
+async def _one_pass(runner: OffLoop, make_jobs: Callable[[], list[Any]]) -> list[Any]:
+    """The jobs ``make_jobs`` makes, queued while the store thread is held, so that
+    they make one pass (made only then: some queue their job when called)."""
     started, gate = threading.Event(), threading.Event()
 
     def hold() -> None:
@@ -103,6 +112,7 @@ async def _one_pass(runner: OffLoop, jobs: list[Any]) -> list[Any]:
     held = asyncio.ensure_future(runner.run(hold))
     while not started.is_set():
         await asyncio.sleep(0.001)
+    jobs = make_jobs()
     tasks = [asyncio.ensure_future(job) for job in jobs]
     while len(runner._queue) < len(jobs):
         await asyncio.sleep(0.001)
@@ -122,7 +132,7 @@ async def test_a_pass_on_a_file_another_process_locks_waits_once_then_fails_ever
     assert len(store._connections) == 1
     traced = Traced(store)
     with locked_by_another_process(tmp_path / "a.db"):
-        results = await _one_pass(runner, _jobs(store, runner, guard_first))
+        results = await _one_pass(runner, lambda: _jobs(store, runner, guard_first))
         attempts = traced.lock_attempts()
     # One statement met the lock (the pass's BEGIN IMMEDIATE, or the guard's
     # write before it); every other operation of the pass failed without waiting.
@@ -132,7 +142,7 @@ async def test_a_pass_on_a_file_another_process_locks_waits_once_then_fails_ever
     failed = [r for r in results if r != "escape"]
     assert len(failed) == 17 and all(isinstance(r, StoreUnavailable) for r in failed)
     # The next pass, once the lock is free, works: the refusal ended with the pass.
-    results = await _one_pass(runner, _jobs(store, runner, guard_first))
+    results = await _one_pass(runner, lambda: _jobs(store, runner, guard_first))
     assert results.count("counted") == 4 and [r is True for r in results].count(True) == 8
     assert store.incr("counted", 0) == 4 and store.incr("guard", 0) == 1
     assert [store.budget(f"k{i}") for i in range(8)] == [(0, 1)] * 8

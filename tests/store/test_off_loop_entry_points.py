@@ -9,6 +9,7 @@ gives up after a generous timeout and fails the store call, which the test sees.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from typing import Any
 
@@ -269,7 +270,7 @@ async def test_answers_posted_while_a_wake_up_is_due_ride_along_without_waking_a
 
     def post_all() -> None:  # forty passes' answers, while the loop cannot take any
         for n, future in enumerate(futures):
-            waking.post(loop, [(future, True, n)])
+            waking.post(loop, [(offloop._Job(loop, future), True, n)])
 
     thread = threading.Thread(target=post_all)
     thread.start()
@@ -277,7 +278,7 @@ async def test_answers_posted_while_a_wake_up_is_due_ride_along_without_waking_a
     assert len(woken) == 1
     assert await asyncio.gather(*futures) == list(range(40))
     assert not waking.due and not waking.inbox
-    waking.post(loop, [(loop.create_future(), True, 0)])  # the next answers wake it again
+    waking.post(loop, [(offloop._Job(loop, loop.create_future()), True, 0)])  # wakes it again
     assert len(woken) == 2
 
 
@@ -309,3 +310,108 @@ async def test_a_worker_ended_by_a_stop_is_replaced_by_the_next_job(
         waited += 0.001
     assert await offloop.run(store, lambda: 7) == 7
     assert len(runner._workers) == 1 and runner._workers[0].is_alive()
+
+
+async def test_a_reservation_given_back_for_a_cancelled_caller_is_recorded_as_its_call() -> None:
+    gated = Gated(MemoryStore(), "reserve_leased")
+    paid = PaidCall(gated, usage=lambda _: Usage(cost=0.5), daily_cap=1.0, estimate=0.5)  # type: ignore[arg-type]
+    audit = AuditLog(gated)  # type: ignore[arg-type]
+
+    @tool
+    async def charged() -> str:
+        return str(await paid.acall(search.fn, "q"))
+
+    rails = Guardrails([charged], hooks=[audit], recorder=[audit])
+    task = asyncio.create_task(rails.turn(tenant="acme", session="s-9").acall("charged", {}))
+    while not gated.started.is_set():  # the reservation waits at the store
+        await asyncio.sleep(0.001)
+    task.cancel()
+    await asyncio.sleep(0)  # the caller has left; its interrupted row queues behind the gate
+    gated.gate.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    runner = off_loop(gated)
+    assert runner is not None
+    for _ in range(1000):
+        if runner.drain(GENEROUS) and gated.inner.audit_rows(kind="paid_call"):
+            break
+        await asyncio.sleep(0.001)
+    [given_back] = gated.inner.audit_rows(kind="paid_call")
+    [call] = gated.inner.audit_rows(kind="tool_call")
+    # Run in the cancelled caller's context: the row belongs to its call.
+    assert (given_back.call_id, given_back.session) == (call.call_id, "s-9")
+    assert call.reason == "interrupted"
+    assert gated.inner.budget(paid._daily_key()) == (0, 0)
+
+
+class _Held:
+    """Any store that may block; its jobs wait until ``release`` is set."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def job(self, value: Any) -> Any:
+        self.started.set()
+        assert self.release.wait(GENEROUS)
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+
+async def _cancelled_while_held(held: _Held, value: Any, lost: Any) -> None:
+    """Submit ``held.job(value)``, cancel its future while the job runs, then let it end."""
+    future = offloop.submit(held, held.job, value, lost=lost)
+    while not held.started.is_set():
+        await asyncio.sleep(0.001)
+    future.cancel()
+    held.release.set()
+    runner = off_loop(held)
+    assert runner is not None and runner.drain(GENEROUS)
+    for _ in range(5):  # the drain on the loop, then the callback it schedules
+        await asyncio.sleep(0)
+
+
+_seen: contextvars.ContextVar[str] = contextvars.ContextVar("seen", default="")
+
+
+async def test_lost_gets_the_value_on_the_loop_in_the_callers_context_once_the_caller_left() -> (
+    None
+):
+    held = _Held()
+    got: list[tuple[Any, str, int]] = []
+    _seen.set("the caller's")
+    await _cancelled_while_held(
+        held, 7, lambda v: got.append((v, _seen.get(), threading.get_ident()))
+    )
+    assert got == [(7, "the caller's", threading.get_ident())]
+
+
+async def test_lost_is_not_called_for_a_caller_that_got_its_answer_or_a_job_that_failed() -> None:
+    held = _Held()
+    got: list[Any] = []
+    held.release.set()
+    assert await offloop.submit(held, held.job, 3, lost=got.append) == 3
+    failing = _Held()
+    await _cancelled_while_held(failing, ValueError("no"), got.append)
+    assert got == []
+
+
+async def test_a_lost_callback_that_raises_does_not_stop_the_other_answers() -> None:
+    loop = asyncio.get_running_loop()
+    reported: list[Any] = []
+    loop.set_exception_handler(lambda _, context: reported.append(context.get("exception")))
+
+    def explode(value: Any) -> None:
+        raise RuntimeError(value)
+
+    lost_future = loop.create_future()
+    lost_future.cancel()
+    others = [loop.create_future() for _ in range(3)]
+    offloop._answer(
+        [(offloop._Job(loop, lost_future, lost=explode), True, "boom")]
+        + [(offloop._Job(loop, f), True, n) for n, f in enumerate(others)]
+    )
+    assert await asyncio.gather(*others) == [0, 1, 2]
+    await asyncio.sleep(0)
+    assert [str(e) for e in reported] == ["boom"]
