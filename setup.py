@@ -19,6 +19,7 @@ setup(
                     "json_text",
                     "triggers",
                     "tokenset",
+                    "audit_row",
                 )
             ],
             depends=["guardrails/_csrc/ccore.h", "guardrails/_csrc/tokenset.h"],

@@ -26,6 +26,8 @@ FUNCTIONS = (
     "configure_render",
     "word_table",
     "scan_words",
+    "chain_link",
+    "configure_chain",
 )
 
 

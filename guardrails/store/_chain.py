@@ -11,6 +11,13 @@ concurrent writers extend one chain. ``verify`` recomputes it.
 of row (which columns are text, numbers or NULL), built from that shape alone
 and kept in a bounded table. Its text is the text of ``_encode`` column by
 column (``tests/store/test_chain.py`` checks both against each other).
+
+``sealed`` is what an append needs of a row: the row made storable and its
+hash. With the compiled core, a row that is storable already (nearly every
+row) is checked, written and hashed in one pass in C (``chain_link``,
+``_csrc/audit_row.c``), without building the content text; any other row
+goes through ``sealed_py`` (``storable``, ``content``, ``link``), the
+reference, which ``tests/store/test_chain_core.py`` compares it with.
 """
 
 from __future__ import annotations
@@ -19,9 +26,11 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from .._compiled import CORE
 from ._base import AuditRow
+from ._storable import core_plan, storable
 
-__all__ = ["GENESIS", "content", "link"]
+__all__ = ["GENESIS", "content", "link", "sealed", "sealed_py"]
 
 GENESIS = ""
 """The hash before the first row."""
@@ -82,3 +91,25 @@ def _encode(value: Any) -> str:
 def link(previous: str, row_id: int, text: str) -> str:
     """The hash of row ``row_id`` whose content is ``text``, after a row hashed ``previous``."""
     return _sha256(f"{previous}|{row_id}|{text}".encode()).hexdigest()
+
+
+def sealed_py(row: AuditRow, previous: str, row_id: int) -> tuple[AuditRow, str]:
+    """``row`` made storable, and its hash as row ``row_id`` after a row hashed ``previous``."""
+    row = storable(row)
+    return row, link(previous, row_id, content(row))
+
+
+def _sealed_core(row: AuditRow, previous: str, row_id: int) -> tuple[AuditRow, str]:
+    """``sealed_py`` in one pass of the compiled core, for a row ``storable`` keeps."""
+    digest = _chain_link(row, previous, row_id)
+    if digest is None:  # a row to rewrite, or anything unusual: the reference decides
+        return sealed_py(row, previous, row_id)
+    return row, digest
+
+
+if CORE is None:
+    sealed = sealed_py
+else:
+    CORE.configure_chain(AuditRow, *core_plan(), _sha256)
+    _chain_link = CORE.chain_link
+    sealed = _sealed_core

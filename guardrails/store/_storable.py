@@ -35,6 +35,7 @@ __all__ = [
     "OUT_OF_RANGE",
     "TEXT_LIMIT",
     "TRUNCATED",
+    "core_plan",
     "storable",
 ]
 
@@ -103,6 +104,17 @@ def _limit(column: str) -> int:
 
 
 _PLAN = tuple((c, _shape(c), _limit(c)) for c in _FIELDS[:-1])
+_NEVER_NULL = frozenset({"kind", "at"})
+
+
+def core_plan() -> tuple[bytes, tuple[int, ...]]:
+    """What the compiled core's ``chain_link`` checks of each column, from ``_PLAN``: its
+    shape (``t``ext, ``i``nteger, ``f``loat; upper case when NULL is rewritten) and its
+    text limit. A row passing every check is one ``storable`` returns unchanged."""
+    shapes = bytes(
+        ord(shape[0].upper() if column in _NEVER_NULL else shape[0]) for column, shape, _ in _PLAN
+    )
+    return shapes, tuple(limit for _, _, limit in _PLAN)
 
 
 def _fix(column: str, value: Any) -> tuple[Any, list[str]]:
