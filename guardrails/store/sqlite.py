@@ -265,11 +265,12 @@ class SQLiteStore:
     # -- audit ----------------------------------------------------------------
 
     def append(self, row: AuditRow, /) -> int:
-        head = self._head
+        pending = self._local.pending  # ``_head`` and ``_moved`` in one read of the thread's own
+        head, moved = (self._shared_head, self._shared_moved) if pending is None else pending
         last, previous = head or (0, GENESIS)
         row_id = last + 1
         row, digest = sealed(row, previous, row_id)
-        if head is not None and not self._moved:
+        if head is not None and not moved:
             try:
                 self._conn().execute(_INSERT, (row_id, *row[:-1], digest))
             except sqlite3.IntegrityError:
