@@ -20,6 +20,7 @@ setup(
                     "triggers",
                     "tokenset",
                     "audit_row",
+                    "sha256",
                 )
             ],
             depends=["guardrails/_csrc/ccore.h", "guardrails/_csrc/tokenset.h"],

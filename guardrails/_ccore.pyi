@@ -31,8 +31,9 @@ def configure_chain(
     shapes: bytes,
     limits: tuple[int, ...],
     sha256: Callable[[bytes], Any],
+    native: bool,
     /,
-) -> None: ...
+) -> bool: ...
 def word_table(keys: tuple[bytes, ...], tracked: int, /) -> object: ...
 def scan_words(
     table: object, tokens: bytes, want_odd: bool, /

@@ -5,8 +5,9 @@
  * chain_link(row, previous, row_id) checks each column against its shape
  * (text, integer or float; NULL or not) and writes the UTF-8 bytes of
  * "previous|row_id|content" as it goes: "~" for NULL, "s<len>:<text>",
- * "i<int>", "f<float.hex()>", joined by "|". The bytes go to the configured
- * sha256 (hashlib's), whose hexdigest() is the result.
+ * "i<int>", "f<float.hex()>", joined by "|", and hashes them: on the CPU's
+ * SHA extensions (sha256.c) where it has them and configure_chain allowed
+ * it, else with the configured sha256 (hashlib's) and its hexdigest().
  *
  * Anything storable() would rewrite (a str subclass, a lone surrogate, a NUL,
  * text past its limit, a bool, an int past 64 bits, a non-finite float, a
@@ -33,6 +34,7 @@ static PyObject *shapes = NULL;  /* bytes, one per column */
 static Py_ssize_t *limits = NULL;
 static PyObject *sha256 = NULL;
 static PyObject *str_hexdigest = NULL;
+static int native = 0;  /* hash in sha256.c, not with sha256 */
 
 typedef struct {
     char *data;
@@ -275,6 +277,11 @@ ccore_chain_link(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (done == GIVE_UP) {
         result = Py_NewRef(Py_None);
     }
+    else if (done == WRITTEN && native) {
+        if (bytes_room(&b, 72) == 0 && (result = PyUnicode_New(64, 127)) != NULL) {
+            sha256_hex((unsigned char *)b.data, b.len, (char *)PyUnicode_1BYTE_DATA(result));
+        }
+    }
     else if (done == WRITTEN) {
         PyObject *bytes = PyBytes_FromStringAndSize(b.data, b.len);
         if (bytes != NULL) {
@@ -296,8 +303,9 @@ PyObject *
 ccore_configure_chain(PyObject *module, PyObject *args)
 {
     PyObject *type, *new_shapes, *new_limits, *new_sha256;
-    if (!PyArg_ParseTuple(args, "O!O!O!O:configure_chain", &PyType_Type, &type, &PyBytes_Type,
-                          &new_shapes, &PyTuple_Type, &new_limits, &new_sha256)) {
+    int allow_native;
+    if (!PyArg_ParseTuple(args, "O!O!O!Op:configure_chain", &PyType_Type, &type, &PyBytes_Type,
+                          &new_shapes, &PyTuple_Type, &new_limits, &new_sha256, &allow_native)) {
         return NULL;
     }
     Py_ssize_t columns = PyBytes_GET_SIZE(new_shapes);
@@ -325,5 +333,6 @@ ccore_configure_chain(PyObject *module, PyObject *args)
     Py_XSETREF(row_type, (PyTypeObject *)Py_NewRef(type));
     Py_XSETREF(shapes, Py_NewRef(new_shapes));
     Py_XSETREF(sha256, Py_NewRef(new_sha256));
-    Py_RETURN_NONE;
+    native = allow_native && sha256_native();
+    return PyBool_FromLong(native);
 }

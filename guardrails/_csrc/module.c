@@ -28,7 +28,8 @@ static PyMethodDef methods[] = {
      "chain_link(row, previous, row_id) -> str | None: link(previous, row_id, content(row)) "
      "of a row storable() keeps, else None"},
     {"configure_chain", ccore_configure_chain, METH_VARARGS,
-     "configure_chain(row_type, shapes, limits, sha256)"},
+     "configure_chain(row_type, shapes, limits, sha256, native) -> bool: whether the CPU's "
+     "SHA extensions hash"},
     {NULL, NULL, 0, NULL},
 };
 

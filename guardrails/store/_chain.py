@@ -110,6 +110,6 @@ def _sealed_core(row: AuditRow, previous: str, row_id: int) -> tuple[AuditRow, s
 if CORE is None:
     sealed = sealed_py
 else:
-    CORE.configure_chain(AuditRow, *core_plan(), _sha256)
+    CORE.configure_chain(AuditRow, *core_plan(), _sha256, True)
     _chain_link = CORE.chain_link
     sealed = _sealed_core

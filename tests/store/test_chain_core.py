@@ -13,9 +13,11 @@ from __future__ import annotations
 import gc
 import hashlib
 import math
+import platform
 import sys
 import tracemalloc
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,10 +31,43 @@ from guardrails.store._storable import JSON_LIMIT, TEXT_LIMIT, core_plan, storab
 from guardrails.store.verify import verify
 
 CORE = load()  # the compiled core whatever GUARDRAILS_PURE chose for the stores
-if CORE is not None:
-    CORE.configure_chain(AuditRow, *core_plan(), hashlib.sha256)
 needs_compiled = pytest.mark.skipif(CORE is None, reason="the C extension was not built")
 CALLS: Counter[str] = Counter()
+
+
+def _configure(native: bool) -> bool:
+    assert CORE is not None
+    return CORE.configure_chain(AuditRow, *core_plan(), hashlib.sha256, native)
+
+
+@pytest.fixture(params=["native", "hashlib"], autouse=True)
+def route(request: pytest.FixtureRequest) -> Any:
+    """Each test of the C pass runs with the CPU's SHA extensions (where it has them) and
+    with hashlib; the stores' own configuration is put back after."""
+    if CORE is None:
+        yield request.param
+        return
+    _configure(request.param == "native")
+    yield request.param
+    _configure(True)
+
+
+@needs_compiled
+def test_the_sha_extensions_hash_where_the_cpu_has_them() -> None:
+    cpuinfo = Path("/proc/cpuinfo")
+    flags = cpuinfo.read_text() if cpuinfo.exists() else ""
+    has = platform.machine() == "x86_64" and " sha_ni" in flags and " sse4_1" in flags
+    assert _configure(True) is has
+    assert _configure(False) is False
+
+
+@needs_compiled
+def test_every_length_of_message_hashes_as_hashlib_does() -> None:
+    assert CORE is not None
+    row = AuditRow("tool_call", 1.0, "c1")
+    for n in range(300):  # every padding case: the message ends anywhere in a block
+        previous = "a" * n
+        assert CORE.chain_link(row, previous, 7) == link(previous, 7, content(row))
 
 
 class LoudStr(str):
