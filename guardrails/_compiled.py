@@ -27,6 +27,7 @@ FUNCTIONS = (
     "word_table",
     "scan_words",
     "chain_link",
+    "chain_text",
     "configure_chain",
 )
 

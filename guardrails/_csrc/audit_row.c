@@ -1,6 +1,7 @@
 /* The hash of one audit row after the previous one (store/_chain.py's
  * link(previous, row_id, content(row)) for a row that store/_storable.py's
- * storable(row) returns unchanged), in one pass over the row's columns.
+ * storable(row) returns unchanged), in one pass over the row's columns; and
+ * that row's content text alone (chain_text), for the callers that need it.
  *
  * chain_link(row, previous, row_id) checks each column against its shape
  * (text, integer or float; NULL or not) and writes the UTF-8 bytes of
@@ -227,28 +228,18 @@ put_column(Bytes *b, PyObject *value, char shape, Py_ssize_t limit)
     }
 }
 
-/* "previous|row_id|content" into b: WRITTEN, GIVE_UP or -1 (an error set). */
+/* The row's content (its columns joined by "|") into b: WRITTEN, GIVE_UP or
+ * -1 (an error set). */
 static int
-put_link(Bytes *b, PyObject *row, PyObject *previous, PyObject *row_id)
+put_content(Bytes *b, PyObject *row)
 {
     Py_ssize_t columns = PyBytes_GET_SIZE(shapes);
-    if (Py_TYPE(row) != row_type || PyTuple_GET_SIZE(row) != columns + 1 ||
-        Py_TYPE(previous) != &PyUnicode_Type || !PyUnicode_IS_ASCII(previous) ||
-        Py_TYPE(row_id) != &PyLong_Type) {
+    if (Py_TYPE(row) != row_type || PyTuple_GET_SIZE(row) != columns + 1) {
         return GIVE_UP;
-    }
-    int overflow;
-    long long id = PyLong_AsLongLongAndOverflow(row_id, &overflow);
-    if (overflow) {
-        return GIVE_UP;
-    }
-    if (put(b, PyUnicode_DATA(previous), PyUnicode_GET_LENGTH(previous)) < 0 ||
-        put(b, "|", 1) < 0 || put_integer(b, id) < 0) {
-        return -1;
     }
     const char *shape = PyBytes_AS_STRING(shapes);
     for (Py_ssize_t i = 0; i < columns; i++) {
-        if (put(b, "|", 1) < 0) {
+        if (i > 0 && put(b, "|", 1) < 0) {
             return -1;
         }
         int done = put_column(b, PyTuple_GET_ITEM(row, i), shape[i], limits[i]);
@@ -259,6 +250,62 @@ put_link(Bytes *b, PyObject *row, PyObject *previous, PyObject *row_id)
     return WRITTEN;
 }
 
+/* "previous|row_id|content" into b: WRITTEN, GIVE_UP or -1 (an error set). */
+static int
+put_link(Bytes *b, PyObject *row, PyObject *previous, PyObject *row_id)
+{
+    if (Py_TYPE(previous) != &PyUnicode_Type || !PyUnicode_IS_ASCII(previous) ||
+        Py_TYPE(row_id) != &PyLong_Type) {
+        return GIVE_UP;
+    }
+    int overflow;
+    long long id = PyLong_AsLongLongAndOverflow(row_id, &overflow);
+    if (overflow) {
+        return GIVE_UP;
+    }
+    if (put(b, PyUnicode_DATA(previous), PyUnicode_GET_LENGTH(previous)) < 0 ||
+        put(b, "|", 1) < 0 || put_integer(b, id) < 0 || put(b, "|", 1) < 0) {
+        return -1;
+    }
+    return put_content(b, row);
+}
+
+static int
+configured(void)
+{
+    if (sha256 == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "audit_row.c: configure_chain was not called");
+        return 0;
+    }
+    return 1;
+}
+
+PyObject *
+ccore_chain_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "chain_text(row)");
+        return NULL;
+    }
+    if (!configured()) {
+        return NULL;
+    }
+    Bytes b = {.len = 0, .cap = STACK_BYTES};
+    b.data = b.stack;
+    PyObject *result = NULL;
+    int done = put_content(&b, args[0]);
+    if (done == GIVE_UP) {
+        result = Py_NewRef(Py_None);
+    }
+    else if (done == WRITTEN) {
+        result = PyUnicode_DecodeUTF8(b.data, b.len, "strict");
+    }
+    if (b.data != b.stack) {
+        PyMem_Free(b.data);
+    }
+    return result;
+}
+
 PyObject *
 ccore_chain_link(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -266,8 +313,7 @@ ccore_chain_link(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "chain_link(row, previous, row_id)");
         return NULL;
     }
-    if (sha256 == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "chain_link: configure_chain was not called");
+    if (!configured()) {
         return NULL;
     }
     Bytes b = {.len = 0, .cap = STACK_BYTES};

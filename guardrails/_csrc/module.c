@@ -27,6 +27,8 @@ static PyMethodDef methods[] = {
     {"chain_link", (PyCFunction)(void (*)(void))ccore_chain_link, METH_FASTCALL,
      "chain_link(row, previous, row_id) -> str | None: link(previous, row_id, content(row)) "
      "of a row storable() keeps, else None"},
+    {"chain_text", (PyCFunction)(void (*)(void))ccore_chain_text, METH_FASTCALL,
+     "chain_text(row) -> str | None: content(row) of a row storable() keeps, else None"},
     {"configure_chain", ccore_configure_chain, METH_VARARGS,
      "configure_chain(row_type, shapes, limits, sha256, native) -> bool: whether the CPU's "
      "SHA extensions hash"},

@@ -7,7 +7,8 @@ length, so no two different rows share a content. The stores compute the hash
 inside the transaction that writes the row, after reading the previous one, so
 concurrent writers extend one chain. ``verify`` recomputes it.
 
-``content`` runs on every append, so it is compiled: one f-string per shape
+``content_py`` is the reference text. It runs on every append, so it is
+compiled: one f-string per shape
 of row (which columns are text, numbers or NULL), built from that shape alone
 and kept in a bounded table. Its text is the text of ``_encode`` column by
 column (``tests/store/test_chain.py`` checks both against each other).
@@ -15,9 +16,11 @@ column (``tests/store/test_chain.py`` checks both against each other).
 ``sealed`` is what an append needs of a row: the row made storable and its
 hash. With the compiled core, a row that is storable already (nearly every
 row) is checked, written and hashed in one pass in C (``chain_link``,
-``_csrc/audit_row.c``), without building the content text; any other row
-goes through ``sealed_py`` (``storable``, ``content``, ``link``), the
-reference, which ``tests/store/test_chain_core.py`` compares it with.
+``_csrc/audit_row.c``), without building the content text, and ``content``
+writes the text of such a row in C (``chain_text``); any other row goes
+through ``sealed_py`` (``storable_py``, ``content_py``, ``link``) and
+``content_py``, the references, which ``tests/store/test_chain_core.py``
+compares them with.
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ from typing import Any
 
 from .._compiled import CORE
 from ._base import AuditRow
-from ._storable import core_plan, storable
+from ._storable import storable_py
 
-__all__ = ["GENESIS", "content", "link", "sealed", "sealed_py"]
+__all__ = ["GENESIS", "content", "content_py", "link", "sealed", "sealed_py"]
 
 GENESIS = ""
 """The hash before the first row."""
@@ -47,7 +50,7 @@ _compiled: dict[tuple[type, ...], Callable[[tuple[Any, ...]], str]] = {}
 _sha256 = hashlib.sha256
 
 
-def content(row: AuditRow) -> str:
+def content_py(row: AuditRow) -> str:
     """The canonical text of a storable row's columns (not its id)."""
     shape = tuple(map(type, row))
     encode = _compiled.get(shape)
@@ -95,8 +98,8 @@ def link(previous: str, row_id: int, text: str) -> str:
 
 def sealed_py(row: AuditRow, previous: str, row_id: int) -> tuple[AuditRow, str]:
     """``row`` made storable, and its hash as row ``row_id`` after a row hashed ``previous``."""
-    row = storable(row)
-    return row, link(previous, row_id, content(row))
+    row = storable_py(row)
+    return row, link(previous, row_id, content_py(row))
 
 
 def _sealed_core(row: AuditRow, previous: str, row_id: int) -> tuple[AuditRow, str]:
@@ -107,9 +110,14 @@ def _sealed_core(row: AuditRow, previous: str, row_id: int) -> tuple[AuditRow, s
     return row, digest
 
 
+def _content_core(row: AuditRow) -> str:
+    """``content_py``, written in C for a row ``storable`` keeps."""
+    text = _chain_text(row)
+    return content_py(row) if text is None else text
+
+
 if CORE is None:
-    sealed = sealed_py
-else:
-    CORE.configure_chain(AuditRow, *core_plan(), _sha256, True)
-    _chain_link = CORE.chain_link
-    sealed = _sealed_core
+    sealed, content = sealed_py, content_py
+else:  # configured by _storable, with its plan
+    _chain_link, _chain_text = CORE.chain_link, CORE.chain_text
+    sealed, content = _sealed_core, _content_core

@@ -1,9 +1,11 @@
 """The compiled chain hash against its Python twin: the same hash, or a refusal that hands
 the row to the twin.
 
-``sealed_py`` (``storable``, ``content``, ``link``) is the reference. The C pass
-(``chain_link``) must give the hash of every row ``storable`` keeps, byte for
-byte, and None for every other row, without running anything the row holds.
+``sealed_py`` (``storable_py``, ``content_py``, ``link``) is the reference. The
+C pass (``chain_link``) must give the hash of every row ``storable_py`` keeps,
+byte for byte, and None for every other row, without running anything the row
+holds; ``chain_text`` the same row's content text (what ``content`` and
+``storable`` ask it), and None for the same rows.
 Hashes already stored in users' files depend on it: chains written by either
 path verify after the other appends.
 """
@@ -26,8 +28,8 @@ from hypothesis import strategies as st
 
 from guardrails._compiled import load
 from guardrails.store import AUDIT_COLUMNS, AuditRow, SQLiteStore, sqlite
-from guardrails.store._chain import GENESIS, content, link, sealed, sealed_py
-from guardrails.store._storable import JSON_LIMIT, TEXT_LIMIT, core_plan, storable
+from guardrails.store._chain import GENESIS, content, content_py, link, sealed, sealed_py
+from guardrails.store._storable import JSON_LIMIT, TEXT_LIMIT, core_plan, storable, storable_py
 from guardrails.store.verify import verify
 
 CORE = load()  # the compiled core whatever GUARDRAILS_PURE chose for the stores
@@ -67,7 +69,7 @@ def test_every_length_of_message_hashes_as_hashlib_does() -> None:
     row = AuditRow("tool_call", 1.0, "c1")
     for n in range(300):  # every padding case: the message ends anywhere in a block
         previous = "a" * n
-        assert CORE.chain_link(row, previous, 7) == link(previous, 7, content(row))
+        assert CORE.chain_link(row, previous, 7) == link(previous, 7, content_py(row))
 
 
 class LoudStr(str):
@@ -164,7 +166,7 @@ def _rows() -> st.SearchStrategy[AuditRow]:
         lambda values: AuditRow._make([*values, None])
     )
     # Half the rows are storable already, column by column, as nearly all rows are.
-    storable_rows = plain.map(storable)
+    storable_rows = plain.map(storable_py)
     return st.one_of(plain, storable_rows, storable_rows)
 
 
@@ -176,8 +178,11 @@ _IDS = st.one_of(st.integers(min_value=1, max_value=2**63 - 1), st.sampled_from(
 
 def _same(a: tuple[AuditRow, str], b: tuple[AuditRow, str]) -> bool:
     """Rows equal column by column, by type and value (nan is nan), and the same hash."""
-    (row_a, hash_a), (row_b, hash_b) = a, b
-    return hash_a == hash_b and all(
+    return a[1] == b[1] and _same_row(a[0], b[0])
+
+
+def _same_row(row_a: AuditRow, row_b: AuditRow) -> bool:
+    return all(
         type(x) is type(y)
         and (x == y or (isinstance(x, float) and math.isnan(x) and math.isnan(y)))
         for x, y in zip(row_a, row_b, strict=True)
@@ -195,14 +200,24 @@ def test_the_compiled_hash_is_the_twins_and_it_refuses_exactly_what_storable_rew
         CALLS.clear()
         twin = sealed_py(row, previous, row_id)
         digest = CORE.chain_link(row, previous, row_id)
+        text = CORE.chain_text(row)
+        kept = storable_py(row) is row
+        assert (text is not None) is kept  # chain_text refuses exactly what storable rewrites
+        assert (
+            storable(row) is storable_py(row)
+            if kept
+            else _same_row(storable(row), storable_py(row))
+        )
+        if kept:
+            assert text == content(row) == content_py(row)
         if digest is None:
             plain = previous.isascii() and -(2**63) <= row_id < 2**63
             # Refused: storable rewrites the row, or the hint is out of the C range.
-            assert storable(row) is not row or not plain
+            assert not kept or not plain
             reached["refused"] += 1
         else:
-            assert storable(row) is row
-            assert digest == twin[1] == link(previous, row_id, content(row))
+            assert kept
+            assert digest == twin[1] == link(previous, row_id, content_py(row))
             reached["hashed"] += 1
             if any(type(v) is str and not v.isascii() for v in row):
                 reached["hashed non-ASCII"] += 1
@@ -240,7 +255,7 @@ _KNOWN = [
 def test_the_content_and_hash_of_known_rows_are_unchanged(
     row: AuditRow, text: str, digest: str
 ) -> None:
-    assert content(row) == text
+    assert content(row) == content_py(row) == text
     assert link("ab" * 32, 7, text) == sealed(row, "ab" * 32, 7)[1] == digest
 
 
@@ -262,6 +277,7 @@ def test_hostile_values_are_refused_in_c_and_handed_whole_to_the_twin(row: Audit
     assert CORE is not None
     CALLS.clear()
     assert CORE.chain_link(row, "", 1) is None
+    assert CORE.chain_text(row) is None
     assert not CALLS
     plain = sealed_py(AuditRow._make(tuple(row)), "", 1)
     assert _same(sealed(row, "", 1), plain)
@@ -285,6 +301,8 @@ def test_a_wrongly_shaped_call_raises_instead_of_reading_past_the_row() -> None:
     assert CORE is not None
     with pytest.raises(TypeError):
         CORE.chain_link(_KNOWN[0][0], "")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        CORE.chain_text()  # type: ignore[call-arg]
     assert CORE.chain_link(tuple(_KNOWN[0][0]), "", 1) is None  # a plain tuple, not a row
 
 
@@ -330,6 +348,7 @@ def _hash_cases(times: int) -> None:
     for _ in range(times):
         for row in _CASES:
             CORE.chain_link(row, "ab", 9)
+            CORE.chain_text(row)
 
 
 @needs_compiled
