@@ -7,10 +7,10 @@ length, so no two different rows share a content. The stores compute the hash
 inside the transaction that writes the row, after reading the previous one, so
 concurrent writers extend one chain. ``verify`` recomputes it.
 
-``content_py`` is the reference text. It runs on every append, so it is
-compiled: one f-string per shape
-of row (which columns are text, numbers or NULL), built from that shape alone
-and kept in a bounded table. Its text is the text of ``_encode`` column by
+``content_py`` is the reference text. It runs on every append the compiled
+core does not take, so it is compiled too: one f-string per shape of row
+(which columns are text, numbers or NULL), built from that shape alone and
+kept in a bounded table. Its text is the text of ``_encode`` column by
 column (``tests/store/test_chain.py`` checks both against each other).
 
 ``sealed`` is what an append needs of a row: the row made storable and its

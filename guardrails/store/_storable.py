@@ -116,7 +116,7 @@ _NEVER_NULL = frozenset({"kind", "at"})
 
 
 def core_plan() -> tuple[bytes, tuple[int, ...]]:
-    """What the compiled core's ``chain_link`` checks of each column, from ``_PLAN``: its
+    """What the compiled core (``chain_link``, ``chain_text``) checks of each column: its
     shape (``t``ext, ``i``nteger, ``f``loat; upper case when NULL is rewritten) and its
     text limit. A row passing every check is one ``storable`` returns unchanged."""
     shapes = bytes(
