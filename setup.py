@@ -19,6 +19,8 @@ setup(
                     "json_text",
                     "triggers",
                     "tokenset",
+                    "audit_row",
+                    "sha256",
                 )
             ],
             depends=["guardrails/_csrc/ccore.h", "guardrails/_csrc/tokenset.h"],

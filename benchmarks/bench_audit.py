@@ -29,7 +29,8 @@ Groups:
   a hostile row (surrogate, NUL, object reason) through ``SQLiteStore.append``;
   ``WithDeadline`` around ``SQLiteStore.append`` (the thread hand-off); and
   the Python pieces of every append: the storable check, the chain's content
-  text and the hash.
+  text and the hash, and the three at once as appends run them (``sealed``:
+  one pass of the compiled core for a row that is storable already).
 
 Every store append makes the row storable and extends the hash chain inside
 its write transaction.
@@ -62,6 +63,7 @@ from guardrails.store import (
     Store,
     WithDeadline,
 )
+from guardrails.store import _chain as _chain_module
 from guardrails.store._chain import content, link
 from guardrails.store._storable import storable
 from guardrails.store.testing import postgres_dsn, temporary_schema
@@ -372,6 +374,11 @@ def _chain(quick: bool) -> list[dict[str, Any]]:
             "piece: content (the chain's text of the row)": lambda: content(_ROW),
             "piece: link (sha256 after the previous hash)": lambda: link(_HASH, 1000, _TEXT),
         }
+        sealed = getattr(_chain_module, "sealed", None)  # absent before the one-pass chain
+        if sealed is not None:
+            cases["piece: sealed (the three at once; one C pass where built)"] = lambda: sealed(
+                _ROW, _HASH, 1000
+            )
         rows = compare("audit.chain", cases, floor="SQLiteStore.append", quick=quick)
         for s in (store, bounded, hostile):
             s.close()

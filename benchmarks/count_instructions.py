@@ -12,6 +12,14 @@ invalid arguments, and rendering the tool's result.
     python benchmarks/count_instructions.py --commit 7deb0b1   # another commit's package
     GUARDRAILS_PURE=1 python benchmarks/count_instructions.py  # the pure-Python admission
     python benchmarks/count_instructions.py --commit 587781a --commit HEAD valid_2  # several
+    python benchmarks/count_instructions.py audit_bare audit_append audit_discard audited
+
+The ``audit_*`` pieces (named only, not in the default set) are the cases of
+``bench_audit.py``'s ``audit.sqlite`` group on a file in a fresh folder: a
+bare ``INSERT`` of the row (``audit_bare``), ``SQLiteStore.append``
+(``audit_append``), a guarded call with ``AuditLog`` over a store that keeps
+nothing (``audit_discard``) and the audited call (``audited``). Instructions
+in the process only: the kernel's share of each commit is not counted.
 
 ``--commit`` (repeatable) counts the package of each named commit, installed
 as ``compare_commits.py`` installs it, with this tree's benchmark scripts.
@@ -72,6 +80,8 @@ def _piece(name: str) -> Any:
         return lambda: render(result, 1_000_000)
     if name.startswith("policy_"):
         return _policy(name == "policy_5")
+    if name.startswith("audit"):
+        return _audit(name)
     guards = 0 if name == "valid_0" else 2
     turn = build(guards=guards).turn(tenant="acme")
     sent = {"schema_rejection": INVALID, "guard_rejection": OVER_LIMIT}.get(name, VALID)
@@ -101,6 +111,23 @@ def _policy(ruled: bool) -> Any:
         turn.results.clear()
 
     return one
+
+
+def _audit(name: str) -> Any:
+    """One case of ``bench_audit.py``'s ``audit.sqlite`` group, on files in a new folder."""
+    import bench_audit
+
+    from guardrails.store import SQLiteStore
+
+    folder = tempfile.mkdtemp(prefix="guardrails-count-")
+    store = SQLiteStore(os.path.join(folder, "store.db"))
+    if name == "audit_bare":
+        bare, insert = bench_audit._bare_sqlite(os.path.join(folder, "bare.db"), store)
+        values = (*bench_audit._VALUES, bench_audit._HASH)
+        return lambda: bare.execute(insert, values)
+    if name == "audit_append":
+        return lambda: store.append(bench_audit._ROW)
+    return bench_audit._calls(store if name == "audited" else bench_audit._Discard())
 
 
 def _child(name: str, n: int) -> None:

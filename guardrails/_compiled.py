@@ -3,7 +3,7 @@
 Built from ``guardrails/_csrc`` when a C compiler is at hand (``setup.py``,
 ``optional=True``). ``GUARDRAILS_PURE=1`` in the environment when guardrails
 is first imported makes every user of the core take its pure-Python path:
-``admission.canonical_py`` and ``jsonschema_rs``.
+``admission.canonical_py``, ``jsonschema_rs``, ``store._chain.sealed_py``, ...
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ FUNCTIONS = (
     "configure_render",
     "word_table",
     "scan_words",
+    "chain_link",
+    "chain_text",
+    "configure_chain",
 )
 
 

@@ -28,10 +28,11 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import Any
 
 from .context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
-from .effects._state import CallState, enter, leave
+from .effects._state import CallState, closed, opened
 from .middleware.tool_call import Stop
 from .store import AuditRow, Store, offloop
 from .verdicts import ChokePoint, EscapeReason, Outcome, Reason
@@ -107,7 +108,7 @@ class AuditLog:
 
     def _started(self, invocation: Invocation) -> AuditRow | None:
         """The ``call_started`` row of an effectful tool, or None for a read-only one."""
-        enter(invocation, self)  # the tool body (a PaidCall) adds its spend to this call
+        opened(invocation, self)  # the tool body (a PaidCall) adds its spend to this call
         tool = invocation.tool
         if tool is None or not tool.effect:
             return None
@@ -118,7 +119,7 @@ class AuditLog:
         )  # fmt: skip
 
     def _final(self, invocation: Invocation, result: ToolResult) -> AuditRow:
-        state = leave(invocation, self)
+        state = closed(invocation, self)
         try:
             return self.tool_row(result, invocation.context, state)
         except Exception:  # a value nothing could encode: keep the row, without it
@@ -182,33 +183,44 @@ class AuditLog:
         """The row of one tool call. No argument values; exception text only if opted in."""
         ctx = context or _NO_CONTEXT
         exc = result.exception
-        detail = dict(state.detail) if state is not None and state.detail else {}
-        if result.truncated:
-            detail["truncated"] = True
-        if result.flags:
-            detail["flags"] = [f for f in result.flags if f != AUDITED]
-        paid = state is not None and state.paid_calls > 0
-        return AuditRow(
-            "tool_call",
-            self.clock(),
-            result.call_id,
-            ctx.tenant,
-            ctx.session,
-            ctx.agent,
-            ctx.workflow,
-            result.tool,
-            _code(result.outcome),
-            _code(result.verdict),
-            _code(result.reason),
-            encode_verdicts(result.verdicts),
-            encode_escapes(result.escapes),
-            result.duration_ns // 1000,
-            state.tokens_in if paid else None,  # type: ignore[union-attr]
-            state.tokens_out if paid else None,  # type: ignore[union-attr]
-            state.cost if paid else None,  # type: ignore[union-attr]
-            None if exc is None else _type_name(exc),
-            _error_text(exc) if self.exception_text else None,
-            _json(detail) if detail else None,
+        verdicts, escapes = result.verdicts, result.escapes
+        spend: tuple[int | None, int | None, float | None] = _UNPAID
+        detail = None
+        if state is not None:
+            if state.paid_calls > 0:
+                spend = (state.tokens_in, state.tokens_out, state.cost)
+            if state.detail:
+                detail = dict(state.detail)
+        if result.truncated or result.flags:
+            detail = {} if detail is None else detail
+            if result.truncated:
+                detail["truncated"] = True
+            if result.flags:
+                detail["flags"] = [f for f in result.flags if f != AUDITED]
+        # A tuple in column order: AuditRow's keyword-taking __new__ costs as much as the rest.
+        return _new_row(
+            (
+                "tool_call",
+                self.clock(),
+                result.call_id,
+                ctx.tenant,
+                ctx.session,
+                ctx.agent,
+                ctx.workflow,
+                result.tool,
+                _code(result.outcome),
+                _code(result.verdict),
+                _code(result.reason),
+                encode_verdicts(verdicts) if verdicts else None,
+                encode_escapes(escapes) if escapes else None,
+                result.duration_ns // 1000,
+                *spend,
+                None if exc is None else _type_name(exc),
+                _error_text(exc) if self.exception_text else None,
+                None if detail is None else _json(detail),
+                None,  # altered: set by the store
+                None,  # id: given by the store
+            )
         )
 
     def event_row(self, kind: str, payload: Any) -> AuditRow:
@@ -254,6 +266,8 @@ class AuditLog:
 
 
 _NO_CONTEXT = TurnContext()
+_UNPAID = (None, None, None)  # tokens_in, tokens_out, cost of a call that paid for nothing
+_new_row = partial(tuple.__new__, AuditRow)
 _INCOMPLETE = '{"row": "incomplete: a value could not be encoded"}'
 _type_qualname = type.__dict__["__qualname__"].__get__
 _FLAGS = ToolResult._fields.index("flags")

@@ -1,6 +1,7 @@
-/* guardrails._ccore: the compiled core of admission and rendering. Optional:
- * without it the pure-Python walk (admission.py), jsonschema_rs (schema.py) and
- * the json module's encoder (_render.py) do the same work. */
+/* guardrails._ccore: the compiled core of admission, rendering and the audit
+ * chain. Optional: without it the pure-Python walk (admission.py),
+ * jsonschema_rs (schema.py), the json module's encoder (_render.py) and
+ * store/_storable.py with store/_chain.py do the same work. */
 #include "ccore.h"
 
 static PyMethodDef methods[] = {
@@ -23,6 +24,14 @@ static PyMethodDef methods[] = {
      "word_table(keys, tracked) -> table: the keys scan_words looks up"},
     {"scan_words", (PyCFunction)(void (*)(void))ccore_scan_words, METH_FASTCALL,
      "scan_words(table, tokens, want_odd) -> (found, odd tokens or None, starts)"},
+    {"chain_link", (PyCFunction)(void (*)(void))ccore_chain_link, METH_FASTCALL,
+     "chain_link(row, previous, row_id) -> str | None: link(previous, row_id, content(row)) "
+     "of a row storable() keeps, else None"},
+    {"chain_text", (PyCFunction)(void (*)(void))ccore_chain_text, METH_FASTCALL,
+     "chain_text(row) -> str | None: content(row) of a row storable() keeps, else None"},
+    {"configure_chain", ccore_configure_chain, METH_VARARGS,
+     "configure_chain(row_type, shapes, limits, sha256, native) -> bool: whether the CPU's "
+     "SHA extensions hash"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -5,7 +5,9 @@ variable carries the call's state from ``before`` through the tool body (where
 ``PaidCall`` adds tokens and cost) to ``after`` (where the audit row is built).
 Each hook ``enter``s in ``before`` and ``leave``s in ``after``; when the last
 one has left, the variable is cleared, so a paid call made after the tool
-call is not charged to it.
+call is not charged to it. A hook that only reads the state (the audit log)
+uses ``opened`` and ``closed`` instead, which make no ``CallState``: one is
+made only when a paid call or another hook asks for it.
 A sync tool with a timeout runs on a pool thread and does not see it; pass
 ``instance=`` to ``PaidCall`` there.
 """
@@ -18,7 +20,7 @@ from typing import Any
 
 from ..context import Invocation, TurnContext
 
-__all__ = ["CallState", "current", "enter", "leave", "state_for"]
+__all__ = ["CallState", "closed", "current", "enter", "leave", "opened", "state_for"]
 
 
 @dataclass(slots=True)
@@ -36,16 +38,34 @@ class CallState:
     open: set[int] = field(default_factory=set)
 
 
-_current: ContextVar[CallState | None] = ContextVar("guardrails_call", default=None)
+# The call in progress on this thread or task: a cell shared by reference with
+# the tasks it starts, [invocation, its CallState or None, ids of the hooks
+# inside it]. The CallState is made the first time something asks for it (a
+# paid call, a hook that keeps details), not for every call.
+_current: ContextVar[list[Any] | None] = ContextVar("guardrails_call", default=None)
+_INVOCATION, _STATE, _OPEN = 0, 1, 2
+
+
+def _cell(invocation: Invocation) -> list[Any]:
+    """The cell of this call, a new one when the variable holds none or another call's."""
+    cell = _current.get()
+    if cell is None or cell[_INVOCATION].call_id != invocation.call_id:
+        cell = [invocation, None, set()]
+        _current.set(cell)
+    return cell
+
+
+def _state_of(cell: list[Any]) -> CallState:
+    state: CallState | None = cell[_STATE]
+    if state is None:
+        invocation = cell[_INVOCATION]
+        state = cell[_STATE] = CallState(invocation.call_id, invocation.context, open=cell[_OPEN])
+    return state
 
 
 def state_for(invocation: Invocation) -> CallState:
     """The state of this call, created by the first hook that asks."""
-    state = _current.get()
-    if state is None or state.call_id != invocation.call_id:
-        state = CallState(invocation.call_id, invocation.context)
-        _current.set(state)
-    return state
+    return _state_of(_cell(invocation))
 
 
 def enter(invocation: Invocation, hook: object) -> CallState:
@@ -64,6 +84,29 @@ def leave(invocation: Invocation, hook: object) -> CallState:
     return state
 
 
+def opened(invocation: Invocation, hook: object) -> None:
+    """``enter`` for a hook that only reads the state: nothing is made for it."""
+    cell = _current.get()
+    if cell is None or cell[_INVOCATION].call_id != invocation.call_id:
+        _current.set([invocation, None, {id(hook)}])
+    else:
+        cell[_OPEN].add(id(hook))
+
+
+def closed(invocation: Invocation, hook: object) -> CallState | None:
+    """``leave`` for a hook that only reads the state: None when nothing made one."""
+    cell = _current.get()
+    if cell is None or cell[_INVOCATION].call_id != invocation.call_id:
+        _current.set(None)  # what ``leave`` leaves: a call no hook is inside
+        return None
+    cell[_OPEN].discard(id(hook))
+    if not cell[_OPEN]:
+        _current.set(None)
+    state: CallState | None = cell[_STATE]
+    return state
+
+
 def current() -> CallState | None:
     """The state of the tool call running on this thread or task, if any."""
-    return _current.get()
+    cell = _current.get()
+    return None if cell is None else _state_of(cell)

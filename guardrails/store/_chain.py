@@ -7,10 +7,20 @@ length, so no two different rows share a content. The stores compute the hash
 inside the transaction that writes the row, after reading the previous one, so
 concurrent writers extend one chain. ``verify`` recomputes it.
 
-``content`` runs on every append, so it is compiled: one f-string per shape
-of row (which columns are text, numbers or NULL), built from that shape alone
-and kept in a bounded table. Its text is the text of ``_encode`` column by
+``content_py`` is the reference text. It runs on every append the compiled
+core does not take, so it is compiled too: one f-string per shape of row
+(which columns are text, numbers or NULL), built from that shape alone and
+kept in a bounded table. Its text is the text of ``_encode`` column by
 column (``tests/store/test_chain.py`` checks both against each other).
+
+``sealed`` is what an append needs of a row: the row made storable and its
+hash. With the compiled core, a row that is storable already (nearly every
+row) is checked, written and hashed in one pass in C (``chain_link``,
+``_csrc/audit_row.c``), without building the content text, and ``content``
+writes the text of such a row in C (``chain_text``); any other row goes
+through ``sealed_py`` (``storable_py``, ``content_py``, ``link``) and
+``content_py``, the references, which ``tests/store/test_chain_core.py``
+compares them with.
 """
 
 from __future__ import annotations
@@ -19,9 +29,11 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from .._compiled import CORE
 from ._base import AuditRow
+from ._storable import storable_py
 
-__all__ = ["GENESIS", "content", "link"]
+__all__ = ["GENESIS", "content", "content_py", "link", "sealed", "sealed_py"]
 
 GENESIS = ""
 """The hash before the first row."""
@@ -38,7 +50,7 @@ _compiled: dict[tuple[type, ...], Callable[[tuple[Any, ...]], str]] = {}
 _sha256 = hashlib.sha256
 
 
-def content(row: AuditRow) -> str:
+def content_py(row: AuditRow) -> str:
     """The canonical text of a storable row's columns (not its id)."""
     shape = tuple(map(type, row))
     encode = _compiled.get(shape)
@@ -82,3 +94,30 @@ def _encode(value: Any) -> str:
 def link(previous: str, row_id: int, text: str) -> str:
     """The hash of row ``row_id`` whose content is ``text``, after a row hashed ``previous``."""
     return _sha256(f"{previous}|{row_id}|{text}".encode()).hexdigest()
+
+
+def sealed_py(row: AuditRow, previous: str, row_id: int) -> tuple[AuditRow, str]:
+    """``row`` made storable, and its hash as row ``row_id`` after a row hashed ``previous``."""
+    row = storable_py(row)
+    return row, link(previous, row_id, content_py(row))
+
+
+def _sealed_core(row: AuditRow, previous: str, row_id: int) -> tuple[AuditRow, str]:
+    """``sealed_py`` in one pass of the compiled core, for a row ``storable`` keeps."""
+    digest = _chain_link(row, previous, row_id)
+    if digest is None:  # a row to rewrite, or anything unusual: the reference decides
+        return sealed_py(row, previous, row_id)
+    return row, digest
+
+
+def _content_core(row: AuditRow) -> str:
+    """``content_py``, written in C for a row ``storable`` keeps."""
+    text = _chain_text(row)
+    return content_py(row) if text is None else text
+
+
+if CORE is None:
+    sealed, content = sealed_py, content_py
+else:  # configured by _storable, with its plan
+    _chain_link, _chain_text = CORE.chain_link, CORE.chain_text
+    sealed, content = _sealed_core, _content_core

@@ -16,14 +16,21 @@ rewrites each column deterministically and lists what it did in ``altered``
   (``out_of_range``); ``at`` is never NULL (0.0 instead).
 
 Only built-in ``str``/``int``/``float`` code runs on the values.
+
+``storable_py`` is the reference. With the compiled core, ``storable`` first
+asks it (``chain_text``, ``_csrc/audit_row.c``) whether every column is
+storable as it is, by this module's plan (``core_plan``), in one pass: nearly
+every row is, and comes back at once; any other goes to ``storable_py``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from typing import Any
 
+from .._compiled import CORE
 from ._base import AuditRow
 
 __all__ = [
@@ -35,7 +42,9 @@ __all__ = [
     "OUT_OF_RANGE",
     "TEXT_LIMIT",
     "TRUNCATED",
+    "core_plan",
     "storable",
+    "storable_py",
 ]
 
 # What ``altered`` can say about a column (public: post-mortems query them).
@@ -60,7 +69,7 @@ _ALTERED = _FIELDS.index("altered")
 _type_name = type.__dict__["__qualname__"].__get__
 
 
-def storable(row: AuditRow) -> AuditRow:
+def storable_py(row: AuditRow) -> AuditRow:
     """``row`` with every column storable; unchanged (the same object) when it already was."""
     changes: dict[str, list[str]] | None = None
     values: list[Any] = list(row)
@@ -103,6 +112,17 @@ def _limit(column: str) -> int:
 
 
 _PLAN = tuple((c, _shape(c), _limit(c)) for c in _FIELDS[:-1])
+_NEVER_NULL = frozenset({"kind", "at"})
+
+
+def core_plan() -> tuple[bytes, tuple[int, ...]]:
+    """What the compiled core (``chain_link``, ``chain_text``) checks of each column: its
+    shape (``t``ext, ``i``nteger, ``f``loat; upper case when NULL is rewritten) and its
+    text limit. A row passing every check is one ``storable`` returns unchanged."""
+    shapes = bytes(
+        ord(shape[0].upper() if column in _NEVER_NULL else shape[0]) for column, shape, _ in _PLAN
+    )
+    return shapes, tuple(limit for _, _, limit in _PLAN)
 
 
 def _fix(column: str, value: Any) -> tuple[Any, list[str]]:
@@ -167,3 +187,19 @@ def _text(value: Any, limit: int) -> tuple[str, list[str]]:
         text = text[:limit]
         actions.append(TRUNCATED)
     return text, actions
+
+
+def _storable_core(row: AuditRow) -> AuditRow:
+    """``storable_py``, answered in one C pass for a row storable as it is."""
+    if _chain_text(row) is not None:
+        return row
+    return storable_py(row)
+
+
+if CORE is None:
+    storable = storable_py
+else:
+    # The core's row functions check columns by this plan; _chain hashes with them too.
+    CORE.configure_chain(AuditRow, *core_plan(), hashlib.sha256, True)
+    _chain_text = CORE.chain_text
+    storable = _storable_core

@@ -47,9 +47,8 @@ from ._base import (
     check_filters,
     row_from,
 )
-from ._chain import GENESIS, content, link
+from ._chain import GENESIS, content, link, sealed
 from ._migrations import migrations, split_statements
-from ._storable import storable
 
 __all__ = ["SQLiteStore"]
 
@@ -342,14 +341,14 @@ class SQLiteStore:
     # -- audit ----------------------------------------------------------------
 
     def append(self, row: AuditRow, /) -> int:
-        row = storable(row)
-        text = content(row)
-        head = self._head
-        if head is not None and not self._moved:
-            row_id = head[0] + 1
-            digest = link(head[1], row_id, text)
+        pending = self._local.pending  # ``_head`` and ``_moved`` in one read of the thread's own
+        head, moved = (self._shared_head, self._shared_moved) if pending is None else pending
+        last, previous = head or (0, GENESIS)
+        row_id = last + 1
+        row, digest = sealed(row, previous, row_id)
+        if head is not None and not moved:
             try:
-                self._conn().execute(_INSERT, (row_id, *row.values(), digest))
+                self._conn().execute(_INSERT, (row_id, *row[:-1], digest))
             except sqlite3.IntegrityError:
                 self._moved = True  # the id is taken: another writer moved the head
             except _FAILURES as exc:
@@ -357,28 +356,27 @@ class SQLiteStore:
             else:
                 self._head = (row_id, digest)
                 return row_id
-        return self._append_after_newest(row, text)
+        return self._append_after_newest(row, last, previous, digest)
 
-    def _append_after_newest(self, row: AuditRow, text: str) -> int:
-        last, previous = self._head or (0, GENESIS)
-        digest = link(previous, last + 1, text)
-        params = (*row.values(), last, previous, digest, text)
+    def _append_after_newest(self, row: AuditRow, last: int, previous: str, digest: str) -> int:
+        """``row`` (storable, hashed as ``digest`` after the hint ``(last, previous)``) after
+        the newest row: ``digest`` goes in when the hint holds, SQLite hashes otherwise."""
+        params = (*row.values(), last, previous, digest, content(row))
         row_id, stored = self._execute(_APPEND_AFTER_NEWEST, params).fetchall()[0]
         self._head, self._moved = (row_id, stored), row_id != last + 1
         return int(row_id)
 
     def append_many(self, rows: list[AuditRow], /) -> None:
-        ready = [storable(r) for r in rows]
-        if not ready:
+        if not rows:
             return
         with self._immediate() as conn:
             head = conn.execute(_HEAD).fetchone()
             row_id, previous = (0, GENESIS) if head is None else (head[0], head[1] or GENESIS)
             params = []
-            for row in ready:
+            for row in rows:
                 row_id += 1
-                previous = link(previous, row_id, content(row))
-                params.append((row_id, *row.values(), previous))
+                ready, previous = sealed(row, previous, row_id)
+                params.append((row_id, *ready.values(), previous))
             conn.executemany(_INSERT, params)
         self._head, self._moved = (row_id, previous), False
 
