@@ -163,37 +163,45 @@ class PostgresStore:
         return refused(exc)
 
     def _drive(self, steps: sql.Steps[T]) -> T:
-        """Run an operation's statements on an idle connection, else one from the pool."""
+        """Run an operation's statements on the idle connection used last, else on one from
+        the pool; then keep it idle for the next call, unless a thread waits for the pool:
+        the pool hands it over. The idle ones are at most those out of the pool
+        (``max_size``): none lies idle while a thread waits, so a lower bound would only
+        add checkouts."""
         try:
             pool = self._get_pool()
-            conn = self._take(pool)
+            with self._lock:
+                conn = self._idle.pop() if self._idle else None
+            if conn is None or conn.pool is not pool:
+                conn = self._take(pool, conn)
             try:
                 found = sql.drive(steps, conn.execute)
             except BaseException:
                 self._give_back(conn)  # the pool resets it, or replaces it if it is broken
                 raise
-            self._put(conn)
+            with self._lock:
+                if not self._waiting and conn.pool is self._pool:
+                    self._idle.append(conn)
+                    return found
+            self._give_back(conn)
             return found
         except self.errors as exc:
             raise self.unavailable(exc) from exc
 
-    def _take(self, pool: Any) -> _Conn:
-        """The idle connection of ``pool`` used last, else one from ``pool`` (waited for as
-        a counted waiter, so that a connection whose call ends comes to it)."""
-        stale: list[_Conn] = []
-        with self._lock:
-            while self._idle:
-                conn = self._idle.pop()
-                if conn.pool is pool:
+    def _take(self, pool: Any, popped: _Conn | None) -> _Conn:
+        """An idle connection of ``pool``, else one from ``pool``, waited for as a counted
+        waiter (counted when it found none idle, under the same lock), so that a
+        connection whose call ends comes to it."""
+        while True:
+            if popped is not None:
+                if popped.pool is pool:
+                    return popped
+                self._give_back(popped)  # of a pool replaced since (a lost server, close())
+            with self._lock:
+                if not self._idle:
+                    self._waiting += 1
                     break
-                stale.append(conn)  # of a pool replaced since (a lost server, close())
-            else:
-                conn = None
-                self._waiting += 1
-        for old in stale:
-            self._give_back(old)
-        if conn is not None:
-            return conn
+                popped = self._idle.pop()
         try:
             # getconn/putconn rather than pool.connection(): the connections are in
             # autocommit, so the context manager's commit on exit is work for nothing.
@@ -207,16 +215,6 @@ class PostgresStore:
             self._waiting -= 1
             self._out.add(conn)
         return conn
-
-    def _put(self, conn: _Conn) -> None:
-        """Keep ``conn`` idle for the next call, unless a thread waits for the pool: then the
-        pool hands it over. The idle ones are at most those out of the pool (``max_size``):
-        none lies idle while a thread waits, so a lower bound would only add checkouts."""
-        with self._lock:
-            if not self._waiting and conn.pool is self._pool:
-                self._idle.append(conn)
-                return
-        self._give_back(conn)
 
     def _give_back(self, conn: _Conn) -> None:
         with self._lock:
