@@ -25,7 +25,8 @@ the pool's ``getconn`` and is counted, and while one is counted, a connection
 whose call ends goes back to the pool, which hands it to the first waiter,
 instead of lying idle. A connection whose call failed goes back to the pool
 too (it resets it, or replaces a broken one). ``close()`` closes every
-connection out of the pool, idle or busy, and the pool.
+connection out of the pool, idle or busy, and the pool. A forked child
+leaves its parent's connections alone and opens a pool of its own.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -99,6 +101,7 @@ class PostgresStore:
         self._waiting = 0
         self._migrated = False
         self._migrating = threading.Lock()
+        _STORES.add(self)
         # The group commit of this store's audit rows: of sync callers when
         # ``group_commit``, and always of the rows ``offloop`` writes.
         self.batcher = Batcher(self._write_rows)
@@ -116,6 +119,13 @@ class PostgresStore:
         # when the store has no async path.
         self.off_loop_threads = min(4, max_size)
 
+    def _forked(self) -> None:
+        """In a forked child, which has one thread: the locks may have been held by
+        threads that are not here, and the connections are the parent's, not ours
+        to use or close (the pool is replaced on first use: ``_pid``)."""
+        self._lock, self._migrating = threading.Lock(), threading.Lock()
+        self._out, self._idle, self._waiting = set(), [], 0
+
     def async_path(self) -> AsyncPath | None:
         """The async path (``async_pool=True``), or None: async callers use the store threads."""
         return self._async
@@ -127,10 +137,6 @@ class PostgresStore:
         if pool is not None and self._migrated and self._pid == os.getpid():
             return pool
         with self._lock:
-            if self._pid != os.getpid():
-                # A forked child: the parent's connections are not ours to use
-                # or close, and the threads that waited for them are not here.
-                self._out, self._idle, self._waiting = set(), [], 0
             if self._pool is None or self._pid != os.getpid():
                 # After a fork the parent's pool is not ours: open a new one.
                 pool = self._pool_cls(
@@ -354,6 +360,18 @@ class PostgresStore:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+_STORES: weakref.WeakSet[PostgresStore] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    for store in list(_STORES):
+        store._forked()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX: elsewhere nothing forks
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def refused(exc: BaseException) -> StoreUnavailable:

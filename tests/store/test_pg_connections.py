@@ -400,6 +400,30 @@ def test_a_forked_child_opens_its_own_and_leaves_the_parents_connections_working
         assert len(store.audit_rows()) == 24 and verify(store).ok
 
 
+def _child_counts(store: PostgresStore, done: Any) -> None:
+    done.put(store.incr("child"))
+
+
+def test_a_child_forked_while_the_stores_lock_is_held_uses_the_store(pg_dsn: str) -> None:
+    # The lock is taken twice per call: a fork from a process whose other
+    # threads use the store finds it held now and then. Held in the child by a
+    # thread that is not there, it would never be released.
+    with PostgresStore(pg_dsn, max_size=2) as store:
+        store.incr("child", 0)
+        done = _fork.Queue()
+        with store._lock:
+            child = _fork.Process(target=_child_counts, args=(store, done))
+            child.start()
+        try:
+            assert done.get(timeout=30) == 1
+        finally:
+            child.join(5)
+            if child.is_alive():
+                child.kill()
+        assert child.exitcode == 0
+        assert store.incr("child") == 2
+
+
 def test_threads_that_used_the_store_and_sit_idle_never_starve_the_others(pg_dsn: str) -> None:
     # Both connections go round, however many threads hold on to the store
     # while doing nothing.
