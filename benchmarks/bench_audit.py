@@ -25,6 +25,13 @@ Groups:
   grouped commits (``group_commit=True``: 8 processes of 8 threads each, one
   writer per process committing the rows its threads queued), and
   ``append_many`` of 100 rows per commit (8 processes).
+- ``audit.postgres.threads``: calls per second in total from 40 threads of
+  one process on one store of ``max_size=4`` (a server's thread pool larger
+  than its store's pool): ``incr`` of each thread's own counter, and
+  ``append``; then 36 threads while 4 more, which made one call each
+  first, sit idle (request threads between requests); with the fewest calls
+  any busy thread got through and the calls that failed (a pool timeout is
+  ``StoreUnavailable``).
 - ``audit.chain``: ``guardrails audit verify`` over a SQLite file, per row;
   a hostile row (surrogate, NUL, object reason) through ``SQLiteStore.append``;
   ``WithDeadline`` around ``SQLiteStore.append`` (the thread hand-off); and
@@ -61,6 +68,7 @@ from guardrails.store import (
     PostgresStore,
     SQLiteStore,
     Store,
+    StoreUnavailable,
     WithDeadline,
 )
 from guardrails.store import _chain as _chain_module
@@ -352,6 +360,77 @@ def _workers(dsn: str, quick: bool) -> list[dict[str, Any]]:
     ]
 
 
+THREADS, THREADS_POOL = 40, 4
+
+
+def _thread_calls(dsn: str, kind: str, idle: int, seconds: float) -> tuple[float, int, int]:
+    """Calls per second of ``THREADS - idle`` threads on one store while ``idle`` threads
+    that used it first do nothing, the fewest calls of one busy thread, and the calls
+    that failed."""
+    store = PostgresStore(dsn, max_size=THREADS_POOL)
+    store.audit_rows(limit=1)  # connect and migrate before the clock starts
+    busy = THREADS - idle
+    counts, failed = [0] * busy, [0] * busy
+    used, start, stop = threading.Barrier(idle + 1), threading.Barrier(busy + 1), threading.Event()
+
+    def sit(slot: int) -> None:
+        store.incr(f"idle{slot}")
+        used.wait()
+        stop.wait()
+
+    def loop(slot: int) -> None:
+        call = (lambda: store.incr(f"t{slot}")) if kind == "incr" else (lambda: store.append(_ROW))
+        start.wait()
+        while time.perf_counter() < deadline:
+            try:
+                call()
+                counts[slot] += 1
+            except StoreUnavailable:
+                failed[slot] += 1
+
+    sitting = [threading.Thread(target=sit, args=(i,)) for i in range(idle)]
+    for t in sitting:
+        t.start()
+    used.wait()
+    threads = [threading.Thread(target=loop, args=(i,)) for i in range(busy)]
+    for t in threads:
+        t.start()
+    deadline = time.perf_counter() + seconds + 0.05
+    start.wait()
+    for t in threads:
+        t.join()
+    stop.set()
+    for t in sitting:
+        t.join()
+    store.close()
+    return sum(counts) / seconds, min(counts), sum(failed)
+
+
+def _threads(dsn: str, quick: bool) -> list[dict[str, Any]]:
+    seconds, repeats = (0.5, 1) if quick else (2.0, 3)
+    rows = []
+    for idle in (0, THREADS_POOL):
+        for kind in ("incr", "append"):
+            what = "incr of its own counter" if kind == "incr" else "append"
+            name = f"{what}, {THREADS - idle} threads, max_size={THREADS_POOL}"
+            if idle:
+                name += f", {idle} more threads idle after one call each"
+            runs = sorted(_thread_calls(dsn, kind, idle, seconds) for _ in range(repeats))
+            rate, fewest, failed = runs[len(runs) // 2]  # the median run by calls per second
+            rows.append(
+                row(
+                    "audit.postgres.threads",
+                    name,
+                    1e6 / rate,
+                    ops_per_s=round(rate),
+                    fewest_calls_of_a_thread=fewest,
+                    failed_calls=failed,
+                    note="median_us is wall time per call across all busy threads",
+                )
+            )
+    return rows
+
+
 _HOSTILE = AuditRow(
     "tool_call", 1.0, "gr_\udc80\x00", "acme", "s-1", "agent", "wf-1", "lookup", "ok", "pass",
     object(),  # type: ignore[arg-type]
@@ -400,6 +479,8 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         rows.extend(_statements(scoped, quick))
     with temporary_schema(dsn) as scoped:
         rows.extend(_workers(scoped, quick))
+    with temporary_schema(dsn) as scoped:
+        rows.extend(_threads(scoped, quick))
     return rows
 
 

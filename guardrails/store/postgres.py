@@ -15,13 +15,18 @@ for async callers instead of the store threads.
 through one ``Batcher`` that commits them together; each caller still waits
 until its row is committed, so a returned call always has its row.
 
-A thread keeps the pool connection it took (and one cursor on it) between
-calls, and so does the group commit's writer: taking a connection from the
-pool and giving it back cost about as much client time as the statement it
-served. At most ``max_size - 1`` are kept, so one connection always goes
-round the other threads; a kept connection goes back to its pool when its
-thread ends, when a call on it fails (the pool replaces a broken one), and
-is closed by ``close()``.
+Connections taken from the pool stay out of it between calls, each with one
+cursor, on a list of idle ones that every thread of the store (and the group
+commit's writer) takes from, the most recently used first: taking a
+connection from the pool and giving it back cost about as much client time
+as the statement it served. No thread owns one while it does nothing. A
+thread finds none idle only when all that are out are busy; it then waits in
+the pool's ``getconn`` and is counted, and while one is counted, a connection
+whose call ends goes back to the pool, which hands it to the first waiter,
+instead of lying idle. A connection whose call failed goes back to the pool
+too (it resets it, or replaces a broken one). ``close()`` closes every
+connection out of the pool, idle or busy, and the pool. A forked child
+leaves its parent's connections alone and opens a pool of its own.
 """
 
 from __future__ import annotations
@@ -88,11 +93,15 @@ class PostgresStore:
         self._pool: Any = None
         self._pid = 0
         self._lock = threading.Lock()
-        self._local = _Local()
-        self._writer = _Keeper()
-        self._held: weakref.WeakSet[_Held] = weakref.WeakSet()
+        # Connections out of the pool (``_out``), the idle ones among them, last
+        # used on top (``_idle``), and how many threads wait in ``getconn``: all
+        # under ``_lock``, and all of the process that opened ``_pool``.
+        self._out: set[_Conn] = set()
+        self._idle: list[_Conn] = []
+        self._waiting = 0
         self._migrated = False
         self._migrating = threading.Lock()
+        _STORES.add(self)
         # The group commit of this store's audit rows: of sync callers when
         # ``group_commit``, and always of the rows ``offloop`` writes.
         self.batcher = Batcher(self._write_rows)
@@ -109,6 +118,13 @@ class PostgresStore:
         # Async callers' operations run on this many threads (``offloop``)
         # when the store has no async path.
         self.off_loop_threads = min(4, max_size)
+
+    def _forked(self) -> None:
+        """In a forked child, which has one thread: the locks may have been held by
+        threads that are not here, and the connections are the parent's, not ours
+        to use or close (the pool is replaced on first use: ``_pid``)."""
+        self._lock, self._migrating = threading.Lock(), threading.Lock()
+        self._out, self._idle, self._waiting = set(), [], 0
 
     def async_path(self) -> AsyncPath | None:
         """The async path (``async_pool=True``), or None: async callers use the store threads."""
@@ -152,48 +168,69 @@ class PostgresStore:
                 pool.close(timeout=0)
         return refused(exc)
 
-    def _drive(self, steps: sql.Steps[T], keeper: _Keeper | None = None) -> T:
-        """Run an operation's statements on the connection the thread (or ``keeper``) keeps,
-        else on one taken from the pool for this call."""
-        keeper = self._local if keeper is None else keeper
+    def _drive(self, steps: sql.Steps[T]) -> T:
+        """Run an operation's statements on the idle connection used last, else on one from
+        the pool; then keep it idle for the next call, unless a thread waits for the pool:
+        the pool hands it over. The idle ones are at most those out of the pool
+        (``max_size``): none lies idle while a thread waits, so a lower bound would only
+        add checkouts."""
         try:
             pool = self._get_pool()
-            held = keeper.held
-            if held is None or held.pool is not pool:  # a fork opens a new pool too
-                held = keeper.held = self._keep(pool, held)
-            if held is None:
-                # getconn/putconn rather than pool.connection(): the connections are in
-                # autocommit, so the context manager's commit on exit is work for nothing.
-                conn = pool.getconn()
-                try:
-                    return sql.drive(steps, _Cursor(conn.cursor()))
-                finally:
-                    pool.putconn(conn)
+            with self._lock:
+                conn = self._idle.pop() if self._idle else None
+            if conn is None or conn.pool is not pool:
+                conn = self._take(pool, conn)
             try:
-                return sql.drive(steps, held.execute)
+                found = sql.drive(steps, conn.execute)
             except BaseException:
-                keeper.held = None
-                held.give_back()  # the pool resets it, or replaces it if it is broken
+                self._give_back(conn)  # the pool resets it, or replaces it if it is broken
                 raise
+            with self._lock:
+                if not self._waiting and conn.pool is self._pool:
+                    self._idle.append(conn)
+                    return found
+            self._give_back(conn)
+            return found
         except self.errors as exc:
             raise self.unavailable(exc) from exc
 
-    def _keep(self, pool: Any, old: _Held | None) -> _Held | None:
-        """A connection of ``pool`` to keep, unless ``max_size - 1`` are kept already."""
-        if old is not None:  # of a pool replaced since (a fork, a lost server, close())
-            old.give_back()
-        pid = os.getpid()
-        with self._lock:
-            if sum(h.pid == pid for h in self._held) >= self._options["max_size"] - 1:
-                return None
-            held = _Held(pool)
-            self._held.add(held)
+    def _take(self, pool: Any, popped: _Conn | None) -> _Conn:
+        """An idle connection of ``pool``, else one from ``pool``, waited for as a counted
+        waiter (counted when it found none idle, under the same lock), so that a
+        connection whose call ends comes to it."""
+        while True:
+            if popped is not None:
+                if popped.pool is pool:
+                    return popped
+                self._give_back(popped)  # of a pool replaced since (a lost server, close())
+            with self._lock:
+                if not self._idle:
+                    self._waiting += 1
+                    break
+                popped = self._idle.pop()
         try:
-            held.take()
+            # getconn/putconn rather than pool.connection(): the connections are in
+            # autocommit, so the context manager's commit on exit is work for nothing.
+            taken = pool.getconn()
         except BaseException:
-            self._held.discard(held)
+            with self._lock:
+                self._waiting -= 1
             raise
-        return held
+        # The cursor is made once per connection: one handed round through the
+        # pool to a waiting thread comes with it (a new one costs about 8 µs).
+        conn = getattr(taken, "_guardrails_conn", None)
+        if conn is None:
+            conn = taken._guardrails_conn = _Conn(pool, taken)
+        with self._lock:
+            self._waiting -= 1
+            self._out.add(conn)
+        return conn
+
+    def _give_back(self, conn: _Conn) -> None:
+        with self._lock:
+            self._out.discard(conn)
+        with suppress(Exception):  # a closed pool closes it
+            conn.pool.putconn(conn.conn)
 
     def migrate(self) -> None:
         """Apply the schema migrations now (as the owner role, in a two-role set-up)."""
@@ -219,26 +256,23 @@ class PostgresStore:
         if rows:
             self._head = self._append_steps(sql.append_many, rows)
 
-    def _append_steps(
-        self, steps: Callable[..., sql.Steps[Head]], rows: Any, keeper: _Keeper | None = None
-    ) -> Head:
+    def _append_steps(self, steps: Callable[..., sql.Steps[Head]], rows: Any) -> Head:
         try:
-            return self._drive(steps(rows, self._head), keeper)
+            return self._drive(steps(rows, self._head))
         except StoreUnavailable as exc:
             if not collided(exc):
                 raise
         # A row written around the store took the id after the head: the
         # function chains after the newest row instead.
-        return self._drive(steps(rows, self._head, around=True), keeper)
+        return self._drive(steps(rows, self._head, around=True))
 
     def _write_rows(self, rows: list[AuditRow]) -> None:
-        # The batcher's writes, one at a time, on the connection its writer
-        # keeps whichever thread writes; one row in the plain statement,
-        # cheaper than the function call.
+        # The batcher's writes, one at a time, on an idle connection like any
+        # call's; one row in the plain statement, cheaper than the function call.
         if len(rows) == 1:
-            self._head = self._append_steps(sql.append, rows[0], self._writer)
+            self._head = self._append_steps(sql.append, rows[0])
         elif rows:
-            self._head = self._append_steps(sql.append_many, rows, self._writer)
+            self._head = self._append_steps(sql.append_many, rows)
 
     def audit_chain(
         self, *, after_id: int = 0, limit: int = 1000
@@ -301,16 +335,19 @@ class PostgresStore:
         return self._drive(sql.snapshot(key, version))
 
     def close(self) -> None:
-        """Close the pools and the kept connections (a call running on one fails: ``StoreUnavailable``)."""
+        """Close the pools and the connections out of them (a call running on one fails:
+        ``StoreUnavailable``); the next call opens a new pool."""
         if self._async is not None:
             self._async.close()
         with self._lock:
             pool, self._pool = self._pool, None
-            held, self._held = list(self._held), weakref.WeakSet()
-        for kept in held:
-            kept.close()
-        if pool is not None and self._pid == os.getpid():
-            pool.close()
+            out, self._out, self._idle = self._out, set(), []
+            ours = self._pid == os.getpid()  # a forked child's copies are its parent's
+        if ours:
+            for conn in out:
+                conn.conn.close()
+            if pool is not None:
+                pool.close()
 
     async def aclose(self) -> None:
         """``close`` for async code: the running loop's async pool is closed before it returns."""
@@ -323,6 +360,18 @@ class PostgresStore:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+_STORES: weakref.WeakSet[PostgresStore] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    for store in list(_STORES):
+        store._forked()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX: elsewhere nothing forks
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def refused(exc: BaseException) -> StoreUnavailable:
@@ -356,39 +405,10 @@ def _result(cursor: Any) -> Result:
     return Result(cursor.rowcount, cursor.fetchall() if cursor.description is not None else [])
 
 
-class _Held:
-    """A pool connection kept between calls, and the process that took it (a
-    forked child leaves its parent's connection alone: the parent still uses it)."""
+class _Conn:
+    """A connection out of the pool, with the cursor its statements run on."""
 
-    __slots__ = ("__weakref__", "conn", "execute", "pid", "pool")
+    __slots__ = ("conn", "execute", "pool")
 
-    def __init__(self, pool: Any) -> None:
-        self.pool, self.pid = pool, os.getpid()
-        self.conn: Any = None
-
-    def take(self) -> None:
-        self.conn = self.pool.getconn()
-        self.execute = _Cursor(self.conn.cursor())
-
-    def give_back(self) -> None:
-        conn, self.conn = self.conn, None
-        with suppress(Exception):  # a closed pool closes it
-            if conn is not None and self.pid == os.getpid():
-                self.pool.putconn(conn)
-
-    def close(self) -> None:
-        conn, self.conn = self.conn, None
-        if conn is not None and self.pid == os.getpid():
-            conn.close()
-
-    __del__ = give_back  # its thread ended (the thread's ``_Local`` went with it)
-
-
-class _Keeper:
-    """Where a kept connection is held: the group commit's writer's (one thread at a time)."""
-
-    held: _Held | None = None
-
-
-class _Local(threading.local, _Keeper):
-    """The connection one thread keeps."""
+    def __init__(self, pool: Any, conn: Any) -> None:
+        self.pool, self.conn, self.execute = pool, conn, _Cursor(conn.cursor())

@@ -50,3 +50,22 @@ def test_the_statement_group_reads_the_servers_time_of_each_statement(
         "append, head moved (hashed in SQL after the locked head)",
         "append_many of 8 rows, head as last seen (the client's hashes), per row",
     ]
+
+
+@pytest.mark.postgres
+def test_the_threads_group_counts_calls_of_forty_threads_on_four_connections(
+    monkeypatch: pytest.MonkeyPatch, pg_dsn: str
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    harness = importlib.import_module("_harness")
+    bench = importlib.import_module("bench_audit")
+    rows = bench._threads(pg_dsn, quick=True)
+    for row in rows:
+        harness.check_row(row)
+        assert row["ops_per_s"] > 0 and row["fewest_calls_of_a_thread"] > 0
+    assert [r["name"] for r in rows] == [
+        "incr of its own counter, 40 threads, max_size=4",
+        "append, 40 threads, max_size=4",
+        "incr of its own counter, 36 threads, max_size=4, 4 more threads idle after one call each",
+        "append, 36 threads, max_size=4, 4 more threads idle after one call each",
+    ]
