@@ -84,6 +84,9 @@ class PostgresStore:
             UnicodeEncodeError,
         )
         self.disconnected: type[BaseException] = psycopg.OperationalError
+        # A pool with no connection free in ``timeout`` is busy, not lost:
+        # ``PoolTimeout`` is an ``OperationalError`` that must not reset it.
+        self.busy: type[BaseException] = psycopg_pool.PoolTimeout
         self._options: dict[str, Any] = {
             "min_size": min_size,
             "max_size": max_size,
@@ -158,7 +161,7 @@ class PostgresStore:
 
     def unavailable(self, exc: BaseException) -> StoreUnavailable:
         """The ``StoreUnavailable`` of a backend failure ``exc`` (a lost server resets the pool)."""
-        if isinstance(exc, self.disconnected):
+        if isinstance(exc, self.disconnected) and not isinstance(exc, self.busy):
             # The server went away. A pool left alone backs off for ever longer
             # between reconnection attempts; a fresh pool connects at once when
             # the server is back.

@@ -222,6 +222,28 @@ def test_a_thread_waiting_for_the_pool_gets_a_connection_another_thread_is_done_
         assert len(store.audit_rows(limit=1000)) == 360 and verify(store).ok
 
 
+def test_a_pool_with_no_connection_free_in_time_fails_that_call_only(pg_dsn: str) -> None:
+    # The pool timing out means it is busy, not that the server went away: the
+    # call that waited fails, and the pool, with the calls running on it, stays.
+    dsn, tag = _named(pg_dsn)
+    with PostgresStore(dsn, max_size=1, timeout=0.2) as store:
+        store.incr("warm")
+        pool = store._pool
+        key = f"held-{uuid.uuid4().hex[:8]}"
+        store.incr(key, 0)
+        held: list[int] = []
+        with _counter_locked(pg_dsn, key):
+            holder = threading.Thread(target=lambda: held.append(store.incr(key)))
+            holder.start()
+            _until(lambda: len(_backends(pg_dsn, tag, waiting_on_a_lock=True)) == 1)
+            with pytest.raises(StoreUnavailable):
+                store.incr("other")  # the only connection is busy past the timeout
+            assert store._pool is pool
+        holder.join()
+        assert held == [1]  # the call that held the connection finished on it
+        assert store.incr("other") == 1 and store._pool is pool
+
+
 def test_a_thread_that_did_calls_and_sleeps_holds_no_connection(pg_dsn: str) -> None:
     # Others then hold every connection of the pool at once; a connection owned by
     # the sleeper would leave one of them waiting out the timeout.
