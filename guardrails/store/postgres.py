@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from contextlib import suppress
@@ -44,6 +45,11 @@ from ._base import AuditRow, Claim, Snapshot, StoreUnavailable
 from ._group_commit import Batcher
 from ._pg_migrate import migrate as _migrate
 from ._pg_sql import START, Batch, Head, Result, Sql
+
+# How long a connection may go from idle list to call and back without
+# passing through the pool, whose checks (``max_lifetime``, ``max_idle``, the
+# reset of a connection left in a transaction) run when it is given back.
+ROUND_TRIP_TO_POOL = 30.0
 
 if TYPE_CHECKING:
     from ._pg_async import AsyncPath
@@ -188,8 +194,9 @@ class PostgresStore:
             except BaseException:
                 self._give_back(conn)  # the pool resets it, or replaces it if it is broken
                 raise
+            fresh = time.monotonic() < conn.due
             with self._lock:
-                if not self._waiting and conn.pool is self._pool:
+                if fresh and not self._waiting and conn.pool is self._pool:
                     self._idle.append(conn)
                     return found
             self._give_back(conn)
@@ -224,6 +231,7 @@ class PostgresStore:
         conn = getattr(taken, "_guardrails_conn", None)
         if conn is None:
             conn = taken._guardrails_conn = _Conn(pool, taken)
+        conn.due = time.monotonic() + ROUND_TRIP_TO_POOL
         with self._lock:
             self._waiting -= 1
             self._out.add(conn)
@@ -411,7 +419,8 @@ def _result(cursor: Any) -> Result:
 class _Conn:
     """A connection out of the pool, with the cursor its statements run on."""
 
-    __slots__ = ("conn", "execute", "pool")
+    __slots__ = ("conn", "due", "execute", "pool")
 
     def __init__(self, pool: Any, conn: Any) -> None:
         self.pool, self.conn, self.execute = pool, conn, _Cursor(conn.cursor())
+        self.due = 0.0  # given back to the pool by then (``ROUND_TRIP_TO_POOL``)

@@ -244,6 +244,29 @@ def test_a_pool_with_no_connection_free_in_time_fails_that_call_only(pg_dsn: str
         assert store.incr("other") == 1 and store._pool is pool
 
 
+def test_an_idle_connection_goes_back_through_the_pool_once_its_round_is_due(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pool's own checks (max_lifetime, max_idle, reset) run when a
+    # connection is given back: one kept on the idle list still meets them.
+    from guardrails.store import postgres
+
+    with PostgresStore(pg_dsn, max_size=2) as store:
+        store.incr("warm")
+        taken = _stat(store, "requests_num")
+        for _ in range(20):
+            store.incr("k")
+        assert _stat(store, "requests_num") == taken  # reused from the idle list
+    monkeypatch.setattr(postgres, "ROUND_TRIP_TO_POOL", 0.0)  # due as soon as taken
+    with PostgresStore(pg_dsn, max_size=2) as store:
+        store.incr("warm")
+        taken = _stat(store, "requests_num")
+        for _ in range(20):
+            store.incr("k")
+            assert store._idle == []
+        assert _stat(store, "requests_num") == taken + 20
+
+
 def test_a_thread_that_did_calls_and_sleeps_holds_no_connection(pg_dsn: str) -> None:
     # Others then hold every connection of the pool at once; a connection owned by
     # the sleeper would leave one of them waiting out the timeout.
