@@ -341,20 +341,26 @@ class SQLiteStore:
     # -- audit ----------------------------------------------------------------
 
     def append(self, row: AuditRow, /) -> int:
-        pending = self._local.pending  # ``_head`` and ``_moved`` in one read of the thread's own
+        local = self._local
+        pending = local.pending  # ``_head`` and ``_moved`` in one read of the thread's own
         head, moved = (self._shared_head, self._shared_moved) if pending is None else pending
         last, previous = head or (0, GENESIS)
         row_id = last + 1
         row, digest = sealed(row, previous, row_id)
         if head is not None and not moved:
+            # Outside ``grouped()`` the thread's open connection is all ``_conn`` would check.
+            conn = local.conn if pending is None else None
             try:
-                self._conn().execute(_INSERT, (row_id, *row[:-1], digest))
+                (conn or self._conn()).execute(_INSERT, (row_id, *row[:-1], digest))
             except sqlite3.IntegrityError:
                 self._moved = True  # the id is taken: another writer moved the head
             except _FAILURES as exc:
                 raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
-            else:
-                self._head = (row_id, digest)
+            else:  # the ``_head`` setter, without reading the thread's state again
+                if pending is None:
+                    self._shared_head = (row_id, digest)
+                else:
+                    pending[0] = (row_id, digest)
                 return row_id
         return self._append_after_newest(row, last, previous, digest)
 
