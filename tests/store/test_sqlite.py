@@ -255,3 +255,17 @@ def test_a_child_forked_in_a_refused_pass_forgets_the_parked_connection(tmp_path
 def _resume_and_append(store: SQLiteStore, parents: list[int], queue: Any) -> None:
     store._resume()  # the inherited pass ends: its parked connection was the parent's
     _report_connection(store, parents, queue)
+
+
+def test_the_fork_hook_holds_no_store_alive(tmp_path: Path) -> None:
+    import gc
+
+    from guardrails.store import sqlite as module
+
+    store = SQLiteStore(tmp_path / "a.db")
+    store.append(AuditRow("tool_call", 1.0))
+    assert store in module._STORES
+    store.close()
+    del store
+    gc.collect()
+    assert not any(s.path == str(tmp_path / "a.db") for s in module._STORES)
