@@ -33,6 +33,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -76,8 +77,8 @@ _SELECT_CHAIN = f"SELECT id, {_COLUMNS}, hash FROM guardrails_audit"
 
 
 class _Local(threading.local):
-    """Per thread: its connection (and the process that opened it), the chain
-    head hint of its ``grouped()`` block while one is open, and its pass.
+    """Per thread: its connection, the chain head hint of its ``grouped()``
+    block while one is open, and its pass.
 
     A pass that waited for the lock in vain parks the connection (``refused``
     says why), so that its operations reach the slow path of ``_conn`` and
@@ -85,7 +86,6 @@ class _Local(threading.local):
     """
 
     conn: sqlite3.Connection | None = None
-    pid = 0
     pending: list[Any] | None = None
     passing = False
     refused: str | None = None
@@ -117,6 +117,7 @@ class SQLiteStore:
         # next append checks under the write lock (another writer may have moved on).
         self._shared_head: tuple[int, str] | None = None
         self._shared_moved = False  # the last check found the head moved: read it in SQL
+        _STORES.add(self)
 
     # -- the chain head hint ----------------------------------------------------
     # Shared by the store's threads and set only from committed rows: inside
@@ -154,7 +155,7 @@ class SQLiteStore:
     def _conn(self) -> sqlite3.Connection:
         local = self._local
         conn = local.conn
-        if conn is not None and local.pid == os.getpid():
+        if conn is not None:
             if local.pending is not None and not conn.in_transaction:
                 # SQLite rolled the group back on an error (a full disk, an I/O
                 # error): what follows would commit on its own. Nothing runs.
@@ -172,7 +173,6 @@ class SQLiteStore:
         except (sqlite3.Error, OSError) as exc:
             raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
         local.conn = conn
-        local.pid = os.getpid()
         with self._lock:
             self._connections.append(conn)
         return conn
@@ -341,20 +341,26 @@ class SQLiteStore:
     # -- audit ----------------------------------------------------------------
 
     def append(self, row: AuditRow, /) -> int:
-        pending = self._local.pending  # ``_head`` and ``_moved`` in one read of the thread's own
+        local = self._local
+        pending = local.pending  # ``_head`` and ``_moved`` in one read of the thread's own
         head, moved = (self._shared_head, self._shared_moved) if pending is None else pending
         last, previous = head or (0, GENESIS)
         row_id = last + 1
         row, digest = sealed(row, previous, row_id)
         if head is not None and not moved:
+            # Outside ``grouped()`` the thread's open connection is all ``_conn`` would check.
+            conn = local.conn if pending is None else None
             try:
-                self._conn().execute(_INSERT, (row_id, *row[:-1], digest))
+                (conn or self._conn()).execute(_INSERT, (row_id, *row[:-1], digest))
             except sqlite3.IntegrityError:
                 self._moved = True  # the id is taken: another writer moved the head
             except _FAILURES as exc:
                 raise StoreUnavailable(f"SQLite store {self.path!r}: {exc}") from exc
-            else:
-                self._head = (row_id, digest)
+            else:  # the ``_head`` setter, without reading the thread's state again
+                if pending is None:
+                    self._shared_head = (row_id, digest)
+                else:
+                    pending[0] = (row_id, digest)
                 return row_id
         return self._append_after_newest(row, last, previous, digest)
 
@@ -565,6 +571,21 @@ class SQLiteStore:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+# A forked child must not use its parent's connections (SQLite's locks are the
+# process's): once per fork, not once per operation, the forking thread (the
+# child's only one) forgets them and opens its own on next use.
+_STORES: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
+
+
+def _forget_connections_in_child() -> None:
+    for store in list(_STORES):
+        local = store._local
+        local.conn = local.parked = None
+
+
+os.register_at_fork(after_in_child=_forget_connections_in_child)
 
 
 def _locked(exc: BaseException) -> bool:

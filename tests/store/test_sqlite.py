@@ -11,6 +11,7 @@ import pytest
 
 from guardrails.store import AuditRow, SQLiteStore, StoreUnavailable, open_store
 from guardrails.store._migrations import migrations
+from guardrails.store.verify import verify
 
 LATEST = migrations("sqlite")[-1][0]
 
@@ -202,3 +203,69 @@ def test_children_forked_with_the_parents_head_hint_keep_one_chain(tmp_path: Pat
     found = verify(store)
     assert found.ok and found.rows == 102, found.line()
     store.close()
+
+
+# -- a forked child opens its own connections (os.register_at_fork, not a getpid per call) --
+
+
+def _report_connection(store: SQLiteStore, parents: list[int], queue: Any) -> None:
+    try:
+        store.append(AuditRow("tool_call", 2.0))
+        queue.put(("ok", id(store._local.conn) not in parents, store._local.parked is None))
+    except BaseException as exc:  # the parent fails the test on anything but "ok"
+        queue.put((repr(exc), False, False))
+
+
+def test_a_forked_child_opens_its_own_connection_and_the_chain_holds(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("fork")
+    store = SQLiteStore(tmp_path / "a.db")
+    store.append(AuditRow("tool_call", 1.0))
+    opened = store._local.conn
+    assert opened is not None
+    for _ in range(2):
+        queue = ctx.Queue()
+        child = ctx.Process(target=_report_connection, args=(store, [id(opened)], queue))
+        child.start()
+        assert queue.get(timeout=60) == ("ok", True, True)
+        child.join(timeout=30)
+        assert child.exitcode == 0
+        assert store._local.conn is opened  # the parent's thread keeps its own
+        store.append(AuditRow("tool_call", 3.0))  # after the head the child moved
+    assert [r.at for r in store.audit_rows()] == [1.0, 2.0, 3.0, 2.0, 3.0]
+    assert verify(store).ok
+    store.close()
+
+
+def test_a_child_forked_in_a_refused_pass_forgets_the_parked_connection(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("fork")
+    store = SQLiteStore(tmp_path / "a.db")
+    store.append(AuditRow("tool_call", 1.0))
+    opened = store._local.conn
+    queue = ctx.Queue()
+    with store.one_pass():
+        store._refuse("locked")  # as a wait for the lock that ran out parks the connection
+        child = ctx.Process(target=_resume_and_append, args=(store, [id(opened)], queue))
+        child.start()
+        assert queue.get(timeout=60) == ("ok", True, True)
+        child.join(timeout=30)
+    assert store._local.conn is opened
+    store.close()
+
+
+def _resume_and_append(store: SQLiteStore, parents: list[int], queue: Any) -> None:
+    store._resume()  # the inherited pass ends: its parked connection was the parent's
+    _report_connection(store, parents, queue)
+
+
+def test_the_fork_hook_holds_no_store_alive(tmp_path: Path) -> None:
+    import gc
+
+    from guardrails.store import sqlite as module
+
+    store = SQLiteStore(tmp_path / "a.db")
+    store.append(AuditRow("tool_call", 1.0))
+    assert store in module._STORES
+    store.close()
+    del store
+    gc.collect()
+    assert not any(s.path == str(tmp_path / "a.db") for s in module._STORES)
