@@ -90,9 +90,9 @@ class PostgresStore:
             UnicodeEncodeError,
         )
         self.disconnected: type[BaseException] = psycopg.OperationalError
-        # A pool with no connection free in ``timeout`` is busy, not lost:
-        # ``PoolTimeout`` is an ``OperationalError`` that must not reset it.
-        self.busy: type[BaseException] = psycopg_pool.PoolTimeout
+        # ``PoolTimeout`` is an ``OperationalError``: whether it means a busy pool
+        # or a lost server is decided by ``_busy``.
+        self.timed_out: type[BaseException] = psycopg_pool.PoolTimeout
         self._options: dict[str, Any] = {
             "min_size": min_size,
             "max_size": max_size,
@@ -167,7 +167,7 @@ class PostgresStore:
 
     def unavailable(self, exc: BaseException) -> StoreUnavailable:
         """The ``StoreUnavailable`` of a backend failure ``exc`` (a lost server resets the pool)."""
-        if isinstance(exc, self.disconnected) and not isinstance(exc, self.busy):
+        if isinstance(exc, self.disconnected) and not self._busy(exc):
             # The server went away. A pool left alone backs off for ever longer
             # between reconnection attempts; a fresh pool connects at once when
             # the server is back.
@@ -176,6 +176,22 @@ class PostgresStore:
             if pool is not None and self._pid == os.getpid():
                 pool.close(timeout=0)
         return refused(exc)
+
+    def _busy(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is a pool timeout while every connection the pool may open is out.
+
+        Then calls hold them all: the one that waited fails, and the pool, with the
+        calls running on it, stays. A timeout with a connection left to open means
+        the pool cannot reach the server; kept, its reconnection attempts, ever
+        further apart, would leave the store unavailable long after the server is
+        back, so it is reset like a lost connection.
+        """
+        if not isinstance(exc, self.timed_out):
+            return False
+        with self._lock:
+            pool = self._pool
+            out = sum(1 for conn in self._out if conn.pool is pool)
+        return pool is not None and out >= self._options["max_size"]
 
     def _drive(self, steps: sql.Steps[T]) -> T:
         """Run an operation's statements on the idle connection used last, else on one from

@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg_pool
 import pytest
 
 from guardrails import EscapeReason, Guardrails, Outcome, tool
@@ -235,6 +236,25 @@ def test_a_postgres_server_stopped_and_restarted_during_a_run(cluster: Cluster) 
     tools = [(r.kind, r.tool, r.outcome) for r in audit.rows()]
     assert tools.count(("tool_call", "send_invoice", "ok")) == 2
     assert ("paid_call", "paid_call", "ok") in tools
+    store.close()
+
+
+@pytest.mark.postgres
+def test_a_pool_that_cannot_reach_the_server_is_not_kept(cluster: Cluster) -> None:
+    # Kept, a pool retries ever further apart (1 s, 2 s, 4 s...): after an outage
+    # of a few seconds, calls failed with PoolTimeout for seconds after the server
+    # was back (the test above, on a loaded machine).
+    store = PostgresStore(cluster.dsn, timeout=0.2, connect_timeout=1)
+    assert store.incr("k") == 1
+    cluster.stop()
+    with pytest.raises(StoreUnavailable):
+        store.incr("k")  # the idle connection is lost: the pool is reset
+    with pytest.raises(StoreUnavailable) as timed_out:
+        store.incr("k")  # a fresh pool that cannot connect in time
+    assert isinstance(timed_out.value.__cause__, psycopg_pool.PoolTimeout)
+    assert store._pool is None  # reset too: the next call's pool connects at once
+    cluster.start()
+    assert store.incr("k") == 2
     store.close()
 
 
