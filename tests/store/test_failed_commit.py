@@ -23,9 +23,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +34,11 @@ from guardrails.audit import AuditLog
 from guardrails.effects import PaidCall, Usage
 from guardrails.effects._leases import renewer
 from guardrails.store import AuditRow, SQLiteStore, StoreUnavailable, offloop
-from guardrails.store.offloop import OffLoop, off_loop
+from guardrails.store.offloop import off_loop
 from guardrails.store.steps import Steps, aperform, arun, call
 from guardrails.store.verify import verify
 from tests.store._faulty import Plan, faulty
+from tests.store._passes import one_pass
 
 SETTLEMENT = "DELETE FROM guardrails_leases WHERE key = ? AND holder = ?"
 RESERVATION = "INSERT INTO guardrails_leases"
@@ -65,31 +64,6 @@ def _jobs(store: SQLiteStore, tag: str) -> list[Any]:
     ]
 
 
-async def _one_pass(
-    runner: OffLoop, make_jobs: Callable[[], list[Any]], before: Callable[[], None] = lambda: None
-) -> list[Any]:
-    """The jobs ``make_jobs`` makes, queued while the store thread is held, so that
-    they make one pass (made only then: some queue their job when called; ``before``
-    runs just before the pass starts)."""
-    started, gate = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        started.set()
-        gate.wait()
-
-    held = asyncio.ensure_future(runner.run(hold))
-    while not started.is_set():
-        await asyncio.sleep(0.001)
-    jobs = make_jobs()
-    tasks = [asyncio.ensure_future(job) for job in jobs]
-    while len(runner._queue) < len(jobs):
-        await asyncio.sleep(0.001)
-    before()
-    gate.set()
-    await held
-    return await asyncio.gather(*tasks, return_exceptions=True)
-
-
 def _nothing_but_the_first_row(path: Path) -> None:
     conn = sqlite3.connect(path)
     tables = ("guardrails_budgets", "guardrails_leases", "guardrails_counters")
@@ -110,7 +84,7 @@ async def test_every_caller_of_a_pass_whose_commit_fails_is_told_and_the_pass_le
         runner = off_loop(store)
         assert runner is not None
         plan.fail = 1
-        results = await _one_pass(runner, lambda: _jobs(store, "failed"))
+        results = await one_pass(runner, lambda: _jobs(store, "failed"))
         assert plan.failed == 1
         # Every caller is told, the jobs that answer failures themselves too:
         # what they decided was decided on answers that were rolled back.
@@ -123,7 +97,7 @@ async def test_every_caller_of_a_pass_whose_commit_fails_is_told_and_the_pass_le
         assert store._shared_head == head  # no hint of a row that was not committed
         assert not offloop._waking(asyncio.get_running_loop()).inbox
         # The thread goes on: the next pass commits, the chain goes on from the head.
-        results = await _one_pass(runner, lambda: _jobs(store, "next"))
+        results = await one_pass(runner, lambda: _jobs(store, "next"))
         assert results == [True] * 4 + [None] * 4 + ["counted"] * 2 + [1, True]
         rows = store.audit_rows()
         assert [(r.call_id) for r in rows] == ["before", "next0", "next1", "next2", "next3"]
@@ -143,11 +117,11 @@ def _commit_past_a_file_size_limit(path: Path) -> None:
         largest = max(os.path.getsize(f) for f in path.parent.iterdir())
         resource.setrlimit(resource.RLIMIT_FSIZE, (largest, resource.RLIM_INFINITY))
 
-    results = asyncio.run(_one_pass(runner, lambda: _jobs(store, "failed"), limit))
+    results = asyncio.run(one_pass(runner, lambda: _jobs(store, "failed"), limit))
     resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY,) * 2)
     assert len(results) == 12 and all(isinstance(r, StoreUnavailable) for r in results)
     _nothing_but_the_first_row(path)
-    results = asyncio.run(_one_pass(runner, lambda: _jobs(store, "next")))
+    results = asyncio.run(one_pass(runner, lambda: _jobs(store, "next")))
     assert results == [True] * 4 + [None] * 4 + ["counted"] * 2 + [1, True]
     assert verify(store).ok
     store.close()

@@ -10,11 +10,9 @@ of which would have waited ``busy_timeout`` for the lock.
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ import pytest
 from guardrails.store import AuditRow, SQLiteStore, StoreUnavailable, offloop
 from guardrails.store.offloop import OffLoop, off_loop
 from guardrails.store.steps import Steps, aperform, arun, call
+from tests.store._passes import one_pass
 
 _LOCKER = """
 import sqlite3, sys
@@ -100,27 +99,6 @@ def _jobs(store: SQLiteStore, runner: OffLoop, guard_first: bool) -> list[Any]:
     return [guard, *store_work] if guard_first else [*store_work[:10], guard, *store_work[10:]]
 
 
-async def _one_pass(runner: OffLoop, make_jobs: Callable[[], list[Any]]) -> list[Any]:
-    """The jobs ``make_jobs`` makes, queued while the store thread is held, so that
-    they make one pass (made only then: some queue their job when called)."""
-    started, gate = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        started.set()
-        gate.wait()
-
-    held = asyncio.ensure_future(runner.run(hold))
-    while not started.is_set():
-        await asyncio.sleep(0.001)
-    jobs = make_jobs()
-    tasks = [asyncio.ensure_future(job) for job in jobs]
-    while len(runner._queue) < len(jobs):
-        await asyncio.sleep(0.001)
-    gate.set()
-    await held
-    return await asyncio.gather(*tasks, return_exceptions=True)
-
-
 @pytest.mark.parametrize("guard_first", [False, True], ids=["transaction-first", "guard-first"])
 async def test_a_pass_on_a_file_another_process_locks_waits_once_then_fails_every_operation(
     tmp_path: Path, guard_first: bool
@@ -132,7 +110,7 @@ async def test_a_pass_on_a_file_another_process_locks_waits_once_then_fails_ever
     assert len(store._connections) == 1
     traced = Traced(store)
     with locked_by_another_process(tmp_path / "a.db"):
-        results = await _one_pass(runner, lambda: _jobs(store, runner, guard_first))
+        results = await one_pass(runner, lambda: _jobs(store, runner, guard_first))
         attempts = traced.lock_attempts()
     # One statement met the lock (the pass's BEGIN IMMEDIATE, or the guard's
     # write before it); every other operation of the pass failed without waiting.
@@ -142,7 +120,7 @@ async def test_a_pass_on_a_file_another_process_locks_waits_once_then_fails_ever
     failed = [r for r in results if r != "escape"]
     assert len(failed) == 17 and all(isinstance(r, StoreUnavailable) for r in failed)
     # The next pass, once the lock is free, works: the refusal ended with the pass.
-    results = await _one_pass(runner, lambda: _jobs(store, runner, guard_first))
+    results = await one_pass(runner, lambda: _jobs(store, runner, guard_first))
     assert results.count("counted") == 4 and [r is True for r in results].count(True) == 8
     assert store.incr("counted", 0) == 4 and store.incr("guard", 0) == 1
     assert [store.budget(f"k{i}") for i in range(8)] == [(0, 1)] * 8
