@@ -7,6 +7,7 @@ escape, and every call that returned has its row.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import glob
 import multiprocessing
@@ -27,6 +28,7 @@ from guardrails import EscapeReason, Guardrails, Outcome, tool
 from guardrails.audit import AuditLog
 from guardrails.effects import PaidCall, Usage
 from guardrails.store import PostgresStore, SQLiteStore, Store, StoreUnavailable
+from guardrails.store.steps import arun
 from guardrails.store.testing import postgres_required
 
 _ctx = multiprocessing.get_context("fork")
@@ -255,6 +257,26 @@ def test_a_pool_that_cannot_reach_the_server_is_not_kept(cluster: Cluster) -> No
     assert store._pool is None  # reset too: the next call's pool connects at once
     cluster.start()
     assert store.incr("k") == 2
+    store.close()
+
+
+@pytest.mark.postgres
+def test_the_async_pool_path_works_again_as_soon_as_the_server_is_back(cluster: Cluster) -> None:
+    # The lost connection discards the loop's pool; each later call opens a new
+    # one, so no pool backing off between reconnection attempts is kept.
+    store = PostgresStore(cluster.dsn, timeout=0.2, connect_timeout=1, async_pool=True)
+
+    async def outage() -> None:
+        assert await arun(store, "incr", "k") == 1
+        cluster.stop()
+        for _ in range(3):
+            with pytest.raises(StoreUnavailable):
+                await arun(store, "incr", "k")
+        cluster.start()
+        assert await arun(store, "incr", "k") == 2
+        await store.aclose()
+
+    asyncio.run(outage())
     store.close()
 
 
