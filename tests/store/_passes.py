@@ -7,7 +7,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from guardrails.store import StoreUnavailable
 from guardrails.store.offloop import OffLoop
+from guardrails.store.steps import Steps, call
 
 
 async def one_pass(
@@ -37,3 +39,12 @@ async def one_pass(
     gate.set()
     await held
     return await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def counted() -> Steps[str]:
+    """A job that answers a failed operation itself, as a fail-open hook does."""
+    try:
+        yield call("incr", "counted")
+    except StoreUnavailable:
+        return "escape"
+    return "counted"

@@ -35,23 +35,14 @@ from guardrails.effects import PaidCall, Usage
 from guardrails.effects._leases import renewer
 from guardrails.store import AuditRow, SQLiteStore, StoreUnavailable, offloop
 from guardrails.store.offloop import off_loop
-from guardrails.store.steps import Steps, aperform, arun, call
+from guardrails.store.steps import aperform, arun
 from guardrails.store.verify import verify
 from tests.store._faulty import Plan, faulty
-from tests.store._passes import one_pass
+from tests.store._passes import counted, one_pass
 
 SETTLEMENT = "DELETE FROM guardrails_leases WHERE key = ? AND holder = ?"
 RESERVATION = "INSERT INTO guardrails_leases"
 COST = 0.25
-
-
-def counted() -> Steps[str]:
-    """A job that answers a failed operation itself, as a fail-open hook does."""
-    try:
-        yield call("incr", "counted")
-    except StoreUnavailable:
-        return "escape"
-    return "counted"
 
 
 def _jobs(store: SQLiteStore, tag: str) -> list[Any]:

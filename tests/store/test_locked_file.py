@@ -21,8 +21,8 @@ import pytest
 
 from guardrails.store import AuditRow, SQLiteStore, StoreUnavailable, offloop
 from guardrails.store.offloop import OffLoop, off_loop
-from guardrails.store.steps import Steps, aperform, arun, call
-from tests.store._passes import one_pass
+from guardrails.store.steps import aperform, arun
+from tests.store._passes import counted, one_pass
 
 _LOCKER = """
 import sqlite3, sys
@@ -64,15 +64,6 @@ class Traced:
     def lock_attempts(self) -> list[str]:
         """Statements that need the write lock: each waits ``busy_timeout`` for it."""
         return [s for s in self.statements if not s.startswith(("SELECT", "ROLLBACK"))]
-
-
-def counted() -> Steps[str]:
-    """A job that answers a failure itself, as a fail-open hook does."""
-    try:
-        yield call("incr", "counted")
-    except StoreUnavailable:
-        return "escape"
-    return "counted"
 
 
 def _jobs(store: SQLiteStore, runner: OffLoop, guard_first: bool) -> list[Any]:
