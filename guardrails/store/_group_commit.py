@@ -37,24 +37,38 @@ W = TypeVar("W", bound=Waiter)
 class Pending(Generic[W]):
     """Rows waiting to be committed, their waiters, and whether a write is under way."""
 
-    __slots__ = ("rows", "waiters", "writing")
+    __slots__ = ("rows", "sizes", "waiters", "writing")
 
     def __init__(self) -> None:
         self.rows: list[AuditRow] = []
         self.waiters: list[W] = []
+        self.sizes: list[int] = []  # how many of ``rows`` each waiter queued
         self.writing = False
 
     def put(self, rows: list[AuditRow], waiter: W) -> None:
         self.rows += rows
         self.waiters.append(waiter)
+        self.sizes.append(len(rows))
 
-    def take(self) -> tuple[list[AuditRow], list[W]] | None:
-        """Everything queued, for the caller to write; None if a write is under way or nothing waits."""
+    def take(self, most: int | None = None) -> tuple[list[AuditRow], list[W]] | None:
+        """What is queued, for the caller to write; None if a write is under way or nothing
+        waits. ``most``: the rows of the first waiters only, as many as fit in ``most``
+        rows (a waiter's rows are never split; the first waiter's always go)."""
         if self.writing or not self.rows:
             return None
-        taken = self.rows, self.waiters
-        self.rows, self.waiters = [], []
         self.writing = True
+        if most is None or len(self.rows) <= most:
+            taken = self.rows, self.waiters
+            self.rows, self.waiters, self.sizes = [], [], []
+            return taken
+        count, waiters = self.sizes[0], 1
+        for size in self.sizes[1:]:
+            if count + size > most:
+                break
+            count, waiters = count + size, waiters + 1
+        taken = self.rows[:count], self.waiters[:waiters]
+        self.rows, self.waiters = self.rows[count:], self.waiters[waiters:]
+        del self.sizes[:waiters]
         return taken
 
     def written(self, waiters: list[W], error: BaseException | None) -> None:
@@ -221,11 +235,20 @@ def _after_fork() -> None:
 os.register_at_fork(after_in_child=_after_fork)
 
 
-class AsyncBatcher:
-    """Group commit for the tasks of one event loop: a writer task writes what they queued."""
+ASYNC_WRITE_ROWS = 64
+"""The most rows one write of an ``AsyncBatcher`` takes: it seals and encodes them on the
+loop's thread, about 20 µs a row, so a larger write would hold the loop for milliseconds."""
 
-    def __init__(self, write: Callable[[list[AuditRow]], Awaitable[Any]]) -> None:
+
+class AsyncBatcher:
+    """Group commit for the tasks of one event loop: a writer task writes what they queued,
+    ``most`` rows at a time (the rest go in the next write, the loop served in between)."""
+
+    def __init__(
+        self, write: Callable[[list[AuditRow]], Awaitable[Any]], most: int = ASYNC_WRITE_ROWS
+    ) -> None:
         self._write = write
+        self._most = most
         self._pending: Pending[Waiter] = Pending()
         self._writer: asyncio.Task[None] | None = None
 
@@ -243,7 +266,7 @@ class AsyncBatcher:
 
     async def _write_all(self) -> None:
         try:
-            while (taken := self._pending.take()) is not None:
+            while (taken := self._pending.take(self._most)) is not None:
                 error: BaseException | None = None
                 try:
                     await self._write(taken[0])

@@ -82,20 +82,10 @@ SETTLE = (
     "RETURNING spent"
 )
 BUDGET = "SELECT spent, reserved FROM guardrails_budgets WHERE key = %s"
-# Give back what expired leases held; the UPDATE locks the budget row.
-EXPIRE_LEASES = (
-    "WITH gone AS (DELETE FROM guardrails_leases WHERE key = %s AND expires_at <= %s "
-    "RETURNING amount) UPDATE guardrails_budgets SET reserved = reserved - "
-    "(SELECT COALESCE(SUM(amount), 0) FROM gone) WHERE key = %s"
-)
-# The reservation and its lease in one statement: a lease row only if admitted.
-RESERVE_LEASED = (
-    "WITH admitted AS (UPDATE guardrails_budgets SET reserved = reserved + %s "
-    "WHERE key = %s AND spent + reserved < %s AND spent + reserved + %s <= %s RETURNING key) "
-    "INSERT INTO guardrails_leases AS l (key, holder, amount, expires_at) "
-    "SELECT key, %s, %s, %s FROM admitted ON CONFLICT (key, holder) DO UPDATE SET "
-    "amount = l.amount + excluded.amount, expires_at = excluded.expires_at RETURNING 1"
-)
+# A leased reservation (create the budget row, give back what expired leases held,
+# reserve and lease if the cap admits it) in one function of migration 4:
+# one statement, one round trip, one commit.
+RESERVE_LEASED_FUNCTION = "SELECT guardrails_reserve_leased(%s, %s, %s, %s, %s, %s)"
 RENEW = "UPDATE guardrails_leases SET expires_at = %s WHERE holder = %s"
 SETTLE_LEASED = (
     "WITH held AS (DELETE FROM guardrails_leases WHERE key = %s AND holder = %s "
@@ -272,16 +262,10 @@ def budget(key: str) -> Steps[tuple[int, int]]:
 def reserve_leased(
     key: str, holder: str, amount: int, cap: int, now: float, until: float
 ) -> Steps[bool]:
-    # Create the row, give back what expired leases held (the UPDATE locks the
-    # budget row), then reserve and lease: one transaction, one round trip.
-    answers = yield Batch(
-        (
-            Sql(BUDGET_ROW, (key,)),
-            Sql(EXPIRE_LEASES, (key, now, key)),
-            Sql(RESERVE_LEASED, (amount, key, cap, amount, cap, holder, amount, until)),
-        )
-    )
-    return answers[2].first() is not None
+    # Create the row, give back what expired leases held (which locks the budget
+    # row), then reserve and lease: the function of migration 4, one statement.
+    found = yield Sql(RESERVE_LEASED_FUNCTION, (key, holder, amount, cap, now, until))
+    return bool(found.rows[0][0])
 
 
 def renew_leases(holder: str, until: float) -> Steps[int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import multiprocessing
 import os
 import random
@@ -13,9 +14,11 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from guardrails.store import AuditRow, StoreUnavailable
-from guardrails.store._group_commit import AsyncBatcher, Batcher, _Thread
+from guardrails.store._group_commit import AsyncBatcher, Batcher, Pending, _Thread
 
 
 def _row(i: int) -> AuditRow:
@@ -125,6 +128,61 @@ async def test_a_failed_async_write_fails_every_task_in_it() -> None:
     )
     assert all(isinstance(r, StoreUnavailable) for r in results)  # queued together: one write
     await batcher.commit([_row(9)])  # alone, it is written
+
+
+@given(
+    sizes=st.lists(st.integers(min_value=1, max_value=12), min_size=1, max_size=40),
+    most=st.integers(min_value=1, max_value=30),
+)
+def test_bounded_takes_keep_order_never_split_a_caller_and_take_everything(
+    sizes: list[int], most: int
+) -> None:
+    pending: Pending[Any] = Pending()
+    queued: list[tuple[int, list[AuditRow]]] = []
+    n = 0
+    for waiter, size in enumerate(sizes):
+        rows = [_row(n + i) for i in range(size)]
+        n += size
+        queued.append((waiter, rows))
+        pending.put(rows, waiter)
+    takes: list[tuple[list[AuditRow], list[Any]]] = []
+    while (taken := pending.take(most)) is not None:
+        assert pending.take(most) is None  # one write at a time
+        takes.append(taken)
+        pending.written([], None)
+    bounded = sum(1 for rows, _ in takes if len(rows) > most)
+    assert bounded == sum(1 for rows, waiters in takes if len(waiters) == 1 and len(rows) > most)
+    # Every take that could hold one more caller's rows within ``most`` did.
+    for (rows, _), (_, following) in itertools.pairwise(takes):
+        assert len(rows) + sizes[following[0]] > most
+    assert [w for _, waiters in takes for w in waiters] == list(range(len(sizes)))
+    assert [r for rows, _ in takes for r in rows] == [r for _, rows in queued for r in rows]
+    for rows, waiters in takes:  # a caller's rows all in its take
+        assert len(rows) == sum(sizes[w] for w in waiters)
+    assert pending.sizes == [] and pending.rows == [] and pending.waiters == []
+
+
+async def test_the_async_writer_takes_at_most_its_bound_and_serves_the_loop_between() -> None:
+    batches: list[int] = []
+    ticks = 0
+
+    async def write(rows: list[AuditRow]) -> None:
+        batches.append(len(rows))
+        await asyncio.sleep(0)
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    batcher = AsyncBatcher(write, most=16)
+    ticking = asyncio.create_task(ticker())
+    await asyncio.gather(*(batcher.commit([_row(i)]) for i in range(100)))
+    await asyncio.gather(*(batcher.commit([_row(i), _row(i + 1)]) for i in range(0, 40, 2)))
+    ticking.cancel()
+    assert sum(batches) == 140 and max(batches) == 16
+    assert ticks >= len(batches)  # the loop ran other tasks between the writes
 
 
 # -- who wakes, and who writes next -----------------------------------------------------------

@@ -1,0 +1,182 @@
+"""PostgreSQL leased reservations in one statement (the function of migration 4).
+
+On a real server: the store sends one statement per reservation; a schema of
+version 3 is upgraded in place while a process of the previous release, which
+sends its three statements in one transaction, keeps reserving on the same
+budget, and together they never pass the cap; expired leases are given back
+exactly once however many reservations race for them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+from guardrails.store import PostgresStore
+from guardrails.store import _pg_sql as sql
+from guardrails.store._migrations import migrations
+
+pytestmark = pytest.mark.postgres
+
+# What a process of the previous release sends for one leased reservation, in
+# one transaction (version 3 of the schema): create the budget row, give back
+# what expired leases held, reserve and lease if the cap admits it.
+_PREVIOUS_RELEASE = (
+    "INSERT INTO guardrails_budgets (key) VALUES (%(key)s) ON CONFLICT DO NOTHING",
+    "WITH gone AS (DELETE FROM guardrails_leases WHERE key = %(key)s AND expires_at <= %(now)s "
+    "RETURNING amount) UPDATE guardrails_budgets SET reserved = reserved - "
+    "(SELECT COALESCE(SUM(amount), 0) FROM gone) WHERE key = %(key)s",
+    "WITH admitted AS (UPDATE guardrails_budgets SET reserved = reserved + %(amount)s "
+    "WHERE key = %(key)s AND spent + reserved < %(cap)s "
+    "AND spent + reserved + %(amount)s <= %(cap)s RETURNING key) "
+    "INSERT INTO guardrails_leases AS l (key, holder, amount, expires_at) "
+    "SELECT key, %(holder)s, %(amount)s, %(until)s FROM admitted "
+    "ON CONFLICT (key, holder) DO UPDATE SET "
+    "amount = l.amount + excluded.amount, expires_at = excluded.expires_at RETURNING 1",
+)
+
+
+def _previous_release_reserve(
+    conn: Any, key: str, holder: str, amount: int, cap: int, now: float, until: float
+) -> bool:
+    values = {"key": key, "holder": holder, "amount": amount, "cap": cap}
+    values.update(now=now, until=until)
+    with conn.transaction():
+        for statement in _PREVIOUS_RELEASE[:-1]:
+            conn.execute(statement, values)
+        return conn.execute(_PREVIOUS_RELEASE[-1], values).fetchone() is not None
+
+
+def _budget(dsn: str, key: str) -> tuple[int, int, int]:
+    """(spent, reserved, sum of the key's leases), read straight from the tables."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        spent, reserved = conn.execute(
+            "SELECT spent, reserved FROM guardrails_budgets WHERE key = %s", (key,)
+        ).fetchone() or (0, 0)
+        (leased,) = conn.execute(
+            "SELECT COALESCE(SUM(amount), 0) FROM guardrails_leases WHERE key = %s", (key,)
+        ).fetchone()
+    return int(spent), int(reserved), int(leased)
+
+
+def test_a_leased_reservation_is_one_statement() -> None:
+    steps = sql.reserve_leased("k", "h", 5, 10, 1.0, 2.0)
+    sent = next(steps)
+    assert isinstance(sent, sql.Sql)
+    assert sent.params == ("k", "h", 5, 10, 1.0, 2.0)
+    with pytest.raises(StopIteration) as done:
+        steps.send(sql.Result(1, [(True,)]))
+    assert done.value.value is True
+
+
+def test_the_function_gives_the_same_answers_as_the_previous_release(pg_dsn: str) -> None:
+    """The same sequence of reservations on two keys, one through each path: the same
+    admissions and the same rows, expired leases given back included."""
+    import psycopg
+
+    cases = [  # holder, amount, cap, now, until
+        ("a", 4, 10, 0.0, 5.0),
+        ("b", 4, 10, 1.0, 5.0),
+        ("c", 4, 10, 2.0, 5.0),  # refused: 8 held, 12 > 10
+        ("a", 1, 10, 3.0, 9.0),  # the same holder again: its lease grows
+        ("d", 5, 10, 6.0, 9.0),  # b's lease expired at 5: given back first (a's runs to 9)
+        ("e", 0, 10, 6.5, 9.0),  # nothing left under the cap, even for nothing
+        ("f", 1, 3, 7.0, 9.0),  # a lower cap than what is held: refused
+    ]
+    with PostgresStore(pg_dsn) as store:
+        store.audit_rows(limit=1)  # the schema
+        answers_new = [store.reserve_leased("new", *case) for case in cases]
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        answers_old = [_previous_release_reserve(conn, "old", *case) for case in cases]
+        leases = {
+            key: conn.execute(
+                "SELECT holder, amount, expires_at FROM guardrails_leases WHERE key = %s "
+                "ORDER BY holder",
+                (key,),
+            ).fetchall()
+            for key in ("new", "old")
+        }
+    assert answers_new == answers_old == [True, True, False, True, True, False, False]
+    assert _budget(pg_dsn, "new") == _budget(pg_dsn, "old") == (0, 10, 10)
+    assert leases["new"] == leases["old"] == [("a", 5, 9.0), ("d", 5, 9.0)]
+
+
+def test_an_upgrade_while_the_previous_release_reserves_never_passes_the_cap(
+    pg_dsn: str,
+) -> None:
+    import psycopg
+
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE guardrails_schema (version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION)"
+        )
+        for version, script in migrations("postgres")[:3]:
+            conn.execute(script.encode())
+            conn.execute("INSERT INTO guardrails_schema VALUES (%s, 0)", (version,))
+    cap, attempts, threads = 40, 25, 4
+    admitted: list[bool] = []
+    lock = threading.Lock()
+    start = threading.Barrier(2 * threads)
+
+    def old_process() -> None:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            start.wait()
+            for _ in range(attempts):
+                ok = _previous_release_reserve(conn, "k", uuid.uuid4().hex, 1, cap, 0.0, 1e12)
+                with lock:
+                    admitted.append(ok)
+
+    with PostgresStore(pg_dsn, max_size=threads) as store:
+
+        def new_process() -> None:
+            start.wait()
+            for _ in range(attempts):
+                ok = store.reserve_leased("k", uuid.uuid4().hex, 1, cap, 0.0, 1e12)
+                with lock:
+                    admitted.append(ok)
+
+        workers = [threading.Thread(target=old_process) for _ in range(threads)]
+        workers += [threading.Thread(target=new_process) for _ in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=120)
+        assert not any(worker.is_alive() for worker in workers)
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            versions = conn.execute("SELECT version FROM guardrails_schema ORDER BY 1").fetchall()
+    assert versions == [(version,) for version, _ in migrations("postgres")]
+    assert len(admitted) == 2 * threads * attempts
+    assert admitted.count(True) == cap  # 200 attempts of 1 on a cap of 40
+    assert _budget(pg_dsn, "k") == (0, cap, cap)
+
+
+def test_expired_leases_are_given_back_once_however_many_reservations_race(
+    pg_dsn: str,
+) -> None:
+    """Ten leases of 3 expire; eight threads then reserve 1 each at once, each of them
+    entitled to give the expired leases back: they are given back once in all."""
+    with PostgresStore(pg_dsn, max_size=8) as store:
+        for n in range(10):
+            assert store.reserve_leased("k", f"gone-{n}", 3, 30, 0.0, 1.0)
+        assert _budget(pg_dsn, "k") == (0, 30, 30)
+        assert not store.reserve_leased("k", "early", 1, 30, 0.5, 2.0)  # not expired yet
+        start = threading.Barrier(8)
+        answers: list[bool] = []
+
+        def reserve(n: int) -> None:
+            start.wait()
+            answers.append(store.reserve_leased("k", f"new-{n}", 1, 30, time.time(), 1e12))
+
+        workers = [threading.Thread(target=reserve, args=(n,)) for n in range(8)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=60)
+    assert answers == [True] * 8
+    assert _budget(pg_dsn, "k") == (0, 8, 8)
