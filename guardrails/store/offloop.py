@@ -12,8 +12,15 @@ iterations, not run back to back. ``drain()`` waits until everything queued so f
 exit, for the operations of tasks cancelled while they waited: those still
 complete).
 
-SQLite gets one thread (its writes are serialised by the file lock anyway),
-PostgreSQL one per connection it may hold, up to four. A store that can run
+Store work alone (``store_only``: the steps of a reservation or a settlement,
+audit rows) runs on one thread per store, pass after pass. PostgreSQL, which
+may hold several connections, also gets up to three more threads for the
+jobs that are not store work alone (a guard reading the store), so a slow
+guard holds up no store work; SQLite runs everything on its one thread (its
+writes are serialised by the file lock anyway). One thread for the store
+work, not one per connection: the threads of a process share one
+interpreter with the event loop's, and four of them running psycopg at once
+kept the loop waiting for it for milliseconds. A store that can run
 a thread's operations in one transaction (``SQLiteStore.grouped``) runs each
 pass's store-only work in one: the thread takes everything queued, runs it,
 commits once, then answers; a job that is not store work alone
@@ -30,6 +37,7 @@ import contextvars
 import logging
 import os
 import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -45,7 +53,11 @@ T = TypeVar("T")
 log = logging.getLogger("guardrails")
 
 _MAX_BATCH = 128
-WAKE_CHUNK = 16
+ROWS_PER_WRITE = 32
+"""The most audit rows one write takes on a store that cannot group a pass (PostgreSQL):
+a write seals and encodes its rows while holding the interpreter, about 20 µs a row, so
+the event loop's thread may wait that long for it."""
+WAKE_CHUNK = 8
 """The most callers one iteration of the event loop wakes with their answers."""
 
 
@@ -76,9 +88,17 @@ class _Job:
 class OffLoop:
     """Runs the operations of one store on its own threads, for async callers."""
 
-    def __init__(self, store: Any, threads: int = 1) -> None:
+    def __init__(self, store: Any, threads: int = 1, *, others: bool = False) -> None:
         self.store = store
-        self.threads = threads
+        # Store work alone (``store_only``: steps, audit rows; short, with bounded
+        # waits) runs on one thread, pass after pass. With more threads allowed, the
+        # rest run the jobs that are not store work alone (a guard reading the store)
+        # in a lane of their own: a slow guard holds up no store work, and the store
+        # work's thread shares the interpreter with no other store thread.
+        self.threads = threads if others else 1
+        self.others: OffLoop | None = (
+            OffLoop(store, threads - 1, others=True) if threads > 1 and not others else None
+        )
         # Rows are committed through the store's own group commit when it has
         # one (its sync callers' rows then share the commits), else through ours.
         found = getattr(store, "batcher", None)
@@ -129,6 +149,8 @@ class OffLoop:
         what ``asyncio.shield`` and a done callback would do, without their
         future, closures and contexts for every call.
         """
+        if not store_only and self.others is not None:
+            return self.others.submit(fn, *args, lost=lost)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         context = contextvars.copy_context()
@@ -146,8 +168,14 @@ class OffLoop:
         """Wait until every job queued so far is done; False if ``timeout`` passed first."""
         if self._pid != os.getpid():
             return True
+        start = time.monotonic()
         with self._cond:
-            return self._cond.wait_for(lambda: not self._queue and not self._busy, timeout)
+            if not self._cond.wait_for(lambda: not self._queue and not self._busy, timeout):
+                return False
+        if self.others is None:
+            return True
+        left = None if timeout is None else max(0.0, timeout - (time.monotonic() - start))
+        return self.others.drain(left)
 
     # -- the store threads --------------------------------------------------------------
 
@@ -230,9 +258,11 @@ class OffLoop:
     def _take(self) -> list[list[_Job]]:
         """The next jobs, rows that follow one another as one segment (one commit).
 
-        A single thread (SQLite) takes everything queued, up to ``_MAX_BATCH``
-        jobs, and answers them together; with several threads each takes one
-        segment, so that the others can work in parallel.
+        The store work's thread takes everything queued, up to ``_MAX_BATCH``
+        jobs, and answers them together (a segment of rows holds at most
+        ``ROWS_PER_WRITE`` of them on a store that cannot group the pass); the
+        threads of the other jobs (``others``) each take one segment, so that
+        they work in parallel.
         """
         queue = self._queue
         segments: list[list[_Job]] = []
@@ -240,7 +270,12 @@ class OffLoop:
         while queue and taken < _MAX_BATCH:
             job = queue.popleft()
             taken += 1
-            if job.row is not None and segments and segments[-1][0].row is not None:
+            if (
+                job.row is not None
+                and segments
+                and segments[-1][0].row is not None
+                and (self.grouped is not None or len(segments[-1]) < ROWS_PER_WRITE)
+            ):
                 segments[-1].append(job)
                 continue
             if segments and self.threads > 1:

@@ -124,8 +124,9 @@ class PostgresStore:
             from ._pg_async import AsyncPath
 
             self._async = AsyncPath(self, self._options)
-        # Async callers' operations run on this many threads (``offloop``)
-        # when the store has no async path.
+        # Async callers' operations run on this many threads (``offloop``) when the
+        # store has no async path: one for the store work, the rest for the guards
+        # that read the store.
         self.off_loop_threads = min(4, max_size)
 
     def _forked(self) -> None:

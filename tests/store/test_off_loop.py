@@ -20,7 +20,7 @@ from guardrails.audit import AUDITED, AuditLog
 from guardrails.effects import Idempotency, PaidCall, Snapshots, Usage
 from guardrails.rules.session_ceiling import SessionCeiling
 from guardrails.rules.workflow import Step, Workflow
-from guardrails.store import MemoryStore, SQLiteStore, StoreUnavailable
+from guardrails.store import AuditRow, MemoryStore, SQLiteStore, StoreUnavailable
 from guardrails.store.offloop import off_loop
 from guardrails.store.verify import verify
 from tests.store._gated import GENEROUS, Gated, open_when_started
@@ -200,3 +200,60 @@ async def test_a_call_cancelled_while_its_row_is_queued_still_writes_the_row() -
     runner = off_loop(gated)
     assert runner is not None and runner.drain(GENEROUS)
     assert [(r.kind, r.tool, r.outcome) for r in audit.rows()] == [("tool_call", "_plain", "ok")]
+
+
+# -- lanes: store work on one thread, other jobs beside it ---------------------------------
+
+
+class _ManyThreads(MemoryStore):
+    """A store that may use four threads off the loop (as PostgreSQL's), and blocks."""
+
+    off_loop_threads = 4
+
+
+async def test_store_work_runs_on_one_thread_and_a_slow_guard_holds_none_of_it() -> None:
+    store = _ManyThreads()
+    runner = off_loop(store)
+    assert runner is not None and runner.others is not None
+    release = threading.Event()
+    guards_in = threading.Barrier(4)  # three guards and this test: all three at once
+
+    def guard() -> str:
+        guards_in.wait(timeout=GENEROUS)
+        assert release.wait(GENEROUS)
+        return threading.current_thread().name
+
+    def store_work(n: int) -> int:
+        return threading.get_ident()
+
+    guards = [runner.run(guard) for _ in range(3)]  # store_only=False: the other lane
+    await asyncio.to_thread(guards_in.wait, GENEROUS)  # three slow guards hold three threads
+    idents = await asyncio.gather(*(runner.run(store_work, n, store_only=True) for n in range(50)))
+    rows = await asyncio.gather(
+        *(runner.append(AuditRow("tool_call", float(n), call_id=f"c{n}")) for n in range(20))
+    )
+    assert not any(g.done() for g in guards)  # the store work went on while they waited
+    assert len(set(idents)) == 1 and threading.get_ident() not in idents
+    assert rows == [None] * 20 and len(store.audit_rows(limit=100)) == 20
+    release.set()
+    assert len(await asyncio.gather(*guards)) == 3
+    assert await asyncio.to_thread(runner.drain, GENEROUS)
+
+
+async def test_drain_waits_for_both_lanes() -> None:
+    store = _ManyThreads()
+    runner = off_loop(store)
+    assert runner is not None
+    release = threading.Event()
+    started = threading.Event()
+
+    def guard() -> None:
+        started.set()
+        assert release.wait(GENEROUS)
+
+    pending = runner.run(guard)
+    await asyncio.to_thread(started.wait, GENEROUS)
+    assert not await asyncio.to_thread(runner.drain, 0.05)  # the other lane is still busy
+    release.set()
+    assert await asyncio.to_thread(runner.drain, GENEROUS)
+    await pending
