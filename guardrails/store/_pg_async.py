@@ -27,7 +27,7 @@ import psycopg_pool
 from . import _pg_sql
 from ._base import AuditRow, StoreUnavailable
 from ._group_commit import AsyncBatcher
-from ._pg_sql import Batch, Head, Result, Sql
+from ._pg_sql import Head, Result, Sql
 from .postgres import PostgresStore, collided, refused
 from .steps import finish_started
 
@@ -214,12 +214,8 @@ async def _drive(steps: _pg_sql.Steps[T], conn: Any) -> T:
         return done.value  # type: ignore[no-any-return]
 
 
-async def _execute(conn: Any, item: Sql | Batch) -> Result | tuple[Result, ...]:
-    if isinstance(item, Sql):
-        return await _result(await conn.execute(item.text, item.params))
-    async with conn.pipeline(), conn.transaction():
-        cursors = [await conn.execute(s.text, s.params) for s in item.statements]
-    return tuple([await _result(c) for c in cursors])
+async def _execute(conn: Any, item: Sql) -> Result:
+    return await _result(await conn.execute(item.text, item.params))
 
 
 async def _result(cursor: Any) -> Result:

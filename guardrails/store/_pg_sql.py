@@ -1,11 +1,12 @@
 """PostgreSQL store operations written once, without I/O: the statements and the decisions.
 
 Each operation is a generator that yields what to run and receives the
-answer; its return value is the method's. It yields a ``Sql`` statement
-(run alone, in autocommit; answered by its ``Result``) or a ``Batch``:
-statements that need one transaction, sent together in one pipeline (one
-round trip, so row locks are held only while the server works) and answered
-by their ``Result``s. ``PostgresStore`` drives the operations on sync
+answer; its return value is the method's. It yields ``Sql`` statements, each
+run alone in autocommit and answered by its ``Result``: what needs a
+transaction of several statements is one function of the schema (migration
+4: a leased reservation, a snapshot's next version), so every statement is
+one round trip and one commit, and row locks are held only while the server
+works. ``PostgresStore`` drives the operations on sync
 connections, ``_pg_async`` on async ones: the SQL and what is decided from
 its answers are the same on both paths.
 """
@@ -20,7 +21,7 @@ from ._base import AUDIT_COLUMNS, AuditRow, Claim, Snapshot, check_filters, row_
 from ._chain import GENESIS, content, link
 from ._storable import storable
 
-__all__ = ["Batch", "Head", "Result", "Sql", "Steps", "drive"]
+__all__ = ["Head", "Result", "Sql", "Steps", "drive"]
 
 T = TypeVar("T")
 
@@ -112,12 +113,8 @@ COMPLETE = (
     "WHERE key = %s AND owner = %s"
 )
 RELEASE = "DELETE FROM guardrails_idempotency WHERE key = %s AND owner = %s AND state = 'pending'"
-SNAPSHOT_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%s))"
-PUT_SNAPSHOT = (
-    "INSERT INTO guardrails_snapshots (key, version, at, data) VALUES "
-    "(%s, (SELECT COALESCE(MAX(version), 0) + 1 FROM guardrails_snapshots "
-    "WHERE key = %s), %s, %s) RETURNING version"
-)
+# The advisory lock of the key, then the next version, in one function (migration 4).
+PUT_SNAPSHOT = "SELECT guardrails_put_snapshot(%s, %s, %s)"
 LATEST_SNAPSHOT = (
     "SELECT key, version, at, data FROM guardrails_snapshots WHERE key = %s "
     "ORDER BY version DESC LIMIT 1"
@@ -130,12 +127,6 @@ class Sql(NamedTuple):
     params: tuple[Any, ...] = ()
 
 
-class Batch(NamedTuple):
-    """Statements run in one transaction, sent together; answered by a tuple of ``Result``."""
-
-    statements: tuple[Sql, ...]
-
-
 class Result(NamedTuple):
     """What a statement answered: its row count and the rows it returned (if any)."""
 
@@ -146,10 +137,10 @@ class Result(NamedTuple):
         return self.rows[0] if self.rows else None
 
 
-Steps = Generator[Sql | Batch, Any, T]
+Steps = Generator[Sql, Any, T]
 
 
-def drive(steps: Steps[T], execute: Callable[[Sql | Batch], Any]) -> T:
+def drive(steps: Steps[T], execute: Callable[[Sql], Any]) -> T:
     """Run ``steps`` with ``execute`` answering each statement (the sync driver's loop)."""
     answer: Any = None
     try:
@@ -321,10 +312,8 @@ def release(key: str, owner: str) -> Steps[None]:
 
 
 def put_snapshot(key: str, data: bytes, at: float) -> Steps[int]:
-    answers = yield Batch(
-        (Sql(SNAPSHOT_LOCK, (key,)), Sql(PUT_SNAPSHOT, (key, key, at, bytes(data))))
-    )
-    return int(answers[1].rows[0][0])
+    found = yield Sql(PUT_SNAPSHOT, (key, at, bytes(data)))
+    return int(found.rows[0][0])
 
 
 def snapshot(key: str, version: int | None = None) -> Steps[Snapshot | None]:

@@ -44,7 +44,7 @@ from . import _pg_sql as sql
 from ._base import AuditRow, Claim, Snapshot, StoreUnavailable
 from ._group_commit import Batcher
 from ._pg_migrate import migrate as _migrate
-from ._pg_sql import START, Batch, Head, Result, Sql
+from ._pg_sql import START, Head, Result, Sql
 
 # How long a connection may go from idle list to call and back without
 # passing through the pool, whose checks (``max_lifetime``, ``max_idle``, the
@@ -413,20 +413,15 @@ def collided(exc: BaseException) -> bool:
 
 
 class _Cursor:
-    """Runs what an operation yields: a statement on one cursor, reused; a batch on its own."""
+    """Runs what an operation yields: each statement on one cursor, reused."""
 
     __slots__ = ("cursor",)
 
     def __init__(self, cursor: Any) -> None:
         self.cursor = cursor
 
-    def __call__(self, item: Sql | Batch) -> Result | tuple[Result, ...]:
-        if isinstance(item, Sql):
-            return _result(self.cursor.execute(item.text, item.params))
-        conn = self.cursor.connection
-        with conn.pipeline(), conn.transaction():
-            cursors = [conn.execute(s.text, s.params) for s in item.statements]
-        return tuple(_result(c) for c in cursors)
+    def __call__(self, item: Sql) -> Result:
+        return _result(self.cursor.execute(item.text, item.params))
 
 
 def _result(cursor: Any) -> Result:

@@ -1,10 +1,11 @@
-"""PostgreSQL leased reservations in one statement (the function of migration 4).
+"""PostgreSQL operations in one statement each (the functions of migration 4).
 
-On a real server: the store sends one statement per reservation; a schema of
-version 3 is upgraded in place while a process of the previous release, which
-sends its three statements in one transaction, keeps reserving on the same
-budget, and together they never pass the cap; expired leases are given back
-exactly once however many reservations race for them.
+On a real server: the store sends one statement per leased reservation and
+per snapshot; a schema of version 3 is upgraded in place while a process of
+the previous release, which sends its statements in one transaction, keeps
+reserving on the same budget and writing snapshots of the same key, and
+together they never pass the cap nor skip or repeat a version; expired
+leases are given back exactly once however many reservations race for them.
 """
 
 from __future__ import annotations
@@ -40,6 +41,22 @@ _PREVIOUS_RELEASE = (
 )
 
 
+# ... and for a snapshot: the key's advisory lock, then the next version.
+_PREVIOUS_RELEASE_SNAPSHOT = (
+    "SELECT pg_advisory_xact_lock(hashtext(%(key)s))",
+    "INSERT INTO guardrails_snapshots (key, version, at, data) VALUES "
+    "(%(key)s, (SELECT COALESCE(MAX(version), 0) + 1 FROM guardrails_snapshots "
+    "WHERE key = %(key)s), %(at)s, %(data)s) RETURNING version",
+)
+
+
+def _previous_release_snapshot(conn: Any, key: str, data: bytes, at: float) -> int:
+    values = {"key": key, "data": data, "at": at}
+    with conn.transaction():
+        conn.execute(_PREVIOUS_RELEASE_SNAPSHOT[0], values)
+        return int(conn.execute(_PREVIOUS_RELEASE_SNAPSHOT[1], values).fetchone()[0])
+
+
 def _previous_release_reserve(
     conn: Any, key: str, holder: str, amount: int, cap: int, now: float, until: float
 ) -> bool:
@@ -65,14 +82,22 @@ def _budget(dsn: str, key: str) -> tuple[int, int, int]:
     return int(spent), int(reserved), int(leased)
 
 
-def test_a_leased_reservation_is_one_statement() -> None:
-    steps = sql.reserve_leased("k", "h", 5, 10, 1.0, 2.0)
+@pytest.mark.parametrize(
+    ("steps", "params", "answer", "value"),
+    [
+        (sql.reserve_leased("k", "h", 5, 10, 1.0, 2.0), ("k", "h", 5, 10, 1.0, 2.0), True, True),
+        (sql.put_snapshot("k", b"\x00data", 3.0), ("k", 3.0, b"\x00data"), 7, 7),
+    ],
+    ids=["leased reservation", "snapshot"],
+)
+def test_an_operation_that_needed_a_transaction_is_one_statement(
+    steps: Any, params: tuple[Any, ...], answer: Any, value: Any
+) -> None:
     sent = next(steps)
-    assert isinstance(sent, sql.Sql)
-    assert sent.params == ("k", "h", 5, 10, 1.0, 2.0)
+    assert isinstance(sent, sql.Sql) and sent.params == params
     with pytest.raises(StopIteration) as done:
-        steps.send(sql.Result(1, [(True,)]))
-    assert done.value.value is True
+        steps.send(sql.Result(1, [(answer,)]))
+    assert done.value.value == value
 
 
 def test_the_function_gives_the_same_answers_as_the_previous_release(pg_dsn: str) -> None:
@@ -107,7 +132,7 @@ def test_the_function_gives_the_same_answers_as_the_previous_release(pg_dsn: str
     assert leases["new"] == leases["old"] == [("a", 5, 9.0), ("d", 5, 9.0)]
 
 
-def test_an_upgrade_while_the_previous_release_reserves_never_passes_the_cap(
+def test_an_upgrade_while_the_previous_release_writes_never_passes_a_cap_nor_skips_a_version(
     pg_dsn: str,
 ) -> None:
     import psycopg
@@ -121,25 +146,30 @@ def test_an_upgrade_while_the_previous_release_reserves_never_passes_the_cap(
             conn.execute("INSERT INTO guardrails_schema VALUES (%s, 0)", (version,))
     cap, attempts, threads = 40, 25, 4
     admitted: list[bool] = []
+    versions_written: list[int] = []
     lock = threading.Lock()
     start = threading.Barrier(2 * threads)
 
     def old_process() -> None:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             start.wait()
-            for _ in range(attempts):
+            for n in range(attempts):
                 ok = _previous_release_reserve(conn, "k", uuid.uuid4().hex, 1, cap, 0.0, 1e12)
+                version = _previous_release_snapshot(conn, "snap", b"old %d" % n, 1.0)
                 with lock:
                     admitted.append(ok)
+                    versions_written.append(version)
 
     with PostgresStore(pg_dsn, max_size=threads) as store:
 
         def new_process() -> None:
             start.wait()
-            for _ in range(attempts):
+            for n in range(attempts):
                 ok = store.reserve_leased("k", uuid.uuid4().hex, 1, cap, 0.0, 1e12)
+                version = store.put_snapshot("snap", b"new %d" % n, 2.0)
                 with lock:
                     admitted.append(ok)
+                    versions_written.append(version)
 
         workers = [threading.Thread(target=old_process) for _ in range(threads)]
         workers += [threading.Thread(target=new_process) for _ in range(threads)]
@@ -154,6 +184,7 @@ def test_an_upgrade_while_the_previous_release_reserves_never_passes_the_cap(
     assert len(admitted) == 2 * threads * attempts
     assert admitted.count(True) == cap  # 200 attempts of 1 on a cap of 40
     assert _budget(pg_dsn, "k") == (0, cap, cap)
+    assert sorted(versions_written) == list(range(1, 2 * threads * attempts + 1))
 
 
 def test_expired_leases_are_given_back_once_however_many_reservations_race(

@@ -1,6 +1,10 @@
--- guardrails store, version 4 (PostgreSQL): a leased reservation in one statement.
+-- guardrails store, version 4 (PostgreSQL): the operations that needed a
+-- transaction of several statements are one statement each, a function:
+-- one round trip and one commit, where the client sent a pipeline (BEGIN,
+-- the statements, COMMIT) that took eleven waits on the socket. No table
+-- changes.
 --
--- The three statements the client sent as one transaction (create the budget
+-- A leased reservation. The three statements the client sent as one transaction (create the budget
 -- row; give back what expired leases held, which locks the budget row; then
 -- reserve and lease if the cap admits it) run in one function: one statement,
 -- one round trip, one commit, the same row locks taken in the same order. A
@@ -32,5 +36,29 @@ BEGIN
         ON CONFLICT (key, holder) DO UPDATE
         SET amount = l.amount + excluded.amount, expires_at = excluded.expires_at;
     RETURN FOUND;
+END;
+$$;
+
+-- A snapshot's next version. The advisory lock on the key serialises the
+-- writers of one key; the version is read by the statement after it, so with
+-- a snapshot of its own (READ COMMITTED, VOLATILE), it sees the version the
+-- writer before committed. The two statements of version 3 stay valid.
+CREATE FUNCTION guardrails_put_snapshot(
+    p_key TEXT, p_at DOUBLE PRECISION, p_data BYTEA
+) RETURNS INTEGER
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    written INTEGER;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtext(p_key));
+    INSERT INTO guardrails_snapshots (key, version, at, data)
+        VALUES (
+            p_key,
+            (SELECT COALESCE(MAX(version), 0) + 1 FROM guardrails_snapshots WHERE key = p_key),
+            p_at,
+            p_data
+        )
+        RETURNING version INTO written;
+    RETURN written;
 END;
 $$;
