@@ -5,8 +5,8 @@ The owner role owns the schema and its tables and runs the migrations
 with gets only what the store's methods need: ``SELECT``/``INSERT`` on the
 audit log (no ``UPDATE``, ``DELETE`` or ``TRUNCATE``, and, not being the
 owner, no ``ALTER TABLE``, ``DISABLE TRIGGER`` or ``DROP``), the chain head it
-advances, and read-write access to the counters, budgets, leases, keys and
-phases. ``application_grants`` gives the statements to run as the owner.
+advances, read-write access to the counters, budgets, leases, keys and
+phases, and the functions the store calls. ``application_grants`` gives the statements to run as the owner.
 """
 
 from __future__ import annotations
@@ -19,6 +19,13 @@ _READ_WRITE = (
     "guardrails_leases",
     "guardrails_kv",
     "guardrails_idempotency",
+)
+
+# The functions the store calls (migrations 3 and 4), with their argument types.
+_FUNCTIONS = (
+    "guardrails_audit_append(bigint, text, text[], text[], json)",
+    "guardrails_reserve_leased(text, text, bigint, bigint, double precision, double precision)",
+    "guardrails_put_snapshot(text, double precision, bytea)",
 )
 
 
@@ -35,6 +42,8 @@ def application_grants(role: str, schema: str = "public") -> list[str]:
         f"GRANT SELECT, INSERT ON {on('guardrails_audit', 'guardrails_snapshots')} TO {who}",
         f"GRANT SELECT, UPDATE ON {on('guardrails_audit_head')} TO {who}",
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON {on(*_READ_WRITE)} TO {who}",
+        # Granted by name, not left to PUBLIC: a database may revoke that default.
+        f"GRANT EXECUTE ON FUNCTION {', '.join(f'{where}.{f}' for f in _FUNCTIONS)} TO {who}",
     ]
 
 

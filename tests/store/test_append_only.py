@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from guardrails.store import AuditRow, PostgresStore, SQLiteStore
+from guardrails.store import AuditRow, PostgresStore, SQLiteStore, StoreUnavailable
 from guardrails.store.roles import application_grants
 from guardrails.store.verify import verify
 
@@ -134,6 +134,33 @@ PG_ATTACKS = [
     "INSERT INTO guardrails_audit (id, kind, at) VALUES (1, 'forged', 0) "
     "ON CONFLICT (id) DO UPDATE SET kind = 'forged'",
 ]
+
+
+@pytest.mark.postgres
+def test_the_application_role_works_where_public_may_execute_no_function(
+    two_roles: tuple[str, str],
+) -> None:
+    """A database whose defaults keep functions from PUBLIC: the grants name them."""
+    import psycopg
+
+    owner_dsn, app_dsn = two_roles
+    owner = PostgresStore(owner_dsn)
+    owner.migrate()
+    owner.close()
+    schema = owner_dsn.split("search_path=")[1].split()[0].strip("'")
+    role = app_dsn.split("user=")[1].split()[0]
+    with psycopg.connect(owner_dsn, autocommit=True) as conn:
+        conn.execute(f'REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA "{schema}" FROM PUBLIC')
+    with PostgresStore(app_dsn) as app, pytest.raises(StoreUnavailable):
+        app.reserve_leased("k", "h", 5, 10, 0.0, 1.0)  # no grant yet: refused
+    with psycopg.connect(owner_dsn, autocommit=True) as conn:
+        for statement in application_grants(role, schema):
+            conn.execute(statement)
+    with PostgresStore(app_dsn) as app:
+        assert app.reserve_leased("k", "h", 5, 10, 0.0, 1.0)
+        assert app.put_snapshot("s", b"x", 1.0) == 1
+        app.append_many(_ROWS)
+        assert verify(app).ok
 
 
 @pytest.mark.postgres
