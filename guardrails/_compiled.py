@@ -28,6 +28,7 @@ FUNCTIONS = (
     "scan_words",
     "chain_link",
     "chain_text",
+    "sqlite_params",
     "configure_chain",
 )
 

@@ -29,6 +29,9 @@ static PyMethodDef methods[] = {
      "of a row storable() keeps, else None"},
     {"chain_text", (PyCFunction)(void (*)(void))ccore_chain_text, METH_FASTCALL,
      "chain_text(row) -> str | None: content(row) of a row storable() keeps, else None"},
+    {"sqlite_params", (PyCFunction)(void (*)(void))ccore_sqlite_params, METH_FASTCALL,
+     "sqlite_params(row, row_id, digest) -> (nulls, params) | None: the NULL columns of a "
+     "storable row as bits, and (row_id, the other columns, digest)"},
     {"configure_chain", ccore_configure_chain, METH_VARARGS,
      "configure_chain(row_type, shapes, limits, sha256, native) -> bool: whether the CPU's "
      "SHA extensions hash"},
