@@ -1,8 +1,10 @@
 from collections.abc import Callable
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from .verdicts import Reason
+
+_T = TypeVar("_T", bound=tuple[Any, ...])
 
 def canonical(arguments: Any, limit: int) -> tuple[dict[str, Any], Any] | Reason: ...
 def configure(
@@ -30,6 +32,8 @@ def chain_text(row: tuple[Any, ...], /) -> str | None: ...
 def sqlite_params(
     row: tuple[Any, ...], row_id: int, digest: str, /
 ) -> tuple[int, tuple[Any, ...]] | None: ...
+def make(cls: type[_T], items: tuple[Any, ...], /) -> _T: ...
+def replaced(value: _T, index: int, item: Any, /) -> _T: ...
 def configure_chain(
     row_type: type[tuple[Any, ...]],
     shapes: bytes,

@@ -29,6 +29,8 @@ FUNCTIONS = (
     "chain_link",
     "chain_text",
     "sqlite_params",
+    "make",
+    "replaced",
     "configure_chain",
 )
 

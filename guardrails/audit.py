@@ -28,9 +28,9 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from functools import partial
 from typing import Any
 
+from ._tuples import make, replaced
 from .context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
 from .effects._state import CallState, closed, opened
 from .middleware.tool_call import Stop
@@ -202,7 +202,8 @@ class AuditLog:
                 detail["flags"] = [f for f in result.flags if f != AUDITED]
         # A tuple in column order (built in one step: no starred item): AuditRow's
         # keyword-taking __new__ costs as much as the rest.
-        return _new_row(
+        return make(
+            AuditRow,
             (
                 "tool_call",
                 self.clock(),
@@ -231,7 +232,7 @@ class AuditLog:
                 None if detail is None else _json(detail),
                 None,  # altered: set by the store
                 None,  # id: given by the store
-            )
+            ),
         )
 
     def event_row(self, kind: str, payload: Any) -> AuditRow:
@@ -277,7 +278,6 @@ class AuditLog:
 
 
 _NO_CONTEXT = TurnContext()
-_new_row = partial(tuple.__new__, AuditRow)
 _INCOMPLETE = '{"row": "incomplete: a value could not be encoded"}'
 _type_qualname = type.__dict__["__qualname__"].__get__
 _FLAGS = ToolResult._fields.index("flags")
@@ -289,11 +289,8 @@ def _not_started(invocation: Invocation, exc: Exception) -> Stop:
 
 
 def _with_flag(result: ToolResult) -> ToolResult:
-    # ToolResult._replace costs a microsecond on every audited call; a list of the
-    # fields with the one replaced a third of that (slices and starred items more).
-    flagged = list(result)
-    flagged[_FLAGS] = (*result.flags, AUDITED)
-    return tuple.__new__(ToolResult, flagged)
+    # ToolResult._replace costs a microsecond on every audited call; ``replaced`` not.
+    return replaced(result, _FLAGS, (*result.flags, AUDITED))
 
 
 def encode_verdicts(records: Iterable[VerdictRecord]) -> str | None:

@@ -25,6 +25,9 @@ PyObject *ccore_chain_link(PyObject *module, PyObject *const *args, Py_ssize_t n
 PyObject *ccore_chain_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *ccore_sqlite_params(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *ccore_configure_chain(PyObject *module, PyObject *args);
+/* tuples.c: named tuples built without tuple.__new__'s call path. */
+PyObject *ccore_make(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *ccore_replaced(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 /* sha256.c: SHA-256 on the CPU's SHA extensions, where it has them. */
 int sha256_native(void);
 void sha256_hex(unsigned char *data, Py_ssize_t len, char out[64]);
