@@ -31,7 +31,7 @@ INSERT = (
 """A row with its id and hash, every column bound. An id already taken fails (the
 primary key and the ``no_replace`` trigger): how an append learns the head moved."""
 
-_STATEMENTS_KEPT = 48  # sets of NULL columns with a statement of their own (cache: 128)
+_STATEMENTS_KEPT = 64  # sets of NULL columns with a statement of their own (cache: 128)
 _statements: dict[int, str] = {0: INSERT}
 
 

@@ -134,11 +134,24 @@ def test_anything_but_an_audit_row_is_handed_back() -> None:
         CORE.sqlite_params(row, 1)  # type: ignore[call-arg]
 
 
-def test_a_statement_is_built_from_the_null_bits_alone() -> None:
+def test_a_statement_is_built_from_the_null_bits_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_sqlite_insert, "_statements", {0: INSERT})  # room for its shape
     row = AuditRow("tool_call", 1.0, "NULL", tenant="?", reason="'); DROP TABLE x; --")
     sql, params = insert(row, 3, "h")
     assert "DROP" not in sql and sql.count("?") == len(params)
     assert sql.count("NULL") == sum(v is None for v in row[:-1])
+    assert sql.count("?") == len(params) == 2 + sum(v is not None for v in row[:-1])
+
+
+def test_past_the_table_of_statements_a_row_binds_every_column(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_sqlite_insert, "_statements", {0: INSERT})
+    for nulls in range(1, _sqlite_insert._STATEMENTS_KEPT + 5):
+        _sqlite_insert._statement(nulls)
+    assert len(_sqlite_insert._statements) == _sqlite_insert._STATEMENTS_KEPT
+    row = AuditRow("tool_call", 1.0, "c1", tool="t")
+    assert insert(row, 3, "h") == (INSERT, (3, *row[:-1], "h"))
 
 
 @pytest.mark.parametrize("route", ["compiled", "python"])
