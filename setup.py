@@ -21,6 +21,7 @@ setup(
                     "tokenset",
                     "audit_row",
                     "sha256",
+                    "tuples",
                 )
             ],
             depends=["guardrails/_csrc/ccore.h", "guardrails/_csrc/tokenset.h"],

@@ -5,7 +5,11 @@ Groups:
 - ``audit.sqlite``: one process, WAL, commit per row. The floor is a bare
   ``INSERT`` of the same row through ``sqlite3``, with the store's pragmas,
   into a table declared as the store's (same columns and types, a 64-character
-  hash included, no triggers); then ``SQLiteStore.append``, alone and with a
+  hash included, no triggers); the same ``INSERT`` with the row's NULL columns
+  written in the statement as the store's append writes them (not the floor:
+  Python's ``sqlite3`` binds a ``None`` parameter through its adapter lookup,
+  which the floor pays and the store no longer does); then
+  ``SQLiteStore.append``, alone and with a
   second store on the same file taking turns (every append finds the chain
   head moved); then a whole guarded call of a read-only tool without
   ``AuditLog``, with it over a store that keeps nothing (the hooks and the row
@@ -140,6 +144,14 @@ def _bare_sqlite(path: str, like: SQLiteStore) -> tuple[sqlite3.Connection, str]
     return bare, insert
 
 
+def _nulls_in_statement(insert: str, values: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """``insert`` with ``NULL`` written where ``values`` has None, and the other values."""
+    head, marks = insert.rsplit("VALUES (", 1)
+    written = ", ".join("NULL" if v is None else "?" for v in values)
+    assert marks.count("?") == len(values)
+    return f"{head}VALUES ({written})", tuple(v for v in values if v is not None)
+
+
 def _sqlite(quick: bool) -> list[dict[str, Any]]:
     folder = tempfile.mkdtemp(prefix="guardrails-bench-")
     try:
@@ -150,8 +162,12 @@ def _sqlite(quick: bool) -> list[dict[str, Any]]:
         shared = os.path.join(folder, "shared.db")
         turns = itertools.cycle([SQLiteStore(shared), SQLiteStore(shared)])
         bare_values = (*_VALUES, _HASH)
+        nulls_in_sql, kept_values = _nulls_in_statement(insert, bare_values)
         cases = {
             "bare INSERT (WAL, commit per row)": lambda: bare.execute(insert, bare_values),
+            "bare INSERT, NULL columns in the statement": lambda: bare.execute(
+                nulls_in_sql, kept_values
+            ),
             "SQLiteStore.append": lambda: store.append(_ROW),
             "SQLiteStore.append, head moved by another writer": lambda: next(turns).append(_ROW),
             "guarded call, no audit": _calls(None),

@@ -28,6 +28,9 @@ FUNCTIONS = (
     "scan_words",
     "chain_link",
     "chain_text",
+    "sqlite_params",
+    "make",
+    "replaced",
     "configure_chain",
 )
 

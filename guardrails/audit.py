@@ -28,14 +28,14 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from functools import partial
 from typing import Any
 
+from ._tuples import make, replaced
 from .context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
 from .effects._state import CallState, closed, opened
 from .middleware.tool_call import Stop
 from .store import AuditRow, Store, offloop
-from .verdicts import ChokePoint, EscapeReason, Outcome, Reason
+from .verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
 
 __all__ = ["AUDITED", "AuditLog", "decode_escapes", "decode_verdicts"]
 
@@ -184,11 +184,14 @@ class AuditLog:
         ctx = context or _NO_CONTEXT
         exc = result.exception
         verdicts, escapes = result.verdicts, result.escapes
-        spend: tuple[int | None, int | None, float | None] = _UNPAID
+        outcome, verdict, reason = result.outcome, result.verdict, result.reason
+        tokens_in: int | None = None  # the spend of a call that paid for nothing
+        tokens_out: int | None = None
+        cost: float | None = None
         detail = None
         if state is not None:
             if state.paid_calls > 0:
-                spend = (state.tokens_in, state.tokens_out, state.cost)
+                tokens_in, tokens_out, cost = state.tokens_in, state.tokens_out, state.cost
             if state.detail:
                 detail = dict(state.detail)
         if result.truncated or result.flags:
@@ -197,8 +200,10 @@ class AuditLog:
                 detail["truncated"] = True
             if result.flags:
                 detail["flags"] = [f for f in result.flags if f != AUDITED]
-        # A tuple in column order: AuditRow's keyword-taking __new__ costs as much as the rest.
-        return _new_row(
+        # A tuple in column order (built in one step: no starred item): AuditRow's
+        # keyword-taking __new__ costs as much as the rest.
+        return make(
+            AuditRow,
             (
                 "tool_call",
                 self.clock(),
@@ -208,19 +213,26 @@ class AuditLog:
                 ctx.agent,
                 ctx.workflow,
                 result.tool,
-                _code(result.outcome),
-                _code(result.verdict),
-                _code(result.reason),
+                # The pipeline's own codes read as their plain text without a call.
+                outcome._value_ if type(outcome) is Outcome else _code(outcome),
+                verdict._value_ if type(verdict) is Verdict else _code(verdict),
+                None
+                if reason is None
+                else reason._value_
+                if type(reason) is Reason
+                else _code(reason),
                 encode_verdicts(verdicts) if verdicts else None,
                 encode_escapes(escapes) if escapes else None,
                 result.duration_ns // 1000,
-                *spend,
+                tokens_in,
+                tokens_out,
+                cost,
                 None if exc is None else _type_name(exc),
                 _error_text(exc) if self.exception_text else None,
                 None if detail is None else _json(detail),
                 None,  # altered: set by the store
                 None,  # id: given by the store
-            )
+            ),
         )
 
     def event_row(self, kind: str, payload: Any) -> AuditRow:
@@ -266,8 +278,6 @@ class AuditLog:
 
 
 _NO_CONTEXT = TurnContext()
-_UNPAID = (None, None, None)  # tokens_in, tokens_out, cost of a call that paid for nothing
-_new_row = partial(tuple.__new__, AuditRow)
 _INCOMPLETE = '{"row": "incomplete: a value could not be encoded"}'
 _type_qualname = type.__dict__["__qualname__"].__get__
 _FLAGS = ToolResult._fields.index("flags")
@@ -279,9 +289,8 @@ def _not_started(invocation: Invocation, exc: Exception) -> Stop:
 
 
 def _with_flag(result: ToolResult) -> ToolResult:
-    # ToolResult._replace costs a microsecond on every audited call; a slice does not.
-    flagged = (*result[:_FLAGS], (*result.flags, AUDITED), *result[_FLAGS + 1 :])
-    return tuple.__new__(ToolResult, flagged)
+    # ToolResult._replace costs a microsecond on every audited call; ``replaced`` not.
+    return replaced(result, _FLAGS, (*result.flags, AUDITED))
 
 
 def encode_verdicts(records: Iterable[VerdictRecord]) -> str | None:

@@ -24,6 +24,7 @@ from ._aio import (
     run_coroutine,
     stops,
 )
+from ._tuples import make
 from .context import Escape, GuardResult, VerdictRecord
 from .errors import ConfigurationError, NotConfigured, UsageError
 from .store import offloop
@@ -33,7 +34,7 @@ __all__ = ["Guard", "GuardOutcome", "PlainStep", "evaluate_plain", "guard", "pla
 
 log = logging.getLogger("guardrails")
 
-_new = tuple.__new__
+_new = make  # tuple.__new__ without its call path
 _Record = VerdictRecord
 # Members read once: on Python 3.11 ``Enum.MEMBER`` goes through the class's
 # ``__getattr__``, several times the cost of a global.

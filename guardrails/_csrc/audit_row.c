@@ -17,6 +17,13 @@
  * makes it give up whole and return None: the Python twin decides, from the
  * start. Columns are read with exact type checks only; nothing of the row's
  * is called.
+ *
+ * sqlite_params(row, row_id, digest) splits a storable row for SQLite's
+ * INSERT (store/_sqlite_insert.py's params_py): which columns are NULL, as
+ * bits, and the parameters left to bind, the id first and the hash last.
+ * Python's sqlite3 module looks a None parameter up in its adapters
+ * (raising and clearing an AttributeError) before it binds NULL; a NULL
+ * written in the statement costs nothing. Only identity with None is read.
  */
 #include "ccore.h"
 #include <float.h>
@@ -342,6 +349,63 @@ ccore_chain_link(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (b.data != b.stack) {
         PyMem_Free(b.data);
     }
+    return result;
+}
+
+PyObject *
+ccore_sqlite_params(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "sqlite_params(row, row_id, digest)");
+        return NULL;
+    }
+    if (!configured()) {
+        return NULL;
+    }
+    PyObject *row = args[0];
+    if (Py_TYPE(row) != row_type) {
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t columns = PyTuple_GET_SIZE(row) - 1; /* not the id */
+    if (columns < 0 || columns > 63) {
+        Py_RETURN_NONE;
+    }
+    unsigned long long nulls = 0;
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < columns; i++) {
+        if (PyTuple_GET_ITEM(row, i) == Py_None) {
+            nulls |= 1ULL << i;
+        }
+        else {
+            kept++;
+        }
+    }
+    PyObject *params = PyTuple_New(kept + 2);
+    if (params == NULL) {
+        return NULL;
+    }
+    PyTuple_SET_ITEM(params, 0, Py_NewRef(args[1]));
+    Py_ssize_t at = 1;
+    for (Py_ssize_t i = 0; i < columns; i++) {
+        PyObject *value = PyTuple_GET_ITEM(row, i);
+        if (value != Py_None) {
+            PyTuple_SET_ITEM(params, at++, Py_NewRef(value));
+        }
+    }
+    PyTuple_SET_ITEM(params, at, Py_NewRef(args[2]));
+    PyObject *key = PyLong_FromUnsignedLongLong(nulls);
+    if (key == NULL) {
+        Py_DECREF(params);
+        return NULL;
+    }
+    PyObject *result = PyTuple_New(2);
+    if (result == NULL) {
+        Py_DECREF(key);
+        Py_DECREF(params);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(result, 0, key);
+    PyTuple_SET_ITEM(result, 1, params);
     return result;
 }
 

@@ -29,6 +29,14 @@ static PyMethodDef methods[] = {
      "of a row storable() keeps, else None"},
     {"chain_text", (PyCFunction)(void (*)(void))ccore_chain_text, METH_FASTCALL,
      "chain_text(row) -> str | None: content(row) of a row storable() keeps, else None"},
+    {"sqlite_params", (PyCFunction)(void (*)(void))ccore_sqlite_params, METH_FASTCALL,
+     "sqlite_params(row, row_id, digest) -> (nulls, params) | None: the NULL columns of a "
+     "storable row as bits, and (row_id, the other columns, digest)"},
+    {"make", (PyCFunction)(void (*)(void))ccore_make, METH_FASTCALL,
+     "make(cls, items) -> cls: tuple.__new__(cls, items) for a tuple subclass and an exact tuple"},
+    {"replaced", (PyCFunction)(void (*)(void))ccore_replaced, METH_FASTCALL,
+     "replaced(value, index, item) -> type(value): a copy of a tuple subclass's value with "
+     "value[index] replaced by item"},
     {"configure_chain", ccore_configure_chain, METH_VARARGS,
      "configure_chain(row_type, shapes, limits, sha256, native) -> bool: whether the CPU's "
      "SHA extensions hash"},

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from time import perf_counter_ns
 
+from .._tuples import make
 from ..context import Escape, Invocation, ToolResult, VerdictRecord
 from ..guard import GuardOutcome
 from ..verdicts import ChokePoint, Outcome, Reason, Verdict, model_sentence
@@ -18,7 +19,7 @@ _REJECT = Verdict.REJECT
 _NOT_EVALUATED = Verdict.NOT_EVALUATED
 _GUARD = Reason.GUARD
 _INVALID_ARGS = Outcome.INVALID_ARGS
-_new = tuple.__new__
+_new = make  # tuple.__new__ without its call path
 
 # When several enforced guards reject one call, the model is told the most
 # final of their outcomes, whatever the order the guards were registered in.

@@ -8,6 +8,7 @@ from time import perf_counter_ns
 from typing import Any
 
 from .._aio import stops
+from .._tuples import make
 from ..context import Escape, Invocation, ToolResult, VerdictRecord
 from ..errors import LimitExceeded, StopRun, UsageError
 from ..guard import GuardOutcome
@@ -22,7 +23,7 @@ FLAG_LATE_RESULT = "late_result"
 
 _OK = Outcome.OK
 _REJECT = Verdict.REJECT
-_new = tuple.__new__
+_new = make  # tuple.__new__ without its call path
 _ERROR = Outcome.ERROR
 _LIMIT = Outcome.LIMIT
 _UNAVAILABLE = Outcome.UNAVAILABLE

@@ -31,6 +31,7 @@ from typing import Any
 
 from .._aio import cancel_requested, owes_record, to_the_end
 from .._aio import late as is_late
+from .._tuples import make
 from ..context import Invocation, ToolResult
 from ..guard import evaluate_plain
 from ..verdicts import ChokePoint, Outcome, Verdict
@@ -63,7 +64,7 @@ _OK = Outcome.OK
 _NOT_EVALUATED = Verdict.NOT_EVALUATED
 _PASS = Verdict.PASS
 
-_new = tuple.__new__
+_new = make  # tuple.__new__ without its call path
 _Proxy = MappingProxyType
 
 

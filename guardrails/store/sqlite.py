@@ -50,14 +50,12 @@ from ._base import (
 )
 from ._chain import GENESIS, content, link, sealed
 from ._migrations import migrations, split_statements
+from ._sqlite_insert import INSERT, insert
 
 __all__ = ["SQLiteStore"]
 
 _COLUMNS = ", ".join(AUDIT_COLUMNS)
 _VALUES = ", ".join("?" for _ in AUDIT_COLUMNS)
-# A row with its id and hash. An id already taken fails (the primary key and
-# the no_replace trigger), which is how an append learns the head has moved.
-_INSERT = f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) VALUES (?, {_VALUES}, ?)"
 # A row after the newest one, whoever wrote it, in one statement (whose reads
 # run under its write lock): the hash computed in Python goes in when the
 # newest row is the hint given (id, hash); otherwise SQLite hashes after it.
@@ -351,7 +349,7 @@ class SQLiteStore:
             # Outside ``grouped()`` the thread's open connection is all ``_conn`` would check.
             conn = local.conn if pending is None else None
             try:
-                (conn or self._conn()).execute(_INSERT, (row_id, *row[:-1], digest))
+                (conn or self._conn()).execute(*insert(row, row_id, digest))
             except sqlite3.IntegrityError:
                 self._moved = True  # the id is taken: another writer moved the head
             except _FAILURES as exc:
@@ -383,7 +381,7 @@ class SQLiteStore:
                 row_id += 1
                 ready, previous = sealed(row, previous, row_id)
                 params.append((row_id, *ready.values(), previous))
-            conn.executemany(_INSERT, params)
+            conn.executemany(INSERT, params)
         self._head, self._moved = (row_id, previous), False
 
     def audit_chain(

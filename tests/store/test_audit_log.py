@@ -16,13 +16,16 @@ from guardrails import (
     GuardResult,
     Invocation,
     Outcome,
+    Reason,
     Secret,
     ToolResult,
+    TurnContext,
     Verdict,
     guard,
     tool,
 )
 from guardrails.audit import AUDITED, AuditLog, decode_escapes, decode_verdicts
+from guardrails.middleware.tool_call import Stop
 from guardrails.store import MemoryStore, SQLiteStore, Store
 
 
@@ -266,3 +269,96 @@ def test_pre_turn_post_run_and_backstop_rows_carry_the_turn_context() -> None:
             "support",
             "wf-1",
         )
+
+
+class LoudCode(str):
+    """A code whose methods raise: the row must read it without running any."""
+
+    def __len__(self) -> int:
+        raise RuntimeError("len")
+
+    def __hash__(self) -> int:
+        raise RuntimeError("hash")
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("eq")
+
+    def __str__(self) -> str:
+        raise RuntimeError("str")
+
+
+class ShiftyCode:
+    """Not text; its hash changes every time it is asked."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def __hash__(self) -> int:
+        self.asked += 1
+        return self.asked
+
+
+def _result(**fields: Any) -> ToolResult:
+    return ToolResult("c1", "lookup", Outcome.OK, "", Verdict.PASS, **fields)
+
+
+def _invocation() -> Invocation:
+    return Invocation("lookup", {}, {}, TurnContext(tenant="t"), "c1")
+
+
+@pytest.mark.parametrize("outcome", list(Outcome))
+def test_the_pipelines_codes_are_written_as_plain_text(outcome: Outcome) -> None:
+    audit = AuditLog(MemoryStore())
+    for verdict in Verdict:
+        for reason in (None, *Reason):
+            result = _result()._replace(outcome=outcome, verdict=verdict, reason=reason)
+            row = audit.tool_row(result, None, None)
+            assert (row.outcome, row.verdict, row.reason) == (outcome, verdict, reason)
+            assert type(row.outcome) is str and type(row.verdict) is str
+            assert reason is None or type(row.reason) is str
+
+
+def test_codes_of_any_other_type_are_read_without_running_them() -> None:
+    audit = AuditLog(MemoryStore())
+    shifty = ShiftyCode()
+    result = _result()._replace(
+        outcome=LoudCode("ok"), verdict=shifty, reason=LoudCode("hook_said_so")
+    )
+    row = audit.tool_row(result, None, None)
+    assert (row.outcome, row.verdict, row.reason) == (
+        "ok",
+        "<not text: ShiftyCode>",
+        "hook_said_so",
+    )
+    assert type(row.outcome) is str and type(row.reason) is str
+    assert shifty.asked == 0
+
+
+def test_a_stop_with_a_hostile_reason_is_audited_and_flagged(tmp_path: Path) -> None:
+    class Refuse:
+        name = "refuse"
+
+        def before(self, invocation: Invocation, /) -> Any:
+            return Stop(Outcome.LIMIT, LoudCode("no"))
+
+        def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+            return result
+
+    with SQLiteStore(tmp_path / "audit.db") as store:
+        audit = AuditLog(store)
+        rails = Guardrails([lookup], hooks=[audit, Refuse()], recorder=[audit])
+        result = rails.turn(tenant="t").call("lookup", {"order_id": "o-1"})
+        assert result.flags == (AUDITED,) and result.outcome is Outcome.LIMIT
+        (row,) = store.audit_rows()
+        assert (row.outcome, row.reason, row.detail) == ("limit", "no", None)
+
+
+def test_the_flag_is_added_to_every_other_field_unchanged() -> None:
+    audit = AuditLog(MemoryStore())
+    result = _result(
+        reason="r", params=("p",), value={"v": 1}, duration_ns=5, truncated=True, flags=("late",)
+    )
+    flagged = audit.after(_invocation(), result)
+    assert type(flagged) is ToolResult
+    assert flagged == result._replace(flags=("late", AUDITED))
+    assert flagged.value is result.value

@@ -22,6 +22,7 @@ def test_the_sqlite_group_compares_the_store_and_audited_calls_to_a_bare_insert(
         harness.check_row(row)
     assert [r["name"] for r in rows] == [
         "bare INSERT (WAL, commit per row)",
+        "bare INSERT, NULL columns in the statement",
         "SQLiteStore.append",
         "SQLiteStore.append, head moved by another writer",
         "guarded call, no audit",
