@@ -21,6 +21,7 @@ from guardrails import _tuples
 from guardrails._compiled import load
 from guardrails.context import Invocation, ToolResult, TurnContext, VerdictRecord
 from guardrails.store import AuditRow
+from tests._hostile import Shifty
 
 CORE = load()
 needs_compiled = pytest.mark.skipif(CORE is None, reason="the C extension was not built")
@@ -40,15 +41,6 @@ class Loud:
 
     def __index__(self) -> int:
         raise RuntimeError("index")
-
-
-class Shifty:
-    def __init__(self) -> None:
-        self.asked = 0
-
-    def __hash__(self) -> int:
-        self.asked += 1
-        return self.asked
 
 
 class Pair(NamedTuple):

@@ -27,6 +27,7 @@ from guardrails import (
 from guardrails.audit import AUDITED, AuditLog, decode_escapes, decode_verdicts
 from guardrails.middleware.tool_call import Stop
 from guardrails.store import MemoryStore, SQLiteStore, Store
+from tests._hostile import LoudStr, Shifty
 
 
 @tool
@@ -271,33 +272,6 @@ def test_pre_turn_post_run_and_backstop_rows_carry_the_turn_context() -> None:
         )
 
 
-class LoudCode(str):
-    """A code whose methods raise: the row must read it without running any."""
-
-    def __len__(self) -> int:
-        raise RuntimeError("len")
-
-    def __hash__(self) -> int:
-        raise RuntimeError("hash")
-
-    def __eq__(self, other: object) -> bool:
-        raise RuntimeError("eq")
-
-    def __str__(self) -> str:
-        raise RuntimeError("str")
-
-
-class ShiftyCode:
-    """Not text; its hash changes every time it is asked."""
-
-    def __init__(self) -> None:
-        self.asked = 0
-
-    def __hash__(self) -> int:
-        self.asked += 1
-        return self.asked
-
-
 def _result(**fields: Any) -> ToolResult:
     return ToolResult("c1", "lookup", Outcome.OK, "", Verdict.PASS, **fields)
 
@@ -320,14 +294,14 @@ def test_the_pipelines_codes_are_written_as_plain_text(outcome: Outcome) -> None
 
 def test_codes_of_any_other_type_are_read_without_running_them() -> None:
     audit = AuditLog(MemoryStore())
-    shifty = ShiftyCode()
+    shifty = Shifty()
     result = _result()._replace(
-        outcome=LoudCode("ok"), verdict=shifty, reason=LoudCode("hook_said_so")
+        outcome=LoudStr("ok"), verdict=shifty, reason=LoudStr("hook_said_so")
     )
     row = audit.tool_row(result, None, None)
     assert (row.outcome, row.verdict, row.reason) == (
         "ok",
-        "<not text: ShiftyCode>",
+        "<not text: Shifty>",
         "hook_said_so",
     )
     assert type(row.outcome) is str and type(row.reason) is str
@@ -339,7 +313,7 @@ def test_a_stop_with_a_hostile_reason_is_audited_and_flagged(tmp_path: Path) -> 
         name = "refuse"
 
         def before(self, invocation: Invocation, /) -> Any:
-            return Stop(Outcome.LIMIT, LoudCode("no"))
+            return Stop(Outcome.LIMIT, LoudStr("no"))
 
         def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
             return result

@@ -14,7 +14,6 @@ import gc
 import hashlib
 import sys
 import tracemalloc
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +26,10 @@ from guardrails.store import AUDIT_COLUMNS, AuditRow, SQLiteStore, _sqlite_inser
 from guardrails.store._sqlite_insert import INSERT, insert, params_py
 from guardrails.store._storable import core_plan, storable
 from guardrails.store.verify import verify
+from tests._hostile import CALLS, LoudStr, Shifty
 
 CORE = load()  # the compiled core whatever GUARDRAILS_PURE chose for the stores
 needs_compiled = pytest.mark.skipif(CORE is None, reason="the C extension was not built")
-CALLS: Counter[str] = Counter()
 
 
 @pytest.fixture(autouse=True)
@@ -38,42 +37,6 @@ def _configured() -> None:
     """The core configured as the stores configure it (with GUARDRAILS_PURE=1 they do not)."""
     if CORE is not None:
         CORE.configure_chain(AuditRow, *core_plan(), hashlib.sha256, True)
-
-
-class LoudStr(str):
-    """A str whose every method a reader could call counts and raises."""
-
-    def __len__(self) -> int:
-        CALLS["len"] += 1
-        raise RuntimeError("len")
-
-    def __hash__(self) -> int:
-        CALLS["hash"] += 1
-        raise RuntimeError("hash")
-
-    def __eq__(self, other: object) -> bool:
-        CALLS["eq"] += 1
-        raise RuntimeError("eq")
-
-    def __bool__(self) -> bool:
-        CALLS["bool"] += 1
-        raise RuntimeError("bool")
-
-
-class Shifty:
-    """An object whose hash changes each time it is asked, and whose equality lies."""
-
-    def __init__(self) -> None:
-        self.asked = 0
-
-    def __hash__(self) -> int:
-        self.asked += 1
-        CALLS["hash"] += 1
-        return self.asked
-
-    def __eq__(self, other: object) -> bool:
-        CALLS["eq"] += 1
-        return True
 
 
 _ODD_VALUES = (LoudStr("x"), Shifty(), b"NULL", "NULL", "?", "'); DROP TABLE x; --")
