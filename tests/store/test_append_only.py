@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from guardrails.store import AuditRow, PostgresStore, SQLiteStore, StoreUnavailable
-from guardrails.store.roles import application_grants
 from guardrails.store.verify import verify
+from tests.store._pg_schema import grant, schema_of
 
 _ROWS = [AuditRow("tool_call", float(n), f"c{n}", outcome="ok") for n in range(3)]
 
@@ -147,15 +147,13 @@ def test_the_application_role_works_where_public_may_execute_no_function(
     owner = PostgresStore(owner_dsn)
     owner.migrate()
     owner.close()
-    schema = owner_dsn.split("search_path=")[1].split()[0].strip("'")
-    role = app_dsn.split("user=")[1].split()[0]
     with psycopg.connect(owner_dsn, autocommit=True) as conn:
-        conn.execute(f'REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA "{schema}" FROM PUBLIC')
+        conn.execute(
+            f'REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA "{schema_of(owner_dsn)}" FROM PUBLIC'
+        )
     with PostgresStore(app_dsn) as app, pytest.raises(StoreUnavailable):
         app.reserve_leased("k", "h", 5, 10, 0.0, 1.0)  # no grant yet: refused
-    with psycopg.connect(owner_dsn, autocommit=True) as conn:
-        for statement in application_grants(role, schema):
-            conn.execute(statement)
+    grant(owner_dsn, app_dsn)
     with PostgresStore(app_dsn) as app:
         assert app.reserve_leased("k", "h", 5, 10, 0.0, 1.0)
         assert app.put_snapshot("s", b"x", 1.0) == 1
@@ -172,10 +170,7 @@ def test_the_application_role_cannot_rewrite_remove_or_unprotect_rows(
     owner_dsn, app_dsn = two_roles
     owner = PostgresStore(owner_dsn)
     owner.migrate()
-    schema = owner_dsn.split("search_path=")[1].split()[0].strip("'")
-    with psycopg.connect(owner_dsn, autocommit=True) as conn:
-        for statement in application_grants(app_dsn.split("user=")[1].split()[0], schema):
-            conn.execute(statement)
+    grant(owner_dsn, app_dsn)
     owner.close()
     with PostgresStore(app_dsn) as app:  # opens without migrating: the schema is current
         for row in _ROWS:

@@ -26,6 +26,7 @@ from guardrails.store._chain import GENESIS, content, content_py, link
 from guardrails.store._pg_sql import Head
 from guardrails.store.testing import postgres_dsn
 from guardrails.store.verify import Verified, verify
+from tests.store._pg_schema import at_version
 
 _ctx = multiprocessing.get_context("fork")
 
@@ -287,14 +288,8 @@ def test_an_upgraded_sqlite_file_chains_after_its_old_rows(tmp_path: Path) -> No
 def test_an_upgraded_postgresql_schema_chains_after_its_old_rows(pg_dsn: str) -> None:
     import psycopg
 
-    from guardrails.store._migrations import migrations
-
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(
-            "CREATE TABLE guardrails_schema (version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION)"
-        )
-        conn.execute(migrations("postgres")[0][1].encode())
-        conn.execute("INSERT INTO guardrails_schema VALUES (1, 0)")
+        at_version(conn, 1)
         conn.execute(
             "INSERT INTO guardrails_audit (kind, at) VALUES ('tool_call', 1.0), ('tool_call', 2.0)"
         )

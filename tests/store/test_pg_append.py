@@ -20,8 +20,8 @@ from guardrails.store import _pg_sql as sql
 from guardrails.store._chain import GENESIS, content, link
 from guardrails.store._migrations import migrations
 from guardrails.store._pg_sql import Head, Result, Sql
-from guardrails.store.roles import application_grants
 from guardrails.store.verify import verify
+from tests.store._pg_schema import at_version, grant
 
 _CHANGED = "was changed or inserted out of order: its hash does not match the chain"
 
@@ -140,12 +140,7 @@ def test_a_version_2_schema_is_upgraded_in_place_and_old_and_new_rows_chain_toge
     import psycopg
 
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(
-            "CREATE TABLE guardrails_schema (version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION)"
-        )
-        for version, script in migrations("postgres")[:2]:
-            conn.execute(script.encode())
-            conn.execute("INSERT INTO guardrails_schema VALUES (%s, 0)", (version,))
+        at_version(conn, 2)
         _previous_release(conn, [_row(n) for n in range(3)])
     with PostgresStore(pg_dsn) as store:
         store.append(_row(3))
@@ -194,15 +189,10 @@ async def test_a_row_written_around_the_store_is_chained_after_and_verify_names_
 
 @pytest.fixture
 def app_store(two_roles: tuple[str, str]) -> Iterator[tuple[PostgresStore, str]]:
-    import psycopg
-
     owner_dsn, app_dsn = two_roles
     with PostgresStore(owner_dsn) as owner:
         owner.migrate()
-    schema = owner_dsn.split("search_path=")[1].split()[0].strip("'")
-    with psycopg.connect(owner_dsn, autocommit=True) as conn:
-        for statement in application_grants(app_dsn.split("user=")[1].split()[0], schema):
-            conn.execute(statement)
+    grant(owner_dsn, app_dsn)
     with PostgresStore(app_dsn) as app:
         yield app, app_dsn
 

@@ -20,6 +20,7 @@ import pytest
 from guardrails.store import PostgresStore
 from guardrails.store import _pg_sql as sql
 from guardrails.store._migrations import migrations
+from tests.store._pg_schema import at_version
 
 pytestmark = pytest.mark.postgres
 
@@ -138,12 +139,7 @@ def test_an_upgrade_while_the_previous_release_writes_never_passes_a_cap_nor_ski
     import psycopg
 
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(
-            "CREATE TABLE guardrails_schema (version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION)"
-        )
-        for version, script in migrations("postgres")[:3]:
-            conn.execute(script.encode())
-            conn.execute("INSERT INTO guardrails_schema VALUES (%s, 0)", (version,))
+        at_version(conn, 3)
     cap, attempts, threads = 40, 25, 4
     admitted: list[bool] = []
     versions_written: list[int] = []
