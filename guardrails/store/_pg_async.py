@@ -27,7 +27,7 @@ import psycopg_pool
 from . import _pg_sql
 from ._base import AuditRow, StoreUnavailable
 from ._group_commit import AsyncBatcher
-from ._pg_sql import Head, Result, Sql
+from ._pg_sql import Head, Result
 from .postgres import PostgresStore, collided, refused
 from .steps import finish_started
 
@@ -209,13 +209,10 @@ async def _drive(steps: _pg_sql.Steps[T], conn: Any) -> T:
     answer: Any = None
     try:
         while True:
-            answer = await _execute(conn, steps.send(answer))
+            statement = steps.send(answer)
+            answer = await _result(await conn.execute(statement.text, statement.params))
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
-
-
-async def _execute(conn: Any, item: Sql) -> Result:
-    return await _result(await conn.execute(item.text, item.params))
 
 
 async def _result(cursor: Any) -> Result:

@@ -24,10 +24,15 @@ from ._base import AUDIT_COLUMNS, AuditRow
 __all__ = ["INSERT", "insert", "params_py"]
 
 _COLUMNS = ", ".join(AUDIT_COLUMNS)
-INSERT = (
-    f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) "
-    f"VALUES (?, {', '.join('?' for _ in AUDIT_COLUMNS)}, ?)"
-)
+
+
+def _text(nulls: int) -> str:
+    """The INSERT of a row with its id and hash, ``NULL`` in each column of ``nulls``."""
+    values = ", ".join("NULL" if nulls >> i & 1 else "?" for i in range(len(AUDIT_COLUMNS)))
+    return f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) VALUES (?, {values}, ?)"
+
+
+INSERT = _text(0)
 """A row with its id and hash, every column bound. An id already taken fails (the
 primary key and the ``no_replace`` trigger): how an append learns the head moved."""
 
@@ -52,9 +57,7 @@ def _statement(nulls: int) -> str | None:
     """The INSERT with ``NULL`` in each column of ``nulls``; None once the table is full."""
     if len(_statements) >= _STATEMENTS_KEPT or nulls >> len(AUDIT_COLUMNS):
         return None
-    values = ", ".join("NULL" if nulls >> i & 1 else "?" for i in range(len(AUDIT_COLUMNS)))
-    sql = f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) VALUES (?, {values}, ?)"
-    _statements[nulls] = sql
+    sql = _statements[nulls] = _text(nulls)
     return sql
 
 
