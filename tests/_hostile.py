@@ -7,6 +7,7 @@ test clears it, hands the objects over, and checks it stayed empty.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 CALLS: Counter[str] = Counter()
 
@@ -34,6 +35,10 @@ class LoudStr(str):
     def __str__(self) -> str:
         CALLS["str"] += 1
         raise RuntimeError("str")
+
+    def encode(self, *args: Any, **kwargs: Any) -> bytes:
+        CALLS["encode"] += 1
+        raise RuntimeError("encode")
 
 
 class Shifty:

@@ -31,10 +31,10 @@ from guardrails.store import AUDIT_COLUMNS, AuditRow, SQLiteStore, sqlite
 from guardrails.store._chain import GENESIS, content, content_py, link, sealed, sealed_py
 from guardrails.store._storable import JSON_LIMIT, TEXT_LIMIT, core_plan, storable, storable_py
 from guardrails.store.verify import verify
+from tests._hostile import CALLS, LoudStr
 
 CORE = load()  # the compiled core whatever GUARDRAILS_PURE chose for the stores
 needs_compiled = pytest.mark.skipif(CORE is None, reason="the C extension was not built")
-CALLS: Counter[str] = Counter()
 
 
 def _configure(native: bool) -> bool:
@@ -70,26 +70,6 @@ def test_every_length_of_message_hashes_as_hashlib_does() -> None:
     for n in range(300):  # every padding case: the message ends anywhere in a block
         previous = "a" * n
         assert CORE.chain_link(row, previous, 7) == link(previous, 7, content_py(row))
-
-
-class LoudStr(str):
-    """A str whose methods count their calls and raise."""
-
-    def __len__(self) -> int:
-        CALLS["len"] += 1
-        raise RuntimeError("len")
-
-    def __str__(self) -> str:
-        CALLS["str"] += 1
-        raise RuntimeError("str")
-
-    def __hash__(self) -> int:
-        CALLS["hash"] += 1
-        raise RuntimeError("hash")
-
-    def encode(self, *args: Any, **kwargs: Any) -> bytes:
-        CALLS["encode"] += 1
-        raise RuntimeError("encode")
 
 
 class LoudInt(int):
