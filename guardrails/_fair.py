@@ -34,7 +34,7 @@ from collections import deque
 from collections.abc import Callable
 from time import perf_counter
 
-__all__ = ["DEFAULT_SLICE", "MAX_BURST", "Gate", "admit", "gate", "next_burst", "queue"]
+__all__ = ["DEFAULT_SLICE", "MAX_BURST", "Gate", "admit", "enter", "gate", "next_burst", "queue"]
 
 DEFAULT_SLICE = 0.0005
 """Seconds of the loop's time that guarded calls may start in before later ones wait."""
@@ -71,6 +71,16 @@ class Gate:
         self.ticked: float | None = None  # when the last tick of this series ran
         self.waiting: deque[asyncio.Future[None]] = deque()
 
+    def enter(self, slice: float, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None] | None:
+        """None: the call starts now. Else its place in the FIFO, a future to await.
+
+        ``admit`` and ``queue`` in one step (a burst of calls queues a thousand
+        at once, in one iteration of the loop: each step there counts).
+        """
+        if self.waiting or not self.admit(slice):
+            return self._queue(slice, loop)
+        return None
+
     def admit(self, slice: float) -> bool:
         """True: the call starts now. False: it must ``await gate.queue(slice)`` first."""
         if self.waiting:
@@ -87,8 +97,10 @@ class Gate:
 
     def queue(self, slice: float) -> asyncio.Future[None]:
         """This caller's place in the FIFO: a future to await, done at its turn."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
+        return self._queue(slice, asyncio.get_running_loop())
+
+    def _queue(self, slice: float, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = _Future(loop=loop)
         self.waiting.append(future)
         self.slice = slice
         if not self.ticking:
@@ -135,6 +147,7 @@ _gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Gate] = weakref.Wea
 # the lookup of every call, a few tens of nanoseconds.
 _last: tuple[object, Gate] = (None, Gate())
 _running_loop = asyncio.get_running_loop
+_Future = asyncio.Future  # the C future: ``loop.create_future()`` without its Python frame
 
 
 def gate() -> Gate:
@@ -155,6 +168,13 @@ def _find(loop: asyncio.AbstractEventLoop) -> Gate:
             found = Gate()
         _last = (loop, found)
     return found
+
+
+def enter(slice: float) -> asyncio.Future[None] | None:
+    """``gate().enter(slice)``: None when the call may start now, else the future to await."""
+    loop = _running_loop()
+    last = _last
+    return (last[1] if last[0] is loop else _find(loop)).enter(slice, loop)
 
 
 def admit(slice: float) -> bool:

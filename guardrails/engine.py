@@ -58,8 +58,8 @@ class Turn:
         """Run one tool call through the tool_call choke-point (async)."""
         engine = self.engine
         slice = engine.loop_slice
-        if slice is not None and not _fair.admit(slice):
-            await _fair.queue(slice)
+        if slice is not None and (place := _fair.enter(slice)) is not None:
+            await place
         return await engine._pipeline.arun(self, name, arguments, call_id)
 
     def pre_turn(self, input: Any, tools: Iterable[Any] | None = None) -> PreTurnDecision:
@@ -69,8 +69,8 @@ class Turn:
     async def apre_turn(self, input: Any, tools: Iterable[Any] | None = None) -> PreTurnDecision:
         """Decide what the model is offered, and offer it (async)."""
         slice = self.engine.loop_slice
-        if slice is not None and not _fair.admit(slice):
-            await _fair.queue(slice)
+        if slice is not None and (place := _fair.enter(slice)) is not None:
+            await place
         return await apre_turn(self, input, tools)
 
     def post_run(self, output: Any = None, *, structured: Any = None) -> PostRunReport:
@@ -80,8 +80,8 @@ class Turn:
     async def apost_run(self, output: Any = None, *, structured: Any = None) -> PostRunReport:
         """Check the finished run and act as its backstop (async)."""
         slice = self.engine.loop_slice
-        if slice is not None and not _fair.admit(slice):
-            await _fair.queue(slice)
+        if slice is not None and (place := _fair.enter(slice)) is not None:
+            await place
         return await apost_run(self, output, structured=structured)
 
 
