@@ -128,3 +128,90 @@ def test_a_hook_that_keeps_details_shares_the_state_with_the_audit_log(
     assert ["charge:o-1" in (r.detail or "") for r in rows] == [True, True]
     assert counted.made == 2  # one per call: the idempotency hook asked for it
     assert _state.current() is None
+
+
+async def test_a_task_the_tool_started_charges_nothing_to_the_call_once_it_has_ended() -> None:
+    """The task shares the call's cell: while the call runs it sees the call, after it
+    (the cell emptied in place) it sees no call, though its context was copied before."""
+    seen: list[_state.CallState | None] = []
+    ended = asyncio.Event()
+    store = MemoryStore()
+    paid = PaidCall(store, usage=lambda _: Usage(1, 1, 0.5))
+
+    async def outlive() -> None:
+        seen.append(_state.current())
+        await ended.wait()
+        seen.append(_state.current())
+        await paid.acall(lambda: asyncio.sleep(0))  # after the call: on no call's row
+
+    tasks: list[asyncio.Task[None]] = []
+
+    @tool
+    async def starts() -> str:
+        await paid.acall(lambda: asyncio.sleep(0))
+        tasks.append(asyncio.create_task(outlive()))
+        await asyncio.sleep(0)
+        return "started"
+
+    audit = AuditLog(store)
+    turn = Guardrails([starts], hooks=[audit], recorder=[audit]).turn(workflow="wf-1")
+    result = await turn.acall("starts", {})
+    assert result.outcome == "ok"
+    ended.set()
+    await tasks[0]
+    assert seen[0] is not None and seen[0].call_id == result.call_id
+    assert seen[1] is None
+    (row,) = store.audit_rows(kind="tool_call")
+    assert (row.call_id, row.tokens_in, row.cost) == (result.call_id, 1, 0.5)
+    assert _state.current() is None
+
+
+def test_an_ended_call_keeps_nothing_alive_and_the_next_call_gets_a_cell_of_its_own() -> None:
+    store = MemoryStore()
+    paid = PaidCall(store, usage=lambda _: Usage(2, 2, 0.5))
+    cells: list[Any] = []
+
+    @tool
+    def charge() -> str:
+        answer = str(paid(lambda: "x"))  # the paid call makes the call's state
+        cells.append(_state._current.get())
+        return answer
+
+    audit = AuditLog(store)
+    turn = Guardrails([charge], hooks=[audit], recorder=[audit]).turn(workflow="wf-1")
+    first = turn.call("charge", {})
+    assert first.outcome == "ok", first
+    # The emptied cell holds neither the invocation nor the state (nor the tool's arguments).
+    assert cells[0][:2] == [None, None] and _state._current.get() is cells[0]
+    second = turn.call("charge", {})
+    assert cells[1] is not cells[0] and cells[0][:2] == [None, None]
+    rows = store.audit_rows(kind="tool_call")
+    assert [(r.call_id, r.tokens_in) for r in rows] == [(first.call_id, 2), (second.call_id, 2)]
+    assert _state.current() is None
+
+
+def test_an_audited_call_sets_the_call_variable_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One ``ContextVar.set`` per call, made by ``opened``; ``closed`` empties the cell."""
+    real = _state._current
+    sets: list[Any] = []
+
+    class Counting:
+        def get(self) -> Any:
+            return real.get()
+
+        def set(self, value: Any) -> Any:
+            sets.append(value)
+            return real.set(value)
+
+    monkeypatch.setattr(_state, "_current", Counting())
+
+    @tool
+    def lookup(order_id: str) -> str:
+        return order_id
+
+    audit = AuditLog(MemoryStore())
+    turn = Guardrails([lookup], hooks=[audit], recorder=[audit]).turn(session="s-1")
+    for _ in range(3):
+        assert turn.call("lookup", {"order_id": "o-1"}).outcome == "ok"
+    assert len(sets) == 3 and all(cell[0] is None for cell in sets)  # each one emptied after
+    assert _state.current() is None
