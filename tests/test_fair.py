@@ -300,3 +300,23 @@ def test_the_next_burst_is_bounded_and_shrinks_as_iterations_grow(
     assert _fair.next_burst(burst, elapsed + more, slice) <= got
     if elapsed > slice:
         assert got <= burst  # an iteration longer than the slice never lets more in
+
+
+async def test_enter_is_admit_then_queue_in_one_step() -> None:
+    """``enter``: None while the slice has room, then a future per caller, in FIFO order;
+    once anyone waits, even a call inside a fresh slice queues behind them."""
+    clock = _fake_clock()
+    gate = _fair.gate()
+    loop = asyncio.get_running_loop()
+    assert gate.enter(SLICE, loop) is None
+    clock.now += 2 * SLICE  # the slice is used up ...
+    gate.last = clock.now  # ... by guarded calls, the loop never left them: no new slice opens
+    places = [_fair.enter(SLICE) for _ in range(3)]
+    assert all(isinstance(p, asyncio.Future) and not p.done() for p in places)
+    assert list(gate.waiting) == places
+    clock.now += 10 * SLICE  # the loop was away long enough to open a new slice...
+    late = gate.enter(SLICE, loop)
+    assert late is not None and gate.waiting[-1] is late  # ...but others wait: behind them
+    for place in (*places, late):
+        await place  # released one iteration at a time, in order
+    assert not gate.waiting and gate.enter(SLICE, loop) is None
