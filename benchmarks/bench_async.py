@@ -124,11 +124,17 @@ class _Ticker:
     each lateness during which this process ran (its CPU time over the same
     interval, all threads): a process the operating system took off the CPU
     (a loaded machine) is late by that much too, through no work of its own.
+    ``first`` is the lateness of the first tick, the one that spans the start
+    of the burst (``gather`` making its tasks in one step of the loop, then
+    every call's first step in the next: the floor's bare coroutines pay the
+    first part too); ``worst_later`` the worst of every later tick.
     """
 
     def __init__(self, diagnosis: Diagnosis | None = None) -> None:
         self.worst = 0.0
         self.worst_running = 0.0
+        self.first: float | None = None
+        self.worst_later = 0.0
         self.done = False
         self.diagnosis = diagnosis
 
@@ -142,6 +148,10 @@ class _Ticker:
                 self.diagnosis.tick(before + TICK, ran)
             self.worst = max(self.worst, late)
             self.worst_running = max(self.worst_running, min(late, time.process_time() - cpu))
+            if self.first is None:
+                self.first = late
+            else:
+                self.worst_later = max(self.worst_later, late)
 
 
 async def _concurrent(rails: Guardrails, calls: int) -> tuple[float, ...]:
@@ -171,14 +181,45 @@ async def _gathered(coros: list[Any]) -> tuple[Any, ...]:
     ticking = asyncio.create_task(ticker.tick())
     await asyncio.sleep(TICK)
     with _LongestStep() as longest, diagnosis or contextlib.nullcontext():
-        start, cpu = time.perf_counter(), time.process_time()
+        start, cpu, machine = time.perf_counter(), time.process_time(), _machine()
         results = await asyncio.gather(*coros)
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+        stolen = _stolen(machine, _machine())
         ticker.done = True
         await ticking
     if diagnosis is not None:
         print(f"  round: {elapsed * 1e3:.0f} ms, {diagnosis.report()}", file=sys.stderr)
-    return results, elapsed, ticker.worst, ticker.worst_running, longest.worst, cpu
+    first = ticker.first or 0.0
+    return (
+        results,
+        elapsed,
+        ticker.worst,
+        ticker.worst_running,
+        longest.worst,
+        cpu,
+        first,
+        ticker.worst_later,
+        stolen,
+    )
+
+
+def _machine() -> list[int] | None:
+    """The machine's CPU time so far, in ticks, by kind (``/proc/stat``'s first line)."""
+    try:
+        with open("/proc/stat") as stat:
+            return [int(field) for field in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+
+
+def _stolen(before: list[int] | None, after: list[int] | None) -> float:
+    """The share of the machine's CPU time the hypervisor took between the two readings
+    (``steal``, the 8th field): the cores ran something else, and every thread waited."""
+    if before is None or after is None or len(after) < 8:
+        return float("nan")
+    spent = [b - a for a, b in zip(before, after, strict=False)]
+    total = sum(spent[:8])
+    return spent[7] / total if total > 0 else float("nan")
 
 
 def _sequential(rails: Guardrails, calls: int) -> tuple[float, float]:
@@ -244,7 +285,9 @@ def _rounds(group: str, one: Callable[[], tuple[float, ...]], rounds: int) -> li
 
 
 def _row(group: str, name: str, calls: int, measured: list[tuple[float, ...]]) -> dict[str, Any]:
-    spans, lags, running, steps, cpus = (list(column) for column in zip(*measured, strict=True))
+    spans, lags, running, steps, cpus, firsts, laters, stolen = (
+        list(column) for column in zip(*measured, strict=True)
+    )
     span = statistics.median(spans)
     return row(
         group,
@@ -256,6 +299,9 @@ def _row(group: str, name: str, calls: int, measured: list[tuple[float, ...]]) -
         median_worst_loop_lag_ms=round(statistics.median(lags) * 1e3, 2),
         worst_lag_while_running_ms=round(max(running) * 1e3, 2),
         longest_step_ms=round(max(steps) * 1e3, 2),
+        first_tick_lag_ms=round(max(firsts) * 1e3, 2),
+        worst_lag_after_first_tick_ms=round(max(laters) * 1e3, 2),
+        cpu_stolen_share=round(max(stolen), 3),
     )
 
 
