@@ -4,9 +4,8 @@ The hooks of one tool call run on one thread (or in one task), so a context
 variable carries the call's state from ``before`` through the tool body (where
 ``PaidCall`` adds tokens and cost) to ``after`` (where the audit row is built).
 Each hook ``enter``s in ``before`` and ``leave``s in ``after``; when the last
-one has left, the call's cell is emptied in place (it holds no call any more:
-one ``ContextVar.set`` per call, not two), so a paid call made after the tool
-call is not charged to it, in this task or in any task the call started. A hook that only reads the state (the audit log)
+one has left, the variable is cleared, so a paid call made after the tool
+call is not charged to it. A hook that only reads the state (the audit log)
 uses ``opened`` and ``closed`` instead, which make no ``CallState``: one is
 made only when a paid call or another hook asks for it.
 A sync tool with a timeout runs on a pool thread and does not see it; pass
@@ -42,35 +41,18 @@ class CallState:
 # The call in progress on this thread or task: a cell shared by reference with
 # the tasks it starts, [invocation, its CallState or None, ids of the hooks
 # inside it]. The CallState is made the first time something asks for it (a
-# paid call, a hook that keeps details), not for every call. When the last
-# hook leaves, the cell is emptied ([None, None, set()]: ``_ended``) instead
-# of the variable being set again; the next call on this thread or task sets
-# a new cell. An emptied cell is never filled again.
+# paid call, a hook that keeps details), not for every call.
 _current: ContextVar[list[Any] | None] = ContextVar("guardrails_call", default=None)
 _INVOCATION, _STATE, _OPEN = 0, 1, 2
-
-
-def _live(cell: list[Any] | None, invocation: Invocation) -> bool:
-    """``cell`` is the live cell of ``invocation``'s call."""
-    return (
-        cell is not None
-        and (held := cell[_INVOCATION]) is not None
-        and (held.call_id == invocation.call_id)
-    )
-
-
-def _ended(cell: list[Any]) -> None:
-    """No hook is inside the call any more: the cell holds nothing from now on."""
-    cell[_INVOCATION] = cell[_STATE] = None
 
 
 def _cell(invocation: Invocation) -> list[Any]:
     """The cell of this call, a new one when the variable holds none or another call's."""
     cell = _current.get()
-    if not _live(cell, invocation):
+    if cell is None or cell[_INVOCATION].call_id != invocation.call_id:
         cell = [invocation, None, set()]
         _current.set(cell)
-    return cell  # type: ignore[return-value]
+    return cell
 
 
 def _state_of(cell: list[Any]) -> CallState:
@@ -95,41 +77,36 @@ def enter(invocation: Invocation, hook: object) -> CallState:
 
 def leave(invocation: Invocation, hook: object) -> CallState:
     """``hook``'s ``after`` is running; the last hook to leave clears the call."""
-    cell = _cell(invocation)
-    state = _state_of(cell)
+    state = state_for(invocation)
     state.open.discard(id(hook))
     if not state.open:
-        _ended(cell)
+        _current.set(None)
     return state
 
 
 def opened(invocation: Invocation, hook: object) -> None:
     """``enter`` for a hook that only reads the state: nothing is made for it."""
     cell = _current.get()
-    # (``_live`` written out: this runs for every audited call)
-    if cell is not None and (held := cell[0]) is not None and held.call_id == invocation.call_id:
-        cell[_OPEN].add(id(hook))
-    else:
+    if cell is None or cell[_INVOCATION].call_id != invocation.call_id:
         _current.set([invocation, None, {id(hook)}])
+    else:
+        cell[_OPEN].add(id(hook))
 
 
 def closed(invocation: Invocation, hook: object) -> CallState | None:
     """``leave`` for a hook that only reads the state: None when nothing made one."""
     cell = _current.get()
-    if cell is None or (held := cell[0]) is None:
+    if cell is None or cell[_INVOCATION].call_id != invocation.call_id:
+        _current.set(None)  # what ``leave`` leaves: a call no hook is inside
         return None
-    if held.call_id != invocation.call_id:
-        _current.set(None)  # another call's cell: what ``leave`` leaves, no call inside
-        return None
-    open = cell[_OPEN]
-    open.discard(id(hook))
+    cell[_OPEN].discard(id(hook))
+    if not cell[_OPEN]:
+        _current.set(None)
     state: CallState | None = cell[_STATE]
-    if not open:
-        cell[0] = cell[1] = None  # ``_ended``
     return state
 
 
 def current() -> CallState | None:
     """The state of the tool call running on this thread or task, if any."""
     cell = _current.get()
-    return None if cell is None or cell[_INVOCATION] is None else _state_of(cell)
+    return None if cell is None else _state_of(cell)
