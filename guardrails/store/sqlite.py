@@ -72,6 +72,18 @@ _FAILURES = (sqlite3.Error, UnicodeEncodeError, OverflowError)
 _HEAD = "SELECT id, hash FROM guardrails_audit ORDER BY id DESC LIMIT 1"
 _SELECT = f"SELECT id, {_COLUMNS} FROM guardrails_audit"
 _SELECT_CHAIN = f"SELECT id, {_COLUMNS}, hash FROM guardrails_audit"
+# A budget's row is made by its first reservation or settlement: the statements
+# that change it run first, and only when they find no row is it made (one
+# statement fewer on every other call).
+_NEW_BUDGET = "INSERT OR IGNORE INTO guardrails_budgets (key) VALUES (?)"
+_RESERVE = (
+    "UPDATE guardrails_budgets SET reserved = reserved + ? "
+    "WHERE key = ? AND spent + reserved < ? AND spent + reserved + ? <= ?"
+)
+_SETTLE = (
+    "UPDATE guardrails_budgets SET reserved = reserved - ?, spent = spent + ? "
+    "WHERE key = ? RETURNING spent"
+)
 
 
 class _Local(threading.local):
@@ -410,23 +422,11 @@ class SQLiteStore:
 
     def reserve(self, key: str, amount: int, cap: int, /) -> bool:
         with self._immediate() as conn:
-            conn.execute("INSERT OR IGNORE INTO guardrails_budgets (key) VALUES (?)", (key,))
-            cursor = conn.execute(
-                "UPDATE guardrails_budgets SET reserved = reserved + ? "
-                "WHERE key = ? AND spent + reserved < ? AND spent + reserved + ? <= ?",
-                (amount, key, cap, amount, cap),
-            )
-            return cursor.rowcount == 1
+            return _reserved(conn, key, amount, cap)
 
     def settle(self, key: str, reserved: int, actual: int, /) -> int:
         with self._immediate() as conn:
-            conn.execute("INSERT OR IGNORE INTO guardrails_budgets (key) VALUES (?)", (key,))
-            row = conn.execute(
-                "UPDATE guardrails_budgets SET reserved = reserved - ?, spent = spent + ? "
-                "WHERE key = ? RETURNING spent",
-                (reserved, actual, key),
-            ).fetchone()
-            return int(row[0])
+            return _settled(conn, key, reserved, actual)
 
     def budget(self, key: str, /) -> tuple[int, int]:
         row = self._execute(
@@ -438,7 +438,6 @@ class SQLiteStore:
         self, key: str, holder: str, amount: int, cap: int, now: float, until: float, /
     ) -> bool:
         with self._immediate() as conn:
-            conn.execute("INSERT OR IGNORE INTO guardrails_budgets (key) VALUES (?)", (key,))
             expired = conn.execute(
                 "DELETE FROM guardrails_leases WHERE key = ? AND expires_at <= ? RETURNING amount",
                 (key, now),
@@ -448,12 +447,7 @@ class SQLiteStore:
                     "UPDATE guardrails_budgets SET reserved = reserved - ? WHERE key = ?",
                     (sum(int(r[0]) for r in expired), key),
                 )
-            cursor = conn.execute(
-                "UPDATE guardrails_budgets SET reserved = reserved + ? "
-                "WHERE key = ? AND spent + reserved < ? AND spent + reserved + ? <= ?",
-                (amount, key, cap, amount, cap),
-            )
-            if cursor.rowcount != 1:
+            if not _reserved(conn, key, amount, cap):
                 return False
             conn.execute(
                 "INSERT INTO guardrails_leases (key, holder, amount, expires_at) "
@@ -471,17 +465,11 @@ class SQLiteStore:
 
     def settle_leased(self, key: str, holder: str, actual: int, /) -> int:
         with self._immediate() as conn:
-            conn.execute("INSERT OR IGNORE INTO guardrails_budgets (key) VALUES (?)", (key,))
             held = conn.execute(
                 "DELETE FROM guardrails_leases WHERE key = ? AND holder = ? RETURNING amount",
                 (key, holder),
             ).fetchone()
-            row = conn.execute(
-                "UPDATE guardrails_budgets SET reserved = reserved - ?, spent = spent + ? "
-                "WHERE key = ? RETURNING spent",
-                (0 if held is None else int(held[0]), actual, key),
-            ).fetchone()
-            return int(row[0])
+            return _settled(conn, key, 0 if held is None else int(held[0]), actual)
 
     # -- key/value with compare-and-set -------------------------------------------
 
@@ -574,6 +562,28 @@ class SQLiteStore:
 # A forked child must not use its parent's connections (SQLite's locks are the
 # process's): once per fork, not once per operation, the forking thread (the
 # child's only one) forgets them and opens its own on next use.
+def _reserved(conn: sqlite3.Connection, key: str, amount: int, cap: int) -> bool:
+    """Add ``amount`` to the key's reservations if the cap allows (in the caller's transaction)."""
+    reserve = (amount, key, cap, amount, cap)
+    if conn.execute(_RESERVE, reserve).rowcount == 1:
+        return True
+    # No row for the key yet (its first reservation: made, then tried again), or the
+    # cap refuses (the row exists: nothing is inserted, and the answer stands).
+    inserted = conn.execute(_NEW_BUDGET, (key,)).rowcount == 1
+    return inserted and conn.execute(_RESERVE, reserve).rowcount == 1
+
+
+def _settled(conn: sqlite3.Connection, key: str, reserved: int, actual: int) -> int:
+    """Move ``reserved`` out of the key's reservations and ``actual`` into its spend;
+    the spend after (in the caller's transaction)."""
+    settle = (reserved, actual, key)
+    row = conn.execute(_SETTLE, settle).fetchone()
+    if row is None:  # no row for the key yet: made, then settled
+        conn.execute(_NEW_BUDGET, (key,))
+        row = conn.execute(_SETTLE, settle).fetchone()
+    return int(row[0])
+
+
 _STORES: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
 
 

@@ -269,3 +269,45 @@ def test_the_fork_hook_holds_no_store_alive(tmp_path: Path) -> None:
     del store
     gc.collect()
     assert not any(s.path == str(tmp_path / "a.db") for s in module._STORES)
+
+
+# -- budgets: the row is made by the first reservation or settlement only -------------
+
+
+def _kinds(seen: list[str]) -> list[str]:
+    return [" ".join(s.split()[:2]) for s in seen]
+
+
+def test_a_reservation_and_its_settlement_on_a_known_key_make_no_row(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "a.db")
+    assert store.reserve_leased("k", "h0", 1, 10, 0.0, 60.0)  # the first: makes the row
+    seen = _statements(store)
+    assert store.reserve_leased("k", "h1", 2, 10, 0.0, 60.0)
+    assert _kinds(seen) == [
+        "BEGIN IMMEDIATE", "DELETE FROM", "UPDATE guardrails_budgets", "INSERT INTO", "COMMIT"
+    ]  # fmt: skip
+    seen.clear()
+    assert store.settle_leased("k", "h1", 1) == 1
+    assert _kinds(seen) == ["BEGIN IMMEDIATE", "DELETE FROM", "UPDATE guardrails_budgets", "COMMIT"]
+    assert store.budget("k") == (1, 1)
+    store.close()
+
+
+def test_the_first_reservation_or_settlement_of_a_key_makes_its_row_and_a_refusal_none(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "a.db")
+    seen = _statements(store)
+    assert not store.reserve("new", 11, 10)  # refused: the row is made (as before), empty
+    assert "INSERT OR" in seen[2] and store.budget("new") == (0, 0)
+    assert store.reserve("new", 10, 10) and not store.reserve("new", 1, 10)
+    assert store.budget("new") == (0, 10)
+    refused = len(seen)
+    assert not store.reserve("new", 1, 10)  # a refusal on a known key: asks, inserts nothing
+    assert [s for s in seen[refused:] if "guardrails_budgets (key)" in s] == [
+        "INSERT OR IGNORE INTO guardrails_budgets (key) VALUES ('new')"
+    ] and store.budget("new") == (0, 10)
+    assert store.settle("other", 0, 4) == 4  # a settlement with no reservation before it
+    assert store.settle_leased("third", "h", 3) == 3
+    assert (store.budget("other"), store.budget("third")) == ((4, 0), (3, 0))
+    store.close()
