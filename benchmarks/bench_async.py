@@ -212,14 +212,15 @@ def _machine() -> list[int] | None:
         return None
 
 
-def _stolen(before: list[int] | None, after: list[int] | None) -> float:
+def _stolen(before: list[int] | None, after: list[int] | None) -> float | None:
     """The share of the machine's CPU time the hypervisor took between the two readings
-    (``steal``, the 8th field): the cores ran something else, and every thread waited."""
+    (``steal``, the 8th field): the cores ran something else, and every thread waited.
+    None where there is no ``/proc/stat``, or no tick (10 ms) passed between them."""
     if before is None or after is None or len(after) < 8:
-        return float("nan")
+        return None
     spent = [b - a for a, b in zip(before, after, strict=False)]
     total = sum(spent[:8])
-    return spent[7] / total if total > 0 else float("nan")
+    return spent[7] / total if total > 0 else None
 
 
 def _sequential(rails: Guardrails, calls: int) -> tuple[float, float]:
@@ -301,7 +302,7 @@ def _row(group: str, name: str, calls: int, measured: list[tuple[float, ...]]) -
         longest_step_ms=round(max(steps) * 1e3, 2),
         first_tick_lag_ms=round(max(firsts) * 1e3, 2),
         worst_lag_after_first_tick_ms=round(max(laters) * 1e3, 2),
-        cpu_stolen_share=round(max(stolen), 3),
+        cpu_stolen_share=max((round(x, 3) for x in stolen if x is not None), default=None),
     )
 
 
