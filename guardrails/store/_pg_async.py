@@ -6,12 +6,17 @@ no thread hand-off, and the loop serves other tasks while the server works.
 Audit rows of tasks that arrive together share one commit (``AsyncBatcher``).
 
 A pool belongs to the loop that opened it, so each loop gets its own. It
-closes with its loop: an async generator holds it open, and the loop's
-shutdown (``asyncio.run`` and pytest-asyncio call ``shutdown_asyncgens``)
-closes every async generator it started. ``await store.aclose()`` closes
+closes with its loop: a task of the loop holds it open and closes it when
+the loop cancels its tasks (``asyncio.run``, pytest-asyncio), and an async
+generator does the same when the loop shuts down its async generators (for
+loops ended by hand). The task matters: psycopg_pool's workers take a
+cancellation that comes while they make a connection for a failed attempt,
+and go on waiting for work, so a loop that only cancels them would wait
+for them for ever; the pool's close stops them. ``await store.aclose()`` closes
 the current loop's pool at once; ``store.close()`` from sync code closes
 those of loops that no longer run, and from a coroutine hangs up the current
-loop's connections at once (the pool's own tasks end with the loop).
+loop's connections at once and closes its pool in a task of the loop (a
+connection the pool was still making is closed there too).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ T = TypeVar("T")
 class _LoopPool:
     """The pool, the audit batcher and the closer of one event loop."""
 
-    __slots__ = ("batcher", "closer", "opened", "pool")
+    __slots__ = ("batcher", "closer", "keeper", "opened", "pool")
 
     def __init__(self, path: AsyncPath, dsn: str, options: dict[str, Any]) -> None:
         self.opened: weakref.WeakSet[Any] = weakref.WeakSet()  # every connection it made
@@ -48,6 +53,7 @@ class _LoopPool:
         )
         self.batcher = AsyncBatcher(path.write_rows)
         self.closer: AsyncIterator[None] | None = None
+        self.keeper: asyncio.Task[None] | None = None
 
     async def _made(self, conn: Any) -> None:
         self.opened.add(conn)
@@ -57,6 +63,10 @@ class _LoopPool:
             conn.pgconn.finish()
 
     async def close(self) -> None:
+        keeper, self.keeper = self.keeper, None
+        if keeper is not None and keeper is not asyncio.current_task():
+            keeper.cancel()  # (it closes the pool too: done by then, nothing left to do)
+            await asyncio.wait([keeper])
         # Shutting down with its loop, the pool's workers were cancelled with the
         # loop's other tasks, and waiting for them says so.
         with contextlib.suppress(asyncio.CancelledError):
@@ -161,12 +171,18 @@ class AsyncPath:
             raise
         here.closer = _closing(here)
         await anext(here.closer)  # the loop now closes the pool when it shuts down
+        # ... and first when it cancels its tasks (``asyncio.run``, before it shuts its
+        # async generators down): a worker of the pool that is making a connection then
+        # (to grow, or to replace a broken one) takes the cancellation for a failed
+        # attempt and waits for its next task, and the loop would wait for it for ever.
+        # Closing the pool gives each worker its stop.
+        here.keeper = loop.create_task(_kept_open(here), name="guardrails-async-pool-keeper")
         return here
 
     async def _discard(self, here: _LoopPool) -> None:
         # The server went away: a fresh pool connects at once when it is back.
         self._forget(asyncio.get_running_loop(), here)
-        await here.pool.close()
+        await here.close()
 
     def _forget(self, loop: asyncio.AbstractEventLoop, here: _LoopPool) -> None:
         if self._loops.get(loop) is here:
@@ -190,11 +206,28 @@ class AsyncPath:
             del self._loops[loop]
             if loop is running:
                 # Cannot wait here: the connections are closed now, without a
-                # word to the server, and the pool's tasks end with the loop.
+                # word to the server, and the pool itself by a task of this loop
+                # as soon as the caller next waits. Until then the pool may still
+                # finish a connection it was making to grow (a loaded machine):
+                # that task closes it too, and the pool makes no more.
                 here.hang_up()
+                closing = loop.create_task(here.close())
+                _CLOSING.add(closing)  # (the loop keeps only a weak reference to a task)
+                closing.add_done_callback(_CLOSING.discard)
             elif not loop.is_closed() and not loop.is_running():
                 loop.run_until_complete(here.close())
             # A loop that closed has closed its pool already (``_closing``).
+
+
+_CLOSING: set[asyncio.Task[None]] = set()
+
+
+async def _kept_open(here: _LoopPool) -> None:
+    """Waits until its loop cancels it (the loop is ending), then closes the pool."""
+    try:
+        await asyncio.get_running_loop().create_future()
+    finally:
+        await here.close()
 
 
 async def _closing(here: _LoopPool) -> AsyncIterator[None]:

@@ -498,6 +498,82 @@ def test_the_pools_close_at_close_called_from_async_code(pg_dsn: str, tag: str, 
     asyncio.run(use_and_close())
 
 
+_GROWING_AT_THE_END = """
+import asyncio, sys, time, uuid
+import psycopg
+import psycopg.conninfo
+from guardrails.effects import PaidCall, Usage
+from guardrails.store import PostgresStore, _pg_async
+
+dsn, tag, how = sys.argv[1:]
+made = []
+original = _pg_async._LoopPool._made
+
+
+async def slow(self, conn):
+    await original(self, conn)
+    made.append(conn)
+    if len(made) > 1:  # growing the pool: still being made when the calls are done
+        await asyncio.sleep(0.5)
+
+
+def backends():
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        sql = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+        return conn.execute(sql, (tag,)).fetchone()[0]
+
+
+_pg_async._LoopPool._made = slow
+conninfo = psycopg.conninfo.make_conninfo(dsn, application_name=tag)
+store = PostgresStore(conninfo, async_pool=True, min_size=1, max_size=3)
+paid = PaidCall(store, usage=lambda _: Usage(1, 1, 1.0), daily_cap=100.0, estimate=1.0,
+                scope=uuid.uuid4().hex)
+
+
+async def answer():
+    return "ok"
+
+
+async def main():
+    await asyncio.gather(*(paid.acall(answer) for _ in range(10)))
+    assert len(made) > 1
+    if how == "close":  # from async code: every connection closes while the loop runs
+        store.close()
+        deadline = time.monotonic() + 30
+        while await asyncio.to_thread(backends):
+            assert time.monotonic() < deadline, "a connection of the pool stayed open"
+            await asyncio.sleep(0.05)
+
+
+asyncio.run(main())
+store.close()
+"""
+
+
+@pytest.mark.parametrize("how", ["end", "close"])
+def test_a_loop_that_ends_while_the_pool_grows_ends_and_closes_it(
+    pg_dsn: str, tag: str, how: str
+) -> None:
+    """The pool grows while the calls wait, and its new connection is slow to finish (as on
+    a loaded machine). ``end``: ``asyncio.run`` cancels the loop's tasks while a worker of
+    the pool makes it; psycopg_pool's worker takes that for a failed attempt and waits for
+    its next task, so the pool is closed as the loop cancels its tasks and the run ends.
+    ``close``: ``store.close()`` from async code hangs up the pool's connections and closes
+    it in a task of the loop; the connection it was still making closes too.
+    In a process of its own: the tree before this test hung in ``asyncio.run``."""
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-c", _GROWING_AT_THE_END, pg_dsn, tag, how],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    _connections_close(pg_dsn, tag)
+
+
 def test_the_pools_close_at_aclose(pg_dsn: str, tag: str, path: str) -> None:
     store = PostgresStore(_tagged(pg_dsn, tag), async_pool=path == "async pool", min_size=2)
     paid = _paid(store, cap=100.0)
