@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
@@ -176,7 +177,9 @@ class AsyncPath:
         # (to grow, or to replace a broken one) takes the cancellation for a failed
         # attempt and waits for its next task, and the loop would wait for it for ever.
         # Closing the pool gives each worker its stop.
-        here.keeper = loop.create_task(_kept_open(here), name="guardrails-async-pool-keeper")
+        here.keeper = loop.create_task(  # (in a context of its own: it keeps no caller's)
+            _kept_open(here), name="guardrails-async-pool-keeper", context=contextvars.Context()
+        )
         return here
 
     async def _discard(self, here: _LoopPool) -> None:
