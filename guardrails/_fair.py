@@ -34,7 +34,7 @@ from collections import deque
 from collections.abc import Callable
 from time import perf_counter
 
-__all__ = ["DEFAULT_SLICE", "MAX_BURST", "Gate", "admit", "enter", "gate", "next_burst", "queue"]
+__all__ = ["DEFAULT_SLICE", "MAX_BURST", "Gate", "enter", "gate", "next_burst"]
 
 DEFAULT_SLICE = 0.0005
 """Seconds of the loop's time that guarded calls may start in before later ones wait."""
@@ -74,15 +74,13 @@ class Gate:
     def enter(self, slice: float, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None] | None:
         """None: the call starts now. Else its place in the FIFO, a future to await.
 
-        ``admit`` and ``queue`` in one step (a burst of calls queues a thousand
+        ``admit``, else ``queue``, in one call (a burst of calls queues a thousand
         at once, in one iteration of the loop: each step there counts).
         """
-        if self.waiting or not self.admit(slice):
-            return self._queue(slice, loop)
-        return None
+        return None if self.admit(slice) else self.queue(slice, loop)
 
     def admit(self, slice: float) -> bool:
-        """True: the call starts now. False: it must ``await gate.queue(slice)`` first."""
+        """True: the call starts now. False: it must wait for its turn (``queue``)."""
         if self.waiting:
             return False
         now = self.clock()
@@ -95,11 +93,8 @@ class Gate:
             return True
         return False
 
-    def queue(self, slice: float) -> asyncio.Future[None]:
+    def queue(self, slice: float, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
         """This caller's place in the FIFO: a future to await, done at its turn."""
-        return self._queue(slice, asyncio.get_running_loop())
-
-    def _queue(self, slice: float, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
         future: asyncio.Future[None] = _Future(loop=loop)
         self.waiting.append(future)
         self.slice = slice
@@ -175,15 +170,3 @@ def enter(slice: float) -> asyncio.Future[None] | None:
     loop = _running_loop()
     last = _last
     return (last[1] if last[0] is loop else _find(loop)).enter(slice, loop)
-
-
-def admit(slice: float) -> bool:
-    """``gate().admit(slice)``: True when the call may start without waiting."""
-    loop = _running_loop()
-    last = _last
-    return (last[1] if last[0] is loop else _find(loop)).admit(slice)
-
-
-def queue(slice: float) -> asyncio.Future[None]:
-    """``gate().queue(slice)``: the future a call that was not admitted awaits."""
-    return gate().queue(slice)
