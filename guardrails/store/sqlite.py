@@ -559,9 +559,6 @@ class SQLiteStore:
         self.close()
 
 
-# A forked child must not use its parent's connections (SQLite's locks are the
-# process's): once per fork, not once per operation, the forking thread (the
-# child's only one) forgets them and opens its own on next use.
 def _reserved(conn: sqlite3.Connection, key: str, amount: int, cap: int) -> bool:
     """Add ``amount`` to the key's reservations if the cap allows (in the caller's transaction)."""
     reserve = (amount, key, cap, amount, cap)
@@ -584,6 +581,9 @@ def _settled(conn: sqlite3.Connection, key: str, reserved: int, actual: int) -> 
     return int(row[0])
 
 
+# A forked child must not use its parent's connections (SQLite's locks are the
+# process's): once per fork, not once per operation, the forking thread (the
+# child's only one) forgets them and opens its own on next use.
 _STORES: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
 
 
