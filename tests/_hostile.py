@@ -12,33 +12,46 @@ from typing import Any
 CALLS: Counter[str] = Counter()
 
 
+def loud(name: str) -> Any:
+    """A method that counts its call in ``CALLS[name]`` and raises ``RuntimeError(name)``."""
+
+    def method(self: object, *args: Any, **kwargs: Any) -> Any:
+        CALLS[name] += 1
+        raise RuntimeError(name)
+
+    return method
+
+
 class LoudStr(str):
     """A ``str`` whose methods a reader could call count and raise: only built-in
     ``str`` code may read it."""
 
-    def __len__(self) -> int:
-        CALLS["len"] += 1
-        raise RuntimeError("len")
+    __len__ = loud("len")
+    __hash__ = loud("hash")
+    __eq__ = loud("eq")
+    __bool__ = loud("bool")
+    __str__ = loud("str")
+    encode = loud("encode")
 
-    def __hash__(self) -> int:
-        CALLS["hash"] += 1
-        raise RuntimeError("hash")
 
-    def __eq__(self, other: object) -> bool:
-        CALLS["eq"] += 1
-        raise RuntimeError("eq")
+class LoudInt(int):
+    """An ``int`` whose conversions count and raise."""
 
-    def __bool__(self) -> bool:
-        CALLS["bool"] += 1
-        raise RuntimeError("bool")
+    __index__ = loud("index")
+    __int__ = loud("int")
 
-    def __str__(self) -> str:
-        CALLS["str"] += 1
-        raise RuntimeError("str")
 
-    def encode(self, *args: Any, **kwargs: Any) -> bytes:
-        CALLS["encode"] += 1
-        raise RuntimeError("encode")
+class LoudFloat(float):
+    """A ``float`` whose conversions count and raise."""
+
+    __float__ = loud("float")
+    hex = loud("hex")
+
+
+class Unprintable:
+    """Not text: ``str()`` of it counts and raises."""
+
+    __str__ = loud("str")
 
 
 class Shifty:

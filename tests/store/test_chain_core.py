@@ -31,7 +31,7 @@ from guardrails.store import AUDIT_COLUMNS, AuditRow, SQLiteStore, sqlite
 from guardrails.store._chain import GENESIS, content, content_py, link, sealed, sealed_py
 from guardrails.store._storable import JSON_LIMIT, TEXT_LIMIT, core_plan, storable, storable_py
 from guardrails.store.verify import verify
-from tests._hostile import CALLS, LoudStr
+from tests._hostile import CALLS, LoudFloat, LoudInt, LoudStr, Unprintable
 
 CORE = load()  # the compiled core whatever GUARDRAILS_PURE chose for the stores
 needs_compiled = pytest.mark.skipif(CORE is None, reason="the C extension was not built")
@@ -70,32 +70,6 @@ def test_every_length_of_message_hashes_as_hashlib_does() -> None:
     for n in range(300):  # every padding case: the message ends anywhere in a block
         previous = "a" * n
         assert CORE.chain_link(row, previous, 7) == link(previous, 7, content_py(row))
-
-
-class LoudInt(int):
-    def __index__(self) -> int:
-        CALLS["index"] += 1
-        raise RuntimeError("index")
-
-    def __int__(self) -> int:
-        CALLS["int"] += 1
-        raise RuntimeError("int")
-
-
-class LoudFloat(float):
-    def __float__(self) -> float:
-        CALLS["float"] += 1
-        raise RuntimeError("float")
-
-    def hex(self) -> str:
-        CALLS["hex"] += 1
-        raise RuntimeError("hex")
-
-
-class Unprintable:
-    def __str__(self) -> str:
-        CALLS["str"] += 1
-        raise RuntimeError("str")
 
 
 class LoudRow(AuditRow):
