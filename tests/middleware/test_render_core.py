@@ -475,6 +475,7 @@ def test_reference_counts_are_unchanged_after_many_calls() -> None:
     probes += [k for case in CASES if isinstance(case, dict) for k in case]
     # Small ints and one-character strings are shared by the whole interpreter: left out.
     probes = [p for p in probes if sys.getrefcount(p) < 1_000_000]
+    gc.collect()  # what earlier tests left for the collector (it may hold a probe)
     before = [sys.getrefcount(p) for p in probes]
     for _ in range(1000):
         for case in CASES:
