@@ -15,6 +15,15 @@ longest single step the loop ran is timed (a store operation on the loop is
 one long step). The same calls one after another through the sync ``call``
 on one thread give the sync path's throughput.
 
+Each group has two rows, measured round by round in the same minutes: the
+calls all started in one step (``asyncio.gather`` makes the thousand tasks
+at once: that step alone holds the loop 2.5-5 ms on this machine, bare
+coroutines included, so the ticker's first wake-up measures ``gather`` more
+than the calls), and the calls arriving ``ARRIVING`` per iteration of the
+loop, as a server starts a task per request it reads (all of them still in
+flight together: a call lasts far longer than the arrival of the others).
+The second is the lag the calls themselves cause.
+
 ``FREEZE=1`` calls ``gc.freeze()`` after each warm-up: the garbage
 collector's full collections then scan only the objects made since.
 ``DIAG=1`` attributes every late wake-up of the ticker to what held the loop
@@ -58,6 +67,9 @@ from guardrails.store.testing import postgres_dsn, temporary_schema
 
 CALLS = 1000
 TICK = 0.001
+ARRIVING = 100
+"""Calls started per iteration of the loop in the arriving rows (the others start
+all in one step: ``gather`` makes every task at once, a floor of its own)."""
 # FREEZE=1: the objects alive after each warm-up leave the garbage collector's
 # generations (``gc.freeze()``), as a server may do once it has started.
 FREEZE = bool(os.environ.get("FREEZE"))
@@ -154,35 +166,53 @@ class _Ticker:
                 self.worst_later = max(self.worst_later, late)
 
 
-async def _concurrent(rails: Guardrails, calls: int) -> tuple[float, ...]:
+async def _concurrent(
+    rails: Guardrails, calls: int, arriving: int | None = None
+) -> tuple[float, ...]:
     """Seconds for ``calls`` concurrent acalls, the ticker's worst lateness (all of
-    it, and while the process ran) and the longest single step of the loop (s)."""
+    it, and while the process ran) and the longest single step of the loop (s);
+    ``arriving``: started that many per iteration of the loop, else all at once."""
     turns = [rails.turn(tenant="acme", session=f"s-{i}") for i in range(calls)]
-    results, *measured = await _gathered([t.acall("lookup", {"order_id": "o-1"}) for t in turns])
+    coros = [t.acall("lookup", {"order_id": "o-1"}) for t in turns]
+    results, *measured = await _gathered(coros, arriving)
     bad = [r for r in results if r.outcome != "ok" or r.escapes]
     if bad:
         raise RuntimeError(f"{len(bad)} calls did not pass cleanly: {bad[0]}")
     return tuple(measured)
 
 
-async def _bare(calls: int) -> tuple[float, ...]:
+async def _bare(calls: int, arriving: int | None = None) -> tuple[float, ...]:
     """The same measure of ``calls`` bare ``async def`` calls: the floor of the workload."""
 
     async def bare(order_id: str) -> str:
         return order_id
 
-    _, *measured = await _gathered([bare("o-1") for _ in range(calls)])
+    _, *measured = await _gathered([bare("o-1") for _ in range(calls)], arriving)
     return tuple(measured)
 
 
-async def _gathered(coros: list[Any]) -> tuple[Any, ...]:
+async def _arriving(coros: list[Any], per_step: int) -> list[Any]:
+    """Every coroutine's result, the tasks started ``per_step`` per iteration of the
+    loop (as a server starts one per request read), then awaited one by one (no
+    step of the loop adds a callback to every task, as ``gather`` does)."""
+    tasks = []
+    for start in range(0, len(coros), per_step):
+        tasks += [asyncio.ensure_future(c) for c in coros[start : start + per_step]]
+        await asyncio.sleep(0)
+    return [await task for task in tasks]
+
+
+async def _gathered(coros: list[Any], arriving: int | None) -> tuple[Any, ...]:
     diagnosis = Diagnosis() if DIAG else None
     ticker = _Ticker(diagnosis)
     ticking = asyncio.create_task(ticker.tick())
     await asyncio.sleep(TICK)
     with _LongestStep() as longest, diagnosis or contextlib.nullcontext():
         start, cpu, machine = time.perf_counter(), time.process_time(), _machine()
-        results = await asyncio.gather(*coros)
+        if arriving is None:
+            results = await asyncio.gather(*coros)
+        else:
+            results = await _arriving(coros, arriving)
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         stolen = _stolen(machine, _machine())
         ticker.done = True
@@ -244,13 +274,28 @@ def _measure(group: str, make: Callable[[], Store], quick: bool) -> list[dict[st
         asyncio.run(_concurrent(async_rails, 50))  # warm up: threads, connections
         if FREEZE:
             gc.freeze()
-        measured = _rounds(group, lambda: asyncio.run(_concurrent(async_rails, calls)), rounds)
+        # Each round: the calls all started at once, then arriving (the same minutes).
+        both = _rounds(
+            group,
+            lambda: (
+                asyncio.run(_concurrent(async_rails, calls)),
+                asyncio.run(_concurrent(async_rails, calls, ARRIVING)),
+            ),
+            rounds,
+        )
         spans, cpus = zip(*(_sequential(sync_rails, calls) for _ in range(rounds)), strict=True)
     finally:
         store.close()
     sync = statistics.median(spans)
+    at_once, arriving = (list(mode) for mode in zip(*both, strict=True))
     return [
-        _row(group, f"{calls} concurrent acall (audited, budgeted)", calls, measured),
+        _row(group, f"{calls} concurrent acall (audited, budgeted)", calls, at_once),
+        _row(
+            group,
+            f"{calls} concurrent acall (audited, budgeted), arriving {ARRIVING} per iteration",
+            calls,
+            arriving,
+        ),
         row(
             group,
             f"{calls} sequential sync call (one thread)",
@@ -267,11 +312,24 @@ def _floor(quick: bool) -> list[dict[str, Any]]:
     asyncio.run(_bare(50))
     if FREEZE:
         gc.freeze()
-    measured = _rounds("async.bare", lambda: asyncio.run(_bare(calls)), rounds)
-    return [_row("async.bare", f"{calls} concurrent bare async def calls", calls, measured)]
+    both = _rounds(
+        "async.bare",
+        lambda: (asyncio.run(_bare(calls)), asyncio.run(_bare(calls, ARRIVING))),
+        rounds,
+    )
+    at_once, arriving = (list(mode) for mode in zip(*both, strict=True))
+    return [
+        _row("async.bare", f"{calls} concurrent bare async def calls", calls, at_once),
+        _row(
+            "async.bare",
+            f"{calls} concurrent bare async def calls, arriving {ARRIVING} per iteration",
+            calls,
+            arriving,
+        ),
+    ]
 
 
-def _rounds(group: str, one: Callable[[], tuple[float, ...]], rounds: int) -> list[Any]:
+def _rounds(group: str, one: Callable[[], Any], rounds: int) -> list[Any]:
     """``rounds`` runs of ``one``; with ``DIAG``, the heap's growth between them too."""
     if not DIAG:
         return [one() for _ in range(rounds)]
