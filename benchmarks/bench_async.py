@@ -49,6 +49,7 @@ import gc
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -127,6 +128,66 @@ class _LongestStep:
 
     def __exit__(self, *exc: object) -> None:
         asyncio.events.Handle._run = self._run  # type: ignore[method-assign]
+
+
+# The neighbour: a process of its own that only sleeps a millisecond at a time, and
+# prints each wake-up later than 0.2 ms (when, on the monotonic clock every process
+# shares, and how late). Nothing of ours runs in it.
+_NEIGHBOUR = """
+import sys, time
+clock, sleep = time.monotonic, time.sleep
+while True:
+    before = clock()
+    sleep(0.001)
+    late = clock() - before - 0.001
+    if late > 0.0002:
+        print(clock(), late, flush=True)
+"""
+
+
+class _Neighbour:
+    """A process beside the benchmark that only sleeps, and how late the machine wakes it.
+
+    The ticker's lateness has two parts: what our process did (the loop's own
+    steps, the interpreter held by a store thread) and how long the machine
+    took to give a core to a thread that was ready (its two cores shared with
+    the database server and the store thread; what the host took). A process
+    that does nothing but wake every millisecond sees only the second. Its
+    worst lateness in a round is the machine's floor in that round.
+    """
+
+    def __init__(self) -> None:
+        self.wakes: list[tuple[float, float]] = []
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _NEIGHBOUR], stdout=subprocess.PIPE, text=True
+        )
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            when, late = line.split()
+            self.wakes.append((float(when), float(late)))
+
+    def worst(self, start: float, end: float) -> float:
+        """The neighbour's worst lateness between two readings of ``time.monotonic()``."""
+        time.sleep(0.005)  # its last lines reach the reader
+        return max((late for when, late in list(self.wakes) if start <= when <= end), default=0.0)
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+_neighbour: _Neighbour | None = None
+
+
+def _neighbour_worst(start: float, end: float) -> float:
+    global _neighbour
+    if _neighbour is None:
+        _neighbour = _Neighbour()
+    return _neighbour.worst(start, end)
 
 
 class _Ticker:
@@ -208,6 +269,9 @@ async def _gathered(coros: list[Any], arriving: int | None) -> tuple[Any, ...]:
     ticking = asyncio.create_task(ticker.tick())
     await asyncio.sleep(TICK)
     with _LongestStep() as longest, diagnosis or contextlib.nullcontext():
+        if _neighbour is None:
+            _neighbour_worst(0.0, 0.0)  # started before the first round, not in it
+        began = time.monotonic()
         start, cpu, machine = time.perf_counter(), time.process_time(), _machine()
         if arriving is None:
             results = await asyncio.gather(*coros)
@@ -215,6 +279,7 @@ async def _gathered(coros: list[Any], arriving: int | None) -> tuple[Any, ...]:
             results = await _arriving(coros, arriving)
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         stolen = _stolen(machine, _machine())
+        ended = time.monotonic()
         ticker.done = True
         await ticking
     if diagnosis is not None:
@@ -230,6 +295,7 @@ async def _gathered(coros: list[Any], arriving: int | None) -> tuple[Any, ...]:
         first,
         ticker.worst_later,
         stolen,
+        _neighbour_worst(began, ended),
     )
 
 
@@ -344,7 +410,7 @@ def _rounds(group: str, one: Callable[[], Any], rounds: int) -> list[Any]:
 
 
 def _row(group: str, name: str, calls: int, measured: list[tuple[float, ...]]) -> dict[str, Any]:
-    spans, lags, running, steps, cpus, firsts, laters, stolen = (
+    spans, lags, running, steps, cpus, firsts, laters, stolen, neighbour = (
         list(column) for column in zip(*measured, strict=True)
     )
     span = statistics.median(spans)
@@ -361,6 +427,7 @@ def _row(group: str, name: str, calls: int, measured: list[tuple[float, ...]]) -
         first_tick_lag_ms=round(max(firsts) * 1e3, 2),
         worst_lag_after_first_tick_ms=round(max(laters) * 1e3, 2),
         cpu_stolen_share=max((round(x, 3) for x in stolen if x is not None), default=None),
+        neighbour_worst_lag_ms=round(max(neighbour) * 1e3, 2),
     )
 
 
@@ -429,6 +496,16 @@ def in_flight(calls: int = CALLS) -> dict[str, float]:
 
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
+    global _neighbour
+    try:
+        return _groups(quick)
+    finally:
+        if _neighbour is not None:
+            _neighbour.close()
+            _neighbour = None
+
+
+def _groups(quick: bool) -> list[dict[str, Any]]:
     # The floors: bare coroutines gathered the same way (the workload's own
     # lag), then the same calls on a MemoryStore (no I/O at all).
     if DIAG:
