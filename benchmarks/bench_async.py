@@ -159,7 +159,7 @@ class _Neighbour:
     def __init__(self) -> None:
         self.wakes: list[tuple[float, float]] = []
         self.process = subprocess.Popen(
-            [sys.executable, "-c", _NEIGHBOUR], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", _NEIGHBOUR], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
         )
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
