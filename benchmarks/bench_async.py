@@ -119,15 +119,15 @@ class _LongestStep:
         def timed(handle: asyncio.Handle) -> None:
             start = time.perf_counter()
             try:
-                original(handle)  # type: ignore[arg-type]
+                original(handle)
             finally:
                 longest.worst = max(longest.worst, time.perf_counter() - start)
 
-        asyncio.events.Handle._run = timed  # type: ignore[method-assign]
+        setattr(asyncio.events.Handle, "_run", timed)  # noqa: B010 (mypy checks an assignment)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        asyncio.events.Handle._run = self._run  # type: ignore[method-assign]
+        setattr(asyncio.events.Handle, "_run", self._run)  # noqa: B010
 
 
 # The neighbour: a process of its own that only sleeps a millisecond at a time, and
@@ -159,7 +159,10 @@ class _Neighbour:
     def __init__(self) -> None:
         self.wakes: list[tuple[float, float]] = []
         self.process = subprocess.Popen(
-            [sys.executable, "-c", _NEIGHBOUR], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+            [sys.executable, "-c", _NEIGHBOUR],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
         )
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -438,7 +441,7 @@ class _HeldSQLite(SQLiteStore):
 
     def reserve_leased(self, *args: Any) -> bool:
         self.opened.wait()
-        return super().reserve_leased(*args)  # type: ignore[no-any-return]
+        return bool(super().reserve_leased(*args))
 
 
 async def _tracked_in_flight(store: _HeldSQLite, calls: int) -> dict[str, float]:
