@@ -130,23 +130,36 @@ class _LongestStep:
         setattr(asyncio.events.Handle, "_run", self._run)  # noqa: B010
 
 
-# The neighbour: a process of its own that only sleeps a millisecond at a time, and
-# prints each wake-up later than 0.2 ms (when, on the monotonic clock every process
-# shares, and how late). Nothing of ours runs in it.
+# The neighbour: a process of its own that only waits a millisecond at a time (on its
+# stdin, as a sleep would) and keeps each wake-up later than 0.2 ms (when, on the
+# monotonic clock every process shares, and how late). Asked with a line "start end",
+# it answers with its worst lateness in that window. Nothing of ours runs in it, and
+# nothing of it runs in the benchmark's process while a round is measured.
 _NEIGHBOUR = """
-import sys, time
-clock, sleep = time.monotonic, time.sleep
+import select, sys, time
+clock, wait, stdin = time.monotonic, select.select, sys.stdin
+late_wakes = []
 while True:
     before = clock()
-    sleep(0.001)
-    late = clock() - before - 0.001
+    asked, _, _ = wait([stdin], [], [], 0.001)
+    now = clock()
+    if asked:
+        line = stdin.readline()
+        if not line:
+            break
+        start, end = map(float, line.split())
+        print(max((late for when, late in late_wakes if start <= when <= end), default=0.0))
+        sys.stdout.flush()
+        late_wakes = [wake for wake in late_wakes if wake[0] > end]
+        continue
+    late = now - before - 0.001
     if late > 0.0002:
-        print(clock(), late, flush=True)
+        late_wakes.append((now, late))
 """
 
 
 class _Neighbour:
-    """A process beside the benchmark that only sleeps, and how late the machine wakes it.
+    """A process beside the benchmark that only waits, and how late the machine wakes it.
 
     The ticker's lateness has two parts: what our process did (the loop's own
     steps, the interpreter held by a store thread) and how long the machine
@@ -157,26 +170,20 @@ class _Neighbour:
     """
 
     def __init__(self) -> None:
-        self.wakes: list[tuple[float, float]] = []
         self.process = subprocess.Popen(
             [sys.executable, "-c", _NEIGHBOUR],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
         )
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            when, late = line.split()
-            self.wakes.append((float(when), float(late)))
 
     def worst(self, start: float, end: float) -> float:
         """The neighbour's worst lateness between two readings of ``time.monotonic()``."""
-        time.sleep(0.005)  # its last lines reach the reader
-        return max((late for when, late in list(self.wakes) if start <= when <= end), default=0.0)
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"{start!r} {end!r}\n")
+        self.process.stdin.flush()
+        return float(self.process.stdout.readline())
 
     def close(self) -> None:
         self.process.kill()
