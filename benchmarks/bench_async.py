@@ -54,7 +54,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from _harness import row
@@ -186,18 +186,31 @@ class _Neighbour:
         return float(self.process.stdout.readline())
 
     def close(self) -> None:
-        self.process.kill()
-        self.process.wait()
+        """End the neighbour (its stdin closed, it leaves) and close its pipes."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process.stdout.close()
 
 
 _neighbour: _Neighbour | None = None
 
 
-def _neighbour_worst(start: float, end: float) -> float:
+@contextlib.contextmanager
+def neighbour() -> Iterator[_Neighbour]:
+    """A neighbour beside the rounds measured inside the block (``run`` starts one)."""
     global _neighbour
-    if _neighbour is None:
-        _neighbour = _Neighbour()
-    return _neighbour.worst(start, end)
+    started = _neighbour = _Neighbour()
+    try:
+        yield started
+    finally:
+        _neighbour = None
+        started.close()
 
 
 class _Ticker:
@@ -279,8 +292,6 @@ async def _gathered(coros: list[Any], arriving: int | None) -> tuple[Any, ...]:
     ticking = asyncio.create_task(ticker.tick())
     await asyncio.sleep(TICK)
     with _LongestStep() as longest, diagnosis or contextlib.nullcontext():
-        if _neighbour is None:
-            _neighbour_worst(0.0, 0.0)  # started before the first round, not in it
         began = time.monotonic()
         start, cpu, machine = time.perf_counter(), time.process_time(), _machine()
         if arriving is None:
@@ -305,7 +316,7 @@ async def _gathered(coros: list[Any], arriving: int | None) -> tuple[Any, ...]:
         first,
         ticker.worst_later,
         stolen,
-        _neighbour_worst(began, ended),
+        None if _neighbour is None else _neighbour.worst(began, ended),
     )
 
 
@@ -437,7 +448,7 @@ def _row(group: str, name: str, calls: int, measured: list[tuple[float, ...]]) -
         first_tick_lag_ms=round(max(firsts) * 1e3, 2),
         worst_lag_after_first_tick_ms=round(max(laters) * 1e3, 2),
         cpu_stolen_share=max((round(x, 3) for x in stolen if x is not None), default=None),
-        neighbour_worst_lag_ms=round(max(neighbour) * 1e3, 2),
+        neighbour_worst_lag_ms=None if None in neighbour else round(max(neighbour) * 1e3, 2),
     )
 
 
@@ -506,13 +517,8 @@ def in_flight(calls: int = CALLS) -> dict[str, float]:
 
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
-    global _neighbour
-    try:
+    with neighbour():
         return _groups(quick)
-    finally:
-        if _neighbour is not None:
-            _neighbour.close()
-            _neighbour = None
 
 
 def _groups(quick: bool) -> list[dict[str, Any]]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -22,26 +24,73 @@ def test_the_async_workload_passes_every_call_and_reports_throughput_and_lag(
     rows = bench._measure("async.sqlite", lambda: SQLiteStore(os.path.join(tmp_path, "a.db")), True)
     for row in rows:
         harness.check_row(row)
-    concurrent, sequential = rows
-    assert concurrent["name"] == "200 concurrent acall (audited, budgeted)"
+    at_once, arriving, sequential = rows
+    assert at_once["name"] == "200 concurrent acall (audited, budgeted)"
+    assert arriving["name"] == (
+        "200 concurrent acall (audited, budgeted), arriving 100 per iteration"
+    )
     assert sequential["name"] == "200 sequential sync call (one thread)"
-    assert {
-        "calls_per_s",
-        "worst_loop_lag_ms",
-        "worst_lag_while_running_ms",
-        "longest_step_ms",
-    } <= set(concurrent)
+    for concurrent in (at_once, arriving):
+        assert {
+            "calls_per_s",
+            "worst_loop_lag_ms",
+            "worst_lag_while_running_ms",
+            "longest_step_ms",
+            "first_tick_lag_ms",
+            "worst_lag_after_first_tick_ms",
+        } <= set(concurrent)
+        assert concurrent["neighbour_worst_lag_ms"] is None  # no neighbour was started
 
 
 def test_the_bare_floor_is_measured_the_same_way(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     harness = importlib.import_module("_harness")
     bench = importlib.import_module("bench_async")
-    (floor,) = bench._floor(True)
-    harness.check_row(floor)
-    assert floor["group"] == "async.bare"
-    assert floor["name"] == "200 concurrent bare async def calls"
-    assert floor["worst_lag_while_running_ms"] <= floor["worst_loop_lag_ms"]
+    at_once, arriving = bench._floor(True)
+    for floor in (at_once, arriving):
+        harness.check_row(floor)
+        assert floor["group"] == "async.bare"
+        assert floor["worst_lag_while_running_ms"] <= floor["worst_loop_lag_ms"]
+    assert at_once["name"] == "200 concurrent bare async def calls"
+    assert arriving["name"] == "200 concurrent bare async def calls, arriving 100 per iteration"
+
+
+def test_the_calls_arriving_are_all_in_flight_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Started a few per iteration, every call is started before any is awaited to
+    its end: calls that each wait for the last one to start all finish."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    bench = importlib.import_module("bench_async")
+    started: list[int] = []
+    everyone = asyncio.Event()
+
+    async def call(index: int) -> int:
+        started.append(index)
+        if len(started) == 50:
+            everyone.set()
+        await everyone.wait()
+        return index
+
+    async def arriving() -> list[int]:
+        coros = [call(i) for i in range(50)]
+        return list(await asyncio.wait_for(bench._arriving(coros, 10), timeout=10))
+
+    assert asyncio.run(arriving()) == list(range(50))
+    assert started == list(range(50))
+
+
+def test_the_neighbour_reports_its_lateness_in_a_window_and_is_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    bench = importlib.import_module("bench_async")
+    with bench.neighbour() as neighbour:
+        start = time.monotonic()
+        time.sleep(0.05)
+        worst = neighbour.worst(start, time.monotonic())
+        assert worst >= 0.0
+        assert neighbour.worst(0.0, 0.0) == 0.0  # a window with no wake-up in it
+        process = neighbour.process
+    assert process.poll() is not None  # stopped at the end of the block
 
 
 def test_the_objects_of_calls_in_flight_are_counted_at_both_waits(
