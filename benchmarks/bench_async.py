@@ -17,7 +17,7 @@ on one thread give the sync path's throughput.
 
 Each group has two rows, measured round by round in the same minutes: the
 calls all started in one step (``asyncio.gather`` makes the thousand tasks
-at once: that step alone holds the loop 2.5-5 ms on this machine, bare
+at once: that step alone holds the loop 3-5 ms on this machine, bare
 coroutines included, so the ticker's first wake-up measures ``gather`` more
 than the calls), and the calls arriving ``ARRIVING`` per iteration of the
 loop, as a server starts a task per request it reads (all of them still in
@@ -221,9 +221,10 @@ class _Ticker:
     interval, all threads): a process the operating system took off the CPU
     (a loaded machine) is late by that much too, through no work of its own.
     ``first`` is the lateness of the first tick, the one that spans the start
-    of the burst (``gather`` making its tasks in one step of the loop, then
-    every call's first step in the next: the floor's bare coroutines pay the
-    first part too); ``worst_later`` the worst of every later tick.
+    of the burst: with every call started at once, mostly ``gather`` making
+    its tasks in one step of the loop (the ticker wakes in that iteration,
+    after it; the floor's bare coroutines pay it too), the calls' first steps
+    coming in the next; ``worst_later`` the worst of every later tick.
     """
 
     def __init__(self, diagnosis: Diagnosis | None = None) -> None:
@@ -431,7 +432,7 @@ def _rounds(group: str, one: Callable[[], Any], rounds: int) -> list[Any]:
 
 
 def _row(group: str, name: str, calls: int, measured: list[tuple[float, ...]]) -> dict[str, Any]:
-    spans, lags, running, steps, cpus, firsts, laters, stolen, neighbour = (
+    spans, lags, running, steps, cpus, firsts, laters, stolen, neighbours = (
         list(column) for column in zip(*measured, strict=True)
     )
     span = statistics.median(spans)
@@ -448,7 +449,7 @@ def _row(group: str, name: str, calls: int, measured: list[tuple[float, ...]]) -
         first_tick_lag_ms=round(max(firsts) * 1e3, 2),
         worst_lag_after_first_tick_ms=round(max(laters) * 1e3, 2),
         cpu_stolen_share=max((round(x, 3) for x in stolen if x is not None), default=None),
-        neighbour_worst_lag_ms=None if None in neighbour else round(max(neighbour) * 1e3, 2),
+        neighbour_worst_lag_ms=None if None in neighbours else round(max(neighbours) * 1e3, 2),
     )
 
 
