@@ -362,28 +362,19 @@ def _measure(group: str, make: Callable[[], Store], quick: bool) -> list[dict[st
         asyncio.run(_concurrent(async_rails, 50))  # warm up: threads, connections
         if FREEZE:
             gc.freeze()
-        # Each round: the calls all started at once, then arriving (the same minutes).
-        both = _rounds(
+        concurrent = _both_ways(
             group,
-            lambda: (
-                asyncio.run(_concurrent(async_rails, calls)),
-                asyncio.run(_concurrent(async_rails, calls, ARRIVING)),
-            ),
+            f"{calls} concurrent acall (audited, budgeted)",
+            calls,
             rounds,
+            lambda arriving: asyncio.run(_concurrent(async_rails, calls, arriving)),
         )
         spans, cpus = zip(*(_sequential(sync_rails, calls) for _ in range(rounds)), strict=True)
     finally:
         store.close()
     sync = statistics.median(spans)
-    at_once, arriving = (list(mode) for mode in zip(*both, strict=True))
     return [
-        _row(group, f"{calls} concurrent acall (audited, budgeted)", calls, at_once),
-        _row(
-            group,
-            f"{calls} concurrent acall (audited, budgeted), arriving {ARRIVING} per iteration",
-            calls,
-            arriving,
-        ),
+        *concurrent,
         row(
             group,
             f"{calls} sequential sync call (one thread)",
@@ -400,20 +391,25 @@ def _floor(quick: bool) -> list[dict[str, Any]]:
     asyncio.run(_bare(50))
     if FREEZE:
         gc.freeze()
-    both = _rounds(
+    return _both_ways(
         "async.bare",
-        lambda: (asyncio.run(_bare(calls)), asyncio.run(_bare(calls, ARRIVING))),
+        f"{calls} concurrent bare async def calls",
+        calls,
         rounds,
+        lambda arriving: asyncio.run(_bare(calls, arriving)),
     )
+
+
+def _both_ways(
+    group: str, name: str, calls: int, rounds: int, one: Callable[[int | None], Any]
+) -> list[dict[str, Any]]:
+    """The rows of ``rounds`` rounds, each ``one(None)`` (every call started at once)
+    then ``one(ARRIVING)`` (the same calls arriving), so both see the same minutes."""
+    both = _rounds(group, lambda: (one(None), one(ARRIVING)), rounds)
     at_once, arriving = (list(mode) for mode in zip(*both, strict=True))
     return [
-        _row("async.bare", f"{calls} concurrent bare async def calls", calls, at_once),
-        _row(
-            "async.bare",
-            f"{calls} concurrent bare async def calls, arriving {ARRIVING} per iteration",
-            calls,
-            arriving,
-        ),
+        _row(group, name, calls, at_once),
+        _row(group, f"{name}, arriving {ARRIVING} per iteration", calls, arriving),
     ]
 
 
