@@ -83,9 +83,9 @@ SETTLE = (
     "RETURNING spent"
 )
 BUDGET = "SELECT spent, reserved FROM guardrails_budgets WHERE key = %s"
-# A leased reservation (create the budget row, give back what expired leases held,
-# reserve and lease if the cap admits it) in one function of migration 4:
-# one statement, one round trip, one commit.
+# A leased reservation (create the budget row, reserve and lease if the cap admits
+# it; if not, give back what expired leases hold and ask again) in one function
+# (migrations 4 and 5): one statement, one round trip, one commit.
 RESERVE_LEASED_FUNCTION = "SELECT guardrails_reserve_leased(%s, %s, %s, %s, %s, %s)"
 RENEW = "UPDATE guardrails_leases SET expires_at = %s WHERE holder = %s"
 SETTLE_LEASED = (
@@ -253,8 +253,8 @@ def budget(key: str) -> Steps[tuple[int, int]]:
 def reserve_leased(
     key: str, holder: str, amount: int, cap: int, now: float, until: float
 ) -> Steps[bool]:
-    # Create the row, give back what expired leases held (which locks the budget
-    # row), then reserve and lease: the function of migration 4, one statement.
+    # Create the row, reserve and lease; refused, give back what expired leases
+    # hold and ask again: the function of migrations 4 and 5, one statement.
     found = yield Sql(RESERVE_LEASED_FUNCTION, (key, holder, amount, cap, now, until))
     return bool(found.rows[0][0])
 

@@ -64,8 +64,7 @@ class MemoryStore:
     def reserve(self, key: str, amount: int, cap: int, /) -> bool:
         with self._lock:
             entry = self._budgets.setdefault(key, [0, 0])
-            used = entry[0] + entry[1]
-            if used >= cap or used + amount > cap:
+            if not _admits(entry, amount, cap):
                 return False
             entry[1] += amount
             return True
@@ -87,13 +86,15 @@ class MemoryStore:
     ) -> bool:
         with self._lock:
             entry = self._budgets.setdefault(key, [0, 0])
-            for lease_key, (held, expires) in list(self._leases.items()):
-                if lease_key[0] == key and expires <= now:
-                    entry[1] -= int(held)
-                    del self._leases[lease_key]
-            used = entry[0] + entry[1]
-            if used >= cap or used + amount > cap:
-                return False
+            if not _admits(entry, amount, cap):
+                # Refused as things stand: give back what the key's expired leases hold, then ask
+                # again (an admitted reservation leaves them: it did not need their room).
+                for lease_key, (held, expires) in list(self._leases.items()):
+                    if lease_key[0] == key and expires <= now:
+                        entry[1] -= int(held)
+                        del self._leases[lease_key]
+                if not _admits(entry, amount, cap):
+                    return False
             entry[1] += amount
             before = self._leases.get((key, holder), [0.0, until])[0]
             self._leases[(key, holder)] = [before + amount, until]
@@ -172,3 +173,9 @@ class MemoryStore:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _admits(entry: list[int], amount: int, cap: int) -> bool:
+    """Whether a budget ``[spent, reserved]`` admits ``amount`` more under ``cap``."""
+    used = entry[0] + entry[1]
+    return used < cap and used + amount <= cap

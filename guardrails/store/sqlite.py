@@ -438,16 +438,12 @@ class SQLiteStore:
         self, key: str, holder: str, amount: int, cap: int, now: float, until: float, /
     ) -> bool:
         with self._immediate() as conn:
-            expired = conn.execute(
-                "DELETE FROM guardrails_leases WHERE key = ? AND expires_at <= ? RETURNING amount",
-                (key, now),
-            ).fetchall()
-            if expired:
-                conn.execute(
-                    "UPDATE guardrails_budgets SET reserved = reserved - ? WHERE key = ?",
-                    (sum(int(r[0]) for r in expired), key),
-                )
-            if not _reserved(conn, key, amount, cap):
+            # Expired leases are given back only when the cap refuses without them: an
+            # admitted reservation did not need their room, and skips the sweep (a scan of
+            # the key's leases: as many rows as calls in flight on the key).
+            if not _reserved(conn, key, amount, cap) and not (
+                _gave_back(conn, key, now) and _reserved(conn, key, amount, cap)
+            ):
                 return False
             conn.execute(
                 "INSERT INTO guardrails_leases (key, holder, amount, expires_at) "
@@ -568,6 +564,21 @@ def _reserved(conn: sqlite3.Connection, key: str, amount: int, cap: int) -> bool
     # cap refuses (the row exists: nothing is inserted, and the answer stands).
     inserted = conn.execute(_NEW_BUDGET, (key,)).rowcount == 1
     return inserted and conn.execute(_RESERVE, reserve).rowcount == 1
+
+
+def _gave_back(conn: sqlite3.Connection, key: str, now: float) -> bool:
+    """Give back what the key's leases expired by ``now`` hold; whether there were any
+    (in the caller's transaction)."""
+    expired = conn.execute(
+        "DELETE FROM guardrails_leases WHERE key = ? AND expires_at <= ? RETURNING amount",
+        (key, now),
+    ).fetchall()
+    if expired:
+        conn.execute(
+            "UPDATE guardrails_budgets SET reserved = reserved - ? WHERE key = ?",
+            (sum(int(r[0]) for r in expired), key),
+        )
+    return bool(expired)
 
 
 def _settled(conn: sqlite3.Connection, key: str, reserved: int, actual: int) -> int:

@@ -196,8 +196,39 @@ def test_a_reservation_reclaimed_after_expiry_is_not_given_back_twice(store: Sto
 def test_the_same_holder_reserving_twice_holds_the_sum(store: Store) -> None:
     assert store.reserve_leased("k", "a", 3, 10, 0.0, 5.0)
     assert store.reserve_leased("k", "a", 4, 10, 0.0, 6.0)
-    assert store.reserve_leased("k", "b", 1, 10, 6.0, 9.0)  # both of a's expired together
-    assert store.budget("k") == (0, 1)
+    assert store.reserve_leased("k", "b", 4, 10, 6.0, 9.0)  # both of a's expired together
+    assert store.budget("k") == (0, 4)
+
+
+def test_expired_leases_are_given_back_when_a_reservation_needs_their_room(store: Store) -> None:
+    assert store.reserve_leased("k", "gone", 6, 10, 0.0, 1.0)
+    assert store.reserve_leased("k", "b", 3, 10, 2.0, 9.0)  # fits beside gone's 6: left as is
+    assert store.budget("k") == (0, 9)
+    assert store.reserve_leased("k", "c", 3, 10, 2.0, 9.0)  # needs gone's room: given back
+    assert store.budget("k") == (0, 6)
+    assert store.settle_leased("k", "gone", 2) == 2  # the late holder pays what it spent
+    assert store.budget("k") == (2, 6)
+
+
+def test_a_reservation_refused_after_the_give_back_keeps_the_give_back(store: Store) -> None:
+    assert store.reserve_leased("k", "gone", 6, 10, 0.0, 1.0)
+    assert store.reserve_leased("k", "live", 4, 10, 0.0, 9.0)
+    assert not store.reserve_leased("k", "c", 5, 10, 0.5, 9.0)  # gone's lease still runs
+    assert store.budget("k") == (0, 10)
+    assert not store.reserve_leased("k", "c", 7, 10, 2.0, 9.0)  # refused even without gone's 6
+    assert store.budget("k") == (0, 4)
+    assert store.reserve_leased("k", "c", 6, 10, 2.0, 9.0)
+
+
+def test_a_lease_renewed_before_its_room_was_needed_is_held_again(store: Store) -> None:
+    """Its holder is alive (it renews): a lease that expired while nothing needed its
+    room runs again from the renewal, and its amount stays reserved."""
+    assert store.reserve_leased("k", "slow", 6, 10, 0.0, 1.0)
+    assert store.renew_leases("slow", 20.0) == 1
+    assert not store.reserve_leased("k", "c", 5, 10, 2.0, 9.0)
+    assert store.budget("k") == (0, 6)
+    assert store.settle_leased("k", "slow", 6) == 6
+    assert store.budget("k") == (6, 0)
 
 
 def test_audit_chain_returns_each_row_with_its_hash(store: Store) -> None:

@@ -1,11 +1,12 @@
-"""PostgreSQL operations in one statement each (the functions of migration 4).
+"""PostgreSQL operations in one statement each (the functions of migrations 4 and 5).
 
 On a real server: the store sends one statement per leased reservation and
 per snapshot; a schema of version 3 is upgraded in place while a process of
 the previous release, which sends its statements in one transaction, keeps
 reserving on the same budget and writing snapshots of the same key, and
 together they never pass the cap nor skip or repeat a version; expired
-leases are given back exactly once however many reservations race for them.
+leases are given back exactly once however many reservations race for them,
+and a reservation that finds them being given back by another asks again.
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ def test_an_operation_that_needed_a_transaction_is_one_statement(
 
 def test_the_function_gives_the_same_answers_as_the_previous_release(pg_dsn: str) -> None:
     """The same sequence of reservations on two keys, one through each path: the same
-    admissions and the same rows, expired leases given back included."""
+    admissions, and the same rows (the one expired lease here is given back either way:
+    ``d`` needs its room; the function leaves one whose room nobody needs)."""
     import psycopg
 
     cases = [  # holder, amount, cap, now, until
@@ -207,3 +209,43 @@ def test_expired_leases_are_given_back_once_however_many_reservations_race(
             worker.join(timeout=60)
     assert answers == [True] * 8
     assert _budget(pg_dsn, "k") == (0, 8, 8)
+
+
+def test_a_reservation_that_finds_the_leases_being_given_back_asks_again(pg_dsn: str) -> None:
+    """The window of the give-back on refusal: the reservation is refused as things
+    stand, its DELETE of the expired leases waits for rows a racing reservation's
+    give-back holds, finds them gone once that commits, and asks the cap again
+    (a new snapshot: it sees the room given back) rather than answering refused."""
+    import psycopg
+
+    with PostgresStore(pg_dsn, max_size=2) as store:
+        assert store.reserve_leased("k", "gone", 10, 10, 0.0, 1.0)
+        with psycopg.connect(pg_dsn) as racing:  # the other give-back, its transaction open
+            racing.execute("DELETE FROM guardrails_leases WHERE key = 'k' AND expires_at <= 2")
+            answers: list[bool] = []
+            worker = threading.Thread(
+                target=lambda: answers.append(store.reserve_leased("k", "new", 4, 10, 2.0, 9.0))
+            )
+            worker.start()
+            _until_a_backend_waits_for_a_lock(pg_dsn)
+            racing.execute("UPDATE guardrails_budgets SET reserved = reserved - 10 WHERE key = 'k'")
+            racing.commit()
+            worker.join(timeout=60)
+    assert answers == [True]
+    assert _budget(pg_dsn, "k") == (0, 4, 4)
+
+
+def _until_a_backend_waits_for_a_lock(dsn: str) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            waiting = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database()"
+            ).fetchone()[0]
+            if waiting:
+                return
+            time.sleep(0.01)
+    raise AssertionError("no backend waited for the racing give-back's rows")

@@ -283,13 +283,20 @@ def test_a_reservation_and_its_settlement_on_a_known_key_make_no_row(tmp_path: P
     assert store.reserve_leased("k", "h0", 1, 10, 0.0, 60.0)  # the first: makes the row
     seen = _statements(store)
     assert store.reserve_leased("k", "h1", 2, 10, 0.0, 60.0)
-    assert _kinds(seen) == [
-        "BEGIN IMMEDIATE", "DELETE FROM", "UPDATE guardrails_budgets", "INSERT INTO", "COMMIT"
-    ]  # fmt: skip
+    # Admitted: the key's leases are not read.
+    assert _kinds(seen) == ["BEGIN IMMEDIATE", "UPDATE guardrails_budgets", "INSERT INTO", "COMMIT"]
     seen.clear()
     assert store.settle_leased("k", "h1", 1) == 1
     assert _kinds(seen) == ["BEGIN IMMEDIATE", "DELETE FROM", "UPDATE guardrails_budgets", "COMMIT"]
     assert store.budget("k") == (1, 1)
+    seen.clear()  # refused with h0's lease (expired at 60): given back, then admitted
+    assert store.reserve_leased("k", "h2", 9, 10, 61.0, 120.0)
+    assert _kinds(seen) == [
+        "BEGIN IMMEDIATE", "UPDATE guardrails_budgets", "INSERT OR",
+        "DELETE FROM", "UPDATE guardrails_budgets",
+        "UPDATE guardrails_budgets", "INSERT INTO", "COMMIT",
+    ]  # fmt: skip
+    assert store.budget("k") == (1, 9)
     store.close()
 
 
