@@ -3,9 +3,11 @@
 ``PaidCall`` reserves under a lease (``Store.reserve_leased``) that expires
 ``lease`` seconds later unless renewed. One daemon thread per process renews
 the leases of the calls running in it every ``lease / 3`` seconds. When the
-process dies, renewal stops, and the next reservation on the same key after
-the lease expired gives the amount back: a dead holder's reservation is
-released at most ``lease`` seconds after its last renewal.
+process dies, renewal stops, and once the lease expired the first reservation
+on the same key that needs the room gives the amount back (one the cap refuses
+as things stand gives back the key's expired leases and asks again): a dead
+holder's reservation is released at most ``lease`` seconds after its last
+renewal.
 """
 
 from __future__ import annotations
