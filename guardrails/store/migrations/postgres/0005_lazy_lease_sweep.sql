@@ -14,37 +14,30 @@ CREATE OR REPLACE FUNCTION guardrails_reserve_leased(
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     INSERT INTO guardrails_budgets (key) VALUES (p_key) ON CONFLICT DO NOTHING;
-    WITH admitted AS (
-        UPDATE guardrails_budgets SET reserved = reserved + p_amount
-        WHERE key = p_key AND spent + reserved < p_cap AND spent + reserved + p_amount <= p_cap
-        RETURNING key
-    )
-    INSERT INTO guardrails_leases AS l (key, holder, amount, expires_at)
-        SELECT key, p_holder, p_amount, p_until FROM admitted
-        ON CONFLICT (key, holder) DO UPDATE
-        SET amount = l.amount + excluded.amount, expires_at = excluded.expires_at;
-    IF FOUND THEN
-        RETURN TRUE;
-    END IF;
-    -- Refused as things stand: give back what expired leases hold, and ask
-    -- again even if there were none here: a reservation racing this one may
-    -- have given them back meanwhile (its DELETE took the rows this one's
-    -- waited for), and the next statement sees what it committed.
-    WITH gone AS (
-        DELETE FROM guardrails_leases WHERE key = p_key AND expires_at <= p_now
-        RETURNING amount
-    )
-    UPDATE guardrails_budgets SET reserved = reserved - (SELECT SUM(amount) FROM gone)
-        WHERE key = p_key AND EXISTS (SELECT 1 FROM gone);
-    WITH admitted AS (
-        UPDATE guardrails_budgets SET reserved = reserved + p_amount
-        WHERE key = p_key AND spent + reserved < p_cap AND spent + reserved + p_amount <= p_cap
-        RETURNING key
-    )
-    INSERT INTO guardrails_leases AS l (key, holder, amount, expires_at)
-        SELECT key, p_holder, p_amount, p_until FROM admitted
-        ON CONFLICT (key, holder) DO UPDATE
-        SET amount = l.amount + excluded.amount, expires_at = excluded.expires_at;
-    RETURN FOUND;
+    FOR attempt IN 1..2 LOOP
+        WITH admitted AS (
+            UPDATE guardrails_budgets SET reserved = reserved + p_amount
+            WHERE key = p_key AND spent + reserved < p_cap
+                AND spent + reserved + p_amount <= p_cap
+            RETURNING key
+        )
+        INSERT INTO guardrails_leases AS l (key, holder, amount, expires_at)
+            SELECT key, p_holder, p_amount, p_until FROM admitted
+            ON CONFLICT (key, holder) DO UPDATE
+            SET amount = l.amount + excluded.amount, expires_at = excluded.expires_at;
+        IF FOUND OR attempt = 2 THEN
+            RETURN FOUND;
+        END IF;
+        -- Refused as things stand: give back what expired leases hold, and ask
+        -- again even if there were none here: a reservation racing this one may
+        -- have given them back meanwhile (its DELETE took the rows this one's
+        -- waited for), and the next statement sees what it committed.
+        WITH gone AS (
+            DELETE FROM guardrails_leases WHERE key = p_key AND expires_at <= p_now
+            RETURNING amount
+        )
+        UPDATE guardrails_budgets SET reserved = reserved - (SELECT SUM(amount) FROM gone)
+            WHERE key = p_key AND EXISTS (SELECT 1 FROM gone);
+    END LOOP;
 END;
 $$;
