@@ -45,8 +45,7 @@ class GiveBackFirst:
             if lease[0] == key and expires <= now:
                 entry[1] -= held
                 del self.leases[lease]
-        used = entry[0] + entry[1]
-        if used >= cap or used + amount > cap:
+        if not _fits((entry[0], entry[1]), amount, cap):
             return False
         entry[1] += amount
         held, _ = self.leases.get((key, holder), (0, until))
