@@ -9,6 +9,7 @@ Money is counted in integer micro-units so that caps compare exactly.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 from ..errors import GuardrailsError, StopRun
@@ -148,6 +149,25 @@ def to_micros(amount: float) -> int:
 
 def from_micros(micros: int) -> float:
     return micros / 1_000_000
+
+
+def check_times(*times: object) -> None:
+    """Refuse a time that is not a number of seconds, or is NaN (``StoreError``).
+
+    The backends disagree on NaN: SQLite stores it as NULL, PostgreSQL sorts it
+    after every number (a claim or lease compared with it would look expired),
+    Python compares it with nothing. Infinity is a time like any other (a lease
+    that never expires). Only the value is read: nothing of a subclass runs.
+    """
+    for value in times:
+        if isinstance(value, float):
+            if math.isnan(value):
+                raise StoreError("a time given to the store is NaN: check the clock that made it")
+        elif not isinstance(value, int) or isinstance(value, bool):
+            raise StoreError(
+                f"a time given to the store must be seconds as an int or a float, "
+                f"not {type(value).__name__}"
+            )
 
 
 def check_filters(filters: dict[str, Any]) -> None:

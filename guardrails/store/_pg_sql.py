@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Generator
 from typing import Any, NamedTuple, TypeVar
 
-from ._base import AUDIT_COLUMNS, AuditRow, Claim, Snapshot, check_filters, row_from
+from ._base import AUDIT_COLUMNS, AuditRow, Claim, Snapshot, check_filters, check_times, row_from
 from ._chain import GENESIS, content, link
 from ._storable import storable
 
@@ -253,6 +253,7 @@ def budget(key: str) -> Steps[tuple[int, int]]:
 def reserve_leased(
     key: str, holder: str, amount: int, cap: int, now: float, until: float
 ) -> Steps[bool]:
+    check_times(now, until)
     # Create the row, reserve and lease; refused, give back what expired leases
     # hold and ask again: the function of migrations 4 and 5, one statement.
     found = yield Sql(RESERVE_LEASED_FUNCTION, (key, holder, amount, cap, now, until))
@@ -260,6 +261,7 @@ def reserve_leased(
 
 
 def renew_leases(holder: str, until: float) -> Steps[int]:
+    check_times(until)
     found = yield Sql(RENEW, (until, holder))
     return int(found.rowcount)
 
@@ -289,6 +291,7 @@ def compare_and_set(key: str, expected: str | None, new: str) -> Steps[bool]:
 
 
 def claim(key: str, owner: str, now: float, lease_until: float) -> Steps[Claim]:
+    check_times(now, lease_until)
     while True:
         taken = yield Sql(CLAIM, (key, owner, lease_until, now))
         if taken.first() is not None:
@@ -300,6 +303,7 @@ def claim(key: str, owner: str, now: float, lease_until: float) -> Steps[Claim]:
 
 
 def complete(key: str, owner: str, result: str, expires_at: float) -> Steps[bool]:
+    check_times(expires_at)
     found = yield Sql(COMPLETE, (result, expires_at, key, owner))
     return bool(found.rowcount == 1)
 
@@ -312,6 +316,7 @@ def release(key: str, owner: str) -> Steps[None]:
 
 
 def put_snapshot(key: str, data: bytes, at: float) -> Steps[int]:
+    check_times(at)
     found = yield Sql(PUT_SNAPSHOT, (key, at, bytes(data)))
     return int(found.rows[0][0])
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ._base import AuditRow, Claim, Snapshot, check_filters
+from ._base import AuditRow, Claim, Snapshot, check_filters, check_times
 from ._chain import GENESIS, content, link
 from ._storable import storable
 
@@ -84,6 +84,7 @@ class MemoryStore:
     def reserve_leased(
         self, key: str, holder: str, amount: int, cap: int, now: float, until: float, /
     ) -> bool:
+        check_times(now, until)
         with self._lock:
             entry = self._budgets.setdefault(key, [0, 0])
             if not _admits(entry, amount, cap):
@@ -101,6 +102,7 @@ class MemoryStore:
             return True
 
     def renew_leases(self, holder: str, until: float, /) -> int:
+        check_times(until)
         with self._lock:
             mine = [lease for (_, h), lease in self._leases.items() if h == holder]
             for lease in mine:
@@ -127,6 +129,7 @@ class MemoryStore:
             return True
 
     def claim(self, key: str, owner: str, now: float, lease_until: float, /) -> Claim:
+        check_times(now, lease_until)
         with self._lock:
             found = self._idem.get(key)
             if found is None or found[3] <= now:
@@ -136,6 +139,7 @@ class MemoryStore:
             return Claim("done", result) if state == "done" else Claim("pending")
 
     def complete(self, key: str, owner: str, result: str, expires_at: float, /) -> bool:
+        check_times(expires_at)
         with self._lock:
             found = self._idem.get(key)
             if found is None or found[0] != owner:
@@ -150,6 +154,7 @@ class MemoryStore:
                 del self._idem[key]
 
     def put_snapshot(self, key: str, data: bytes, at: float, /) -> int:
+        check_times(at)
         with self._lock:
             versions = self._snapshots.setdefault(key, [])
             version = len(versions) + 1

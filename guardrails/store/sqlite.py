@@ -46,6 +46,7 @@ from ._base import (
     Snapshot,
     StoreUnavailable,
     check_filters,
+    check_times,
     row_from,
 )
 from ._chain import GENESIS, content, link, sealed
@@ -437,6 +438,7 @@ class SQLiteStore:
     def reserve_leased(
         self, key: str, holder: str, amount: int, cap: int, now: float, until: float, /
     ) -> bool:
+        check_times(now, until)
         with self._immediate() as conn:
             # Expired leases are given back only when the cap refuses without them: an
             # admitted reservation did not need their room, and skips the sweep (a scan of
@@ -454,6 +456,7 @@ class SQLiteStore:
             return True
 
     def renew_leases(self, holder: str, until: float, /) -> int:
+        check_times(until)
         cursor = self._execute(
             "UPDATE guardrails_leases SET expires_at = ? WHERE holder = ?", (until, holder)
         )
@@ -490,6 +493,7 @@ class SQLiteStore:
     # -- idempotency --------------------------------------------------------------
 
     def claim(self, key: str, owner: str, now: float, lease_until: float, /) -> Claim:
+        check_times(now, lease_until)
         with self._immediate() as conn:
             row = conn.execute(
                 "SELECT state, result, expires_at FROM guardrails_idempotency WHERE key = ?",
@@ -505,6 +509,7 @@ class SQLiteStore:
             return Claim("new")
 
     def complete(self, key: str, owner: str, result: str, expires_at: float, /) -> bool:
+        check_times(expires_at)
         cursor = self._execute(
             "UPDATE guardrails_idempotency SET state = 'done', result = ?, expires_at = ? "
             "WHERE key = ? AND owner = ?",
@@ -521,6 +526,7 @@ class SQLiteStore:
     # -- snapshots ------------------------------------------------------------------
 
     def put_snapshot(self, key: str, data: bytes, at: float, /) -> int:
+        check_times(at)
         with self._immediate() as conn:
             row = conn.execute(
                 "INSERT INTO guardrails_snapshots (key, version, at, data) VALUES "

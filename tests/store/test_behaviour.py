@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -16,6 +17,8 @@ from guardrails.store import (
     from_micros,
     to_micros,
 )
+from guardrails.store._base import check_times
+from tests import _hostile
 
 
 def _row(n: int, **fields: object) -> AuditRow:
@@ -229,6 +232,50 @@ def test_a_lease_renewed_before_its_room_was_needed_is_held_again(store: Store) 
     assert store.budget("k") == (0, 6)
     assert store.settle_leased("k", "slow", 6) == 6
     assert store.budget("k") == (6, 0)
+
+
+BAD_TIMES = [float("nan"), _hostile.LoudFloat("nan"), "1.0", None, True]
+
+
+@pytest.mark.parametrize("bad", BAD_TIMES, ids=["nan", "nan-subclass", "str", "none", "bool"])
+def test_a_time_that_is_not_seconds_is_refused_and_changes_nothing(
+    store: Store, bad: object
+) -> None:
+    """NaN sorted after every number on PostgreSQL (a live claim looked expired and was
+    taken over), was stored as NULL on SQLite, and compared with nothing in memory."""
+    assert store.reserve_leased("k", "a", 5, 10, 0.0, 100.0)
+    assert store.claim("i", "o1", 0.0, 100.0) == Claim("new")
+    version = store.put_snapshot("s", b"x", 1.0)
+    _hostile.CALLS.clear()
+    calls: list[tuple[Callable[..., object], tuple[object, ...]]] = [
+        (store.reserve_leased, ("k", "b", 5, 10, bad, 100.0)),
+        (store.reserve_leased, ("k", "b", 5, 10, 0.0, bad)),
+        (store.renew_leases, ("a", bad)),
+        (store.claim, ("i", "o2", bad, 100.0)),
+        (store.claim, ("i", "o2", 0.0, bad)),
+        (store.complete, ("i", "o1", "r", bad)),
+        (store.put_snapshot, ("s", b"y", bad)),
+    ]
+    for method, args in calls:
+        with pytest.raises(StoreError, match="time given to the store"):
+            method(*args)
+    assert not _hostile.CALLS  # the subclass's conversions never ran
+    assert store.budget("k") == (0, 5)
+    assert store.claim("i", "o2", 50.0, 100.0) == Claim("pending")  # o1's claim still runs
+    found = store.snapshot("s")
+    assert found is not None and found.version == version and found.data == b"x"
+
+
+def test_a_lease_until_infinity_never_expires(store: Store) -> None:
+    assert store.reserve_leased("k", "forever", 6, 10, 0.0, float("inf"))
+    assert not store.reserve_leased("k", "b", 5, 10, 1e300, 2e300)
+    assert store.budget("k") == (0, 6)
+
+
+def test_the_time_check_reads_only_the_value() -> None:
+    _hostile.CALLS.clear()
+    check_times(_hostile.LoudInt(5), _hostile.LoudFloat(1.5), float("inf"), -3, 0.0)
+    assert not _hostile.CALLS
 
 
 def test_audit_chain_returns_each_row_with_its_hash(store: Store) -> None:
