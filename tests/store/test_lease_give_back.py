@@ -161,54 +161,63 @@ KINDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres
 EXAMPLES = {"memory": 300, "sqlite": 80, "postgres": 40}
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_from_any_state_a_reservation_gets_the_answer_of_giving_back_first(
-    kind: str, request: pytest.FixtureRequest
+def _reach(
+    kind: str,
+    request: pytest.FixtureRequest,
+    operations: st.SearchStrategy[tuple[int, tuple[Any, ...]]],
+    run: Callable[[Store, Callable[[], GiveBackFirst], list[tuple[int, tuple[Any, ...]]]], int],
 ) -> None:
+    """``run`` over generated sequences of ``operations`` on new stores of ``kind``; at
+    least a fifth of the sequences must reach the branch under test (``run`` counts the
+    reservations admitted only because expired leases were given back on refusal)."""
     if kind == "postgres":
         request.getfixturevalue("pg_dsn")  # skipped without a server, failed where one is required
     needed: list[int] = []
 
     @settings(max_examples=EXAMPLES[kind], derandomize=True, database=None, deadline=None)
-    @given(st.lists(ANY_OPERATION, min_size=8, max_size=30))
+    @given(st.lists(operations, min_size=8, max_size=30))
     def check(steps: list[tuple[int, tuple[Any, ...]]]) -> None:
-        now, admitted_by_giving_back = 0.0, 0
         with _store(kind) as (store, state):
-            for step, (name, *args) in steps:
-                now += step
-                if name == "reserve_leased":
-                    key, holder, amount, cap, lease = args
-                    reference = state()  # the store's budgets and leases, as they are now
-                    fits = _fits(reference.budget(key), amount, cap)
-                    expected = reference.reserve_leased(key, holder, amount, cap, now, now + lease)
-                    answer = store.reserve_leased(key, holder, amount, cap, now, now + lease)
-                    assert answer == expected, (args, now)
-                    admitted_by_giving_back += answer and not fits
-                elif name == "renew_leases":
-                    store.renew_leases(args[0], now + args[1])
-                else:
-                    store.settle_leased(*args)
-        needed.append(admitted_by_giving_back)
+            needed.append(run(store, state, steps))
 
     check()
     assert sum(1 for n in needed if n) >= len(needed) // 5, needed
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_from_any_state_a_reservation_gets_the_answer_of_giving_back_first(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    def run(
+        store: Store, state: Callable[[], GiveBackFirst], steps: list[tuple[int, tuple[Any, ...]]]
+    ) -> int:
+        now, admitted_by_giving_back = 0.0, 0
+        for step, (name, *args) in steps:
+            now += step
+            if name == "reserve_leased":
+                key, holder, amount, cap, lease = args
+                reference = state()  # the store's budgets and leases, as they are now
+                fits = _fits(reference.budget(key), amount, cap)
+                expected = reference.reserve_leased(key, holder, amount, cap, now, now + lease)
+                answer = store.reserve_leased(key, holder, amount, cap, now, now + lease)
+                assert answer == expected, (args, now)
+                admitted_by_giving_back += answer and not fits
+            elif name == "renew_leases":
+                store.renew_leases(args[0], now + args[1])
+            else:
+                store.settle_leased(*args)
+        return admitted_by_giving_back
+
+    _reach(kind, request, ANY_OPERATION, run)
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_with_a_forward_clock_the_answers_are_those_of_giving_back_first(
     kind: str, request: pytest.FixtureRequest
 ) -> None:
-    if kind == "postgres":
-        request.getfixturevalue("pg_dsn")  # skipped without a server, failed where one is required
-    needed: list[int] = []
-
-    @settings(max_examples=EXAMPLES[kind], derandomize=True, database=None, deadline=None)
-    @given(st.lists(FORWARD_OPERATION, min_size=8, max_size=30))
-    def check(steps: list[tuple[int, tuple[Any, ...]]]) -> None:
-        with _store(kind) as (store, _):
-            needed.append(_run(store, GiveBackFirst(), steps))
-
-    check()
-    # The examples reach the branch: a reservation admitted because expired leases were
-    # given back on its refusal, in at least a fifth of the sequences.
-    assert sum(1 for n in needed if n) >= len(needed) // 5, needed
+    _reach(
+        kind,
+        request,
+        FORWARD_OPERATION,
+        lambda store, _, steps: _run(store, GiveBackFirst(), steps),
+    )
