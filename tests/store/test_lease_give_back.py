@@ -72,15 +72,23 @@ class GiveBackFirst:
 
 KEYS = st.sampled_from(["a", "b"])
 HOLDERS = st.sampled_from(["h1", "h2", "h3"])
+# Listed so that the simplest examples, which hypothesis draws first and shrinks
+# towards, move the clock on and reserve much: leases lapse unsettled and caps refuse,
+# so most sequences reach the give-back (a clock at a standstill never gets there).
+AMOUNTS = st.sampled_from([3, 2, 4, 1, 5, 0])
 RESERVE = st.tuples(
-    st.just("reserve_leased"), KEYS, HOLDERS, st.integers(0, 5), st.integers(4, 6),
+    st.just("reserve_leased"), KEYS, HOLDERS, AMOUNTS, st.integers(4, 6),
     st.integers(1, 2),  # the lease, from now: short, so that leases lapse unsettled
 )  # fmt: skip
 SETTLE = st.tuples(st.just("settle_leased"), KEYS, HOLDERS, st.integers(0, 4))
 RENEW = st.tuples(st.just("renew_leases"), HOLDERS, st.integers(1, 2))
 # (a step of the clock, an operation): a clock that may go back, then one that does not
-ANY_OPERATION = st.tuples(st.integers(-1, 3), st.one_of(RESERVE, RESERVE, RESERVE, SETTLE, RENEW))
-FORWARD_OPERATION = st.tuples(st.integers(0, 3), st.one_of(RESERVE, RESERVE, RESERVE, SETTLE))
+ANY_OPERATION = st.tuples(
+    st.sampled_from([2, 1, 3, 0, -1]), st.one_of(RESERVE, RESERVE, RESERVE, SETTLE, RENEW)
+)
+FORWARD_OPERATION = st.tuples(
+    st.sampled_from([2, 1, 3, 0]), st.one_of(RESERVE, RESERVE, RESERVE, SETTLE)
+)
 
 
 def _run(store: Store, reference: GiveBackFirst, steps: list[tuple[int, tuple[Any, ...]]]) -> int:
@@ -158,7 +166,7 @@ def _reference(budgets: Iterable[Any], leases: Iterable[Any]) -> GiveBackFirst:
 
 
 KINDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-EXAMPLES = {"memory": 300, "sqlite": 80, "postgres": 40}
+EXAMPLES = {"memory": 300, "sqlite": 80, "postgres": 80}
 
 
 def _reach(
@@ -175,7 +183,7 @@ def _reach(
     needed: list[int] = []
 
     @settings(max_examples=EXAMPLES[kind], derandomize=True, database=None, deadline=None)
-    @given(st.lists(operations, min_size=8, max_size=30))
+    @given(st.lists(operations, min_size=12, max_size=30))
     def check(steps: list[tuple[int, tuple[Any, ...]]]) -> None:
         with _store(kind) as (store, state):
             needed.append(run(store, state, steps))
