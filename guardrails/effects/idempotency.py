@@ -22,8 +22,8 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -142,7 +142,7 @@ class Idempotency:
             return Stop(Outcome.ERROR, Reason.RAISED, None, exc)
         if key is None:
             return None
-        return key, uuid.uuid4().hex, enter(invocation, self)
+        return key, os.urandom(16).hex(), enter(invocation, self)
 
     def _decide(
         self, claim: Claim, key: str, owner: str, state: CallState, deadline: float

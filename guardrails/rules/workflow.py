@@ -21,10 +21,10 @@ optionally, a check of its own input.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
-from uuid import uuid4
 
 from ..context import Escape, GuardResult, Invocation, ToolResult, TurnContext
 from ..errors import ConfigurationError
@@ -186,7 +186,7 @@ class Workflow:
             record, escape, _ = check.evaluate(invocation, ChokePoint.TOOL_CALL)
             if record.verdict is Verdict.REJECT and record.enforced:
                 return Stop(Outcome.INVALID_ARGS, Reason.GUARD)
-        marker = f"{RUNNING}{invocation.name}:{uuid4().hex}"
+        marker = f"{RUNNING}{invocation.name}:{os.urandom(16).hex()}"
         try:
             claimed = yield call("compare_and_set", key, phase, marker)
         except Exception as exc:  # StoreUnavailable, or a store's own driver error

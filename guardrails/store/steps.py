@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Generator
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
+from .._tuples import make
 from . import offloop
 
 __all__ = [
@@ -50,7 +51,7 @@ Steps = Generator[Call, Any, T]
 
 
 def call(method: str, /, *args: Any) -> Call:
-    return Call(method, args)
+    return make(Call, (method, args))  # a NamedTuple's __new__ is a Python function
 
 
 def perform(store: Any, steps: Steps[T], /) -> T:
