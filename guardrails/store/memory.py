@@ -5,9 +5,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from .._tuples import replaced
 from ._base import AuditRow, Claim, Snapshot, check_filters, check_times
-from ._chain import GENESIS, content, link
-from ._storable import storable
+from ._chain import GENESIS, sealed
+
+_ID = AuditRow._fields.index("id")
 
 __all__ = ["MemoryStore"]
 
@@ -28,13 +30,11 @@ class MemoryStore:
         self.closed = False
 
     def append(self, row: AuditRow, /) -> int:
-        row = storable(row)
-        text = content(row)
         with self._lock:
             row_id = len(self._audit) + 1
-            previous = self._hashes[-1] if self._hashes else GENESIS
-            self._audit.append(row._replace(id=row_id))
-            self._hashes.append(link(previous, row_id, text))
+            row, digest = sealed(row, self._hashes[-1] if self._hashes else GENESIS, row_id)
+            self._audit.append(replaced(row, _ID, row_id))
+            self._hashes.append(digest)
             return row_id
 
     def append_many(self, rows: list[AuditRow], /) -> None:
