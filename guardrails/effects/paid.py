@@ -151,6 +151,9 @@ class PaidCall:
         self.clock = clock
         self.lease = lease
         self._day: tuple[float, str] = (math.nan, "")  # the last UTC day number, and its key
+        # Bound once: a call waiting for its reservation holds this, not a method of its own.
+        self._lost: Callable[[_Ticket], None] = self._give_back
+        self._held = Held(store, lease, clock)
 
     # -- the two drivers ------------------------------------------------------------
 
@@ -172,9 +175,7 @@ class PaidCall:
         # The reservation and the settlement never block the event loop (``akept``,
         # ``aperform``). Cancelled while the reservation is being made, the
         # caller leaves at once and the reservation is given back once made.
-        ticket = self._hold(
-            await akept(self.store, self._admit(instance, kwargs), lost=self._give_back)
-        )
+        ticket = self._hold(await akept(self.store, self._admit(instance, kwargs), lost=self._lost))
         try:
             response = await fn(*args, **kwargs)
         except asyncio.CancelledError as exc:
@@ -299,7 +300,14 @@ class PaidCall:
         # that never gets it (cancelled meanwhile) leaves a lease that expires,
         # or has its reservation given back once it is made (``_give_back``).
         if ticket.keys:
-            renewer.hold(ticket.holder, Held(self.store, self.lease, self.clock))
+            held = self._held  # one per wrapper, made again if its store, lease or clock changed
+            if (
+                held.store is not self.store
+                or held.lease != self.lease
+                or held.clock is not self.clock
+            ):
+                held = self._held = Held(self.store, self.lease, self.clock)
+            renewer.hold(ticket.holder, held)
         return ticket
 
     def _spend(self, ticket: _Ticket, response: Any, exc: BaseException | None) -> _Spend:

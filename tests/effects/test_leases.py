@@ -22,6 +22,23 @@ _ctx = multiprocessing.get_context("fork")
 # -- PaidCall renews while the call runs --------------------------------------------------------
 
 
+def test_a_wrapper_whose_lease_or_clock_changed_renews_with_the_new_ones(store: Store) -> None:
+    """The renewal of a call follows the wrapper's lease, store and clock as they are
+    when the call is made (one renewal entry is kept per wrapper, made again on a change)."""
+    paid = PaidCall(store, usage=lambda _: Usage(), daily_cap=1.0, lease=60.0)
+    renewing: list[Any] = []
+
+    def body() -> None:
+        renewing.extend(renewer._held.values())
+
+    paid(body)
+    paid.lease, paid.clock = 5.0, FakeClock(2_000.0)
+    paid(body)
+    first, second = renewing
+    assert (first.store, first.lease) == (store, 60.0)
+    assert (second.store, second.lease, second.clock) == (store, 5.0, paid.clock)
+
+
 def test_a_call_longer_than_its_lease_keeps_its_reservation(store: Store) -> None:
     clock = FakeClock(1_000.0)
     paid = PaidCall(store, usage=lambda _: Usage(cost=0.0), instance_cap=1.0, estimate=0.6,
