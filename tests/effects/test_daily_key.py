@@ -99,7 +99,7 @@ def test_most_generated_readings_take_the_kept_key() -> None:
             asked += 1
 
     count()
-    assert (asked - read) / asked > 0.3
+    assert (asked - read) / asked > 0.2  # 0.33-0.41 over 25 seeds; a third of the readings
 
 
 @pytest.mark.parametrize(
