@@ -7,7 +7,8 @@ from typing import Any
 
 from .._tuples import replaced
 from ._base import AuditRow, Claim, Snapshot, check_filters, check_times
-from ._chain import GENESIS, sealed
+from ._chain import GENESIS, content, link
+from ._storable import storable
 
 _ID = AuditRow._fields.index("id")
 
@@ -30,11 +31,13 @@ class MemoryStore:
         self.closed = False
 
     def append(self, row: AuditRow, /) -> int:
+        row = storable(row)
+        text = content(row)
         with self._lock:
             row_id = len(self._audit) + 1
-            row, digest = sealed(row, self._hashes[-1] if self._hashes else GENESIS, row_id)
-            self._audit.append(replaced(row, _ID, row_id))
-            self._hashes.append(digest)
+            previous = self._hashes[-1] if self._hashes else GENESIS
+            self._audit.append(replaced(row, _ID, row_id))  # NamedTuple._replace: 1 µs more
+            self._hashes.append(link(previous, row_id, text))
             return row_id
 
     def append_many(self, rows: list[AuditRow], /) -> None:
