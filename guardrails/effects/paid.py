@@ -387,20 +387,11 @@ class PaidCall:
     def _row(
         self, ticket: _Ticket, usage: Usage, duration_us: int, exc: BaseException | None
     ) -> AuditRow:
-        state = current()
-        ctx = state.context if state is not None else None
         # In column order, in one step: AuditRow's keyword-taking __new__ costs five times more.
         return make(
             AuditRow,
             (
-                "paid_call",
-                self.clock(),
-                None if state is None else state.call_id,
-                None if ctx is None else ctx.tenant,
-                None if ctx is None else ctx.session,
-                None if ctx is None else ctx.agent,
-                ticket.instance,
-                self.name,
+                *self._columns(ticket.instance),
                 "ok" if exc is None else "error",
                 None,  # verdict
                 None,  # reason
@@ -418,10 +409,12 @@ class PaidCall:
             ),
         )
 
-    def _refused(self, instance: str | None, kind: str) -> Steps[None]:
+    def _columns(self, instance: str | None) -> tuple[Any, ...]:
+        """The first columns of every ``paid_call`` row: when, the tool call it was made
+        in and its context (when it was made in one), the instance and this wrapper."""
         state = current()
         ctx = state.context if state is not None else None
-        row = AuditRow(
+        return (
             "paid_call",
             self.clock(),
             None if state is None else state.call_id,
@@ -430,9 +423,12 @@ class PaidCall:
             None if ctx is None else ctx.agent,
             instance,
             self.name,
-            "limit",
-            reason=f"{kind}_cap",
         )
+
+    def _refused(self, instance: str | None, kind: str) -> Steps[None]:
+        # The outcome, no verdict, the reason; the other columns empty.
+        columns = (*self._columns(instance), "limit", None, f"{kind}_cap")
+        row = make(AuditRow, columns + (None,) * (len(AuditRow._fields) - len(columns)))
         try:
             yield call("append", row)
         except StoreUnavailable:

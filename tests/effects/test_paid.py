@@ -12,7 +12,7 @@ from guardrails import Guardrails, Outcome, UsageError, tool
 from guardrails.audit import AuditLog
 from guardrails.effects import CapExceeded, PaidCall, TokenPrices, Usage
 from guardrails.integrations.scripted import ScriptedMessagesAPI, text_message
-from guardrails.store import MemoryStore, SQLiteStore, Store, StoreUnavailable
+from guardrails.store import AuditRow, MemoryStore, SQLiteStore, Store, StoreUnavailable
 from guardrails.testing import FakeClock
 
 DAY = 86_400.0
@@ -42,6 +42,10 @@ def test_the_daily_cap_refuses_before_the_call_runs(store: Store) -> None:
     assert ran == [1, 2]
     assert paid.spent_today() == pytest.approx(0.8)
     assert [r.outcome for r in store.audit_rows(kind="paid_call")] == ["ok", "ok", "limit"]
+    refusal = store.audit_rows(kind="paid_call")[-1]
+    assert refusal._replace(at=0.0, id=None) == AuditRow(
+        "paid_call", 0.0, tool="paid_call", outcome="limit", reason="daily_cap"
+    )
 
 
 def test_crossing_the_instance_cap_raises_after_the_call_and_stops_the_instance(
@@ -152,6 +156,20 @@ def test_inside_a_tool_the_model_sees_limit_and_the_tool_row_has_tokens_and_cost
     paid_rows = store.audit_rows(kind="paid_call")
     assert {r.workflow for r in paid_rows} == {"wf-7"}
     assert [r.call_id for r in paid_rows][:2] == [first.call_id, second.call_id]
+    # Every column of the first paid row, in its place (the row is built positionally).
+    assert paid_rows[0]._replace(at=0.0, duration_us=0, id=None) == AuditRow(
+        "paid_call", 0.0, first.call_id, None, "s-1", "writer", "wf-7", "paid_call", "ok",
+        duration_us=0, tokens_in=10, tokens_out=20, cost=0.6,
+    )  # fmt: skip
+    assert type(paid_rows[0].duration_us) is int and paid_rows[0].at > 0
+    failing = PaidCall(store, usage=flat(0.1), name="flaky")
+    with pytest.raises(ZeroDivisionError):
+        failing(lambda: 1 / 0)
+    last = store.audit_rows(kind="paid_call")[-1]  # made outside any tool call
+    assert last._replace(at=0.0, duration_us=0, id=None) == AuditRow(
+        "paid_call", 0.0, tool="flaky", outcome="error", duration_us=0,
+        tokens_in=0, tokens_out=0, cost=0.0, exception="ZeroDivisionError",
+    )  # fmt: skip
 
 
 def test_around_anthropic_messages_create_against_a_local_api() -> None:
