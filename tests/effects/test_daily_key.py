@@ -74,7 +74,7 @@ def test_every_key_is_the_calendars_day_of_the_same_time(
         assert paid._daily_key() == calendar(now)
 
 
-def test_most_generated_readings_take_the_kept_key() -> None:
+def test_the_generated_readings_reach_the_kept_key() -> None:
     """The property above reaches the branch it guards: a key given again from the cache."""
     asked = 0
     read = 0
