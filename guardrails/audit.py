@@ -358,10 +358,15 @@ def _opaque(value: Any) -> str:
     return f"<not JSON: {_type_name(value)}>"
 
 
+# What ``json.dumps(value, default=_opaque)`` builds on every call, built once (an encoder
+# keeps no state between calls).
+_encode = json.JSONEncoder(default=_opaque).encode
+
+
 def _json(value: Any) -> str:
     """JSON text of ``value``; what JSON cannot hold is named by its type, never printed."""
     try:
-        return json.dumps(value, default=_opaque)
+        return _encode(value)
     except (ValueError, RecursionError):  # a cycle, or nesting too deep
         return json.dumps({"unencodable": _type_name(value)})
 

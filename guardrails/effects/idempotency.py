@@ -62,14 +62,18 @@ def idempotency_key(invocation: Invocation) -> str | None:
     return scoped_key(invocation.context.tenant, invocation.name, key)
 
 
+# The encoders ``json.dumps`` would build on every call with these options, built once.
+_compact = json.JSONEncoder(separators=(",", ":")).encode
+_canonical = json.JSONEncoder(sort_keys=True, default=str, separators=(",", ":")).encode
+
+
 def scoped_key(tenant: str | None, tool: str, key: str) -> str:
     """The stored key of ``key`` for ``tenant`` and ``tool``: one JSON array, unambiguous."""
-    return json.dumps([tenant, tool, key], separators=(",", ":"))
+    return _compact([tenant, tool, key])
 
 
 def _digest(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    return hashlib.sha256(_canonical(value).encode()).hexdigest()[:32]
 
 
 class Idempotency:
