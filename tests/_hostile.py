@@ -48,6 +48,12 @@ class LoudFloat(float):
     hex = loud("hex")
 
 
+class Masked:
+    """Lies about its class: ``isinstance`` reads this property (``type()`` does not)."""
+
+    __class__ = property(loud("__class__"))  # type: ignore[assignment]
+
+
 class Unprintable:
     """Not text: ``str()`` of it counts and raises."""
 

@@ -10,7 +10,7 @@ Money is counted in integer micro-units so that caps compare exactly.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Literal, NamedTuple, Protocol, cast, runtime_checkable
 
 from ..errors import GuardrailsError, StopRun
 
@@ -160,13 +160,14 @@ def check_times(*times: object) -> None:
     that never expires). Only the value is read: nothing of a subclass runs.
     """
     for value in times:
-        if isinstance(value, float):
-            if math.isnan(value):
+        kind = type(value)  # not isinstance: it may read a hostile __class__
+        if issubclass(kind, float):
+            if math.isnan(cast(float, value)):  # the value itself: no __float__ runs
                 raise StoreError("a time given to the store is NaN: check the clock that made it")
-        elif not isinstance(value, int) or isinstance(value, bool):
+        elif not issubclass(kind, int) or kind is bool:
             raise StoreError(
                 f"a time given to the store must be seconds as an int or a float, "
-                f"not {type(value).__name__}"
+                f"not {kind.__name__}"
             )
 
 
