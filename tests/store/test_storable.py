@@ -17,6 +17,7 @@ from guardrails.audit import AuditLog
 from guardrails.store import AuditRow, Store
 from guardrails.store._storable import ACTIONS, JSON_LIMIT, TEXT_LIMIT, storable
 from guardrails.store.verify import verify
+from tests._hostile import Masked
 
 
 class Hostile(str):
@@ -47,14 +48,6 @@ class Loud:
 
     def __repr__(self) -> str:
         raise RuntimeError("repr")
-
-
-class Masked:
-    """An object that lies about its class: isinstance() would run this property."""
-
-    @property  # type: ignore[misc]
-    def __class__(self) -> type:
-        raise RuntimeError("__class__")
 
 
 def _altered(row: AuditRow) -> dict[str, list[str]]:
