@@ -60,6 +60,7 @@ class Turn:
         slice = engine.loop_slice
         if slice is not None and (place := _fair.enter(slice)) is not None:
             await place
+            del place  # (a call in flight holds no done future)
         return await engine._pipeline.arun(self, name, arguments, call_id)
 
     def pre_turn(self, input: Any, tools: Iterable[Any] | None = None) -> PreTurnDecision:

@@ -48,7 +48,8 @@ class Renewer:
                 self._held, self._thread, self._pid = {}, None, os.getpid()
                 self._wake = threading.Event()
             self._held[holder] = held
-            if self._thread is None or not self._thread.is_alive():
+            # (``_loop`` clears ``_thread`` under this lock however it ends.)
+            if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._loop, name="guardrails-lease-renewer", daemon=True
                 )
@@ -78,6 +79,14 @@ class Renewer:
             return min(h.lease for h in self._held.values()) / 3
 
     def _loop(self) -> None:
+        try:
+            self._renew()
+        finally:  # ended by a failure (a stop): the next ``hold`` starts another
+            with self._lock:
+                if self._thread is threading.current_thread():
+                    self._thread = None
+
+    def _renew(self) -> None:
         while True:
             interval = self._interval()
             if interval is None:

@@ -4,6 +4,7 @@ call (``failure``, ``complete``), and what the output guards make of the result
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from time import perf_counter_ns
 from typing import Any
 
@@ -62,7 +63,7 @@ def interrupted(inv: Invocation, start: int) -> ToolResult:
 def complete(
     inv: Invocation,
     records: tuple[VerdictRecord, ...],
-    escapes: list[Escape],
+    escapes: Sequence[Escape],
     verdict: Verdict,
     stop: Stop | None,
     value: Any,

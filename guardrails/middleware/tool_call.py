@@ -24,7 +24,7 @@ reason ``interrupted`` first, and the tool never runs after one) and
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from time import perf_counter_ns
 from types import MappingProxyType
 from typing import Any
@@ -32,7 +32,7 @@ from typing import Any
 from .._aio import cancel_requested, owes_record, to_the_end
 from .._aio import late as is_late
 from .._tuples import make
-from ..context import Invocation, ToolResult
+from ..context import Escape, Invocation, ToolResult
 from ..guard import evaluate_plain
 from ..verdicts import ChokePoint, Outcome, Verdict
 from . import _call_ids as _ids
@@ -222,6 +222,8 @@ class ToolCallPipeline:
             raise
         try:  # from here on, a deliberate stop still reaches the hooks' after()
             stop = await abefore_hooks(self.hooks, inv, escapes) if self.hooks else None
+            found: Sequence[Escape] = escapes or ()  # a call in flight holds no empty list
+            del escapes
             value = None
             late = False
             if stop is None:
@@ -242,7 +244,7 @@ class ToolCallPipeline:
             result = complete(
                 inv,
                 records,
-                escapes,
+                found,
                 verdict,
                 stop,
                 value,

@@ -62,7 +62,7 @@ WAKE_CHUNK = 8
 
 
 class _Job:
-    __slots__ = ("args", "context", "fn", "future", "loop", "lost", "row", "store_only")
+    __slots__ = ("args", "context", "fn", "future", "loop", "lost", "row", "steps", "store_only")
 
     def __init__(
         self,
@@ -74,6 +74,7 @@ class _Job:
         context: contextvars.Context | None = None,
         store_only: bool = True,
         lost: Callable[[Any], object] | None = None,
+        steps: Any = None,
     ) -> None:
         self.loop = loop
         self.future = future
@@ -83,6 +84,7 @@ class _Job:
         self.context = context
         self.store_only = store_only  # only store calls and decisions: may share a transaction
         self.lost = lost  # gets the value when its caller had stopped waiting (see ``submit``)
+        self.steps = steps  # not None: ``fn(store, steps)`` (``steps``), without ``args``
 
 
 class OffLoop:
@@ -121,6 +123,7 @@ class OffLoop:
         self._queue: deque[_Job] = deque()
         self._workers: list[threading.Thread] = []
         self._busy = 0
+        self._waiting = 0  # workers waiting for a job
 
     # -- for async callers ----------------------------------------------------------
 
@@ -157,6 +160,22 @@ class OffLoop:
         self._put(_Job(loop, future, None, fn, args, context, store_only, lost))
         return future
 
+    def drive(
+        self,
+        driver: Callable[[Any, Any], T],
+        steps: Any,
+        /,
+        lost: Callable[[T], object] | None = None,
+    ) -> asyncio.Future[T]:
+        """``submit(driver, self.store, steps, store_only=True, lost=lost)``, the job holding
+        ``steps`` itself rather than a tuple of arguments (a call waiting for its store
+        work holds one object fewer)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        context = contextvars.copy_context()
+        self._put(_Job(loop, future, None, driver, (), context, True, lost, steps))
+        return future
+
     def append(self, row: AuditRow, /) -> asyncio.Future[None]:
         """Append ``row``: a future done once it is committed (with the rows queued alongside)."""
         loop = asyncio.get_running_loop()
@@ -182,12 +201,16 @@ class OffLoop:
     def _put(self, job: _Job) -> None:
         if self._pid != os.getpid():
             self._reset()  # a forked child has neither the threads nor their queue
+        queue = self._queue
+        queue.append(job)  # (a deque's append is atomic: the workers take under the lock)
+        # A busy worker takes it with the rest of its next pass: the lock is needed only
+        # to wake a waiting worker or to start one. (Appended first, read second: a worker
+        # counted as waiting after this read saw the job before it waited.)
+        if not self._waiting and len(self._workers) >= self.threads:
+            return
         with self._cond:
-            self._queue.append(job)
             # ``_workers`` holds the live workers: one that ends takes itself out.
-            if len(self._workers) < self.threads and self._busy + len(self._queue) > len(
-                self._workers
-            ):
+            if len(self._workers) < self.threads and self._busy + len(queue) > len(self._workers):
                 worker = threading.Thread(
                     target=self._work, name="guardrails-store-off-loop", daemon=True
                 )
@@ -200,7 +223,11 @@ class OffLoop:
             while True:
                 with self._cond:
                     while not self._queue:
-                        self._cond.wait()
+                        self._waiting += 1
+                        try:
+                            self._cond.wait()
+                        finally:
+                            self._waiting -= 1
                     taken = self._take()
                     self._busy += 1
                 try:
@@ -289,7 +316,10 @@ class OffLoop:
         try:
             if first.fn is not None:
                 assert first.context is not None
-                value = first.context.run(first.fn, *first.args)
+                if first.steps is None:
+                    value = first.context.run(first.fn, *first.args)
+                else:
+                    value = first.context.run(first.fn, self.store, first.steps)
             else:
                 value = None
                 self.batcher.commit([job.row for job in batch if job.row is not None])
@@ -397,12 +427,26 @@ def _waking(loop: asyncio.AbstractEventLoop) -> _Waking:
 _lock = threading.Lock()
 _by_store: weakref.WeakKeyDictionary[Any, OffLoop] = weakref.WeakKeyDictionary()
 _unweakable: dict[int, tuple[Any, OffLoop]] = {}
+# The store asked for last and its OffLoop: an async call asks three times for the same
+# store, and a lookup in ``_by_store`` makes a weak reference each time. (The OffLoop
+# holds its store anyway: keeping it here keeps nothing alive that was not.)
+_last: tuple[Any, OffLoop] | None = None
 
 
 def off_loop(store: Any) -> OffLoop | None:
     """The ``OffLoop`` of ``store``, or ``None`` for a store that never blocks (memory)."""
+    global _last
+    last = _last
+    if last is not None and last[0] is store:
+        return last[1]
     if type(store) is MemoryStore:
         return None
+    found = _registered(store)
+    _last = (store, found)
+    return found
+
+
+def _registered(store: Any) -> OffLoop:
     try:
         found = _by_store.get(store)
     except TypeError:  # not weakly referenceable: kept for the life of the process
@@ -451,6 +495,20 @@ def submit(
     if runner is not None:
         return runner.submit(fn, *args, store_only=store_only, lost=lost)
     return _inline(fn, *args)
+
+
+def drive(
+    store: Any,
+    driver: Callable[[Any, Any], T],
+    steps: Any,
+    /,
+    lost: Callable[[T], object] | None = None,
+) -> asyncio.Future[T]:
+    """``submit(store, driver, store, steps, store_only=True, lost=lost)`` (``OffLoop.drive``)."""
+    runner = off_loop(store)
+    if runner is not None:
+        return runner.drive(driver, steps, lost)
+    return _inline(driver, store, steps)
 
 
 def append(store: Any, row: AuditRow, /) -> Awaitable[None]:

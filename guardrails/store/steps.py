@@ -78,7 +78,7 @@ def aperform(store: Any, steps: Steps[T], /) -> Awaitable[T]:
     """
     path = offloop.async_path(store)
     if path is None:
-        return offloop.submit(store, perform, store, steps, store_only=True)
+        return offloop.drive(store, perform, steps)
     return _adrive(path, steps)
 
 
@@ -107,11 +107,11 @@ def akept(store: Any, steps: Steps[T], /, lost: Callable[[T], object]) -> Awaita
     A caller cancelled while it awaits leaves the work going; once it has
     ended, ``lost(value)`` runs on the loop with what it returned (a
     reservation made for nobody is given back that way). On the store's
-    threads that is ``offloop.submit(..., lost=)``: no shield, no extra
+    threads that is ``offloop.drive(..., lost)``: no shield, no extra
     future or closure per call.
     """
     if offloop.async_path(store) is None:
-        return offloop.submit(store, perform, store, steps, store_only=True, lost=lost)
+        return offloop.drive(store, perform, steps, lost)
     return _shielded(asubmit(store, steps), lost)
 
 
@@ -132,11 +132,11 @@ def asubmit(store: Any, steps: Steps[T], /) -> asyncio.Future[T]:
     """``aperform`` as a future of the running loop, started at once.
 
     Cancelling an ``await`` of it (under ``asyncio.shield``) leaves the work
-    going: on the store's threads (``offloop.submit``), or in a task of the
+    going: on the store's threads (``offloop.drive``), or in a task of the
     loop that is kept until it ends.
     """
     if offloop.async_path(store) is None:
-        return offloop.submit(store, perform, store, steps, store_only=True)
+        return offloop.drive(store, perform, steps)
     task = asyncio.ensure_future(_adrive(offloop.async_path(store), steps))
     _started[task] = store
     task.add_done_callback(_forget)

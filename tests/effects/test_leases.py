@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from typing import Any
 
@@ -13,8 +14,9 @@ import pytest
 from guardrails.effects import CapExceeded, PaidCall, Usage
 from guardrails.effects._leases import renewer
 from guardrails.errors import ConfigurationError
-from guardrails.store import PostgresStore, SQLiteStore, Store, to_micros
+from guardrails.store import MemoryStore, PostgresStore, SQLiteStore, Store, to_micros
 from guardrails.testing import FakeClock
+from tests.store._gated import GENEROUS
 
 _ctx = multiprocessing.get_context("fork")
 
@@ -60,6 +62,39 @@ def test_a_call_longer_than_its_lease_keeps_its_reservation(store: Store) -> Non
     assert seen == ["refused"] * 5
     assert store.budget(paid._instance_key("wf")) == (0, 0)
     other(lambda: None, instance="wf")
+
+
+def test_a_renewer_whose_thread_ended_by_a_failure_starts_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The renewing thread ends when nothing is held, or by a failure (a stop raised in
+    it): either way it gives up its place, and the next ``hold`` starts another."""
+    from guardrails.effects._leases import Held, Renewer
+
+    class Stopped(BaseException):
+        pass
+
+    renewed: list[str] = []
+
+    class Once(MemoryStore):
+        def renew_leases(self, holder: str, until: float, /) -> int:
+            renewed.append(holder)
+            raise Stopped  # not an Exception: it ends the renewing thread
+
+    ended: list[type[BaseException] | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: ended.append(args.exc_type))
+    mine = Renewer()
+    mine.hold("first", Held(Once(), 0.003, time.monotonic))
+    first = mine._thread
+    assert first is not None
+    first.join(GENEROUS)
+    assert not first.is_alive() and mine._thread is None and renewed == ["first"]
+    mine.drop("first")
+    mine.hold("second", Held(Once(), 0.003, time.monotonic))
+    second = mine._thread
+    assert second is not None and second is not first
+    second.join(GENEROUS)
+    assert renewed == ["first", "second"] and ended == [Stopped, Stopped]
 
 
 def test_a_lease_must_be_positive(store: Store) -> None:

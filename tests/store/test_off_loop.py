@@ -257,3 +257,59 @@ async def test_drain_waits_for_both_lanes() -> None:
     release.set()
     assert await asyncio.to_thread(runner.drain, GENEROUS)
     await pending
+
+
+# -- waking the store threads ---------------------------------------------------------------
+
+
+class _CountingCondition(threading.Condition):
+    notified = 0
+
+    def notify(self, n: int = 1) -> None:
+        self.notified += 1
+        super().notify(n)
+
+
+async def test_no_job_is_left_waiting_when_the_worker_goes_idle_and_busy_in_turn() -> None:
+    """A job put while the worker is busy is queued without the lock (the worker takes
+    it with its next pass); one put while it waits wakes it. Put at either point, in
+    turn, no job is left in the queue."""
+    store = _ManyThreads()  # four threads: the store work's lane and three others
+    runner = off_loop(store)
+    assert runner is not None
+    runner._cond = counting = _CountingCondition()  # before any worker starts
+
+    def work(n: int) -> int:
+        return n
+
+    for n in range(300):  # the worker waits between jobs: each put must wake it
+        assert await asyncio.wait_for(runner.run(work, n, store_only=True), GENEROUS) == n
+    for burst in range(50):  # jobs put while the worker runs a pass
+        started, release = threading.Event(), threading.Event()
+
+        def busy(started: threading.Event, release: threading.Event) -> None:
+            started.set()
+            assert release.wait(GENEROUS)
+
+        holding = runner.run(busy, started, release, store_only=True)
+        await asyncio.to_thread(started.wait, GENEROUS)
+        before = counting.notified
+        wanted = list(range(burst * 20, burst * 20 + 20))
+        queued = [runner.run(work, n, store_only=True) for n in wanted]
+        assert counting.notified == before  # queued without waking anyone
+        release.set()
+        assert await asyncio.wait_for(asyncio.gather(*queued), GENEROUS) == wanted
+        await holding
+    for n in range(100):  # the other lane's threads, idle and woken the same way
+        assert await asyncio.wait_for(runner.run(work, n), GENEROUS) == n
+    assert await asyncio.to_thread(runner.drain, GENEROUS)
+
+
+def test_each_store_has_its_own_runner_whichever_was_asked_for_last() -> None:
+    first, second = _ManyThreads(), _ManyThreads()
+    one, other = off_loop(first), off_loop(second)
+    assert one is not None and other is not None and one is not other
+    for _ in range(3):
+        assert off_loop(first) is one and off_loop(second) is other
+        assert off_loop(MemoryStore()) is None  # a store that never blocks runs inline
+    assert one.store is first and other.store is second
