@@ -283,7 +283,8 @@ def test_the_default_slice_is_the_documented_one() -> None:
     page = (Path(__file__).parents[1] / "docs" / "production.md").read_text()
     assert "loop_slice=0.0005)  # the default: 0.5 ms" in page
     assert f"at most {_fair.MAX_BURST} and at least one" in page
-    assert f"the answers {WAKE_CHUNK} at a time" in page
+    assert f"come from: {WAKE_CHUNK} in the first iteration, then by the same rule" in page
+    assert f"last batch, at most {_fair.MAX_BURST}, at least one" in page
 
 
 @given(

@@ -6,8 +6,9 @@ uses the store, run with the caller's context variables) or ``append(row)``;
 the event loop goes on serving other tasks meanwhile. Audit rows queued
 together are written in one ``append_many`` (one transaction, one commit),
 and each caller is answered only after its row is committed. The answers
-reach each loop ``WAKE_CHUNK`` callers per iteration, whichever store thread
-they come from, so that the steps of the callers they wake are spread over
+reach each loop a chunk of callers per iteration, whichever store thread
+they come from (``WAKE_CHUNK`` first, then as many as keep the loop's iterations
+within its slice), so that the steps of the callers they wake are spread over
 iterations, not run back to back. ``drain()`` waits until everything queued so far is done (it runs at
 exit, for the operations of tasks cancelled while they waited: those still
 complete).
@@ -43,6 +44,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from .. import _fair
 from ._base import AuditRow
 from ._group_commit import Batcher
 from .memory import MemoryStore
@@ -58,7 +60,9 @@ ROWS_PER_WRITE = 32
 a write seals and encodes its rows while holding the interpreter, about 20 µs a row, so
 the event loop's thread may wait that long for it."""
 WAKE_CHUNK = 8
-"""The most callers one iteration of the event loop wakes with their answers."""
+"""How many callers the first iteration of a series of answers wakes. Each later one wakes
+as many as keep the loop's iterations within its slice, as the admission gate lets callers
+in (``_fair.next_burst``: at most twice the last, at most ``_fair.MAX_BURST``, at least one)."""
 
 
 class _Job:
@@ -361,16 +365,22 @@ class _Waking:
     loop has not yet taken the last ones ride along, instead of each pass of
     each thread writing to the loop's wake-up pipe (and its thread competing
     for the interpreter to read it). The loop then sets the results itself,
-    ``WAKE_CHUNK`` callers per iteration, so that their steps are spread over
-    iterations, not run back to back.
+    a chunk of callers per iteration, so that their steps are spread over
+    iterations, not run back to back: ``WAKE_CHUNK`` in the first iteration
+    of a series, then as many as keep the iterations within the loop's
+    slice (the steps of cheap calls share fewer iterations, and costly ones
+    more).
     """
 
-    __slots__ = ("__weakref__", "due", "inbox", "lock")
+    __slots__ = ("__weakref__", "chunk", "clock", "drained", "due", "inbox", "lock")
 
     def __init__(self) -> None:
         self.inbox: deque[tuple[_Job, bool, Any]] = deque()
         self.lock = threading.Lock()
         self.due = False  # a drain is scheduled on the loop and will see the inbox
+        self.chunk = WAKE_CHUNK  # how many callers this drain wakes
+        self.clock = time.perf_counter
+        self.drained: float | None = None  # when the last drain of this series ran
 
     def post(self, loop: asyncio.AbstractEventLoop, answers: list[tuple[_Job, bool, Any]]) -> None:
         """From any thread: queue ``answers``; wake the loop unless a drain is due."""
@@ -387,10 +397,14 @@ class _Waking:
             self.inbox.clear()
 
     def drain(self) -> None:
-        """On the loop: settle up to ``WAKE_CHUNK`` callers, and come back while any wait."""
+        """On the loop: settle a chunk of callers, and come back while any wait."""
+        now = self.clock()
+        if self.drained is not None:  # the last iteration ran the steps of the last chunk
+            self.chunk = _fair.next_burst(self.chunk, now - self.drained, _fair.gate().slice)
         inbox = self.inbox
+        chunk = self.chunk
         woken = 0
-        while inbox and woken < WAKE_CHUNK:
+        while inbox and woken < chunk:
             job, ok, value = inbox.popleft()
             future = job.future
             if future.done():  # the waiting task was cancelled: the work was done anyway
@@ -406,7 +420,9 @@ class _Waking:
             with self.lock:
                 if not inbox:  # (a thread that posted meanwhile saw ``due`` and left it to us)
                     self.due = False
+                    self.chunk, self.drained = WAKE_CHUNK, None  # the series ends
                     return
+        self.drained = now
         asyncio.get_running_loop().call_soon(self.drain)
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from guardrails import Guardrails, Outcome, guard, tool
+from guardrails import Guardrails, Outcome, _fair, guard, tool
 from guardrails.audit import AuditLog
 from guardrails.effects import PaidCall, Usage
 from guardrails.rules import required_action
@@ -159,7 +160,26 @@ async def test_a_paid_call_cancelled_while_it_runs_gives_its_reservation_back_of
     assert gated.inner.budget(paid._daily_key()) == (0, 0)
 
 
+def _iterations_taking(share: float) -> Callable[[], float]:
+    """A clock for the loop's drain of answers (read once per drain, once per iteration):
+    each reading ``share`` of the loop's slice after the last."""
+    step, now = share * _fair.DEFAULT_SLICE, [0.0]
+
+    def clock() -> float:
+        now[0] += step
+        return now[0]
+
+    return clock
+
+
+_STEADY = 0.95
+"""Iterations that take this share of the slice: the chunk stays as it is (a share of
+``WAKE_CHUNK / (WAKE_CHUNK + 1)`` or less would grow it, more than 1 shrink it)."""
+
+
 async def test_answers_of_one_pass_wake_their_callers_a_chunk_per_iteration() -> None:
+    offloop._waking(asyncio.get_running_loop()).clock = _iterations_taking(_STEADY)
+
     class Plain:
         """Any store that may block: its operations get a thread of their own."""
 
@@ -240,6 +260,7 @@ async def test_a_paid_call_cancelled_while_it_reserves_gives_the_reservation_bac
 
 async def test_answers_from_several_store_threads_share_one_chunk_per_iteration() -> None:
     loop = asyncio.get_running_loop()
+    offloop._waking(loop).clock = _iterations_taking(_STEADY)
     futures = [loop.create_future() for _ in range(3 * WAKE_CHUNK)]
     passes = [futures[: 2 * WAKE_CHUNK], futures[2 * WAKE_CHUNK :]]
     for one_pass in passes:  # two threads' passes, both answered before the loop turns
@@ -251,6 +272,40 @@ async def test_answers_from_several_store_threads_share_one_chunk_per_iteration(
         await asyncio.sleep(0)  # one iteration of the loop
         settled.append(sum(f.done() for f in futures) - sum(settled))
     assert settled == [WAKE_CHUNK, WAKE_CHUNK, WAKE_CHUNK]
+
+
+async def _chunks(loop: asyncio.AbstractEventLoop, answers: int) -> list[int]:
+    """How many of ``answers`` posted at once each iteration of the loop settles."""
+    futures = [loop.create_future() for _ in range(answers)]
+    offloop._answer([(offloop._Job(loop, f), True, n) for n, f in enumerate(futures)])
+    settled: list[int] = []
+    while not all(f.done() for f in futures):
+        await asyncio.sleep(0)  # one iteration of the loop
+        settled.append(sum(f.done() for f in futures) - sum(settled))
+    return settled
+
+
+@pytest.mark.parametrize(
+    ("share", "expected"),
+    [
+        (0.0, [8, 16, 32, 64, 64, 16]),  # cheap steps: twice as many each time, 64 at most
+        (_STEADY, [8] * 25),
+        (0.5, [8, 16, 32, 64, 64, 16]),  # (half the slice or less: twice as many)
+        (2.0, [8, 4, 2] + [1] * 186),  # costly steps: fewer each time, one at least
+    ],
+)
+async def test_the_answers_an_iteration_settles_keep_the_iterations_within_the_slice(
+    share: float, expected: list[int]
+) -> None:
+    """The first iteration of a series wakes ``WAKE_CHUNK`` callers; each later one as
+    many as keep the iterations within the loop's slice, as the admission gate does:
+    twice as many after one that took half of it or less, fewer after one over it."""
+    loop = asyncio.get_running_loop()
+    waking = offloop._waking(loop)
+    waking.clock = _iterations_taking(share)
+    assert await _chunks(loop, 200) == expected
+    assert waking.chunk == WAKE_CHUNK and waking.drained is None  # the series ended
+    assert (await _chunks(loop, 24))[0] == WAKE_CHUNK  # and the next starts afresh
 
 
 async def test_answers_posted_while_a_wake_up_is_due_ride_along_without_waking_again(
