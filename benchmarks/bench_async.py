@@ -24,6 +24,10 @@ loop, as a server starts a task per request it reads (all of them still in
 flight together: a call lasts far longer than the arrival of the others).
 The second is the lag the calls themselves cause.
 
+Each concurrent row gives the process's CPU per call (``cpu_us_per_call``) and
+the share of it spent on the loop's own thread (``loop_cpu_us_per_call``); the
+rest is the store threads' (the two take turns with one interpreter).
+
 ``FREEZE=1`` calls ``gc.freeze()`` after each warm-up: the garbage
 collector's full collections then scan only the objects made since.
 ``DIAG=1`` attributes every late wake-up of the ticker to what held the loop
@@ -295,11 +299,13 @@ async def _gathered(coros: list[Any], arriving: int | None) -> tuple[Any, ...]:
     with _LongestStep() as longest, diagnosis or contextlib.nullcontext():
         began = time.monotonic()
         start, cpu, machine = time.perf_counter(), time.process_time(), _machine()
+        loop_cpu = time.thread_time()
         if arriving is None:
             results = await asyncio.gather(*coros)
         else:
             results = await _arriving(coros, arriving)
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+        loop_cpu = time.thread_time() - loop_cpu
         stolen = _stolen(machine, _machine())
         ended = time.monotonic()
         ticker.done = True
@@ -318,6 +324,7 @@ async def _gathered(coros: list[Any], arriving: int | None) -> tuple[Any, ...]:
         ticker.worst_later,
         stolen,
         None if _neighbour is None else _neighbour.worst(began, ended),
+        loop_cpu,
     )
 
 
@@ -428,7 +435,7 @@ def _rounds(group: str, one: Callable[[], Any], rounds: int) -> list[Any]:
 
 
 def _row(group: str, name: str, calls: int, measured: list[tuple[float, ...]]) -> dict[str, Any]:
-    spans, lags, running, steps, cpus, firsts, laters, stolen, neighbours = (
+    spans, lags, running, steps, cpus, firsts, laters, stolen, neighbours, loop_cpus = (
         list(column) for column in zip(*measured, strict=True)
     )
     span = statistics.median(spans)
@@ -438,6 +445,7 @@ def _row(group: str, name: str, calls: int, measured: list[tuple[float, ...]]) -
         span / calls * 1e6,
         calls_per_s=round(calls / span),
         cpu_us_per_call=round(statistics.median(cpus) / calls * 1e6, 1),
+        loop_cpu_us_per_call=round(statistics.median(loop_cpus) / calls * 1e6, 1),
         worst_loop_lag_ms=round(max(lags) * 1e3, 2),
         median_worst_loop_lag_ms=round(statistics.median(lags) * 1e3, 2),
         worst_lag_while_running_ms=round(max(running) * 1e3, 2),
