@@ -8,7 +8,11 @@ transaction of several statements is one function of the schema (migration
 one round trip and one commit, and row locks are held only while the server
 works. ``PostgresStore`` drives the operations on sync
 connections, ``_pg_async`` on async ones: the SQL and what is decided from
-its answers are the same on both paths.
+its answers are the same on both paths. An operation that takes times
+checks them when it is called, before its generator is made: a time the
+store refuses (``check_times``) is refused before a connection is asked
+for, so it is a ``StoreError`` even when the pool is exhausted or the
+server away.
 """
 
 from __future__ import annotations
@@ -254,6 +258,12 @@ def reserve_leased(
     key: str, holder: str, amount: int, cap: int, now: float, until: float
 ) -> Steps[bool]:
     check_times(now, until)
+    return _reserve_leased(key, holder, amount, cap, now, until)
+
+
+def _reserve_leased(
+    key: str, holder: str, amount: int, cap: int, now: float, until: float
+) -> Steps[bool]:
     # Create the row, reserve and lease; refused, give back what expired leases
     # hold and ask again: the function of migrations 4 and 5, one statement.
     found = yield Sql(RESERVE_LEASED_FUNCTION, (key, holder, amount, cap, now, until))
@@ -262,6 +272,10 @@ def reserve_leased(
 
 def renew_leases(holder: str, until: float) -> Steps[int]:
     check_times(until)
+    return _renew_leases(holder, until)
+
+
+def _renew_leases(holder: str, until: float) -> Steps[int]:
     found = yield Sql(RENEW, (until, holder))
     return int(found.rowcount)
 
@@ -292,6 +306,10 @@ def compare_and_set(key: str, expected: str | None, new: str) -> Steps[bool]:
 
 def claim(key: str, owner: str, now: float, lease_until: float) -> Steps[Claim]:
     check_times(now, lease_until)
+    return _claim(key, owner, now, lease_until)
+
+
+def _claim(key: str, owner: str, now: float, lease_until: float) -> Steps[Claim]:
     while True:
         taken = yield Sql(CLAIM, (key, owner, lease_until, now))
         if taken.first() is not None:
@@ -304,6 +322,10 @@ def claim(key: str, owner: str, now: float, lease_until: float) -> Steps[Claim]:
 
 def complete(key: str, owner: str, result: str, expires_at: float) -> Steps[bool]:
     check_times(expires_at)
+    return _complete(key, owner, result, expires_at)
+
+
+def _complete(key: str, owner: str, result: str, expires_at: float) -> Steps[bool]:
     found = yield Sql(COMPLETE, (result, expires_at, key, owner))
     return bool(found.rowcount == 1)
 
@@ -317,6 +339,10 @@ def release(key: str, owner: str) -> Steps[None]:
 
 def put_snapshot(key: str, data: bytes, at: float) -> Steps[int]:
     check_times(at)
+    return _put_snapshot(key, data, at)
+
+
+def _put_snapshot(key: str, data: bytes, at: float) -> Steps[int]:
     found = yield Sql(PUT_SNAPSHOT, (key, at, bytes(data)))
     return int(found.rows[0][0])
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from guardrails.store import AuditRow, PostgresStore, StoreUnavailable
+from guardrails.store import AuditRow, PostgresStore, StoreError, StoreUnavailable
 from guardrails.store._migrations import migrations
 from guardrails.store.testing import temporary_schema
 
@@ -46,6 +46,46 @@ def test_grouped_commits_report_an_unreachable_server_to_every_caller() -> None:
     with pytest.raises(StoreUnavailable):
         store.append(AuditRow("tool_call", 1.0))
     store.close()
+
+
+_AWAY = "postgresql://postgres@127.0.0.1:1/none"  # nothing listens there
+_TIMED = [  # every operation that takes a time, with a time the store refuses
+    ("reserve_leased", ("k", "b", 5, 10, float("nan"), 100.0)),
+    ("reserve_leased", ("k", "b", 5, 10, 0.0, "100")),
+    ("renew_leases", ("a", None)),
+    ("claim", ("i", "o", float("nan"), 100.0)),
+    ("complete", ("i", "o", "r", True)),
+    ("put_snapshot", ("s", b"y", float("nan"))),
+]
+
+
+def test_a_bad_time_is_refused_before_a_connection_is_asked_for() -> None:
+    """The time check runs when the operation is called: with the server away (or the
+    pool exhausted), a bad time is the developer's ``StoreError``, not the backend's
+    ``StoreUnavailable`` after a wait for a connection."""
+    store = PostgresStore(_AWAY, timeout=0.5, connect_timeout=1)
+    try:
+        for name, args in _TIMED:
+            with pytest.raises(StoreError, match="time given to the store") as refused:
+                getattr(store, name)(*args)
+            assert type(refused.value) is StoreError
+        with pytest.raises(StoreUnavailable):  # the server is away indeed
+            store.budget("k")
+    finally:
+        store.close()
+
+
+async def test_a_bad_time_is_refused_before_the_async_pool_is_asked() -> None:
+    store = PostgresStore(_AWAY, async_pool=True, timeout=0.5, connect_timeout=1)
+    path = store.async_path()
+    assert path is not None
+    try:
+        for name, args in _TIMED:
+            with pytest.raises(StoreError, match="time given to the store") as refused:
+                await path.call(name, *args)
+            assert type(refused.value) is StoreError
+    finally:
+        store.close()
 
 
 @pytest.mark.parametrize(
