@@ -88,7 +88,7 @@ class _Job:
         self.context = context
         self.store_only = store_only  # only store calls and decisions: may share a transaction
         self.lost = lost  # gets the value when its caller had stopped waiting (see ``submit``)
-        self.steps = steps  # not None: ``fn(store, steps)`` (``steps``), without ``args``
+        self.steps = steps  # not None: the job is ``fn(store, steps)`` (``drive``), no ``args``
 
 
 class OffLoop:
