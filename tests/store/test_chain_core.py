@@ -297,10 +297,24 @@ _CASES = [row for row, _, _ in _KNOWN] + [
 ]
 
 
-def _hash_cases(times: int) -> None:
+def _private(value: Any) -> Any:
+    """``value`` as a new object that only the row holding it refers to.
+
+    A constant or an interned string (``"acme"``, ``1.0``) is shared with the
+    rest of the process: its count moves whenever another thread (a store
+    thread of an earlier test finishing its pass) drops a row that held it.
+    """
+    if type(value) is str:
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
+    if type(value) is float:
+        return float(repr(value))
+    return value
+
+
+def _hash_cases(times: int, cases: list[AuditRow] = _CASES) -> None:
     assert CORE is not None
     for _ in range(times):
-        for row in _CASES:
+        for row in cases:
             CORE.chain_link(row, "ab", 9)
             CORE.chain_text(row)
 
@@ -308,11 +322,17 @@ def _hash_cases(times: int) -> None:
 @needs_compiled
 def test_reference_counts_are_unchanged_after_many_calls() -> None:
     assert CORE is not None
-    # not small ints, whose counts move with whatever else the interpreter does
-    probes = [v for row in _CASES for v in row if type(v) in (str, float)] + _CASES
+    cases = [AuditRow(*(_private(v) for v in row)) for row in _CASES]
+    # Only objects of the rows' own: not small ints or one-character strings (cached
+    # by the interpreter), whose counts move with whatever else it does.
+    probes = [
+        v for row in cases for v in row if type(v) is float or (type(v) is str and len(v) > 1)
+    ]
+    probes += cases
+    assert all(sys.getrefcount(p) < 10 for p in probes)  # nobody else holds them
     gc.collect()
     before = [sys.getrefcount(p) for p in probes]
-    _hash_cases(1000)
+    _hash_cases(1000, cases)
     gc.collect()
     assert [sys.getrefcount(p) for p in probes] == before
 
