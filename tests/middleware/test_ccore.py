@@ -11,7 +11,6 @@ import gc
 import json
 import math
 import os
-import sys
 import tracemalloc
 from collections import Counter, OrderedDict
 from types import MappingProxyType
@@ -25,6 +24,7 @@ from guardrails import Reason
 from guardrails.middleware import admission
 from guardrails.middleware._frozen import FrozenDict, FrozenList
 from guardrails.middleware.admission import MAX_DEPTH, canonical_py, load_compiled
+from tests._refcounts import assert_kept, counts
 
 COMPILED = load_compiled()
 needs_compiled = pytest.mark.skipif(COMPILED is None, reason="the C extension was not built")
@@ -315,12 +315,13 @@ def test_reference_counts_are_unchanged_after_many_calls() -> None:
     probes += [BIG, TEXT, REAL]
     probes += [k for case in CASES if isinstance(case, dict) for k in case]
     gc.collect()  # what earlier tests left for the collector (it may hold a probe)
-    before = [sys.getrefcount(p) for p in probes]
+    before = counts(probes)
     for _ in range(1000):
         for case in CASES:
             COMPILED(case, 60)
     gc.collect()
-    assert [sys.getrefcount(p) for p in probes] == before
+    # The enum members, the class and the one-letter keys are the process's too: within a margin.
+    assert_kept(probes, before, 1000, shared=(Reason.NOT_JSON, Reason.TOO_LARGE, FrozenDict))
 
 
 @needs_compiled
