@@ -132,12 +132,13 @@ class AsyncPath:
     async def run(self, steps: _pg_sql.Steps[T]) -> T:
         """Drive an operation on a connection of this loop's pool; a backend failure is unavailable."""
         errors = self.store.errors
+        statement = _pg_sql.first(steps)  # its checks, before a connection is asked for
         here: _LoopPool | None = None
         try:
             here = await self._here()
             conn = await here.pool.getconn()
             try:
-                return await _drive(steps, conn)
+                return await _drive(steps, statement, conn)
             finally:
                 await here.pool.putconn(conn)
         except errors as exc:
@@ -240,13 +241,13 @@ async def _closing(here: _LoopPool) -> AsyncIterator[None]:
         await here.close()
 
 
-async def _drive(steps: _pg_sql.Steps[T], conn: Any) -> T:
-    """The async driver of an operation (``_pg_sql.drive`` is the sync one's loop)."""
-    answer: Any = None
+async def _drive(steps: _pg_sql.Steps[T], statement: _pg_sql.Sql, conn: Any) -> T:
+    """The async driver of an operation from its ``first`` statement (``_pg_sql.drive`` is
+    the sync one's loop)."""
     try:
         while True:
-            statement = steps.send(answer)
             answer = await _result(await conn.execute(statement.text, statement.params))
+            statement = steps.send(answer)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 

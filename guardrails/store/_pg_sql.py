@@ -8,11 +8,10 @@ transaction of several statements is one function of the schema (migration
 one round trip and one commit, and row locks are held only while the server
 works. ``PostgresStore`` drives the operations on sync
 connections, ``_pg_async`` on async ones: the SQL and what is decided from
-its answers are the same on both paths. An operation that takes times
-checks them when it is called, before its generator is made: a time the
-store refuses (``check_times``) is refused before a connection is asked
-for, so it is a ``StoreError`` even when the pool is exhausted or the
-server away.
+its answers are the same on both paths. Both drivers take an operation's
+first statement (``first``) before they ask for a connection: what it
+checks before that statement (its times, its filters) is refused without
+one, a ``StoreError`` even when the pool is exhausted or the server away.
 """
 
 from __future__ import annotations
@@ -144,12 +143,18 @@ class Result(NamedTuple):
 Steps = Generator[Sql, Any, T]
 
 
-def drive(steps: Steps[T], execute: Callable[[Sql], Any]) -> T:
-    """Run ``steps`` with ``execute`` answering each statement (the sync driver's loop)."""
-    answer: Any = None
+def first(steps: Steps[Any]) -> Sql:
+    """The first statement of ``steps``: what the operation checks before it runs here,
+    before a connection is asked for (every operation sends at least one statement)."""
+    return next(steps)
+
+
+def drive(steps: Steps[T], statement: Sql, execute: Callable[[Sql], Any]) -> T:
+    """Run ``steps`` from its ``first`` statement with ``execute`` answering each statement
+    (the sync driver's loop)."""
     try:
         while True:
-            answer = execute(steps.send(answer))
+            statement = steps.send(execute(statement))
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 
@@ -258,12 +263,6 @@ def reserve_leased(
     key: str, holder: str, amount: int, cap: int, now: float, until: float
 ) -> Steps[bool]:
     check_times(now, until)
-    return _reserve_leased(key, holder, amount, cap, now, until)
-
-
-def _reserve_leased(
-    key: str, holder: str, amount: int, cap: int, now: float, until: float
-) -> Steps[bool]:
     # Create the row, reserve and lease; refused, give back what expired leases
     # hold and ask again: the function of migrations 4 and 5, one statement.
     found = yield Sql(RESERVE_LEASED_FUNCTION, (key, holder, amount, cap, now, until))
@@ -272,10 +271,6 @@ def _reserve_leased(
 
 def renew_leases(holder: str, until: float) -> Steps[int]:
     check_times(until)
-    return _renew_leases(holder, until)
-
-
-def _renew_leases(holder: str, until: float) -> Steps[int]:
     found = yield Sql(RENEW, (until, holder))
     return int(found.rowcount)
 
@@ -306,10 +301,6 @@ def compare_and_set(key: str, expected: str | None, new: str) -> Steps[bool]:
 
 def claim(key: str, owner: str, now: float, lease_until: float) -> Steps[Claim]:
     check_times(now, lease_until)
-    return _claim(key, owner, now, lease_until)
-
-
-def _claim(key: str, owner: str, now: float, lease_until: float) -> Steps[Claim]:
     while True:
         taken = yield Sql(CLAIM, (key, owner, lease_until, now))
         if taken.first() is not None:
@@ -322,10 +313,6 @@ def _claim(key: str, owner: str, now: float, lease_until: float) -> Steps[Claim]
 
 def complete(key: str, owner: str, result: str, expires_at: float) -> Steps[bool]:
     check_times(expires_at)
-    return _complete(key, owner, result, expires_at)
-
-
-def _complete(key: str, owner: str, result: str, expires_at: float) -> Steps[bool]:
     found = yield Sql(COMPLETE, (result, expires_at, key, owner))
     return bool(found.rowcount == 1)
 
@@ -339,10 +326,6 @@ def release(key: str, owner: str) -> Steps[None]:
 
 def put_snapshot(key: str, data: bytes, at: float) -> Steps[int]:
     check_times(at)
-    return _put_snapshot(key, data, at)
-
-
-def _put_snapshot(key: str, data: bytes, at: float) -> Steps[int]:
     found = yield Sql(PUT_SNAPSHOT, (key, at, bytes(data)))
     return int(found.rows[0][0])
 

@@ -200,6 +200,7 @@ class PostgresStore:
         the pool hands it over. The idle ones are at most those out of the pool
         (``max_size``): none lies idle while a thread waits, so a lower bound would only
         add checkouts."""
+        statement = sql.first(steps)  # its checks, before a connection is asked for
         try:
             pool = self._get_pool()
             with self._lock:
@@ -207,7 +208,7 @@ class PostgresStore:
             if conn is None or conn.pool is not pool:
                 conn = self._take(pool, conn)
             try:
-                found = sql.drive(steps, conn.execute)
+                found = sql.drive(steps, statement, conn.execute)
             except BaseException:
                 self._give_back(conn)  # the pool resets it, or replaces it if it is broken
                 raise
