@@ -158,11 +158,7 @@ class OffLoop:
         """
         if not store_only and self.others is not None:
             return self.others.submit(fn, *args, lost=lost)
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        context = contextvars.copy_context()
-        self._put(_Job(loop, future, None, fn, args, context, store_only, lost))
-        return future
+        return self._queued(fn, args, store_only, lost, None)
 
     def drive(
         self,
@@ -174,10 +170,21 @@ class OffLoop:
         """``submit(driver, self.store, steps, store_only=True, lost=lost)``, the job holding
         ``steps`` itself rather than a tuple of arguments (a call waiting for its store
         work holds one object fewer)."""
+        return self._queued(driver, (), True, lost, steps)
+
+    def _queued(
+        self,
+        fn: Callable[..., T],
+        args: tuple[Any, ...],
+        store_only: bool,
+        lost: Callable[[T], object] | None,
+        steps: Any,
+    ) -> asyncio.Future[T]:
+        """A job of ``fn`` in this task's context, queued; its future, of the running loop."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         context = contextvars.copy_context()
-        self._put(_Job(loop, future, None, driver, (), context, True, lost, steps))
+        self._put(_Job(loop, future, None, fn, args, context, store_only, lost, steps))
         return future
 
     def append(self, row: AuditRow, /) -> asyncio.Future[None]:
