@@ -37,6 +37,7 @@ import contextlib
 import contextvars
 import logging
 import os
+import sys
 import threading
 import time
 import weakref
@@ -55,6 +56,9 @@ T = TypeVar("T")
 log = logging.getLogger("guardrails")
 
 _MAX_BATCH = 128
+# Whether the interpreter has a GIL (a free-threaded build may run without one; it can
+# enable one later, never drop it, so the answer read at import stays safe).
+_GIL: bool = getattr(sys, "_is_gil_enabled", lambda: True)()
 ROWS_PER_WRITE = 32
 """The most audit rows one write takes on a store that cannot group a pass (PostgreSQL):
 a write seals and encodes its rows while holding the interpreter, about 20 µs a row, so
@@ -215,9 +219,10 @@ class OffLoop:
         queue = self._queue
         queue.append(job)  # (a deque's append is atomic: the workers take under the lock)
         # A busy worker takes it with the rest of its next pass: the lock is needed only
-        # to wake a waiting worker or to start one. (Appended first, read second: a worker
-        # counted as waiting after this read saw the job before it waited.)
-        if not self._waiting and len(self._workers) >= self.threads:
+        # to wake a waiting worker or to start one. (Appended first, read second; a worker
+        # is counted first, then looks: one counted after this read sees the job.) That
+        # order holds under the GIL; a build without one takes the lock every time.
+        if _GIL and not self._waiting and len(self._workers) >= self.threads:
             return
         with self._cond:
             # ``_workers`` holds the live workers: one that ends takes itself out.
@@ -233,12 +238,14 @@ class OffLoop:
         try:
             while True:
                 with self._cond:
-                    while not self._queue:
-                        self._waiting += 1
-                        try:
+                    # Counted before it looks at the queue: a put that finds no one
+                    # counted was appended before this look, so the job is seen.
+                    self._waiting += 1
+                    try:
+                        while not self._queue:
                             self._cond.wait()
-                        finally:
-                            self._waiting -= 1
+                    finally:
+                        self._waiting -= 1
                     taken = self._take()
                     self._busy += 1
                 try:

@@ -9,7 +9,11 @@ after a generous timeout and fails the store call, which the test sees.
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextvars
+import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +24,8 @@ from guardrails.audit import AUDITED, AuditLog
 from guardrails.effects import Idempotency, PaidCall, Snapshots, Usage
 from guardrails.rules.session_ceiling import SessionCeiling
 from guardrails.rules.workflow import Step, Workflow
-from guardrails.store import AuditRow, MemoryStore, SQLiteStore, StoreUnavailable
-from guardrails.store.offloop import off_loop
+from guardrails.store import AuditRow, MemoryStore, SQLiteStore, StoreUnavailable, offloop
+from guardrails.store.offloop import _Job, off_loop
 from guardrails.store.verify import verify
 from tests.store._gated import GENEROUS, Gated, open_when_started
 
@@ -303,6 +307,67 @@ async def test_no_job_is_left_waiting_when_the_worker_goes_idle_and_busy_in_turn
     for n in range(100):  # the other lane's threads, idle and woken the same way
         assert await asyncio.wait_for(runner.run(work, n), GENEROUS) == n
     assert await asyncio.to_thread(runner.drain, GENEROUS)
+
+
+class _PutWhileLooking(collections.deque[Any]):
+    """A job queue that, the first time an idle worker finds it empty, has another
+    thread put a job at that instant: between the worker's look and its wait."""
+
+    put: Callable[[], None] | None = None
+
+    def __len__(self) -> int:
+        found = super().__len__()
+        put = self.put
+        if put is not None and not found and sys._getframe(1).f_code.co_name == "_work":
+            self.put = None
+            put()
+        return found  # what the worker saw: the put came after its look
+
+
+async def test_a_job_put_while_the_idle_worker_looks_at_the_queue_is_not_left_there() -> None:
+    """The put takes no lock when it finds no worker waiting: a worker is counted as
+    waiting before it looks at the queue, so one that looked too early is counted."""
+    store = _ManyThreads()
+    runner = off_loop(store)
+    assert runner is not None
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[str] = loop.create_future()
+    job = _Job(loop, future, None, lambda: "put", (), contextvars.copy_context())
+    queue = runner._queue = _PutWhileLooking()  # before any worker starts
+
+    def put_from_another_thread() -> None:
+        other = threading.Thread(target=runner._put, args=(job,))
+        other.start()
+        other.join(0.5)  # done at once (no lock taken), or waiting for this worker's lock
+
+    queue.put = put_from_another_thread
+    assert await asyncio.wait_for(runner.run(lambda: 1, store_only=True), GENEROUS) == 1
+    assert await asyncio.wait_for(future, GENEROUS) == "put"
+    assert queue.put is None  # the put was made while the worker looked
+
+
+async def test_without_a_gil_every_put_takes_the_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The put's path without the lock relies on the GIL's ordering: a build without
+    one (free-threaded) takes the lock and wakes a worker for every job."""
+    monkeypatch.setattr(offloop, "_GIL", False)
+    store = _ManyThreads()
+    runner = off_loop(store)
+    assert runner is not None
+    runner._cond = counting = _CountingCondition()
+    started, release = threading.Event(), threading.Event()
+
+    def busy() -> None:
+        started.set()
+        assert release.wait(GENEROUS)
+
+    holding = runner.run(busy, store_only=True)
+    await asyncio.to_thread(started.wait, GENEROUS)
+    before = counting.notified
+    queued = [runner.run(int, n, store_only=True) for n in range(5)]
+    assert counting.notified == before + 5  # each put took the lock, the worker busy
+    release.set()
+    assert await asyncio.wait_for(asyncio.gather(*queued), GENEROUS) == list(range(5))
+    await holding
 
 
 def test_each_store_has_its_own_runner_whichever_was_asked_for_last() -> None:
