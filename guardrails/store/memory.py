@@ -22,7 +22,10 @@ class MemoryStore:
         self._lock = threading.Lock()
         self._audit: list[AuditRow] = []
         self._hashes: list[str] = []
-        self._leases: dict[tuple[str, str], list[float]] = {}
+        # Leases by key, then holder ([amount, expires_at]); and each holder's keys, so that
+        # a renewal or a refusal reads only its own leases, not every call's in flight.
+        self._leases: dict[str, dict[str, list[float]]] = {}
+        self._holders: dict[str, set[str]] = {}
         self._counters: dict[str, int] = {}
         self._budgets: dict[str, list[int]] = {}
         self._kv: dict[str, str] = {}
@@ -93,33 +96,49 @@ class MemoryStore:
             if not _admits(entry, amount, cap):
                 # Refused as things stand: give back what the key's expired leases hold, then ask
                 # again (an admitted reservation leaves them: it did not need their room).
-                for lease_key, (held, expires) in list(self._leases.items()):
-                    if lease_key[0] == key and expires <= now:
-                        entry[1] -= int(held)
-                        del self._leases[lease_key]
+                leases = self._leases.get(key, {})
+                for expired in [h for h, (_, expires) in leases.items() if expires <= now]:
+                    held = self._drop_lease(key, expired)
+                    entry[1] -= 0 if held is None else int(held[0])
                 if not _admits(entry, amount, cap):
                     return False
             entry[1] += amount
-            before = self._leases.get((key, holder), [0.0, until])[0]
-            self._leases[(key, holder)] = [before + amount, until]
+            leases = self._leases.setdefault(key, {})
+            before = leases.get(holder, [0.0, until])[0]
+            leases[holder] = [before + amount, until]
+            self._holders.setdefault(holder, set()).add(key)
             return True
 
     def renew_leases(self, holder: str, until: float, /) -> int:
         check_times(until)
         with self._lock:
-            mine = [lease for (_, h), lease in self._leases.items() if h == holder]
-            for lease in mine:
-                lease[1] = until
-            return len(mine)
+            keys = self._holders.get(holder, ())
+            for key in keys:
+                self._leases[key][holder][1] = until
+            return len(keys)
 
     def settle_leased(self, key: str, holder: str, actual: int, /) -> int:
         with self._lock:
             entry = self._budgets.setdefault(key, [0, 0])
-            held = self._leases.pop((key, holder), None)
+            held = self._drop_lease(key, holder)
             if held is not None:
                 entry[1] -= int(held[0])
             entry[0] += actual
             return entry[0]
+
+    def _drop_lease(self, key: str, holder: str) -> list[float] | None:
+        """Take ``holder``'s lease on ``key`` out of both indexes (under the lock)."""
+        leases = self._leases.get(key)
+        held = None if leases is None else leases.pop(holder, None)
+        if held is None:
+            return None
+        if not leases:
+            del self._leases[key]
+        keys = self._holders[holder]
+        keys.discard(key)
+        if not keys:
+            del self._holders[holder]
+        return held
 
     def get(self, key: str, /) -> str | None:
         return self._kv.get(key)

@@ -11,6 +11,7 @@ import pytest
 from guardrails.store import (
     AuditRow,
     Claim,
+    MemoryStore,
     Store,
     StoreError,
     StoreUnavailable,
@@ -179,6 +180,31 @@ def test_renewing_keeps_every_reservation_of_the_holder(store: Store) -> None:
     assert store.renew_leases("nobody", 50.0) == 0
     assert not store.reserve_leased("day", "b", 6, 10, 20.0, 30.0)
     assert not store.reserve_leased("inst", "b", 6, 10, 20.0, 30.0)
+
+
+def test_the_memory_store_keeps_no_lease_once_settled_or_given_back() -> None:
+    """Its leases are kept by key and by holder (a renewal and a refusal read only their
+    own): both indexes agree, and nothing is left of a lease once it is gone."""
+    store = MemoryStore()
+    for i in range(50):
+        assert store.reserve_leased("k", f"h{i}", 1, 100, 0.0, 1.0)
+        assert store.reserve_leased("j", f"h{i}", 1, 100, 0.0, 1.0)
+    for i in range(25):
+        store.settle_leased("k", f"h{i}", 0)
+        store.settle_leased("j", f"h{i}", 0)
+    assert store.renew_leases("h30", 5.0) == 2
+    assert store.renew_leases("h3", 5.0) == 0  # settled: nothing left to renew
+    # Refused as things stand (25 + 99 > 100), admitted once the 24 expired leases on
+    # "k" are given back (h30's was renewed): 1 + 99.
+    assert store.reserve_leased("k", "big", 99, 100, 2.0, 9.0)
+    assert store.budget("k") == (0, 100)
+    assert store.renew_leases("h31", 9.0) == 1  # its lease on "j" only
+    for holder in ("big", "h30"):
+        store.settle_leased("k", holder, 0)
+    for i in range(25, 50):
+        store.settle_leased("j", f"h{i}", 0)
+    assert store.budget("k") == store.budget("j") == (0, 0)
+    assert store._leases == {} and store._holders == {}
 
 
 def test_settling_gives_back_the_reservation_once_and_adds_the_spend(store: Store) -> None:

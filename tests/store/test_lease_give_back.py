@@ -133,7 +133,9 @@ def _store(kind: str) -> Iterator[tuple[Store, Callable[[], GiveBackFirst]]]:
     if kind == "memory":
         memory = MemoryStore()
         yield memory, lambda: _reference(memory._budgets.items(), (
-            (key, holder, held, expires) for (key, holder), (held, expires) in memory._leases.items()
+            (key, holder, held, expires)
+            for key, leases in memory._leases.items()
+            for holder, (held, expires) in leases.items()
         ))  # fmt: skip
     elif kind == "sqlite":
         with tempfile.TemporaryDirectory() as folder, SQLiteStore(Path(folder) / "s.db") as sqlite:
