@@ -22,6 +22,8 @@ from .verdicts import ChokePoint
 
 __all__ = ["Guardrails", "Turn"]
 
+_MAKING = threading.Lock()  # makes each turn's lock once, whichever thread asks first
+
 
 class Turn:
     """One turn of one agent: what was offered, what was called, per-turn counters.
@@ -31,7 +33,7 @@ class Turn:
     A turn may be shared by threads: ``lock`` guards ``counters``.
     """
 
-    __slots__ = ("__weakref__", "context", "counters", "engine", "lock", "offered", "results")
+    __slots__ = ("__weakref__", "_lock", "context", "counters", "engine", "offered", "results")
 
     def __init__(
         self,
@@ -44,7 +46,19 @@ class Turn:
         self.offered: frozenset[str] | None = None if offered is None else frozenset(offered)
         self.results: list[ToolResult] = []
         self.counters: dict[str, int] = {}
-        self.lock = threading.Lock()
+        self._lock: threading.Lock | None = None
+
+    @property
+    def lock(self) -> threading.Lock:
+        """The lock that guards ``counters``, made the first time it is asked for (a turn
+        of a thousand in flight that counts nothing holds no lock for the collector to scan)."""
+        lock = self._lock
+        if lock is None:
+            with _MAKING:
+                lock = self._lock
+                if lock is None:
+                    lock = self._lock = threading.Lock()
+        return lock
 
     def offer(self, names: Iterable[str]) -> None:
         """Record what the model was offered; any other tool is ``unavailable``."""

@@ -68,3 +68,15 @@ def test_a_session_shared_by_32_threads_never_exceeds_its_ceiling(
     hammer(lambda: turn.call("ping", {}), per_thread)
     ran = sum(1 for r in turn.results if r.outcome is Outcome.OK)
     assert ran == min(limit, THREADS * per_thread)
+
+
+def test_threads_asking_a_new_turn_for_its_lock_at_once_all_get_the_same_one() -> None:
+    """A turn makes its lock the first time it is asked for: 32 threads asking at once
+    get one lock between them, every time."""
+    rails = Guardrails([ping])
+    for _ in range(200):
+        turn = rails.turn()
+        seen: list[object] = []
+        hammer(lambda: seen.append(turn.lock), 1)  # noqa: B023 (called before the next turn)
+        assert len(seen) == THREADS
+        assert all(lock is seen[0] for lock in seen)
