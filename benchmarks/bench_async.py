@@ -37,6 +37,10 @@ timing wrappers slow the loop, so its throughput is not the benchmark's. It
 first prints the objects the collector tracks per call in flight, with
 ``CALLS`` calls waiting for their reservation (the store thread held) and
 then in the paid call's body (``in_flight``): what a full collection scans.
+``FIRST=1`` measures only the first tick of calls started at once, taken
+apart (``first_steps``): the time ``gather`` takes to make their tasks, then
+the one iteration in which each takes its first step, for bare coroutines,
+coroutines that yield once and the guarded calls.
 
 Only public names are used, so the same file measures an older tree::
 
@@ -521,6 +525,69 @@ def in_flight(calls: int = CALLS) -> dict[str, float]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+async def _first_steps_once(coros: list[Any]) -> tuple[float, float]:
+    """Seconds to make a task of each coroutine (what ``gather`` does in its one step),
+    then for one iteration of the loop, in which every task takes its first step."""
+    start = time.perf_counter()
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    made = time.perf_counter()
+    await asyncio.sleep(0)  # the tasks' first steps were scheduled before this one's
+    stepped = time.perf_counter()
+    await asyncio.gather(*tasks)
+    return made - start, stepped - made
+
+
+def first_steps(quick: bool = False) -> list[dict[str, Any]]:
+    """Where the first tick of ``calls`` started at once goes: making their tasks, then
+    their first steps, for bare coroutines (each runs to its end), coroutines that
+    yield once, and guarded calls (the gate lets in a slice of them, the rest queue)."""
+    calls, rounds = (200, 3) if quick else (CALLS, 15)
+    folder = tempfile.mkdtemp(prefix="guardrails-bench-async-")
+    store = SQLiteStore(os.path.join(folder, "a.db"))
+
+    async def bare() -> int:
+        return 1
+
+    async def yields_once() -> int:
+        await asyncio.sleep(0)
+        return 1
+
+    def guarded(rails: Guardrails) -> list[Any]:
+        turns = [rails.turn(tenant="acme", session=f"s-{i}") for i in range(calls)]
+        return [t.acall("lookup", {"order_id": "o-1"}) for t in turns]
+
+    try:
+        rails = _rails(store)[0]
+        asyncio.run(_concurrent(rails, 50))  # warm up: threads, connections
+        kinds: dict[str, Callable[[], list[Any]]] = {
+            "bare async def (runs to its end)": lambda: [bare() for _ in range(calls)],
+            "async def that yields once": lambda: [yields_once() for _ in range(calls)],
+            "guarded acall (SQLite, audited, budgeted)": lambda: guarded(rails),
+        }
+        if FREEZE:
+            gc.freeze()
+        rows = []
+        for name, make in kinds.items():
+            made, stepped = zip(
+                *(asyncio.run(_first_steps_once(make())) for _ in range(rounds)), strict=True
+            )
+            rows.append(
+                row(
+                    "async.first_steps",
+                    f"{calls} tasks made at once, then their first steps: {name}",
+                    statistics.median(stepped) * 1e6 / calls,
+                    tasks_made_ms=round(statistics.median(made) * 1e3, 2),
+                    first_steps_ms=round(statistics.median(stepped) * 1e3, 2),
+                    worst_first_steps_ms=round(max(stepped) * 1e3, 2),
+                    rounds=rounds,
+                )
+            )
+        return rows
+    finally:
+        store.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def run(quick: bool = False) -> list[dict[str, Any]]:
     with neighbour():
         return _groups(quick)
@@ -546,5 +613,7 @@ def _groups(quick: bool) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    for found in run(quick=bool(os.environ.get("QUICK"))):
+    # FIRST=1: only where the first tick of the calls started at once goes (``first_steps``).
+    measure = first_steps if os.environ.get("FIRST") else run
+    for found in measure(quick=bool(os.environ.get("QUICK"))):
         print(found)

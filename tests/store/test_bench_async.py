@@ -55,6 +55,25 @@ def test_the_bare_floor_is_measured_the_same_way(monkeypatch: pytest.MonkeyPatch
     assert arriving["name"] == "200 concurrent bare async def calls, arriving 100 per iteration"
 
 
+def test_the_first_tick_is_taken_apart_for_three_kinds_of_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    harness = importlib.import_module("_harness")
+    bench = importlib.import_module("bench_async")
+    rows = bench.first_steps(quick=True)
+    for found in rows:
+        harness.check_row(found)
+        assert found["group"] == "async.first_steps"
+        assert found["tasks_made_ms"] > 0 and found["first_steps_ms"] > 0
+        assert found["worst_first_steps_ms"] >= found["first_steps_ms"]
+    assert [r["name"].split(": ", 1)[1] for r in rows] == [
+        "bare async def (runs to its end)",
+        "async def that yields once",
+        "guarded acall (SQLite, audited, budgeted)",
+    ]
+
+
 def test_the_calls_arriving_are_all_in_flight_together(monkeypatch: pytest.MonkeyPatch) -> None:
     """Started a few per iteration, every call is started before any is awaited to
     its end: calls that each wait for the last one to start all finish."""
