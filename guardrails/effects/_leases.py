@@ -2,7 +2,8 @@
 
 ``PaidCall`` reserves under a lease (``Store.reserve_leased``) that expires
 ``lease`` seconds later unless renewed. One daemon thread per process renews
-the leases of the calls running in it every ``lease / 3`` seconds. When the
+the leases of the calls running in it every ``lease / 3`` seconds, those of one
+store together (``renew_leases_of``, where the store has it). When the
 process dies, renewal stops, and once the lease expired the first reservation
 on the same key that needs the room gives the amount back (one the cap refuses
 as things stand gives back the key's expired leases and asks again): a dead
@@ -60,16 +61,34 @@ class Renewer:
             self._held.pop(holder, None)
 
     def tick(self) -> int:
-        """Renew every held lease once; the number of holders renewed."""
+        """Renew every held lease once; the number of holders renewed.
+
+        The holders of one store, lease and clock are renewed together: in one
+        call of the store's ``renew_leases_of`` when it has one (one transaction
+        or statement, not one per call in flight), else one by one.
+        """
         with self._lock:
             held = list(self._held.items())
+        groups: dict[tuple[int, float, int], tuple[Held, list[str]]] = {}
+        for holder, found in held:
+            ident = (id(found.store), found.lease, id(found.clock))
+            groups.setdefault(ident, (found, []))[1].append(holder)
         renewed = 0
-        for holder, (store, lease, clock) in held:
-            try:
-                store.renew_leases(holder, clock() + lease)
-                renewed += 1
-            except Exception:  # the store is away: the lease may lapse (documented)
-                log.warning("lease of %s not renewed", holder)
+        for (store, lease, clock), holders in groups.values():
+            many = getattr(store, "renew_leases_of", None)
+            if many is not None:
+                try:
+                    many(holders, clock() + lease)
+                    renewed += len(holders)
+                except Exception:  # the store is away: the leases may lapse (documented)
+                    log.warning("leases of %d holders not renewed", len(holders))
+                continue
+            for holder in holders:
+                try:
+                    store.renew_leases(holder, clock() + lease)
+                    renewed += 1
+                except Exception:
+                    log.warning("lease of %s not renewed", holder)
         return renewed
 
     def _interval(self) -> float | None:

@@ -17,7 +17,7 @@ one, a ``StoreError`` even when the pool is exhausted or the server away.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from ._base import AUDIT_COLUMNS, AuditRow, Claim, Snapshot, check_filters, check_times, row_from
@@ -91,6 +91,7 @@ BUDGET = "SELECT spent, reserved FROM guardrails_budgets WHERE key = %s"
 # (migrations 4 and 5): one statement, one round trip, one commit.
 RESERVE_LEASED_FUNCTION = "SELECT guardrails_reserve_leased(%s, %s, %s, %s, %s, %s)"
 RENEW = "UPDATE guardrails_leases SET expires_at = %s WHERE holder = %s"
+RENEW_ALL = "UPDATE guardrails_leases SET expires_at = %s WHERE holder = ANY(%s::text[])"
 SETTLE_LEASED = (
     "WITH held AS (DELETE FROM guardrails_leases WHERE key = %s AND holder = %s "
     "RETURNING amount) "
@@ -272,6 +273,12 @@ def reserve_leased(
 def renew_leases(holder: str, until: float) -> Steps[int]:
     check_times(until)
     found = yield Sql(RENEW, (until, holder))
+    return int(found.rowcount)
+
+
+def renew_leases_of(holders: Sequence[str], until: float) -> Steps[int]:
+    check_times(until)
+    found = yield Sql(RENEW_ALL, (until, list(holders)))
     return int(found.rowcount)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
@@ -109,6 +109,14 @@ class WithDeadline:
     def settle_leased(self, key: str, holder: str, actual: int, /) -> int:
         return self._call(self.store.settle_leased, key, holder, actual)
 
+    def renew_leases_of(self, holders: Sequence[str], until: float, /) -> int:
+        """The wrapped store's ``renew_leases_of`` when it has one, else its
+        ``renew_leases`` for each holder: one deadline for them all."""
+        many = getattr(self.store, "renew_leases_of", None)
+        if many is not None:
+            return int(self._call(many, holders, until))
+        return self._call(_renew_each, self.store, holders, until)
+
     def get(self, key: str, /) -> str | None:
         return self._call(self.store.get, key)
 
@@ -142,3 +150,7 @@ class WithDeadline:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _renew_each(store: Store, holders: Sequence[str], until: float) -> int:
+    return sum(store.renew_leases(holder, until) for holder in holders)

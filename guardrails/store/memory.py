@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from .._tuples import replaced
@@ -116,6 +117,17 @@ class MemoryStore:
             for key in keys:
                 self._leases[key][holder][1] = until
             return len(keys)
+
+    def renew_leases_of(self, holders: Sequence[str], until: float, /) -> int:
+        """``renew_leases`` of each of ``holders`` at once; the leases renewed."""
+        check_times(until)
+        with self._lock:
+            renewed = 0
+            for holder in holders:
+                for key in self._holders.get(holder, ()):
+                    self._leases[key][holder][1] = until
+                    renewed += 1
+            return renewed
 
     def settle_leased(self, key: str, holder: str, actual: int, /) -> int:
         with self._lock:

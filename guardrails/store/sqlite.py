@@ -34,7 +34,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -461,6 +461,16 @@ class SQLiteStore:
             "UPDATE guardrails_leases SET expires_at = ? WHERE holder = ?", (until, holder)
         )
         return cursor.rowcount
+
+    def renew_leases_of(self, holders: Sequence[str], until: float, /) -> int:
+        """``renew_leases`` of each of ``holders``, in one transaction; the leases renewed."""
+        check_times(until)
+        with self._immediate() as conn:
+            cursor = conn.executemany(
+                "UPDATE guardrails_leases SET expires_at = ? WHERE holder = ?",
+                [(until, holder) for holder in holders],
+            )
+            return max(cursor.rowcount, 0)
 
     def settle_leased(self, key: str, holder: str, actual: int, /) -> int:
         with self._immediate() as conn:

@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -14,7 +15,14 @@ import pytest
 from guardrails.effects import CapExceeded, PaidCall, Usage
 from guardrails.effects._leases import renewer
 from guardrails.errors import ConfigurationError
-from guardrails.store import MemoryStore, PostgresStore, SQLiteStore, Store, to_micros
+from guardrails.store import (
+    MemoryStore,
+    PostgresStore,
+    SQLiteStore,
+    Store,
+    StoreUnavailable,
+    to_micros,
+)
 from guardrails.testing import FakeClock
 from tests.store._gated import GENEROUS
 
@@ -77,8 +85,8 @@ def test_a_renewer_whose_thread_ended_by_a_failure_starts_another(
     renewed: list[str] = []
 
     class Once(MemoryStore):
-        def renew_leases(self, holder: str, until: float, /) -> int:
-            renewed.append(holder)
+        def renew_leases_of(self, holders: Sequence[str], until: float, /) -> int:
+            renewed.extend(holders)
             raise Stopped  # not an Exception: it ends the renewing thread
 
     ended: list[type[BaseException] | None] = []
@@ -95,6 +103,75 @@ def test_a_renewer_whose_thread_ended_by_a_failure_starts_another(
     assert second is not None and second is not first
     second.join(GENEROUS)
     assert renewed == ["first", "second"] and ended == [Stopped, Stopped]
+
+
+class _Counting(MemoryStore):
+    """Counts its renewal calls; ``fails``: its renewal of many at once raises."""
+
+    def __init__(self, fails: bool = False) -> None:
+        super().__init__()
+        self.fails = fails
+        self.calls: list[tuple[str, int]] = []
+
+    def renew_leases_of(self, holders: Sequence[str], until: float, /) -> int:
+        self.calls.append(("many", len(holders)))
+        if self.fails:
+            raise StoreUnavailable("away")
+        return super().renew_leases_of(holders, until)
+
+    def renew_leases(self, holder: str, until: float, /) -> int:
+        self.calls.append(("one", 1))
+        return super().renew_leases(holder, until)
+
+
+class _OneByOne:
+    """A store with ``renew_leases`` alone (the optional ``renew_leases_of`` missing)."""
+
+    def __init__(self) -> None:
+        self.renewed: list[str] = []
+
+    def renew_leases(self, holder: str, until: float, /) -> int:
+        self.renewed.append(holder)
+        return 1
+
+
+def test_the_renewer_renews_the_holders_of_one_store_lease_and_clock_in_one_call(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A store with ``renew_leases_of`` gets one call per store, lease and clock for all
+    their holders; one without it, one ``renew_leases`` per holder. A batch that fails
+    leaves its holders unrenewed (logged once), the others renewed."""
+    from guardrails.effects._leases import Held, Renewer
+
+    batched, away, one_by_one = _Counting(), _Counting(fails=True), _OneByOne()
+    clock = FakeClock(100.0)
+    for i in range(5):
+        assert batched.reserve_leased("k", f"b{i}", 1, 100, 100.0, 101.0)
+    mine = Renewer()
+    groups = {
+        Held(batched, 60.0, clock): [f"b{i}" for i in range(5)],  # type: ignore[arg-type]
+        Held(batched, 30.0, clock): ["l0", "l1"],  # type: ignore[arg-type]
+        Held(away, 60.0, clock): ["a0", "a1", "a2"],  # type: ignore[arg-type]
+        Held(one_by_one, 60.0, clock): ["o0", "o1"],  # type: ignore[arg-type]
+    }
+    try:
+        for held, holders in groups.items():
+            for holder in holders:
+                mine.hold(holder, held)
+        with caplog.at_level("WARNING", logger="guardrails"):
+            assert mine.tick() == 5 + 2 + 2  # all but the three whose batch failed
+        assert sorted(batched.calls) == [("many", 2), ("many", 5)]
+        assert away.calls == [("many", 3)]
+        assert one_by_one.renewed == ["o0", "o1"]
+        assert [r.getMessage() for r in caplog.records] == ["leases of 3 holders not renewed"]
+        # The five leases now run until 100 + 60: at 150 none has lapsed.
+        assert not batched.reserve_leased("k", "new", 96, 100, 150.0, 160.0)
+        assert batched.budget("k") == (0, 5)
+    finally:
+        for holders in groups.values():
+            for holder in holders:
+                mine.drop(holder)
+        mine._wake.set()  # the thread ends: nothing is held
 
 
 def test_a_lease_must_be_positive(store: Store) -> None:

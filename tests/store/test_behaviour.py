@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,7 @@ from guardrails.store import (
     Store,
     StoreError,
     StoreUnavailable,
+    WithDeadline,
     from_micros,
     to_micros,
 )
@@ -207,6 +209,26 @@ def test_the_memory_store_keeps_no_lease_once_settled_or_given_back() -> None:
     assert store._leases == {} and store._holders == {}
 
 
+@pytest.mark.parametrize("deadline", [False, True], ids=["bare", "with_deadline"])
+def test_renewing_many_holders_at_once_renews_each_of_their_leases(
+    store: Store, deadline: bool
+) -> None:
+    """``renew_leases_of``: what ``renew_leases`` of each holder does, in one operation
+    (through ``WithDeadline`` as well); a holder with no lease adds nothing."""
+    target: Any = WithDeadline(store, 30.0) if deadline else store
+    for holder in ("a", "b", "gone"):
+        assert store.reserve_leased("day", holder, 2, 10, 0.0, 1.0)
+    assert store.reserve_leased("inst", "a", 6, 10, 0.0, 1.0)
+    assert target.renew_leases_of(["a", "b", "nobody"], 50.0) == 3
+    assert target.renew_leases_of([], 50.0) == 0
+    # At 2.0 only "gone" has lapsed: a reservation the cap refuses takes back its 2 alone.
+    assert not store.reserve_leased("day", "c", 7, 10, 2.0, 9.0)
+    assert store.budget("day") == (0, 4)
+    assert store.reserve_leased("day", "c", 6, 10, 2.0, 9.0)
+    assert not store.reserve_leased("inst", "c", 5, 10, 2.0, 9.0)  # a's 6 renewed there too
+    assert store.budget("inst") == (0, 6)
+
+
 def test_settling_gives_back_the_reservation_once_and_adds_the_spend(store: Store) -> None:
     assert store.reserve_leased("k", "a", 6, 10, 0.0, 5.0)
     assert store.settle_leased("k", "a", 4) == 4
@@ -284,6 +306,7 @@ def test_a_time_that_is_not_seconds_is_refused_and_changes_nothing(
         (store.reserve_leased, ("k", "b", 5, 10, bad, 100.0)),
         (store.reserve_leased, ("k", "b", 5, 10, 0.0, bad)),
         (store.renew_leases, ("a", bad)),
+        (store.renew_leases_of, (["a"], bad)),  # type: ignore[attr-defined]
         (store.claim, ("i", "o2", bad, 100.0)),
         (store.claim, ("i", "o2", 0.0, bad)),
         (store.complete, ("i", "o1", "r", bad)),
