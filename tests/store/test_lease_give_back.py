@@ -81,7 +81,12 @@ RESERVE = st.tuples(
     st.integers(1, 2),  # the lease, from now: short, so that leases lapse unsettled
 )  # fmt: skip
 SETTLE = st.tuples(st.just("settle_leased"), KEYS, HOLDERS, st.integers(0, 4))
-RENEW = st.tuples(st.just("renew_leases"), HOLDERS, st.integers(1, 2))
+RENEW = st.one_of(
+    st.tuples(st.just("renew_leases"), HOLDERS, st.integers(1, 2)),
+    st.tuples(  # several holders at once, as the renewer does
+        st.just("renew_leases_of"), st.lists(HOLDERS, max_size=3, unique=True), st.integers(1, 2)
+    ),
+)
 # (a step of the clock, an operation): a clock that may go back, then one that does not
 ANY_OPERATION = st.tuples(
     st.sampled_from([2, 1, 3, 0, -1]), st.one_of(RESERVE, RESERVE, RESERVE, SETTLE, RENEW)
@@ -214,6 +219,11 @@ def test_from_any_state_a_reservation_gets_the_answer_of_giving_back_first(
                 admitted_by_giving_back += answer and not fits
             elif name == "renew_leases":
                 store.renew_leases(args[0], now + args[1])
+            elif name == "renew_leases_of":
+                holders, lease = args
+                reference = state()
+                renewed = sum(reference.renew_leases(holder, now + lease) for holder in holders)
+                assert store.renew_leases_of(holders, now + lease) == renewed, (args, now)  # type: ignore[attr-defined]
             else:
                 store.settle_leased(*args)
         return admitted_by_giving_back
