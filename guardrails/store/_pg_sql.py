@@ -91,7 +91,16 @@ BUDGET = "SELECT spent, reserved FROM guardrails_budgets WHERE key = %s"
 # (migrations 4 and 5): one statement, one round trip, one commit.
 RESERVE_LEASED_FUNCTION = "SELECT guardrails_reserve_leased(%s, %s, %s, %s, %s, %s)"
 RENEW = "UPDATE guardrails_leases SET expires_at = %s WHERE holder = %s"
-RENEW_ALL = "UPDATE guardrails_leases SET expires_at = %s WHERE holder = ANY(%s::text[])"
+# Many holders' leases in one statement. Rows another transaction holds are skipped, not
+# waited for: that one is settling them, giving them back (expired) or leasing them anew,
+# and each leaves nothing to renew. Waiting could close a cycle that one holder's renewal
+# cannot: this statement holding one lease of a key while a give-back of that key holds
+# another that it wants.
+RENEW_ALL = (
+    "UPDATE guardrails_leases SET expires_at = %s WHERE (key, holder) IN ("
+    "SELECT key, holder FROM guardrails_leases WHERE holder = ANY(%s::text[]) "
+    "FOR UPDATE SKIP LOCKED)"
+)
 SETTLE_LEASED = (
     "WITH held AS (DELETE FROM guardrails_leases WHERE key = %s AND holder = %s "
     "RETURNING amount) "

@@ -21,6 +21,7 @@ import pytest
 from guardrails.store import PostgresStore
 from guardrails.store import _pg_sql as sql
 from guardrails.store._migrations import migrations
+from tests.store._gated import GENEROUS
 from tests.store._pg_schema import at_version
 
 pytestmark = pytest.mark.postgres
@@ -249,3 +250,33 @@ def _until_a_backend_waits_for_a_lock(dsn: str) -> None:
                 return
             time.sleep(0.01)
     raise AssertionError("no backend waited for the racing give-back's rows")
+
+
+def test_renewing_many_holders_skips_the_leases_another_transaction_holds(pg_dsn: str) -> None:
+    """A lease being settled or given back is not waited for (its renewal would come to
+    nothing): a renewal of many holders, which holds some of a key's leases, can then
+    never wait for a give-back of that key that waits for it."""
+    import psycopg
+
+    store = PostgresStore(pg_dsn)
+    try:
+        for holder in ("h1", "h2", "h3"):
+            assert store.reserve_leased("k", holder, 1, 10, 0.0, 5.0)
+        done: list[int] = []
+        with psycopg.connect(pg_dsn) as other:  # a transaction holding h2's lease
+            other.execute(
+                "SELECT 1 FROM guardrails_leases WHERE key = 'k' AND holder = 'h2' FOR UPDATE"
+            )
+            renewing = threading.Thread(
+                target=lambda: done.append(store.renew_leases_of(["h1", "h2", "h3"], 50.0))
+            )
+            renewing.start()
+            renewing.join(GENEROUS)  # answered while the other transaction still holds h2
+            assert done == [2]
+            other.rollback()
+        # At 10.0 h2's lease has lapsed, the others were renewed: a refusal gives back h2's 1.
+        assert not store.reserve_leased("k", "c", 9, 10, 10.0, 20.0)
+        assert store.budget("k") == (0, 2)
+        assert store.renew_leases_of(["h2"], 50.0) == 0  # given back: nothing to renew
+    finally:
+        store.close()
