@@ -134,6 +134,9 @@ class _OneByOne:
         self.renewed.append(holder)
         return 1
 
+    def close(self) -> None:
+        pass
+
 
 def test_the_renewer_renews_the_holders_of_one_store_lease_and_clock_in_one_call(
     caplog: pytest.LogCaptureFixture,
@@ -172,6 +175,15 @@ def test_the_renewer_renews_the_holders_of_one_store_lease_and_clock_in_one_call
             for holder in holders:
                 mine.drop(holder)
         mine._wake.set()  # the thread ends: nothing is held
+
+
+def test_a_deadline_over_a_store_without_renew_leases_of_renews_each_holder() -> None:
+    from guardrails.store import WithDeadline
+
+    inner = _OneByOne()
+    with WithDeadline(inner, 30.0) as store:  # type: ignore[arg-type]
+        assert store.renew_leases_of(["x", "y", "z"], 10.0) == 3
+    assert inner.renewed == ["x", "y", "z"]
 
 
 def test_a_lease_must_be_positive(store: Store) -> None:
