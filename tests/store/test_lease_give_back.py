@@ -131,17 +131,27 @@ def _fits(budget: tuple[int, int], amount: int, cap: int) -> bool:
     return used < cap and used + amount <= cap
 
 
+def _memory_leases(memory: MemoryStore) -> list[tuple[str, str, float, float]]:
+    """The memory store's leases as rows, once its two indexes (by key, by holder) are
+    checked to agree, and to keep no empty entry."""
+    by_key = {(key, holder) for key, leases in memory._leases.items() for holder in leases}
+    by_holder = {(key, holder) for holder, keys in memory._holders.items() for key in keys}
+    assert by_key == by_holder
+    assert all(memory._leases.values()) and all(memory._holders.values())
+    return [
+        (key, holder, held, expires)
+        for key, leases in memory._leases.items()
+        for holder, (held, expires) in leases.items()
+    ]
+
+
 @contextmanager
 def _store(kind: str) -> Iterator[tuple[Store, Callable[[], GiveBackFirst]]]:
     """A new store of ``kind``, and a function that reads its budgets and leases into a
     reference (straight from its tables)."""
     if kind == "memory":
         memory = MemoryStore()
-        yield memory, lambda: _reference(memory._budgets.items(), (
-            (key, holder, held, expires)
-            for key, leases in memory._leases.items()
-            for holder, (held, expires) in leases.items()
-        ))  # fmt: skip
+        yield memory, lambda: _reference(memory._budgets.items(), _memory_leases(memory))
     elif kind == "sqlite":
         with tempfile.TemporaryDirectory() as folder, SQLiteStore(Path(folder) / "s.db") as sqlite:
             yield sqlite, lambda: _reference(*_tables(sqlite._execute))
