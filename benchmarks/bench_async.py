@@ -265,13 +265,17 @@ async def _concurrent(
     """Seconds for ``calls`` concurrent acalls, the ticker's worst lateness (all of
     it, and while the process ran) and the longest single step of the loop (s);
     ``arriving``: started that many per iteration of the loop, else all at once."""
-    turns = [rails.turn(tenant="acme", session=f"s-{i}") for i in range(calls)]
-    coros = [t.acall("lookup", {"order_id": "o-1"}) for t in turns]
-    results, *measured = await _gathered(coros, arriving)
+    results, *measured = await _gathered(_acalls(rails, calls), arriving)
     bad = [r for r in results if r.outcome != "ok" or r.escapes]
     if bad:
         raise RuntimeError(f"{len(bad)} calls did not pass cleanly: {bad[0]}")
     return tuple(measured)
+
+
+def _acalls(rails: Guardrails, calls: int) -> list[Any]:
+    """``calls`` coroutines of the workload's call, each in a turn of its own."""
+    turns = [rails.turn(tenant="acme", session=f"s-{i}") for i in range(calls)]
+    return [t.acall("lookup", {"order_id": "o-1"}) for t in turns]
 
 
 async def _bare(calls: int, arriving: int | None = None) -> tuple[float, ...]:
@@ -552,17 +556,13 @@ def first_steps(quick: bool = False) -> list[dict[str, Any]]:
         await asyncio.sleep(0)
         return 1
 
-    def guarded(rails: Guardrails) -> list[Any]:
-        turns = [rails.turn(tenant="acme", session=f"s-{i}") for i in range(calls)]
-        return [t.acall("lookup", {"order_id": "o-1"}) for t in turns]
-
     try:
         rails = _rails(store)[0]
         asyncio.run(_concurrent(rails, 50))  # warm up: threads, connections
         kinds: dict[str, Callable[[], list[Any]]] = {
             "bare async def (runs to its end)": lambda: [bare() for _ in range(calls)],
             "async def that yields once": lambda: [yields_once() for _ in range(calls)],
-            "guarded acall (SQLite, audited, budgeted)": lambda: guarded(rails),
+            "guarded acall (SQLite, audited, budgeted)": lambda: _acalls(rails, calls),
         }
         if FREEZE:
             gc.freeze()

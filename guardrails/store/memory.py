@@ -98,9 +98,9 @@ class MemoryStore:
                 # Refused as things stand: give back what the key's expired leases hold, then ask
                 # again (an admitted reservation leaves them: it did not need their room).
                 leases = self._leases.get(key, {})
-                for expired in [h for h, (_, expires) in leases.items() if expires <= now]:
-                    held = self._drop_lease(key, expired)
-                    entry[1] -= 0 if held is None else int(held[0])
+                for expired, (held, _) in [(h, x) for h, x in leases.items() if x[1] <= now]:
+                    self._drop_lease(key, expired)
+                    entry[1] -= int(held)
                 if not _admits(entry, amount, cap):
                     return False
             entry[1] += amount
@@ -111,12 +111,7 @@ class MemoryStore:
             return True
 
     def renew_leases(self, holder: str, until: float, /) -> int:
-        check_times(until)
-        with self._lock:
-            keys = self._holders.get(holder, ())
-            for key in keys:
-                self._leases[key][holder][1] = until
-            return len(keys)
+        return self.renew_leases_of((holder,), until)
 
     def renew_leases_of(self, holders: Sequence[str], until: float, /) -> int:
         """``renew_leases`` of each of ``holders`` at once; the leases renewed."""

@@ -81,6 +81,7 @@ _RESERVE = (
     "UPDATE guardrails_budgets SET reserved = reserved + ? "
     "WHERE key = ? AND spent + reserved < ? AND spent + reserved + ? <= ?"
 )
+_RENEW = "UPDATE guardrails_leases SET expires_at = ? WHERE holder = ?"
 _SETTLE = (
     "UPDATE guardrails_budgets SET reserved = reserved - ?, spent = spent + ? "
     "WHERE key = ? RETURNING spent"
@@ -457,20 +458,15 @@ class SQLiteStore:
 
     def renew_leases(self, holder: str, until: float, /) -> int:
         check_times(until)
-        cursor = self._execute(
-            "UPDATE guardrails_leases SET expires_at = ? WHERE holder = ?", (until, holder)
-        )
+        cursor = self._execute(_RENEW, (until, holder))
         return cursor.rowcount
 
     def renew_leases_of(self, holders: Sequence[str], until: float, /) -> int:
         """``renew_leases`` of each of ``holders``, in one transaction; the leases renewed."""
         check_times(until)
         with self._immediate() as conn:
-            cursor = conn.executemany(
-                "UPDATE guardrails_leases SET expires_at = ? WHERE holder = ?",
-                [(until, holder) for holder in holders],
-            )
-            return max(cursor.rowcount, 0)
+            cursor = conn.executemany(_RENEW, [(until, holder) for holder in holders])
+            return cursor.rowcount
 
     def settle_leased(self, key: str, holder: str, actual: int, /) -> int:
         with self._immediate() as conn:
