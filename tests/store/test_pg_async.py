@@ -17,7 +17,7 @@ from guardrails import Guardrails, Outcome, tool
 from guardrails.audit import AuditLog
 from guardrails.effects import CapExceeded, PaidCall, Usage
 from guardrails.effects._leases import renewer
-from guardrails.store import AuditRow, PostgresStore
+from guardrails.store import AuditRow, PostgresStore, offloop
 from guardrails.store._pg_sql import Head
 from guardrails.store.offloop import off_loop
 from guardrails.store.steps import finish_started
@@ -192,6 +192,25 @@ async def test_a_call_cancelled_while_its_tool_runs_gives_its_reservation_back(
     await store.aclose()
 
 
+async def _given_back(store: PostgresStore) -> None:
+    """Wait until every reservation still being made when its caller was cancelled is made
+    and given back: the store thread's jobs done, their answers handed over on this loop
+    (a reservation made for a caller that left starts its give-back from there), and the
+    give-backs ended. Before, the give-backs started by answers the loop had not yet taken
+    could still be writing when the test's schema was dropped (a deadlock, now and then)."""
+    runner = off_loop(store)
+    assert runner is not None
+    waking = offloop._waking(asyncio.get_running_loop())
+    while True:
+        assert await asyncio.to_thread(runner.drain, 30)
+        while waking.due or waking.inbox:  # answers posted, not all handed over yet
+            await asyncio.sleep(0)
+        await asyncio.sleep(0)  # the give-backs the last hand-over scheduled start
+        await finish_started(store)
+        if not runner._queue and not runner._busy:
+            return
+
+
 async def test_a_call_cancelled_anywhere_leaves_nothing_held_past_its_lease(
     store: PostgresStore, path: str
 ) -> None:
@@ -207,9 +226,7 @@ async def test_a_call_cancelled_anywhere_leaves_nothing_held_past_its_lease(
         await asyncio.gather(task, return_exceptions=True)
 
     await asyncio.gather(*(cancelled_after(turns) for turns in range(60)))
-    await finish_started(store)  # reservations still being made, then given back
-    runner = off_loop(store)
-    assert runner is not None and await asyncio.to_thread(runner.drain, 30)
+    await _given_back(store)
     assert renewer.tick() == 0
     clock.now += paid.lease + 1  # every lease of a call that never settled has expired
     spent = 1_000_000 * sum(
