@@ -178,6 +178,7 @@ def test_the_application_role_cannot_rewrite_remove_or_unprotect_rows(
         app.append_many(_ROWS)
         assert app.reserve_leased("k", "h", 5, 10, 0.0, 1.0)
         assert app.renew_leases("h", 2.0) == 1
+        assert app.renew_leases_of(["h", "other"], 3.0) == 1  # FOR UPDATE: its grants suffice
         assert app.settle_leased("k", "h", 3) == 3
         assert app.incr("n") == 1 and app.compare_and_set("p", None, "one")
         assert app.claim("key", "o", 0.0, 9.0).state == "new"
