@@ -7,6 +7,10 @@ per-call object: a tool context, a request and its handler) is built by
 ``native_tool``; that per-call object travels in a context variable set
 around ``turn.call``/``acall`` by ``call_native``/``acall_native``, so the
 pipeline itself stays framework-free.
+
+Such a tool's function takes ``**arguments`` (it forwards whatever was
+admitted), which would make the engine allow undeclared arguments; the
+framework's declared schema decides instead (``extra_of``).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 from ..context import ToolResult
 from ..engine import Guardrails, Turn
 from ..errors import ConfigurationError, DuplicateNameError, UsageError
-from ..tools import Tool
+from ..tools import Extra, Tool
 
 __all__ = [
     "SOURCE",
@@ -30,6 +34,7 @@ __all__ = [
     "acall_native",
     "call_native",
     "check_options",
+    "extra_of",
     "native_tool",
     "register",
     "relax_required",
@@ -95,6 +100,18 @@ def register(
     return existing
 
 
+def extra_of(schema: Any) -> Extra:
+    """The ``extra`` mode of a framework's tool: what its declared schema says.
+
+    Undeclared arguments are refused (``"reject"``) unless the schema opens
+    them itself with an ``additionalProperties`` other than ``false`` (then
+    ``"allow"``: the schema validates them). A schema that says nothing is closed,
+    as a function without ``**kwargs`` is.
+    """
+    opened = schema.get("additionalProperties", False) if isinstance(schema, Mapping) else False
+    return "reject" if opened is False else "allow"
+
+
 def native_tool(
     name: str,
     schema: Mapping[str, Any],
@@ -111,8 +128,10 @@ def native_tool(
     ``call_native``. ``direct(arguments)``, when given, runs the tool outside a
     framework call (a post_run backstop action); without it such a call raises
     ``UsageError`` naming the tool. ``options`` go to ``Tool`` (``description=``,
-    ``bind=``, ``effect=``, ``timeout=``, ``guards=`` ...).
+    ``bind=``, ``effect=``, ``timeout=``, ``guards=`` ...); ``extra`` defaults to
+    ``extra_of(schema)``.
     """
+    options.setdefault("extra", extra_of(schema))
 
     def invoke(arguments: dict[str, Any]) -> Any:
         pending = _NATIVE.get(None)

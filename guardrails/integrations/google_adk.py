@@ -24,7 +24,7 @@ from typing import Any
 from ..engine import Guardrails, Turn
 from ..tools import Tool
 from ._common import ContextSource, ReportSink, start_turn
-from ._framework_tools import Clash, ToolOptions, check_options, register
+from ._framework_tools import Clash, ToolOptions, check_options, extra_of, register
 
 __all__ = ["plugin", "tool_from"]
 
@@ -38,12 +38,15 @@ def tool_from(adk_tool: Any, **options: Any) -> Tool:
     """A guarded ``Tool`` for an ADK tool (a ``FunctionTool`` or a plain function).
 
     The schema is the tool's own declaration (``required`` lists the
-    parameters without a default); ``options`` are those of ``Tool``.
+    parameters without a default; undeclared arguments are refused unless it
+    opens them); ``options`` are those of ``Tool``.
     """
     adk_tool = _as_adk_tool(adk_tool)
     declaration = adk_tool._get_declaration()  # ADK exposes it only through this method
+    schema = _schema_of(declaration)
     options.setdefault("description", adk_tool.description or "")
-    return Tool(adk_tool.name, _through_adk, _schema_of(declaration), **options)
+    options.setdefault("extra", extra_of(schema))
+    return Tool(adk_tool.name, _through_adk, schema, **options)
 
 
 def _as_adk_tool(item: Any) -> Any:

@@ -160,6 +160,13 @@ OUTCOMES = {
 }
 FINAL = "All done."
 
+# A call with an argument ``lookup`` does not declare: refused as in a direct call, never run.
+UNDECLARED = ("u1", "lookup", {"order_id": "o-1", "from_account": "acc-666"})
+# docs/tool_call.md, "Undeclared arguments".
+UNDECLARED_SENTENCE = (
+    "The arguments were not accepted. Send only the parameters that the tool declares."
+)
+
 # -- pre_turn, and what each call's turn knows -----------------------------------------
 
 LOG_PROMPT = "show me the log"  # withholds ``dump``
@@ -249,8 +256,8 @@ def check_lookup_answer(
 ) -> bool:
     """The model read ``lookup``'s result for valid arguments, else the invalid-arguments sentence.
 
-    ``closed``: the framework's schema refuses undeclared keys (LangChain's does
-    not: the tool ignores them). ``is_error`` is the framework's error flag, where it
+    ``closed``: undeclared keys are refused (every adapter's default).
+    ``is_error`` is the framework's error flag, where it
     has one. Returns whether the arguments were valid.
     """
     if isinstance(arguments, str):

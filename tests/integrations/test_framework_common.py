@@ -25,6 +25,7 @@ from guardrails.integrations._framework_tools import (
     Clash,
     acall_native,
     call_native,
+    extra_of,
     native_tool,
     register,
     relax_required,
@@ -229,3 +230,58 @@ def test_a_sync_tool_with_a_timeout_sees_the_per_call_object_on_the_sync_path() 
     rails = Guardrails()
     adopt(rails, "t", ONE, _run, source=1, is_async=False, options={"timeout": 30})
     assert call_native(rails.turn(), "ctx-s", "t", {"a": "q"}, None).content == "ctx-s:q"
+
+
+@pytest.mark.parametrize(
+    ("opened", "extra"),
+    [
+        (None, "reject"),
+        (False, "reject"),
+        (True, "allow"),
+        ({}, "allow"),
+        ({"type": "string"}, "allow"),
+    ],
+)
+def test_a_framework_tool_refuses_undeclared_arguments_unless_its_schema_opens_them(
+    opened: Any, extra: str
+) -> None:
+    schema = dict(ONE) if opened is None else {**ONE, "additionalProperties": opened}
+    ran: list[dict[str, Any]] = []
+
+    def run(native: Any, arguments: dict[str, Any]) -> Any:
+        ran.append(arguments)
+        return "ran"
+
+    assert extra_of(schema) == extra
+    rails = Guardrails()
+    made = adopt(rails, "t", schema, run, source=1, is_async=False)
+    assert made.extra == extra
+    result = call_native(rails.turn(), "n", "t", {"a": "x", "from_account": "acc-666"}, None)
+    if extra == "reject":
+        assert (result.outcome, result.reason) == (Outcome.INVALID_ARGS, "undeclared_parameter")
+        assert "from_account" not in result.content and ran == []
+    else:
+        assert result.outcome is Outcome.OK and ran == [{"a": "x", "from_account": "acc-666"}]
+
+
+def test_an_extra_mode_given_for_a_framework_tool_is_kept() -> None:
+    rails = Guardrails()
+    made = adopt(rails, "t", ONE, _run, source=1, is_async=False, options={"extra": "drop"})
+    assert made.extra == "drop"
+    assert call_native(rails.turn(), "n", "t", {"a": "x", "z": 1}, None).content == "n:x"
+
+
+@pytest.mark.parametrize("schema", [None, [], "open", {"additionalProperties": "yes"}])
+def test_extra_of_a_schema_that_is_not_an_object_schema(schema: Any) -> None:
+    # Not a mapping: nothing is opened. A non-boolean, non-schema value is not ``false``:
+    # the schema's own compilation judges it.
+    assert extra_of(schema) == ("allow" if isinstance(schema, dict) else "reject")
+
+
+def test_the_undeclared_sentence_the_framework_tests_expect_is_the_documented_one() -> None:
+    from pathlib import Path
+
+    from tests.integrations._frameworks import UNDECLARED_SENTENCE
+
+    page = (Path(__file__).resolve().parents[2] / "docs/tool_call.md").read_text()
+    assert f'the fixed sentence "{UNDECLARED_SENTENCE}"' in page

@@ -221,3 +221,13 @@ def test_the_tools_of_sub_agents_are_registered_too() -> None:
     rails = Guardrails()
     plugin(root, rails)
     assert sorted(rails.tools) == ["dump", "shout"]
+
+
+async def test_an_undeclared_argument_is_refused_and_audited_like_a_direct_call() -> None:
+    llm = adk_model([fw.UNDECLARED], fw.FINAL)
+    recorder = MemoryRecorder()
+    runner, _ = guarded(llm, fw.rails(recorder=recorder))
+    await run(runner)
+    assert tool_results(llm) == {"u1": {"error": fw.UNDECLARED_SENTENCE}}
+    [result] = recorder.results
+    assert (result.outcome, result.reason) == ("invalid_args", "undeclared_parameter")

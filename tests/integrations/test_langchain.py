@@ -211,8 +211,19 @@ def test_any_arguments_get_a_closed_answer() -> None:
         [found] = tool_messages(chat.sent[-1]).values()
         return found
 
-    # The schema LangChain gives does not forbid extra keys (the tool ignores them).
-    fw.answers_to_any_lookup_arguments(answer, text=False, closed=False)
+    fw.answers_to_any_lookup_arguments(answer, text=False)
+
+
+def test_an_undeclared_argument_is_refused_and_audited_like_a_direct_call() -> None:
+    recorder = MemoryRecorder()
+    chat = model([fw.UNDECLARED])
+    agent = create_agent(
+        chat, tools(), middleware=[langchain.middleware(fw.rails(recorder=recorder))]
+    )
+    agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
+    assert tool_messages(chat.sent[-1]) == {"u1": (fw.UNDECLARED_SENTENCE, True)}
+    [result] = recorder.results
+    assert (result.outcome, result.reason) == ("invalid_args", "undeclared_parameter")
 
 
 def test_an_interrupt_in_a_tool_pauses_the_graph_and_the_resumed_call_keeps_its_context() -> None:

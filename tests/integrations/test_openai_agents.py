@@ -265,3 +265,20 @@ def test_a_tool_registered_in_the_engine_under_the_same_name_is_refused() -> Non
     again = openai_agents.guard(agent, engine)  # the same tools: registered once
     assert [t.name for t in first.tools] == [t.name for t in again.tools]
     assert sorted(engine.tools) == ["dump", "explode", "get_orders", "lookup"]
+
+
+@pytest.mark.parametrize("strict", [True, False])
+async def test_an_undeclared_argument_is_refused_and_audited_like_a_direct_call(
+    strict: bool,
+) -> None:
+    # A tool made without strict mode has a schema that does not close itself.
+    model = scripted([fw.UNDECLARED])
+    recorder = MemoryRecorder()
+    lookup = function_tool(fw.lookup, strict_mode=strict)
+    agent = openai_agents.guard(
+        Agent(name="support", tools=[lookup], model=model), fw.rails(recorder=recorder)
+    )
+    await Runner.run(agent, "hi")
+    assert outputs(model) == {"u1": fw.UNDECLARED_SENTENCE}
+    [result] = recorder.results
+    assert (result.outcome, result.reason) == ("invalid_args", "undeclared_parameter")
