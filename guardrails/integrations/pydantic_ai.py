@@ -27,29 +27,74 @@ from typing import Any
 
 from ..context import TurnContext
 from ..engine import Guardrails, Turn
+from ..middleware._render import render
 from ..middleware.post_run import PostRunReport
 from ..tools import Tool
 from ..verdicts import Outcome
-from ._common import Offer, aoffer, context_of
+from ._common import Offer, Runs, aoffer, context_of
 from ._framework_tools import Clash, acall_native, check_options, native_tool, register
+from ._rich import Rich, binary_note, sent, url_note
 
 __all__ = ["capability"]
 
 
 class _Call:
-    """The framework's per-call object: the validation and execution handlers."""
+    """The framework's per-call object: the validation and execution handlers, and a rich
+    result the tool returned (kept here while tool_call renders its stand-in)."""
 
-    __slots__ = ("execute", "validate")
+    __slots__ = ("execute", "rich", "validate")
 
     def __init__(self, validate: Callable[[Any], Any], execute: Callable[[Any], Any]) -> None:
         self.validate = validate
         self.execute = execute
+        self.rich: Rich | None = None
 
 
 async def _invoke(call: _Call, arguments: dict[str, Any]) -> Any:
     # pydantic-ai's own validation (type conversion, custom validators) on what
     # tool_call admitted, bound values included; then the tool.
-    return await call.execute(await call.validate(arguments))
+    value = await call.execute(await call.validate(arguments))
+    text = _stand_in(value)
+    if text is None:
+        return value
+    call.rich = Rich(text, value)
+    return text
+
+
+def _stand_in(value: Any) -> str | None:
+    """The text tool_call renders for a multimodal result or a ``ToolReturn``; None for others."""
+    sdk = _sdk()
+    if isinstance(value, sdk.ToolReturn):
+        content = value.content
+        extra = [] if content is None else [content] if isinstance(content, str) else list(content)
+        parts = [value.return_value, *extra]
+    elif isinstance(value, sdk.MULTIMODAL):
+        parts = [value]
+    elif isinstance(value, list | tuple) and any(isinstance(v, sdk.MULTIMODAL) for v in value):
+        parts = list(value)
+    else:
+        return None
+    return "\n".join(_part_text(part, sdk) for part in parts)
+
+
+def _part_text(part: Any, sdk: SimpleNamespace) -> str:
+    if isinstance(part, sdk.BinaryContent):
+        return binary_note(part.media_type, len(part.data))
+    if isinstance(part, sdk.MULTIMODAL):  # a file given by URL, or one uploaded to the provider
+        address = getattr(part, "url", None) or getattr(part, "file_id", None)
+        return url_note(_media_type(part), address)
+    # Text and JSON as tool_call renders any result (a value it cannot render fails the call).
+    return render(part, _UNCAPPED)[0]
+
+
+_UNCAPPED = 1 << 62  # the stand-in is cut by tool_call, as a whole
+
+
+def _media_type(part: Any) -> Any:
+    try:  # a URL with no extension and no media type given: pydantic-ai raises
+        return part.media_type
+    except Exception:
+        return None
 
 
 def _prompt_text(prompt: Any) -> str:
@@ -86,11 +131,12 @@ def capability(
     ``effect=``, ``timeout=``, ``guards=``); ``on_report`` receives each run's
     post_run report.
     """
-    return _capability_class()(rails, context, dict(tool_options or {}), on_report, {}, None)
+    shared = _Shared(rails, context, dict(tool_options or {}), on_report)
+    return _capability_class()(shared, None)
 
 
-class _Capability:
-    """The capability's logic; ``_capability_class`` adds pydantic-ai's base."""
+class _Shared:
+    """What every run's copy of one capability shares."""
 
     def __init__(
         self,
@@ -98,33 +144,49 @@ class _Capability:
         context: Callable[[Any], TurnContext] | None,
         tool_options: dict[str, Mapping[str, Any]],
         on_report: Callable[[PostRunReport], Any] | None,
-        sources: dict[str, object],
-        turn: Turn | None,
     ) -> None:
         self.rails = rails
-        # Tool definitions are rebuilt at each step: within one capability (and
-        # its copy for each run) a tool is known by its name.
-        self.sources = sources
         self.context = context
         self.tool_options = tool_options
         self.on_report = on_report
+        # Tool definitions are rebuilt at each step: within one capability (and
+        # its copy for each run) a tool is known by its name.
+        self.sources: dict[str, object] = {}
+        # The turn of a run that ended with deferred calls, by the model response
+        # that asked for them (held weakly: the message history the application keeps).
+        self.paused = Runs()
+
+
+class _Capability:
+    """The capability's logic; ``_capability_class`` adds pydantic-ai's base."""
+
+    def __init__(self, shared: _Shared, turn: Turn | None, offer: Offer | None = None) -> None:
+        self.shared = shared
+        self.rails = shared.rails
         self.turn = turn
-        self.offer: Offer | None = None
+        self.offer = offer
         self.raw: dict[str, Any] = {}
 
     # -- the run: one turn, in a capability of its own --------------------
 
     async def for_run(self, ctx: Any) -> Any:
+        shared = self.shared
         deps = ctx.deps
+        resumed = _resumed(shared.paused, ctx.messages)
         if isinstance(deps, Turn):
             turn = deps
-        elif self.context is not None:
-            turn = self.rails.turn(self.context(ctx))
+        elif resumed is not None:
+            # Deferred calls being resumed: the run goes on in the turn that asked for them,
+            # with what it was offered (pre_turn is not run again).
+            turn = resumed
+        elif shared.context is not None:
+            turn = self.rails.turn(shared.context(ctx))
         else:
             turn = self.rails.turn(context_of(deps))
-        return type(self)(
-            self.rails, self.context, self.tool_options, self.on_report, self.sources, turn
-        )
+        offer = None
+        if resumed is turn and turn.offered is not None:
+            offer = Offer([t for n, t in self.rails.tools.items() if n in turn.offered])
+        return type(self)(shared, turn, offer)
 
     def _turn(self) -> Turn:
         if self.turn is None:  # hooks called outside a run
@@ -133,11 +195,17 @@ class _Capability:
 
     async def after_run(self, ctx: Any, *, result: Any) -> Any:
         output = result.output
+        if isinstance(output, _sdk().DeferredToolRequests):
+            # The run pauses, the turn does not end: post_run waits for its resumption.
+            asked = _last_response(result.all_messages())
+            if asked is not None:
+                self.shared.paused.get(asked, self._turn)
+            return result
         text = output if isinstance(output, str) else None
         structured = None if text is not None else output
         report = await self._turn().apost_run(text, structured=structured)
-        if self.on_report is not None:
-            self.on_report(report)
+        if self.shared.on_report is not None:
+            self.shared.on_report(report)
         return result
 
     # -- what is offered --------------------------------------------------
@@ -152,8 +220,8 @@ class _Capability:
             is_async=True,
             description=tool_def.description or "",
         )
-        source = self.sources.setdefault(name, object())
-        options = self.tool_options.get(name)
+        source = self.shared.sources.setdefault(name, object())
+        options = self.shared.tool_options.get(name)
         return register(self.rails, name, build, options, source=source, clash=Clash.REFUSE)
 
     async def prepare_tools(self, ctx: Any, tool_defs: list[Any]) -> list[Any]:
@@ -162,7 +230,7 @@ class _Capability:
         # what pre_turn allows (``wrap_model_request``).
         tools = {d.name: self._register(d) for d in tool_defs}
         if self.offer is None:
-            check_options(tools, self.tool_options)
+            check_options(tools, self.shared.tool_options)
             self.offer = await aoffer(self._turn(), _prompt_text(ctx.prompt), tools)
         return [
             dataclasses.replace(d, parameters_json_schema=tools[d.name].schema) for d in tool_defs
@@ -180,7 +248,9 @@ class _Capability:
                 params,
                 function_tools=[t for t in params.function_tools if t.name in offered],
             )
-        return await handler(request_context)
+        response = await handler(request_context)
+        _route_unknown_calls(ctx, response)
+        return response
 
     # -- every tool call --------------------------------------------------
 
@@ -205,7 +275,47 @@ class _Capability:
             raise result.exception
         if result.outcome is not Outcome.OK:
             raise sdk.ToolFailed(result.content)
-        return result.content
+        return sent(result, native.rich)
+
+
+def _last_response(messages: Any) -> Any:
+    """The last model response of a run's messages (the one whose calls were deferred)."""
+    sdk = _sdk()
+    for message in reversed(messages or ()):
+        if isinstance(message, sdk.ModelResponse):
+            return message
+    return None
+
+
+def _resumed(paused: Runs, messages: Any) -> Turn | None:
+    """The turn paused at the last response of ``messages``, taken back; None when there is none."""
+    asked = _last_response(messages)
+    turn = None if asked is None else paused.pop(asked)
+    return turn if isinstance(turn, Turn) else None
+
+
+def _route_unknown_calls(ctx: Any, response: Any) -> None:
+    """Calls of tools pydantic-ai does not have are routed to tool_call (``unavailable``).
+
+    pydantic-ai would answer them itself, before any hook, with a retry prompt
+    naming its tools and spending the retry budget (a second one ends the run).
+    For this step only, each such name is given a tool of no schema whose calls
+    the capability answers; the model is never offered it.
+    """
+    manager = getattr(ctx, "tool_manager", None)
+    tools = getattr(manager, "tools", None)
+    if not isinstance(tools, dict):
+        return
+    sdk = _sdk()
+    for part in getattr(response, "parts", ()):
+        name = getattr(part, "tool_name", None)
+        if isinstance(part, sdk.ToolCallPart) and isinstance(name, str) and name not in tools:
+            tools[name] = sdk.ToolsetTool(
+                toolset=sdk.NO_TOOLS,
+                tool_def=sdk.ToolDefinition(name=name),
+                max_retries=0,
+                args_validator=sdk.ANY_ARGUMENTS,
+            )
 
 
 @cache
@@ -218,14 +328,34 @@ def _capability_class() -> type:
 @cache
 def _sdk() -> SimpleNamespace:
     """The pydantic-ai names the capability uses, imported on first use."""
+    from pydantic_ai import DeferredToolRequests, ToolReturn
     from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, SkipToolExecution, ToolFailed
-    from pydantic_ai.messages import ModelResponse, TextPart
+    from pydantic_ai.messages import (
+        MULTI_MODAL_CONTENT_TYPES,
+        BinaryContent,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+    )
+    from pydantic_ai.tools import ToolDefinition
+    from pydantic_ai.toolsets.abstract import ToolsetTool
+    from pydantic_ai.toolsets.function import FunctionToolset
+    from pydantic_core import SchemaValidator, core_schema
 
     return SimpleNamespace(
+        ANY_ARGUMENTS=SchemaValidator(core_schema.any_schema()),
+        BinaryContent=BinaryContent,
         CONTROL_FLOW=(ApprovalRequired, CallDeferred, SkipToolExecution),
+        DeferredToolRequests=DeferredToolRequests,
         ModelResponse=ModelResponse,
+        MULTIMODAL=MULTI_MODAL_CONTENT_TYPES,
+        NO_TOOLS=FunctionToolset(),
         TextPart=TextPart,
+        ToolCallPart=ToolCallPart,
+        ToolDefinition=ToolDefinition,
         ToolFailed=ToolFailed,
+        ToolReturn=ToolReturn,
+        ToolsetTool=ToolsetTool,
     )
 
 

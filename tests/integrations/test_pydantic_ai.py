@@ -81,12 +81,6 @@ def agent_with(script: Script, *capabilities: Any, tools: Any = None) -> Agent[A
 context = fw.context
 
 
-# pydantic-ai answers a tool it does not have before any hook runs (with a retry
-# prompt naming the tools it has); every other call is answered by tool_call.
-UNKNOWN = "c4"
-SENT = {k: v for k, v in fw.EXPECTED.items() if k != UNKNOWN}
-
-
 def test_the_model_is_sent_our_outcomes_and_sentences_only() -> None:
     script = Script(*fw.STEPS)
     reports: list[Any] = []
@@ -94,8 +88,7 @@ def test_the_model_is_sent_our_outcomes_and_sentences_only() -> None:
     result = agent_with(script, guard).run_sync("my orders", deps=context())
     assert result.output == fw.FINAL
     answers = script.answers()
-    assert {k: v for k, v in answers.items() if k != UNKNOWN} == SENT
-    assert answers[UNKNOWN][0].startswith("Unknown tool name: 'nope'.")
+    assert answers == fw.EXPECTED
     assert fw.SECRET not in str(answers) and "acc-666" not in str(answers)
     [report] = reports
     assert report.text == fw.FINAL
@@ -105,7 +98,7 @@ async def test_async_run_sends_the_same() -> None:
     script = Script(*fw.STEPS)
     guard = pydantic_ai.capability(fw.rails(), tool_options=fw.BIND)
     await agent_with(script, guard).run("my orders", deps=context())
-    assert {k: v for k, v in script.answers().items() if k != UNKNOWN} == SENT
+    assert script.answers() == fw.EXPECTED
 
 
 def test_without_the_capability_the_model_picks_the_account_and_exceptions_end_the_run() -> None:
@@ -145,9 +138,7 @@ def test_each_run_is_a_turn_and_every_call_is_recorded() -> None:
     recorder = MemoryRecorder()
     guard = pydantic_ai.capability(fw.rails(recorder=recorder), tool_options=fw.BIND)
     agent_with(Script(*fw.STEPS), guard).run_sync("hi", deps=context())
-    assert {r.call_id: r.outcome for r in recorder.results} == {
-        k: v for k, v in fw.OUTCOMES.items() if k != UNKNOWN
-    }
+    assert {r.call_id: r.outcome for r in recorder.results} == fw.OUTCOMES
     again = Script(fw.THIRD)
     agent_with(again, guard).run_sync("again", deps=context())
     assert again.answers() == {"c9": ("order o-2", False)}
@@ -244,3 +235,134 @@ def test_a_tool_registered_in_the_engine_under_the_same_name_is_refused() -> Non
     agent_with(Script(), pydantic_ai.capability(engine)).run_sync("hi")
     with pytest.raises(DuplicateNameError, match="'lookup'"):
         agent_with(Script(), pydantic_ai.capability(engine)).run_sync("hi")
+
+
+def test_an_unknown_tool_called_again_and_again_is_unavailable_and_the_run_goes_on() -> None:
+    from pydantic_ai.exceptions import UnexpectedModelBehavior
+
+    steps = [[(f"u{i}", "nope", {"a": i})] for i in range(3)]
+    with pytest.raises(UnexpectedModelBehavior):  # pydantic-ai alone: the second one ends the run
+        agent_with(Script(*steps)).run_sync("hi")
+    recorder = MemoryRecorder()
+    script = Script(*steps)
+    result = agent_with(script, pydantic_ai.capability(fw.rails(recorder=recorder))).run_sync("hi")
+    assert result.output == fw.FINAL
+    assert script.answers() == {f"u{i}": fw.EXPECTED["c4"] for i in range(3)}
+    assert [(r.call_id, r.tool, r.outcome) for r in recorder.results] == [
+        (f"u{i}", "nope", "unavailable") for i in range(3)
+    ]
+    assert all("nope" not in str(t) for t in script.offered)  # never offered to the model
+
+
+def test_a_call_of_an_unknown_tool_never_names_a_withheld_one() -> None:
+    script = Script([("n1", "nope", {})])
+    agent_with(script, pydantic_ai.capability(fw.trigger_rails())).run_sync(fw.LOG_PROMPT)
+    assert script.answers() == {"n1": fw.EXPECTED["c4"]}
+    assert "dump" not in str(script.sent)
+
+
+def image() -> Any:
+    """A chart."""
+    from pydantic_ai import BinaryContent
+
+    return BinaryContent(data=b"\x89PNG-chart", media_type="image/png")
+
+
+def report() -> Any:
+    """A report: a value for the tool's answer, a picture for the model to look at."""
+    from pydantic_ai import BinaryContent, ToolReturn
+
+    picture = BinaryContent(data=b"\x89PNG-report", media_type="image/png")
+    return ToolReturn(return_value={"rows": 3}, content=["the picture:", picture])
+
+
+def links() -> Any:
+    """Pictures given by address."""
+    from pydantic_ai.messages import ImageUrl
+
+    return ["two pictures", ImageUrl(url="https://example.invalid/a.png")]
+
+
+def huge_report() -> Any:
+    """A report whose text is far over the size cap."""
+    from pydantic_ai import BinaryContent, ToolReturn
+
+    picture = BinaryContent(data=b"\x89PNG", media_type="image/png")
+    return ToolReturn(return_value="y" * 5_000, content=[picture])
+
+
+def rich_run(*capabilities: Any) -> list[Any]:
+    """The parts of the request that carries the rich tools' answers."""
+    calls = [("i1", "image", {}), ("r1", "report", {}), ("l1", "links", {})]
+    script = Script(calls)
+    agent_with(script, *capabilities, tools=[image, report, links]).run_sync("hi")
+    [request] = [m for m in script.sent if any(isinstance(p, ToolReturnPart) for p in m.parts)]
+    return [(type(p).__name__, getattr(p, "content", None)) for p in request.parts]
+
+
+def test_rich_results_reach_the_model_natively_and_their_stand_in_is_audited() -> None:
+    recorder = MemoryRecorder()
+    guarded_parts = rich_run(pydantic_ai.capability(fw.rails(recorder=recorder)))
+    assert guarded_parts == rich_run()  # the same parts, in pydantic-ai's own form
+    assert {r.call_id: (r.outcome, r.content) for r in recorder.results} == {
+        "i1": ("ok", "[image/png, 10 bytes]"),
+        "r1": ("ok", '{"rows":3}\nthe picture:\n[image/png, 11 bytes]'),
+        "l1": ("ok", "two pictures\n[image/png: https://example.invalid/a.png]"),
+    }
+
+
+def test_a_rich_result_over_the_size_cap_is_sent_as_its_cut_text() -> None:
+    script = Script([("h1", "huge_report", {})])
+    capability = pydantic_ai.capability(fw.rails())
+    agent_with(script, capability, tools=[huge_report]).run_sync("hi")
+    [(content, failed)] = script.answers().values()
+    assert (content, failed) == (fw.TRUNCATED.replace("x", "y"), False)
+    assert "BinaryContent" not in str(script.sent)  # nothing past the cut reaches the model
+
+
+@pytest.mark.parametrize("declared", [False, True])
+def test_a_deferred_call_resumed_after_approval_continues_the_same_turn(declared: bool) -> None:
+    from pydantic_ai import DeferredToolResults
+    from pydantic_ai.exceptions import ApprovalRequired
+
+    def wire(ctx: RunContext[Any], amount: int) -> str:
+        """Wire money; it needs a human's approval."""
+        if not (declared or ctx.tool_call_approved):
+            raise ApprovalRequired()
+        return f"wired {amount}"
+
+    script = Script(
+        [("l1", "lookup", {"order_id": "o-1"}), ("w1", "wire", {"amount": 500})],
+        [("l2", "lookup", {"order_id": "o-2"})],
+        [("l3", "lookup", {"order_id": "o-3"})],
+        [("l4", "lookup", {"order_id": "o-4"})],
+    )
+    recorder = MemoryRecorder()
+    reports: list[Any] = []
+    engine = Guardrails(max_calls_per_turn=4, recorder=recorder)
+    agent = Agent(
+        FunctionModel(script),
+        tools=[fw.lookup, pydantic_ai_tool(wire, requires_approval=declared)],
+        output_type=[str, DeferredToolRequests],
+        capabilities=[pydantic_ai.capability(engine, on_report=reports.append)],
+    )
+    paused = agent.run_sync("wire 500")
+    assert isinstance(paused.output, DeferredToolRequests) and reports == []
+    resumed = agent.run_sync(
+        message_history=paused.all_messages(),
+        deferred_tool_results=DeferredToolResults(approvals={"w1": True}),
+    )
+    assert resumed.output == fw.FINAL
+    answers = script.answers()
+    assert answers["w1"] == ("wired 500", False)
+    # One turn: the ceiling of 4 counts the calls of both runs (a call deferred by the tool
+    # itself ran once before), pre_turn ran once, post_run once.
+    assert answers["l4"] == fw.EXPECTED["c9"]
+    assert [kind for kind, _ in recorder.events].count("pre_turn") == 1
+    assert [r.text for r in reports] == [fw.FINAL]
+
+
+def pydantic_ai_tool(fn: Any, **options: Any) -> Any:
+    from pydantic_ai import Tool as PydanticTool
+
+    return PydanticTool(fn, **options)
