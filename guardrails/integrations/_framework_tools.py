@@ -8,6 +8,12 @@ per-call object: a tool context, a request and its handler) is built by
 around ``turn.call``/``acall`` by ``call_native``/``acall_native``, so the
 pipeline itself stays framework-free.
 
+A call the framework's own checks answered before the tool could run (an
+earlier plugin, the agent's callback, a tool input guardrail) is audited too:
+``refused``/``arefused`` send it through tool_call, where the engine's
+``framework_check`` guard (added by ``watch``) rejects it, so it leaves the
+same audit row, metrics and span as any refusal and its body never runs.
+
 Such a tool's function takes ``**arguments`` (it forwards whatever was
 admitted), which would make the engine allow undeclared arguments; the
 framework's declared schema decides instead (``extra_of``).
@@ -25,19 +31,25 @@ from typing import Any
 from ..context import ToolResult
 from ..engine import Guardrails, Turn
 from ..errors import ConfigurationError, DuplicateNameError, UsageError
+from ..guard import Guard
 from ..tools import Extra, Tool
+from ..verdicts import Verdict
 
 __all__ = [
+    "FRAMEWORK_CHECK",
     "SOURCE",
     "Clash",
     "ToolOptions",
     "acall_native",
+    "arefused",
     "call_native",
     "check_options",
     "extra_of",
     "native_tool",
+    "refused",
     "register",
     "relax_required",
+    "watch",
 ]
 
 # The key of ``Tool.options`` naming the framework object a tool was registered from.
@@ -48,6 +60,12 @@ ToolOptions = Mapping[str, Mapping[str, Any]]
 
 # (tool name, the framework's per-call object) of the framework call in progress.
 _NATIVE: ContextVar[tuple[Any, Any] | None] = ContextVar("guardrails_framework_call")
+
+# The guard through which the framework's own refusals enter the engine.
+FRAMEWORK_CHECK = "framework_check"
+
+# Set while a call the framework's own checks refused is recorded.
+_REFUSED: ContextVar[bool] = ContextVar("guardrails_framework_refused", default=False)
 
 # Registration is check-then-add: frameworks may prepare one run's tools on several threads.
 _REGISTERING = threading.RLock()
@@ -176,6 +194,40 @@ async def acall_native(
         return await turn.acall(name, arguments, call_id)
     finally:
         _NATIVE.reset(token)
+
+
+def _framework_check(invocation: Any) -> Verdict:
+    """``reject`` for a call the framework's own checks refused before the tool ran."""
+    return Verdict.REJECT if _REFUSED.get() else Verdict.PASS
+
+
+_CHECK = Guard(_framework_check, name=FRAMEWORK_CHECK)
+
+
+def watch(rails: Guardrails) -> None:
+    """Add the ``framework_check`` guard to ``rails`` (once)."""
+    with _REGISTERING:
+        if rails.guards.get(FRAMEWORK_CHECK) is not _CHECK:
+            rails.add_guard(_CHECK)
+
+
+def refused(turn: Turn, name: str, arguments: Any, call_id: str | None) -> ToolResult:
+    """Audit a call the framework's own checks answered without the tool: ``unavailable``
+    (``framework_check`` rejected it), or what an earlier step decided; nothing runs."""
+    token = _REFUSED.set(True)
+    try:
+        return turn.call(name, arguments, call_id)
+    finally:
+        _REFUSED.reset(token)
+
+
+async def arefused(turn: Turn, name: str, arguments: Any, call_id: str | None) -> ToolResult:
+    """``refused`` for the async path."""
+    token = _REFUSED.set(True)
+    try:
+        return await turn.acall(name, arguments, call_id)
+    finally:
+        _REFUSED.reset(token)
 
 
 def check_options(

@@ -7,30 +7,47 @@
 The plugin registers the agent tree's function tools in the engine (schema
 from each tool's own declaration) and, for every run of the runner: starts a
 ``Turn`` (session from the ADK session), runs pre_turn over the user's message
-before each model request (only offered tools are sent), answers every tool
-call through tool_call in ``before_tool_callback`` (unknown tools included:
-ADK asks the plugin before it fails on them), and runs post_run when the run
-ends. The tool itself still runs through ADK (``run_async``), with the
-arguments tool_call admitted and the bound ones added.
+before each model request (only offered tools are sent), and runs post_run
+when the run ends.
+
+It leaves ADK's own order in place: every plugin's and the agent's
+``before_tool_callback`` run, then ADK's ``require_confirmation`` gate, and
+only then the tool, which is where tool_call runs (the plugin puts itself in
+front of the tool's ``run_async``; the tool runs with the arguments tool_call
+admitted and the bound ones added). A call one of those callbacks answered is
+audited as refused by the ``framework_check`` guard and the model gets the
+callback's answer; a call waiting for confirmation is not audited until it
+runs. Unknown and withheld tools are answered from ``on_tool_error_callback``.
 """
 
 from __future__ import annotations
 
 import contextvars
 import functools
+import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..context import ToolResult
 from ..engine import Guardrails, Turn
+from ..middleware._render import FLAG_SECRET_REDACTED
 from ..tools import Tool
 from ._common import ContextSource, ReportSink, start_turn
-from ._framework_tools import Clash, ToolOptions, check_options, extra_of, register
+from ._framework_tools import (
+    Clash,
+    ToolOptions,
+    arefused,
+    check_options,
+    extra_of,
+    register,
+    watch,
+)
 
 __all__ = ["plugin", "tool_from"]
 
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
-# The ADK tool and ToolContext of the call being run, for ``_through_adk``.
+# The ADK tool's own ``run_async`` and the ToolContext of the call being run, for ``_through_adk``.
 _CALL: contextvars.ContextVar[tuple[Any, Any]] = contextvars.ContextVar("guardrails_adk_call")
 
 
@@ -66,8 +83,8 @@ def _schema_of(declaration: Any) -> dict[str, Any]:
 
 
 async def _through_adk(**arguments: Any) -> Any:
-    adk_tool, tool_context = _CALL.get()
-    return await adk_tool.run_async(args=arguments, tool_context=tool_context)
+    run_async, tool_context = _CALL.get()
+    return await run_async(args=arguments, tool_context=tool_context)
 
 
 def _agent_tools(agent: Any) -> Iterator[Any]:
@@ -107,6 +124,7 @@ def plugin(
     check_options(found, tool_options, "plugin(agent)")
     for tool_name, adk_tool in found.items():
         _register(rails, adk_tool, (tool_options or {}).get(tool_name))
+    watch(rails)
     return _plugin(_Guarding(rails, context, on_report), name)
 
 
@@ -148,14 +166,42 @@ class _Guarding:
         await run.decide(list(llm_request.tools_dict or {}))
         _restrict(llm_request, run.turn.offered, self.rails)
 
-    async def call(self, tool: Any, tool_args: Any, tool_context: Any) -> dict[str, Any]:
-        run = self.run_of(tool_context)
-        token = _CALL.set((tool, tool_context))
+    def guard(self, tool: Any) -> None:
+        """Put tool_call in front of the tool's ``run_async`` (for this plugin's runs)."""
+        current = tool.__dict__.get("run_async")
+        if isinstance(current, _GuardedRun):
+            current.guardings.add(self)
+        elif hasattr(tool, "_get_declaration"):
+            tool.run_async = _GuardedRun(tool.name, tool.run_async, self)
+
+    async def run_tool(self, run: _Run, name: str, run_async: Any, args: Any, ctx: Any) -> Any:
+        run.seen.add(ctx.function_call_id)
+        token = _CALL.set((run_async, ctx))
         try:
-            result = await run.turn.acall(tool.name, tool_args, tool_context.function_call_id)
+            result = await run.turn.acall(name, args, ctx.function_call_id)
         finally:
             _CALL.reset(token)
-        return {"result" if result.ok else "error": result.content}
+        return _answer(result)
+
+    async def answered(self, tool: Any, tool_args: Any, tool_context: Any) -> None:
+        """After a call: one that never reached the tool was answered by another check."""
+        run = self.runs.get(tool_context.invocation_id)
+        call_id = tool_context.function_call_id
+        if run is None or call_id in run.seen:
+            if run is not None:
+                run.seen.discard(call_id)
+            return
+        waiting = getattr(tool_context.actions, "requested_tool_confirmations", None) or {}
+        if call_id not in waiting:  # a call waiting for a person is audited when it runs
+            await arefused(run.turn, tool.name, tool_args, call_id)
+
+    async def unanswered(self, tool: Any, tool_args: Any, tool_context: Any) -> Any:
+        """A call ADK could not run (an unknown or withheld tool): tool_call answers it."""
+        run = self.run_of(tool_context)
+        if tool_context.function_call_id in run.seen:
+            return None  # the tool's own failure, already answered and audited
+        result = await run.turn.acall(tool.name, tool_args, tool_context.function_call_id)
+        return _answer(result)
 
     async def finish(self, invocation_context: Any) -> None:
         run = self.runs.pop(invocation_context.invocation_id, None)
@@ -182,7 +228,19 @@ def _plugin(guarding: _Guarding, name: str) -> Any:
         async def before_tool_callback(
             self, *, tool: Any, tool_args: Any, tool_context: Any
         ) -> Any:
-            return await guarding.call(tool, tool_args, tool_context)
+            guarding.guard(tool)
+            return None
+
+        async def after_tool_callback(
+            self, *, tool: Any, tool_args: Any, tool_context: Any, result: Any
+        ) -> Any:
+            await guarding.answered(tool, tool_args, tool_context)
+            return None
+
+        async def on_tool_error_callback(
+            self, *, tool: Any, tool_args: Any, tool_context: Any, error: Exception
+        ) -> Any:
+            return await guarding.unanswered(tool, tool_args, tool_context)
 
         async def after_run_callback(self, *, invocation_context: Any) -> None:
             await guarding.finish(invocation_context)
@@ -201,6 +259,7 @@ class _Run:
         self.turn = turn
         self.text = text
         self.decided: frozenset[str] = frozenset()
+        self.seen: set[Any] = set()  # the call ids tool_call answered, until their after-callback
 
     async def decide(self, names: list[str]) -> None:
         # A sub-agent's request may bring tools not decided yet: decide on all of them again.
@@ -209,6 +268,49 @@ class _Run:
             return
         self.decided |= wanted
         await self.turn.apre_turn(self.text, sorted(self.decided))
+
+
+class _GuardedRun:
+    """A tool's ``run_async`` with tool_call in front, for the runs of the plugins guarding it.
+
+    The tool object may be shared by runners the plugin does not guard: their
+    calls reach the tool's own ``run_async`` as before.
+    """
+
+    def __init__(self, name: str, run_async: Any, guarding: _Guarding) -> None:
+        self.name = name
+        self.run_async = run_async
+        self.guardings: weakref.WeakSet[_Guarding] = weakref.WeakSet([guarding])
+
+    async def __call__(self, *, args: Any, tool_context: Any) -> Any:
+        for guarding in list(self.guardings):
+            run = guarding.runs.get(tool_context.invocation_id)
+            if run is not None:
+                return await guarding.run_tool(run, self.name, self.run_async, args, tool_context)
+        return await self.run_async(args=args, tool_context=tool_context)
+
+    def __deepcopy__(self, memo: Any) -> _GuardedRun:
+        # A method, as the one it stands for: a copied tool (an LlmRequest's deep
+        # copy) shares it.
+        return self
+
+
+def _answer(result: ToolResult) -> Any:
+    """What ADK sends the model: the tool's own value (a dict, a list, a media ``Part``) when
+    its text fit under the cap unredacted, else tool_call's text; ``{"error": ...}`` for refusals."""
+    if not result.ok:
+        return {"error": result.content}
+    value = result.value
+    native = isinstance(value, dict | list) or _is_part(value)
+    if native and not result.truncated and FLAG_SECRET_REDACTED not in result.flags:
+        return value
+    return result.content
+
+
+def _is_part(value: Any) -> bool:
+    from google.genai import types
+
+    return isinstance(value, types.Part)
 
 
 def _restrict(llm_request: Any, offered: frozenset[str] | None, rails: Guardrails) -> None:

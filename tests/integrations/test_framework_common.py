@@ -21,14 +21,18 @@ from guardrails import (
 )
 from guardrails.integrations._common import Runs, context_of
 from guardrails.integrations._framework_tools import (
+    FRAMEWORK_CHECK,
     SOURCE,
     Clash,
     acall_native,
+    arefused,
     call_native,
     extra_of,
     native_tool,
+    refused,
     register,
     relax_required,
+    watch,
 )
 
 SCHEMA = {
@@ -285,3 +289,39 @@ def test_the_undeclared_sentence_the_framework_tests_expect_is_the_documented_on
 
     page = (Path(__file__).resolve().parents[2] / "docs/tool_call.md").read_text()
     assert f'the fixed sentence "{UNDECLARED_SENTENCE}"' in page
+
+
+async def test_a_call_the_frameworks_own_check_refused_is_audited_and_never_runs() -> None:
+    ran: list[dict[str, Any]] = []
+
+    @tool
+    def t(a: str) -> str:
+        ran.append({"a": a})
+        return a
+
+    rails = Guardrails([t])
+    watch(rails)
+    watch(rails)  # once
+    assert list(rails.guards) == [FRAMEWORK_CHECK]
+    turn = rails.turn()
+    for result in (
+        refused(turn, "t", {"a": "x"}, "r1"),
+        await arefused(turn, "t", {"a": "y"}, "r2"),
+    ):
+        assert (result.outcome, result.reason) == (Outcome.UNAVAILABLE, "guard")
+        assert [(v.guard, v.verdict) for v in result.verdicts] == [(FRAMEWORK_CHECK, "reject")]
+    # Earlier steps still decide first; an ordinary call passes the check.
+    assert refused(turn, "nope", {}, "r3").reason == "unknown_tool"
+    assert refused(turn, "t", {}, "r4").outcome is Outcome.INVALID_ARGS
+    assert ran == [] and turn.call("t", {"a": "z"}).outcome is Outcome.OK
+
+
+def test_a_guard_of_the_applications_named_framework_check_is_refused() -> None:
+    from guardrails import Verdict, guard
+
+    @guard(name=FRAMEWORK_CHECK)
+    def mine(invocation: Any) -> Verdict:
+        return Verdict.PASS
+
+    with pytest.raises(DuplicateNameError, match=FRAMEWORK_CHECK):
+        watch(Guardrails(guards=[mine]))

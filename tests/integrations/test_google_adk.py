@@ -13,6 +13,7 @@ fw.need("google.adk")
 from google.adk.agents import LlmAgent  # noqa: E402
 from google.adk.apps import App  # noqa: E402
 from google.adk.models.base_llm import BaseLlm  # noqa: E402
+from google.adk.plugins.base_plugin import BasePlugin  # noqa: E402
 from google.adk.runners import InMemoryRunner  # noqa: E402
 from google.adk.tools import FunctionTool  # noqa: E402
 from google.genai import types  # noqa: E402
@@ -20,6 +21,7 @@ from google.genai import types  # noqa: E402
 from guardrails import ConfigurationError, Guardrails, Outcome, TurnContext, tool  # noqa: E402
 from guardrails.integrations.google_adk import plugin, tool_from  # noqa: E402
 from guardrails.integrations.scripted_models import adk_model, tool_results  # noqa: E402
+from guardrails.middleware._render import TRUNCATION_MARKER  # noqa: E402
 from guardrails.testing import MemoryRecorder  # noqa: E402
 from guardrails.verdicts import model_sentence  # noqa: E402
 
@@ -231,3 +233,126 @@ async def test_an_undeclared_argument_is_refused_and_audited_like_a_direct_call(
     assert tool_results(llm) == {"u1": {"error": fw.UNDECLARED_SENTENCE}}
     [result] = recorder.results
     assert (result.outcome, result.reason) == ("invalid_args", "undeclared_parameter")
+
+
+# -- the application's own checks stay in place, in ADK's order ---------------------------
+
+
+def refuse_explode(tool: Any, args: Any, tool_context: Any) -> Any:
+    """The application's own check: ``explode`` never runs."""
+    return {"error": "not today"} if tool.name == "explode" else None
+
+
+class Seen(BasePlugin):  # type: ignore[misc]
+    """An application plugin: notes every call it is asked about; refuses ``refuse``."""
+
+    def __init__(self, name: str, refuse: str = "") -> None:
+        super().__init__(name=name)
+        self.asked: list[str] = []
+        self.refuse = refuse
+
+    async def before_tool_callback(self, *, tool: Any, tool_args: Any, tool_context: Any) -> Any:
+        self.asked.append(tool.name)
+        return {"error": f"{self.name} says no"} if tool.name == self.refuse else None
+
+
+async def test_the_agents_own_before_tool_callback_runs_and_its_refusal_is_audited() -> None:
+    llm = adk_model([fw.FIRST[0], ("c6", "explode", {"x": 1})], fw.FINAL)
+    recorder = MemoryRecorder()
+    agent = LlmAgent(name="shop", model=llm, tools=ALL, before_tool_callback=refuse_explode)
+    guard = plugin(agent, fw.rails(recorder=recorder))
+    await run(runner_for(agent, guard))
+    assert tool_results(llm) == {"c1": SENT["c1"], "c6": {"error": "not today"}}
+    outcomes = {r.call_id: (r.outcome, r.reason) for r in recorder.results}
+    assert outcomes == {"c1": ("ok", None), "c6": ("unavailable", "guard")}
+    [refusal] = [v for v in recorder.verdicts if v.verdict == "reject"]
+    assert refusal.guard == "framework_check"
+
+
+async def test_plugins_before_and_after_it_run_in_order_and_a_refusal_is_audited() -> None:
+    llm = adk_model([fw.FIRST[0], ("c6", "explode", {"x": 1}), ("c8", "dump", {})], fw.FINAL)
+    recorder = MemoryRecorder()
+    agent = LlmAgent(name="shop", model=llm, tools=ALL)
+    before, after = Seen("before", refuse="explode"), Seen("after", refuse="dump")
+    guard = plugin(agent, fw.rails(recorder=recorder))
+    await run(runner_for(agent, before, guard, after))
+    assert sorted(before.asked) == ["dump", "explode", "lookup"]
+    assert sorted(after.asked) == ["dump", "lookup"]  # explode was answered before it
+    sent = tool_results(llm)
+    assert sent["c6"] == {"error": "before says no"} and sent["c8"] == {"error": "after says no"}
+    outcomes = {r.call_id: r.outcome for r in recorder.results}
+    assert outcomes == {"c1": "ok", "c6": "unavailable", "c8": "unavailable"}
+
+
+async def test_a_call_waiting_for_confirmation_is_not_audited_as_ok() -> None:
+    ran: list[str] = []
+
+    def refund(order_id: str) -> str:
+        """Refund an order (a person confirms it first)."""
+        ran.append(order_id)
+        return f"refunded {order_id}"
+
+    llm = adk_model([("r1", "refund", {"order_id": "o-1"})], fw.FINAL)
+    recorder = MemoryRecorder()
+    agent = LlmAgent(
+        name="shop", model=llm, tools=[FunctionTool(refund, require_confirmation=True)]
+    )
+    runner = runner_for(agent, plugin(agent, fw.rails(recorder=recorder)))
+    session = await run(runner)
+    assert ran == [] and recorder.results == []
+    # The person approves: the call runs once, through tool_call.
+    events = (
+        await runner.session_service.get_session(app_name="shop", user_id="u", session_id=session)
+    ).events
+    [request] = [
+        c for e in events for c in e.get_function_calls() if c.name == "adk_request_confirmation"
+    ]
+    approval = types.Part(
+        function_response=types.FunctionResponse(
+            id=request.id, name=request.name, response={"confirmed": True}
+        )
+    )
+    message = types.Content(role="user", parts=[approval])
+    async for _ in runner.run_async(user_id="u", session_id=session, new_message=message):
+        pass
+    assert ran == ["o-1"]
+    assert [(r.call_id, r.outcome) for r in recorder.results] == [("r1", "ok")]
+
+
+async def test_a_dict_result_reaches_the_model_as_the_dict_under_the_cap() -> None:
+    def hits(query: str) -> dict[str, Any]:
+        """Search."""
+        return {"query": query, "hits": [{"title": "Fees", "score": 0.9}]}
+
+    def big(query: str) -> dict[str, Any]:
+        """Search, with far too many hits."""
+        return {"hits": ["x" * 40] * 100}
+
+    llm = adk_model([("h1", "hits", {"query": "fees"}), ("h2", "big", {"query": "q"})], fw.FINAL)
+    runner, _ = guarded(llm, fw.rails(), tools=[hits, big], tool_options=None)
+    await run(runner)
+    sent = tool_results(llm)
+    assert sent["h1"] == hits("fees")
+    # Over the cap: the capped text, as ADK sends any text result.
+    assert sent["h2"]["result"].endswith(TRUNCATION_MARKER)
+    assert len(sent["h2"]["result"]) == fw.MAX_RESULT
+
+
+async def test_an_image_part_reaches_the_model_as_media() -> None:
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
+
+    def chart() -> Any:
+        """The month's spending as a chart."""
+        return types.Part.from_bytes(data=png, mime_type="image/png")
+
+    llm = adk_model([("i1", "chart", {})], fw.FINAL)
+    runner, _ = guarded(llm, fw.rails(), tools=[chart], tool_options=None)
+    await run(runner)
+    [response] = [
+        p.function_response
+        for c in llm.requests[-1].contents
+        for p in c.parts
+        if p.function_response is not None
+    ]
+    [part] = response.parts
+    assert (part.inline_data.mime_type, part.inline_data.data) == ("image/png", png)
