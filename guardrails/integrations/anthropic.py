@@ -41,6 +41,7 @@ __all__ = [
     "offer_tools",
     "run_tool_loop",
     "tool_result_block",
+    "tool_result_content",
     "tool_results",
 ]
 
@@ -65,12 +66,40 @@ def offer_tools(
     return [t.to_anthropic() for t in offer(turn, messages, names).tools]
 
 
+# What a ``tool_result`` may hold besides text: a tool that returns these blocks
+# (an image, a document) is answered with them, as the Messages API carries them.
+_BLOCK_TYPES = frozenset({"text", "image", "document", "search_result"})
+
+
+def _is_block(value: Any) -> bool:
+    # Exact types only: a subclass's methods are the tool's code, and may raise.
+    kind = value.get("type") if type(value) is dict else None
+    return type(kind) is str and kind in _BLOCK_TYPES
+
+
+def _blocks(value: Any) -> list[dict[str, Any]] | None:
+    """``value`` as ``tool_result`` content blocks, or None when it is not made of them."""
+    found = [value] if type(value) is dict else value if type(value) is list else None
+    if not found or not all(_is_block(block) for block in found):
+        return None
+    return list(found)
+
+
+def tool_result_content(result: ToolResult) -> str | list[dict[str, Any]]:
+    """What the model reads: the content tool_call decided on, or, for an ``ok`` result
+    made of content blocks (images, documents) that fits ``max_result_chars``, the blocks."""
+    if result.is_error or result.truncated:
+        return result.content
+    blocks = _blocks(result.value)
+    return result.content if blocks is None else blocks
+
+
 def tool_result_block(result: ToolResult, tool_use_id: str | None = None) -> dict[str, Any]:
     """One ``tool_result`` content block for a guarded call."""
     block: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": result.call_id if tool_use_id is None else tool_use_id,
-        "content": result.content,
+        "content": tool_result_content(result),
     }
     if result.is_error:
         block["is_error"] = True
@@ -241,14 +270,14 @@ def guard_beta_tools(
             result = turn.call(self.name, input)
             if result.is_error:
                 raise ToolError(result.content)
-            return result.content
+            return tool_result_content(result)
 
     class AsyncGuardedTool(BetaAsyncFunctionTool[Any]):
         async def call(self, input: object) -> Any:
             result = await turn.acall(self.name, input)
             if result.is_error:
                 raise ToolError(result.content)
-            return result.content
+            return tool_result_content(result)
 
     cls = AsyncGuardedTool if asynchronous else GuardedTool
     return [

@@ -30,6 +30,7 @@ from guardrails.telemetry import (
     EVENT_ESCAPE,
     EVENT_FAULT,
     EXECUTE_TOOL,
+    GEN_AI_TOOL_CALL_ID,
     GEN_AI_TOOL_NAME,
     OpenTelemetryRecorder,
 )
@@ -53,9 +54,10 @@ class Received:
 
 @dataclass(frozen=True)
 class Span:
-    """One ``execute_tool`` span: its tool, status, ``error.type`` and event counts."""
+    """One ``execute_tool`` span: its tool, call id, status, ``error.type`` and event counts."""
 
     tool: str
+    call_id: str | None
     error: bool
     error_type: str | None
     escapes: int
@@ -68,7 +70,7 @@ class Observed:
     ran: tuple[str, ...]
     audit: tuple[AuditRow, ...]
     spans: tuple[Span, ...]
-    final: str | None = None  # the model's last text, when the run ends with one
+    call_ids: tuple[str, ...] | None = None  # the model's own call ids, where it sends them
 
 
 def spans_of(finished: Iterable[ReadableSpan]) -> tuple[Span, ...]:
@@ -82,6 +84,9 @@ def spans_of(finished: Iterable[ReadableSpan]) -> tuple[Span, ...]:
         found.append(
             Span(
                 str(attributes.get(GEN_AI_TOOL_NAME)),
+                None
+                if GEN_AI_TOOL_CALL_ID not in attributes
+                else str(attributes[GEN_AI_TOOL_CALL_ID]),
                 span.status.status_code.name == "ERROR",
                 None if ERROR_TYPE not in attributes else str(attributes[ERROR_TYPE]),
                 events[EVENT_ESCAPE],
@@ -179,17 +184,31 @@ def check(entry_id: str, row: tb.Row, observed: Observed) -> None:
             raise AssertionError(f"{entry_id} / {row.id} / {call.name}: {exc}") from None
     ran = Counter(c.name for c, a in zip(calls, want.answers, strict=True) if a.ran)
     assert Counter(observed.ran) == ran, (observed.ran, ran)
+    audited = [(c, a) for c, a in zip(calls, want.answers, strict=True) if a.audited]
     rows = [r for r in observed.audit if r.kind == "tool_call"]
-    wanted_rows = Counter(
-        (c.name, a.outcome, a.reason) for c, a in zip(calls, want.answers, strict=True)
-    )
+    wanted_rows = Counter((c.name, a.outcome, a.reason) for c, a in audited)
     assert Counter((r.tool, r.outcome, r.reason) for r in rows) == wanted_rows, rows
     totals = [_fault_count(r) for r in rows]
     assert (sum(e for e, _ in totals), sum(f for _, f in totals)) == (want.escapes, want.faults)
-    _spans(calls, want, observed.spans)
+    _spans(audited, want, observed.spans)
+    audited_at = [i for i, answer in enumerate(want.answers) if answer.audited]
+    _call_ids(entry, observed, audited_at)
 
 
-def _spans(calls: tuple[tb.Call, ...], want: tb.Expected, spans: tuple[Span, ...]) -> None:
+def _call_ids(entry: tb.EntryPoint, observed: Observed, audited: list[int]) -> None:
+    """The audit rows and spans carry the model's own call ids (where the entry point can)."""
+    if entry.no_call_ids is not None:
+        assert observed.call_ids is None, f"{entry.id}: the table says it has no call ids"
+        return
+    assert observed.call_ids is not None, f"{entry.id}: the driver reports no call ids"
+    ids = Counter(observed.call_ids[i] for i in audited)
+    assert Counter(r.call_id for r in observed.audit if r.kind == "tool_call") == ids
+    assert Counter(s.call_id for s in observed.spans) == ids
+
+
+def _spans(
+    audited: list[tuple[tb.Call, tb.Answer]], want: tb.Expected, spans: tuple[Span, ...]
+) -> None:
     def expected_span(call: tb.Call, answer: tb.Answer) -> tuple[Any, ...]:
         tool = "_unknown" if answer.reason == "unknown_tool" else call.name
         error_type = answer.fault or (None if answer.outcome == "ok" else answer.outcome)
@@ -202,7 +221,7 @@ def _spans(calls: tuple[tb.Call, ...], want: tb.Expected, spans: tuple[Span, ...
             short = short.rsplit(".", 1)[-1]
         return span.tool, span.error, short
 
-    wanted = Counter(expected_span(c, a) for c, a in zip(calls, want.answers, strict=True))
+    wanted = Counter(expected_span(c, a) for c, a in audited)
     assert Counter(seen(s) for s in spans) == wanted, spans
     assert sum(s.escapes for s in spans) == want.escapes, spans
     assert sum(s.faults for s in spans) == want.faults, spans

@@ -55,11 +55,13 @@ def answers(row: tb.Row, expected: tb.Expected) -> list[str]:
     lines = []
     for call, answer in zip(row.calls, expected.answers, strict=True):
         reason = "" if answer.reason is None else f", {answer.reason}"
-        lines.append(
-            f"**{answer.outcome}**: {content(answer.content)}; "
-            f"body {'ran' if answer.ran else 'not run'}; "
+        body = "ran" if answer.ran else "not run"
+        seen = (
             f"audit `tool_call` {call.name}, {answer.outcome}{reason}; span {_span(call, answer)}"
         )
+        if not answer.audited:
+            seen = "no audit row, no span"
+        lines.append(f"**{answer.outcome}**: {content(answer.content)}; body {body}; {seen}")
     return lines
 
 
@@ -98,10 +100,14 @@ def _differences() -> list[str]:
 
 
 def _entries() -> list[str]:
-    out = ["| entry point | error flag | page |", "| --- | --- | --- |"]
+    out = [
+        "| entry point | error flag | the model's call id on the audit row and span | page |",
+        "| --- | --- | --- | --- |",
+    ]
     for entry in tb.ENTRY_POINTS.values():
         flag = "yes" if entry.error_flag else "none in the format"
-        out.append(f"| {entry.title} | {flag} | `{entry.docs}` |")
+        ids = "yes" if entry.no_call_ids is None else f"no: {entry.no_call_ids}"
+        out.append(f"| {entry.title} | {flag} | {ids} | `{entry.docs}` |")
     return out
 
 

@@ -80,7 +80,8 @@ class Answer:
     body ran; ``reason``: the audit row's reason (its row is ``tool_call``,
     the tool's name, the outcome); ``fault``: the ``error.type`` of a span
     whose status is ERROR (None: status unset; the ``error.type`` of a refusal
-    is its outcome).
+    is its outcome); ``audited``: False for a call that never reaches the
+    engine (no audit row, no span), where a ``Difference`` says so.
     """
 
     outcome: str
@@ -88,6 +89,7 @@ class Answer:
     ran: bool
     reason: str | None = None
     fault: str | None = None
+    audited: bool = True
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,8 @@ class EntryPoint:
     docs: str  # the page that states its differences, from the repository's root
     error_flag: bool  # its answers carry an error flag (is_error, isError)
     differences: dict[str, Difference] = field(default_factory=dict)
+    # Why the audit row and span cannot carry the model's own call id (None: they do).
+    no_call_ids: str | None = None
 
 
 def _one(
@@ -256,6 +260,19 @@ ROW = {row.id: row for row in ROWS}
 NO_APPROVAL = Difference("It has no approval step of its own: a call runs or is refused at once.")
 
 
+RUNNER_ANSWERS = (
+    "The SDK's tool runner answers a tool it was not given by itself, with its own text "
+    "(`Error: Tool '<name>' not found`, `is_error`) and a `UserWarning`: the call never "
+    "reaches tool_call, so it leaves no audit row and no span. Use `run_tool_loop` where "
+    "that matters."
+)
+
+
+def _runner_answer(name: str) -> Expected:
+    text = Text(f"Error: Tool '{name}' not found")
+    return Expected((Answer("unavailable", text, False, audited=False),))
+
+
 ENTRY_POINTS: dict[str, EntryPoint] = {
     ep.id: ep
     for ep in (
@@ -273,6 +290,31 @@ ENTRY_POINTS: dict[str, EntryPoint] = {
                     _one("error", Text(ERROR), True, "unserialisable", "TypeError"),
                 ),
             },
+        ),
+        EntryPoint(
+            "anthropic",
+            "Anthropic Messages API (`run_tool_loop`, `arun_tool_loop`, `guard_beta_tools`)",
+            "docs/integrations/anthropic.md",
+            error_flag=True,
+            differences={"approval": NO_APPROVAL},
+        ),
+        EntryPoint(
+            "anthropic.tool_runner",
+            "Anthropic SDK's `tool_runner` over `guard_beta_tools`",
+            "docs/integrations/anthropic.md",
+            error_flag=True,
+            differences={
+                "approval": NO_APPROVAL,
+                "not_offered": Difference(RUNNER_ANSWERS, _runner_answer("close_account")),
+                "unknown_twice": Difference(
+                    RUNNER_ANSWERS,
+                    Expected(_runner_answer(UNKNOWN_TOOL).answers * 2),
+                ),
+            },
+            no_call_ids=(
+                "The SDK's runner hands a tool its input only, not the `tool_use` id: the "
+                "audit row and the span carry an id of their own."
+            ),
         ),
     )
 }

@@ -59,6 +59,15 @@ def test_every_difference_is_written_in_its_entry_points_page(entry: str, row_id
     assert "conformance.md" in page, f"{point.docs} links the conformance page"
 
 
+@pytest.mark.parametrize(
+    "entry", [e.id for e in tb.ENTRY_POINTS.values() if e.no_call_ids is not None]
+)
+def test_every_missing_call_id_is_written_in_its_entry_points_page(entry: str) -> None:
+    point = tb.ENTRY_POINTS[entry]
+    page = _words((ROOT / point.docs).read_text())
+    assert _words(point.no_call_ids or "") in page, point.docs
+
+
 def test_every_row_has_one_answer_per_call_and_unique_ids() -> None:
     assert len({row.id for row in tb.ROWS}) == len(tb.ROWS)
     for row in tb.ROWS:

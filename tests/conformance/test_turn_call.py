@@ -28,13 +28,12 @@ def run(row: tb.Row) -> hs.Observed:
     instruments, ran = hs.Instruments(), []
     turn = sc.rails(ran, **instruments.engine()).turn(sc.context())
     turn.pre_turn("What can I do with my account?")
-    ids = itertools.count(1)
+    ids = [f"call-{n}" for n in range(1, len(row.calls) + 1)]
     answers = [
-        _received(turn.call(call.name, call.arguments, f"call-{next(ids)}"))
-        for step in row.steps
-        for call in step
+        _received(turn.call(call.name, call.arguments, call_id))
+        for call, call_id in zip(row.calls, ids, strict=True)
     ]
-    return instruments.observed(answers, ran)
+    return instruments.observed(answers, ran, call_ids=tuple(ids))
 
 
 async def arun(row: tb.Row) -> hs.Observed:
@@ -42,13 +41,15 @@ async def arun(row: tb.Row) -> hs.Observed:
     turn = sc.rails(ran, **instruments.engine()).turn(sc.context())
     await turn.apre_turn("What can I do with my account?")
     ids = itertools.count(1)
-    answers = []
+    answers, call_ids = [], []
     for step in row.steps:
+        step_ids = [f"call-{next(ids)}" for _ in step]
         results = await asyncio.gather(
-            *(turn.acall(call.name, call.arguments, f"call-{next(ids)}") for call in step)
+            *(turn.acall(c.name, c.arguments, i) for c, i in zip(step, step_ids, strict=True))
         )
         answers += [_received(result) for result in results]
-    return instruments.observed(answers, ran)
+        call_ids += step_ids
+    return instruments.observed(answers, ran, call_ids=tuple(call_ids))
 
 
 @pytest.mark.parametrize("row", tb.ROWS, ids=lambda row: row.id)

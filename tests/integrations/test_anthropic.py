@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from itertools import combinations
 from typing import Any, Literal
 
@@ -434,3 +435,67 @@ def test_post_run_reads_the_loops_final_message_and_performs_the_backstop() -> N
     report = turn.post_run(run.message)
     [action] = report.actions
     assert (action.tool, action.outcome, notified) == ("notify_human", Outcome.OK, ["promised"])
+
+
+# -- results made of content blocks ---------------------------------------------------
+
+IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}
+
+
+class _HostileDict(dict):  # type: ignore[type-arg]
+    def get(self, *args: Any) -> Any:
+        raise RuntimeError("a tool's own mapping")
+
+
+class _HostileStr(str):
+    def __hash__(self) -> int:
+        raise RuntimeError("a tool's own string")
+
+    __eq__ = str.__eq__
+
+
+@pytest.mark.parametrize(
+    "value, native",
+    [
+        (IMAGE, True),
+        ([{"type": "text", "text": "a chart"}, IMAGE], True),
+        ([IMAGE, {"type": "tool_use", "id": "x"}], False),  # one block a tool_result cannot hold
+        ({"type": "images"}, False),  # near miss of a block type
+        ([], False),
+        ({"kind": "image"}, False),
+        (_HostileDict(IMAGE), False),
+        ({"type": _HostileStr("image")}, False),
+        ("an image", False),
+    ],
+)
+def test_a_result_of_content_blocks_reaches_the_model_as_blocks(value: Any, native: bool) -> None:
+    @tool
+    def chart() -> Any:
+        """A chart."""
+        return value
+
+    turn = Guardrails([chart]).turn()
+    message = {"content": [{"type": "tool_use", "id": "t1", "name": "chart", "input": {}}]}
+    [block] = tool_results(turn, message)
+    [result] = turn.results
+    if native:
+        assert block["content"] == ([value] if isinstance(value, dict) else value)
+    else:
+        assert block["content"] == result.content and isinstance(block["content"], str)
+
+
+def test_blocks_past_the_size_cap_reach_the_model_as_the_capped_text() -> None:
+    big = {**IMAGE, "source": {**IMAGE["source"], "data": "A" * 200}}
+
+    @tool
+    def chart() -> Any:
+        """A chart."""
+        return big
+
+    for limit, native in ((len(json.dumps(big, separators=(",", ":"))), True), (200, False)):
+        turn = Guardrails([chart], max_result_chars=limit).turn()
+        message = {"content": [{"type": "tool_use", "id": "t1", "name": "chart", "input": {}}]}
+        [block] = tool_results(turn, message)
+        assert (block["content"] == [big]) is native
+        if not native:
+            assert block["content"].endswith("[guardrails: result truncated]")
