@@ -108,14 +108,14 @@ def _claude_agent() -> dict[str, Callable[[], Any]]:
     from claude_agent_sdk import ClaudeAgentOptions, create_sdk_mcp_server, tool
     from mcp import Client
 
-    from guardrails.integrations.claude_agent import guard
+    from guardrails.integrations.claude_agent import guard_options
 
     @tool("get_orders", "The account's orders.", {"status": str, "account": str})
     async def get_orders(args: dict[str, Any]) -> dict[str, Any]:
         return {"content": [{"type": "text", "text": _orders(args["status"], args["account"])}]}
 
     sdk_server = create_sdk_mcp_server("shop", tools=[get_orders])["instance"]
-    options = guard(
+    options = guard_options(
         ClaudeAgentOptions(),
         Guardrails(),
         server="shop",

@@ -15,7 +15,7 @@ from typing import Any
 from claude_agent_sdk import ClaudeAgentOptions, query, tool
 
 from guardrails import Guardrails, TurnContext
-from guardrails.integrations.claude_agent import guard
+from guardrails.integrations.claude_agent import guard_options
 from guardrails.integrations.scripted import ScriptedMessagesAPI, text_message, tool_use_message
 
 
@@ -49,7 +49,7 @@ async def main() -> None:
             "HOME": home,
             "CLAUDE_CONFIG_DIR": home,
         }
-        options = guard(
+        options = guard_options(
             ClaudeAgentOptions(env=env, cwd=home, model="claude-scripted"),
             Guardrails(max_result_chars=500),
             server="shop",

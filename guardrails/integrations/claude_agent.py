@@ -2,10 +2,10 @@
 
 ::
 
-    options = guard(ClaudeAgentOptions(...), rails, server="shop", sdk_tools=[get_orders])
+    options = guard_options(ClaudeAgentOptions(...), rails, server="shop", sdk_tools=[get_orders])
     async for message in query(prompt="...", options=options): ...
 
-``guard`` registers the SDK's ``@tool`` functions (``sdk_tools``) in the engine
+``guard_options`` registers the SDK's ``@tool`` functions (``sdk_tools``) in the engine
 (schema read the way the SDK builds it), serves all the engine's tools as the
 in-process MCP server ``server`` (bound parameters hidden), and adds hooks:
 
@@ -24,6 +24,8 @@ The CLI answers calls of tools that do not exist at all before any hook runs
 
 from __future__ import annotations
 
+import base64
+import contextvars
 import dataclasses
 import functools
 import json
@@ -36,9 +38,10 @@ from ..errors import ConfigurationError
 from ..tools import Tool
 from ..verdicts import Outcome, model_sentence
 from ._common import ContextSource, ReportSink, start_turn
-from ._framework_tools import Clash, ToolOptions, check_options, register
+from ._framework_tools import Clash, ToolOptions, check_options, extra_of, register
+from ._rich import Rich, binary_note, sent
 
-__all__ = ["ToolReportedError", "guard", "tool_from"]
+__all__ = ["ToolReportedError", "guard_options", "tool_from"]
 
 _MCP = "mcp__"
 
@@ -51,29 +54,50 @@ def tool_from(sdk_tool: Any, **options: Any) -> Tool:
     """A guarded ``Tool`` for a Claude Agent SDK ``@tool`` function (an ``SdkMcpTool``).
 
     The schema is the one the SDK would send (a ``{"name": type}`` mapping makes
-    every key required, as the SDK does); ``options`` are those of ``Tool``.
+    every key required, as the SDK does; undeclared arguments are refused unless
+    the schema opens them); ``options`` are those of ``Tool``.
     """
     from claude_agent_sdk import _build_input_schema
 
     handler = sdk_tool.handler
+    schema = _build_input_schema(sdk_tool)
 
     async def run(**arguments: Any) -> Any:
         answer = await handler(arguments)
         if not isinstance(answer, dict) or answer.get("is_error"):
             raise ToolReportedError(f"tool {sdk_tool.name!r} answered with an error")
-        return _text_of(answer.get("content") or [])
+        return _rendered(answer.get("content") or [])
 
     options.setdefault("description", sdk_tool.description or "")
-    return Tool(sdk_tool.name, run, _build_input_schema(sdk_tool), **options)
+    options.setdefault("extra", extra_of(schema))
+    return Tool(sdk_tool.name, run, schema, **options)
 
 
-def _text_of(content: list[Any]) -> str:
-    return "\n".join(
-        block["text"]
-        if isinstance(block, dict) and block.get("type") == "text"
-        else json.dumps(block, default=str)
-        for block in content
-    )
+# Where a served call's rich result waits while tool_call renders its stand-in.
+_RICH: contextvars.ContextVar[list[Rich]] = contextvars.ContextVar("guardrails_claude_rich")
+
+
+def _rendered(content: Any) -> str:
+    """The text tool_call renders for a tool's content blocks, as the SDK would serve them.
+
+    Text blocks are their text, an image its note (``[image/png, 1234 bytes]``);
+    when there is an image, the blocks wait in ``_RICH`` to be served as they are.
+    """
+    from claude_agent_sdk import _convert_tool_content  # what the SDK's own server sends
+
+    blocks = _convert_tool_content(list(content))
+    text = "\n".join(_block_text(block) for block in blocks)
+    found = _RICH.get(None)
+    if found is not None and any(block.get("type") != "text" for block in blocks):
+        found.append(Rich(text, blocks))
+    return text
+
+
+def _block_text(block: dict[str, Any]) -> str:
+    if block.get("type") == "text":
+        return str(block["text"])
+    # An image whose data is not base64 raises here: the call's outcome is ``error``.
+    return binary_note(block.get("mimeType"), len(base64.b64decode(block["data"], validate=True)))
 
 
 class _Hooks:
@@ -142,17 +166,27 @@ class _Hooks:
             self.on_report(report)
         return {}
 
-    async def call(self, name: str, arguments: Any) -> tuple[str, bool]:
-        """Run a call PreToolUse let through, in its turn: (content, is_error)."""
+    async def call(self, name: str, arguments: Any) -> tuple[Any, bool]:
+        """Run a call PreToolUse let through, in its turn: (content blocks, is_error)."""
         queue = self.waiting.get((name, _key(arguments)))
         if not queue:
             # Not seen by the hook (the server used without it): nothing runs.
-            return model_sentence(Outcome.UNAVAILABLE), True
+            return _text_blocks(model_sentence(Outcome.UNAVAILABLE)), True
         turn, call_id = queue.popleft()
         if not queue:
             del self.waiting[(name, _key(arguments))]
-        result = await turn.acall(name, arguments, call_id)
-        return result.content, result.is_error
+        found: list[Rich] = []
+        token = _RICH.set(found)
+        try:
+            result = await turn.acall(name, arguments, call_id)
+        finally:
+            _RICH.reset(token)
+        answer = sent(result, found[-1] if found else None)
+        return (_text_blocks(answer) if isinstance(answer, str) else answer), result.is_error
+
+
+def _text_blocks(text: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": text}]
 
 
 _ALLOW = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
@@ -179,7 +213,7 @@ def _canonical(value: Any) -> Any:
 
 def _server(hooks: _Hooks, rails: Guardrails, name: str) -> Any:
     from mcp.server import Server
-    from mcp.types import CallToolResult, ListToolsResult, TextContent
+    from mcp.types import CallToolResult, ListToolsResult
     from mcp.types import Tool as McpTool
 
     async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
@@ -188,13 +222,13 @@ def _server(hooks: _Hooks, rails: Guardrails, name: str) -> Any:
         )
 
     async def call_tool(ctx: Any, params: Any) -> CallToolResult:
-        text, is_error = await hooks.call(params.name, params.arguments or {})
-        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
+        blocks, is_error = await hooks.call(params.name, params.arguments or {})
+        return CallToolResult.model_validate({"content": blocks, "isError": is_error})
 
     return Server(name, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-def guard(
+def guard_options(
     options: Any,
     rails: Guardrails,
     *,
@@ -217,13 +251,13 @@ def guard(
     from claude_agent_sdk.types import McpSdkServerConfig
 
     sdk_tools = list(sdk_tools)
-    check_options([t.name for t in sdk_tools], tool_options, "guard(options)")
+    check_options([t.name for t in sdk_tools], tool_options, "guard_options(options)")
     for sdk_tool in sdk_tools:
         given = (tool_options or {}).get(sdk_tool.name)
         build = functools.partial(tool_from, sdk_tool)
         register(rails, sdk_tool.name, build, given, source=sdk_tool, clash=Clash.APPLICATION_WINS)
     if not rails.tools:
-        raise ConfigurationError("guard(options): the engine has no tools to serve")
+        raise ConfigurationError("guard_options(options): the engine has no tools to serve")
     hooks = _Hooks(rails, server, context, on_report)
     added = {
         "UserPromptSubmit": [HookMatcher(hooks=[hooks.prompt])],
@@ -234,7 +268,7 @@ def guard(
     merged = {event: [*existing.get(event, []), *matchers] for event, matchers in added.items()}
     if not isinstance(options.mcp_servers, dict):
         raise ConfigurationError(
-            "guard(options): mcp_servers must be a dict to add the guarded server"
+            "guard_options(options): mcp_servers must be a dict to add the guarded server"
         )
     servers = dict(options.mcp_servers)
     servers[server] = McpSdkServerConfig(

@@ -23,7 +23,7 @@ if os.environ.get("GUARDRAILS_REQUIRE_FRAMEWORKS") != "1":
 from claude_agent_sdk import ClaudeAgentOptions, create_sdk_mcp_server, query, tool
 from mcp import Client
 
-from guardrails.integrations.claude_agent import _key, guard, tool_from
+from guardrails.integrations.claude_agent import _key, guard_options, tool_from
 
 SECRET = "token=sk-live-123"
 BIG = "x" * 5_000
@@ -66,7 +66,7 @@ def guarded(**engine: Any) -> tuple[Any, MemoryRecorder, list[Any]]:
     recorder = MemoryRecorder()
     reports: list[Any] = []
     rails = Guardrails(recorder=recorder, max_result_chars=1_000, **engine)
-    options = guard(
+    options = guard_options(
         ClaudeAgentOptions(),
         rails,
         server="shop",
@@ -144,7 +144,7 @@ def noting() -> tuple[Any, list[Any]]:
         ran.append(args)
         return {"content": [{"type": "text", "text": "ok"}]}
 
-    return guard(ClaudeAgentOptions(), Guardrails(), server="shop", sdk_tools=[note]), ran
+    return guard_options(ClaudeAgentOptions(), Guardrails(), server="shop", sdk_tools=[note]), ran
 
 
 async def test_a_call_the_hook_did_not_decide_runs_nothing() -> None:
@@ -184,7 +184,7 @@ async def test_a_per_turn_ceiling_and_a_new_turn_per_prompt() -> None:
 
 async def test_pre_turn_on_the_prompt_decides_what_can_be_called() -> None:
     rails = Guardrails(guards=[allow_list(by_tenant={"acme": ["dump_log"]})])
-    options = guard(
+    options = guard_options(
         ClaudeAgentOptions(),
         rails,
         server="shop",
@@ -200,7 +200,7 @@ async def test_pre_turn_on_the_prompt_decides_what_can_be_called() -> None:
 
 def test_misconfiguration_is_rejected_naming_the_culprit() -> None:
     with pytest.raises(ConfigurationError, match="'transfer'"):
-        guard(
+        guard_options(
             ClaudeAgentOptions(),
             Guardrails(),
             server="s",
@@ -208,7 +208,7 @@ def test_misconfiguration_is_rejected_naming_the_culprit() -> None:
             tool_options={"transfer": {}},
         )
     with pytest.raises(ConfigurationError, match="'get_orders'"):
-        guard(
+        guard_options(
             ClaudeAgentOptions(),
             Guardrails(),
             server="s",
@@ -219,7 +219,7 @@ def test_misconfiguration_is_rejected_naming_the_culprit() -> None:
 
 def test_the_users_options_are_not_changed() -> None:
     mine = ClaudeAgentOptions()
-    guarded_options = guard(mine, Guardrails(), server="shop", sdk_tools=ALL)
+    guarded_options = guard_options(mine, Guardrails(), server="shop", sdk_tools=ALL)
     assert mine.hooks is None and mine.mcp_servers == {}
     assert sorted(guarded_options.hooks) == ["PreToolUse", "Stop", "UserPromptSubmit"]
 
@@ -270,7 +270,7 @@ async def test_a_real_cli_run_sends_the_model_only_our_outcomes(tmp_path: Path) 
         recorder = MemoryRecorder()
         reports: list[Any] = []
         rails = Guardrails(recorder=recorder, max_result_chars=1_000)
-        options = guard(
+        options = guard_options(
             cli_options(api, tmp_path),
             rails,
             server="shop",
@@ -388,7 +388,7 @@ async def test_an_engine_tool_of_our_own_is_served_too() -> None:
         """Add two numbers."""
         return a + b
 
-    options = guard(ClaudeAgentOptions(), Guardrails([add]), server="calc")
+    options = guard_options(ClaudeAgentOptions(), Guardrails([add]), server="calc")
     decided = await hook(options, "PreToolUse")(
         {**pre_tool_input("add", {"a": 2}, "t1"), "tool_name": "mcp__calc__add"},
         "t1",
@@ -412,7 +412,7 @@ async def test_a_refused_prompt_is_blocked_with_the_refusal_code() -> None:
             return GuardResult.rejected("deletion_requested")
         return GuardResult.passed()
 
-    options = guard(
+    options = guard_options(
         ClaudeAgentOptions(), Guardrails(guards=[no_deletions]), server="shop", sdk_tools=ALL
     )
     prompt = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "delete all"}
@@ -428,7 +428,79 @@ def test_a_tool_the_application_registered_is_kept_and_options_for_it_are_refuse
 
     rails = Guardrails([Tool("get_orders", mine, tool_from(get_orders).schema)])
     kept = rails.tools["get_orders"]
-    guard(ClaudeAgentOptions(), rails, server="shop", sdk_tools=ALL)
+    guard_options(ClaudeAgentOptions(), rails, server="shop", sdk_tools=ALL)
     assert rails.tools["get_orders"] is kept
     with pytest.raises(ConfigurationError, match="'get_orders' is already registered"):
-        guard(ClaudeAgentOptions(), rails, server="shop", sdk_tools=ALL, tool_options=OPTIONS)
+        guard_options(
+            ClaudeAgentOptions(), rails, server="shop", sdk_tools=ALL, tool_options=OPTIONS
+        )
+
+
+# -- undeclared arguments and rich results, through the bundled CLI ------------------------
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+
+def banking() -> tuple[list[Any], list[dict[str, Any]]]:
+    """A transfer tool and a chart tool; every transfer's arguments, as the handler got them."""
+    moved: list[dict[str, Any]] = []
+
+    @tool("transfer", "Move money to a payee.", {"to": str, "amount": float})
+    async def transfer(args: dict[str, Any]) -> dict[str, Any]:
+        moved.append(dict(args))
+        return {"content": [{"type": "text", "text": f"sent {args['amount']} to {args['to']}"}]}
+
+    @tool("chart", "The month's spending as a chart.", {})
+    async def chart(args: dict[str, Any]) -> dict[str, Any]:
+        image = {"type": "image", "data": PNG, "mimeType": "image/png"}
+        return {"content": [{"type": "text", "text": "spending:"}, image]}
+
+    return [transfer, chart], moved
+
+
+def blocks_sent(api: ScriptedMessagesAPI) -> dict[str, tuple[Any, bool]]:
+    """The content blocks the model was sent back for each tool_use id, in the last request
+    (the CLI sends a text-only result as a string)."""
+    found = {}
+    for block in api.requests[-1]["messages"][-1]["content"]:
+        if block.get("type") == "tool_result":
+            content = block["content"]
+            if isinstance(content, str):
+                content = [{"type": "text", "text": content}]
+            found[block["tool_use_id"]] = (content, bool(block.get("is_error")))
+    return found
+
+
+@pytest.mark.slow
+async def test_a_real_cli_run_refuses_undeclared_arguments_and_sends_images_as_images(
+    tmp_path: Path,
+) -> None:
+    undeclared = {"to": "bob", "amount": 5, "from_account": "acc-666"}
+    steps = script(
+        [("transfer", undeclared), ("chart", {}), ("transfer", {"to": "bob", "amount": 5})]
+    )
+    tools, moved = banking()
+    recorder = MemoryRecorder()
+    with ScriptedMessagesAPI(steps) as api:
+        options = guard_options(
+            cli_options(api, tmp_path),
+            Guardrails(recorder=recorder),
+            server="shop",
+            sdk_tools=tools,
+        )
+        await run(options)
+    sent = blocks_sent(api)
+    call = ids(steps)
+    undeclared_sentence = (
+        "The arguments were not accepted. Send only the parameters that the tool declares."
+    )
+    assert sent[call[0]] == ([{"type": "text", "text": undeclared_sentence}], True)
+    chart_blocks, chart_error = sent[call[1]]
+    assert chart_error is False
+    assert chart_blocks[0] == {"type": "text", "text": "spending:"}
+    assert chart_blocks[1]["type"] == "image"
+    assert chart_blocks[1]["source"] == {"type": "base64", "media_type": "image/png", "data": PNG}
+    assert moved == [{"to": "bob", "amount": 5}]  # the undeclared call never reached the handler
+    outcomes = {r.call_id: (r.outcome, r.reason, r.content) for r in recorder.results}
+    assert outcomes[call[0]][:2] == ("invalid_args", "undeclared_parameter")
+    assert outcomes[call[1]] == ("ok", None, "spending:\n[image/png, 70 bytes]")
