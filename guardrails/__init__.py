@@ -19,11 +19,13 @@ from .errors import (
     NotConfigured,
     SchemaError,
     StopRun,
+    TicketClosed,
     UsageError,
 )
 from .guard import Guard, guard
 from .middleware.post_run import BackstopAction, PostRunReport, RunRecord
 from .middleware.pre_turn import PreTurnDecision, PreTurnRequest, Refusal
+from .middleware.ticket import Ticket
 from .middleware.tool_call import CallHook, Stop
 from .recorder import Recorder, Recorders
 from .tools import Secret, Tool, tool
@@ -57,6 +59,8 @@ __all__ = [
     "Secret",
     "Stop",
     "StopRun",
+    "Ticket",
+    "TicketClosed",
     "Tool",
     "ToolCall",
     "ToolResult",

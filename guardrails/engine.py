@@ -13,6 +13,7 @@ from .errors import ConfigurationError, DuplicateNameError
 from .guard import Guard, as_guard
 from .middleware.post_run import PostRunReport, apost_run, post_run
 from .middleware.pre_turn import PreTurnDecision, apre_turn, pre_turn
+from .middleware.ticket import Ticket, aadmit, admit, aend_tickets, end_tickets
 from .middleware.tool_call import CallHook, Plan, ToolCallPipeline
 from .recorder import Recorder, Recorders, combine_recorders
 from .rules.ceiling import TurnCeiling
@@ -33,7 +34,16 @@ class Turn:
     A turn may be shared by threads: ``lock`` guards ``counters``.
     """
 
-    __slots__ = ("__weakref__", "_lock", "context", "counters", "engine", "offered", "results")
+    __slots__ = (
+        "__weakref__",
+        "_lock",
+        "_tickets",
+        "context",
+        "counters",
+        "engine",
+        "offered",
+        "results",
+    )
 
     def __init__(
         self,
@@ -47,6 +57,7 @@ class Turn:
         self.results: list[ToolResult] = []
         self.counters: dict[str, int] = {}
         self._lock: threading.Lock | None = None
+        self._tickets: set[Ticket] | None = None  # the open tickets (``admit``)
 
     @property
     def lock(self) -> threading.Lock:
@@ -77,6 +88,39 @@ class Turn:
             del place  # (a call in flight holds no done future)
         return await engine._pipeline.arun(self, name, arguments, call_id)
 
+    def admit(self, name: str, arguments: Any, call_id: str | None = None) -> Ticket:
+        """Decide one call whose body runs elsewhere (sync): every step ``call`` runs
+        before the tool, and a ticket for the body's answer. See docs/tool_call.md."""
+        return admit(self, name, arguments, call_id)
+
+    async def aadmit(self, name: str, arguments: Any, call_id: str | None = None) -> Ticket:
+        """``admit`` for async code."""
+        slice = self.engine.loop_slice
+        if slice is not None and (place := _fair.enter(slice)) is not None:
+            await place
+        return await aadmit(self, name, arguments, call_id)
+
+    def end(self) -> list[ToolResult]:
+        """End the turn (sync): every ticket still open is settled as ``error``
+        (reason ``not_completed``) and audited; their results. A turn may go on after."""
+        return end_tickets(self) if self._tickets else []
+
+    async def aend(self) -> list[ToolResult]:
+        """``end`` for async code."""
+        return await aend_tickets(self) if self._tickets else []
+
+    def __enter__(self) -> Turn:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.end()
+
+    async def __aenter__(self) -> Turn:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aend()
+
     def pre_turn(self, input: Any, tools: Iterable[Any] | None = None) -> PreTurnDecision:
         """Decide what the model is offered, and offer it (sync). See docs/pre_turn.md."""
         return pre_turn(self, input, tools)
@@ -89,14 +133,19 @@ class Turn:
         return await apre_turn(self, input, tools)
 
     def post_run(self, output: Any = None, *, structured: Any = None) -> PostRunReport:
-        """Check the finished run and act as its backstop (sync). See docs/post_run.md."""
+        """End the turn's open tickets, then check the finished run and act as its
+        backstop (sync). See docs/post_run.md."""
+        if self._tickets:
+            end_tickets(self)
         return post_run(self, output, structured=structured)
 
     async def apost_run(self, output: Any = None, *, structured: Any = None) -> PostRunReport:
-        """Check the finished run and act as its backstop (async)."""
+        """``post_run`` for async code."""
         slice = self.engine.loop_slice
         if slice is not None and (place := _fair.enter(slice)) is not None:
             await place
+        if self._tickets:
+            await aend_tickets(self)
         return await apost_run(self, output, structured=structured)
 
 

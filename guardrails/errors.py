@@ -9,6 +9,7 @@ stops::
     │   ├── SchemaError           a tool schema that does not compile
     │   └── DuplicateNameError    two guards or tools with one name
     ├── UsageError                an entry point called the wrong way
+    │   └── TicketClosed          a ticket completed, failed or closed a second time
     ├── NotConfigured             raised *by a guard* that lacks configuration;
     │                             the guard boundary turns it into not_evaluated
     └── StopRun                   a deliberate, non-retryable stop of the workflow
@@ -25,6 +26,7 @@ __all__ = [
     "NotConfigured",
     "SchemaError",
     "StopRun",
+    "TicketClosed",
     "UsageError",
 ]
 
@@ -47,6 +49,11 @@ class DuplicateNameError(ConfigurationError):
 
 class UsageError(GuardrailsError, RuntimeError):
     """An entry point was called in a way it does not support."""
+
+
+class TicketClosed(UsageError):
+    """A ticket was completed or failed after it was settled (completed, failed,
+    refused at admission, or closed when its turn ended)."""
 
 
 class NotConfigured(GuardrailsError):

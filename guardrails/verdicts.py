@@ -91,6 +91,7 @@ class Reason(StrEnum):
     OUT_OF_ORDER = "out_of_order"
     IN_PROGRESS = "in_progress"
     INTERRUPTED = "interrupted"
+    NOT_COMPLETED = "not_completed"
 
 
 # Members read once: on Python 3.11 each ``Enum.MEMBER`` read costs a class

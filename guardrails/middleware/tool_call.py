@@ -27,12 +27,12 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from time import perf_counter_ns
 from types import MappingProxyType
-from typing import Any
+from typing import Any, overload
 
 from .._aio import cancel_requested, owes_record, to_the_end
 from .._aio import late as is_late
 from .._tuples import make
-from ..context import Escape, Invocation, ToolResult
+from ..context import Escape, Invocation, ToolResult, VerdictRecord
 from ..guard import evaluate_plain
 from ..verdicts import ChokePoint, Outcome, Verdict
 from . import _call_ids as _ids
@@ -55,6 +55,7 @@ __all__ = [
     "FLAG_LATE_RESULT",
     "CallHook",
     "Plan",
+    "Hold",
     "Stop",
     "ToolCallPipeline",
 ]
@@ -66,6 +67,11 @@ _PASS = Verdict.PASS
 
 _new = make  # tuple.__new__ without its call path
 _Proxy = MappingProxyType
+
+Hold = Callable[..., Any]
+"""What ``run``/``arun`` hand a call whose body runs elsewhere, once steps 1-6 let it
+through: ``hold(pipeline, plan, invocation, records, escapes, verdict, start, secrets)``;
+its answer is returned instead of running the tool (``middleware.ticket``)."""
 
 
 class ToolCallPipeline:
@@ -102,7 +108,15 @@ class ToolCallPipeline:
 
     # -- the two drivers ----------------------------------------------------
 
-    def run(self, turn: Any, name: str, arguments: Any, call_id: str | None) -> ToolResult:
+    @overload
+    def run(self, turn: Any, name: str, arguments: Any, call_id: str | None) -> ToolResult: ...
+
+    @overload
+    def run(self, turn: Any, name: str, arguments: Any, call_id: str | None, hold: Hold) -> Any: ...
+
+    def run(
+        self, turn: Any, name: str, arguments: Any, call_id: str | None, hold: Hold | None = None
+    ) -> Any:
         start = perf_counter_ns()
         call_id = next(_ids.CALL_IDS) if call_id is None else entry_call_id(call_id, new_call_id)
         admitted = admit(self.plans, turn, name, arguments, call_id, self.max_argument_chars, start)
@@ -146,6 +160,8 @@ class ToolCallPipeline:
             value = None
             late = False
             if stop is None:
+                if hold is not None:  # the body runs elsewhere: its ticket settles the call
+                    return hold(self, plan, inv, records, escapes, verdict, start, secrets)
                 tool = plan.tool
                 deadline = tool.deadline_ns
                 began = 0 if deadline is None else perf_counter_ns()
@@ -155,6 +171,31 @@ class ToolCallPipeline:
                         late = is_late(began, deadline)
                 except BaseException as exc:
                     stop = failure(exc)
+        except BaseException:
+            self._interrupt(turn, inv, start)
+            raise
+        return self.settle(
+            turn, plan, inv, records, escapes, verdict, stop, value, start, late, secrets
+        )
+
+    def settle(
+        self,
+        turn: Any,
+        plan: Plan,
+        inv: Invocation,
+        records: tuple[VerdictRecord, ...],
+        escapes: Sequence[Escape],
+        verdict: Verdict,
+        stop: Stop | None,
+        value: Any,
+        start: int,
+        late: bool,
+        secrets: dict[str, Any] | None,
+    ) -> ToolResult:
+        """Steps 7-9 and the wrap-up, from the body's answer (``stop`` or ``value``):
+        the result rendered and capped, the output guards, the hooks' ``after``, the
+        recorders. ``run`` ends here, and so does a ticket's ``complete``."""
+        try:
             result = complete(
                 inv,
                 records,
@@ -175,9 +216,25 @@ class ToolCallPipeline:
             raise
         if self.hooks:
             result = after_hooks(self.hooks, inv, result)
-        return self._finish(turn, result)
+        turn.results.append(result)  # ``_finish``, inline: this is every valid call's path
+        recorder = self.recorder
+        if recorder is not None:
+            recorder.on_turn_result(turn, result)
+        return result
 
-    async def arun(self, turn: Any, name: str, arguments: Any, call_id: str | None) -> ToolResult:
+    @overload
+    async def arun(
+        self, turn: Any, name: str, arguments: Any, call_id: str | None
+    ) -> ToolResult: ...
+
+    @overload
+    async def arun(
+        self, turn: Any, name: str, arguments: Any, call_id: str | None, hold: Hold
+    ) -> Any: ...
+
+    async def arun(
+        self, turn: Any, name: str, arguments: Any, call_id: str | None, hold: Hold | None = None
+    ) -> Any:
         start = perf_counter_ns()
         call_id = next(_ids.CALL_IDS) if call_id is None else entry_call_id(call_id, new_call_id)
         admitted = admit(self.plans, turn, name, arguments, call_id, self.max_argument_chars, start)
@@ -227,6 +284,8 @@ class ToolCallPipeline:
             value = None
             late = False
             if stop is None:
+                if hold is not None:  # the body runs elsewhere: its ticket settles the call
+                    return hold(self, plan, inv, records, found, verdict, start, secrets)
                 tool = plan.tool
                 deadline = tool.deadline_ns
                 began = 0 if deadline is None else perf_counter_ns()
@@ -241,10 +300,33 @@ class ToolCallPipeline:
                         late = is_late(began, deadline)
                 except BaseException as exc:
                     stop = failure(exc)
+        except BaseException as exc:
+            await self._ainterrupt(turn, inv, start, exc)
+            raise
+        return await self.asettle(
+            turn, plan, inv, records, found, verdict, stop, value, start, late, secrets
+        )
+
+    async def asettle(
+        self,
+        turn: Any,
+        plan: Plan,
+        inv: Invocation,
+        records: tuple[VerdictRecord, ...],
+        escapes: Sequence[Escape],
+        verdict: Verdict,
+        stop: Stop | None,
+        value: Any,
+        start: int,
+        late: bool,
+        secrets: dict[str, Any] | None,
+    ) -> ToolResult:
+        """``settle`` for ``arun``: output guards and hooks awaited."""
+        try:
             result = complete(
                 inv,
                 records,
-                found,
+                escapes,
                 verdict,
                 stop,
                 value,

@@ -1,0 +1,247 @@
+"""A tool call split into its decision and its result, for a body that runs elsewhere
+(a hosted tool, a server-side tool, a replayed transcript).
+
+``admit`` runs ``ToolCallPipeline.run`` (or ``arun``) up to the body: steps 1-6
+decide, and a call they let through is held in a ``Ticket`` instead of running
+the tool. ``Ticket.complete`` / ``fail`` hand the body's answer to
+``ToolCallPipeline.settle`` (or ``asettle``), the steps after the body that
+``run`` ends with. No step is written twice.
+
+The hooks of one call carry its state from ``before`` to ``after`` in context
+variables (the audit row's details, a paid call's spend). A ticket's two halves
+may run on different threads, with other calls in between, so each ticket runs
+both in a context of its own (``contextvars.copy_context``, made at ``admit``);
+the caller's context is left as it was.
+
+A ticket is used once: the first ``complete``, ``fail`` or the end of its turn
+settles it, under the turn's lock; any later one raises ``TicketClosed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Mapping, Sequence
+from time import perf_counter_ns
+from typing import Any, NamedTuple
+
+from .._aio import late as is_late
+from ..context import Escape, Invocation, ToolResult, VerdictRecord
+from ..errors import TicketClosed, UsageError
+from ..verdicts import Outcome, Reason, Verdict
+from ._hooks import Stop
+from ._results import failure
+from .admission import Plan
+
+__all__ = ["NOT_COMPLETED", "Ticket", "aadmit", "admit", "aend_tickets", "end_tickets"]
+
+NOT_COMPLETED = Stop(Outcome.ERROR, Reason.NOT_COMPLETED)
+"""What a ticket still open when its turn ends is settled with."""
+
+_FAILS = {"raised": Reason.RAISED, "timeout": Reason.TIMEOUT}
+_OPEN, _SETTLING, _CLOSED = 0, 1, 2
+
+
+class _Held(NamedTuple):
+    """Everything steps 1-6 decided about a call whose body has not answered yet."""
+
+    pipeline: Any
+    plan: Plan
+    inv: Invocation
+    records: tuple[VerdictRecord, ...]
+    escapes: Sequence[Escape]
+    verdict: Verdict
+    start: int
+    secrets: dict[str, Any] | None
+    began: int
+
+
+def _hold(
+    pipeline: Any,
+    plan: Plan,
+    inv: Invocation,
+    records: tuple[VerdictRecord, ...],
+    escapes: Sequence[Escape],
+    verdict: Verdict,
+    start: int,
+    secrets: dict[str, Any] | None,
+) -> _Held:
+    return _Held(pipeline, plan, inv, records, escapes, verdict, start, secrets, perf_counter_ns())
+
+
+class Ticket:
+    """The decision on one tool call whose body runs elsewhere, and the way back for its
+    result. Made by ``Turn.admit`` / ``aadmit``.
+
+    ``admitted`` is True when the body may run: run it with ``arguments`` and hand
+    its answer to ``complete`` (or its failure to ``fail``). Otherwise the call was
+    decided without the body (refused, or answered from a replay) and ``result`` is
+    already final, exactly what ``turn.call`` would have returned.
+    """
+
+    __slots__ = ("_context", "_held", "_state", "admitted", "call_id", "result", "tool", "turn")
+
+    def __init__(
+        self, turn: Any, context: contextvars.Context, held: _Held | None, result: Any
+    ) -> None:
+        self.turn = turn
+        self._context = context
+        self._held = held
+        self.admitted = held is not None
+        self.result: ToolResult | None = None if held is not None else result
+        self._state = _OPEN if held is not None else _CLOSED
+        decided = held.inv if held is not None else result
+        self.call_id: str = decided.call_id
+        self.tool: str = decided.name if held is not None else decided.tool
+
+    @property
+    def arguments(self) -> Mapping[str, Any] | None:
+        """What the body receives: the validated arguments with the bound values,
+        read-only at every depth, secrets excluded (None when not admitted)."""
+        return None if self._held is None else self._held.inv.arguments
+
+    @property
+    def open(self) -> bool:
+        """True until the ticket is completed, failed or closed with its turn."""
+        return self._state != _CLOSED
+
+    def complete(self, output: Any) -> ToolResult:
+        """The body answered ``output``: steps 7-9 and the wrap-up, as ``turn.call``."""
+        return self._settle(self._claim(), None, output)
+
+    def fail(self, error: BaseException | str = Reason.RAISED) -> ToolResult:
+        """The body failed: ``error`` is its exception (read as ``turn.call`` reads a
+        tool's), or the reason ``"raised"`` or ``"timeout"``."""
+        stop = _failure(error)
+        return self._settle(self._claim(), stop, None)
+
+    async def acomplete(self, output: Any) -> ToolResult:
+        """``complete`` for async code: output guards and hooks awaited."""
+        return await self._asettle(self._claim(), None, output)
+
+    async def afail(self, error: BaseException | str = Reason.RAISED) -> ToolResult:
+        """``fail`` for async code."""
+        stop = _failure(error)
+        return await self._asettle(self._claim(), stop, None)
+
+    # -- settling -------------------------------------------------------------------
+
+    def _claim(self) -> _Held:
+        held = self._take()
+        if held is None:
+            raise TicketClosed(f"ticket {self.call_id!r} ({self.tool}) is already settled")
+        return held
+
+    def _take(self) -> _Held | None:
+        """The held call, once: the first taker settles it; None for every later one."""
+        with self.turn.lock:
+            if self._state != _OPEN:
+                return None
+            self._state = _SETTLING
+            tickets = self.turn._tickets
+            if tickets is not None:
+                tickets.discard(self)
+        return self._held
+
+    def _settle(self, held: _Held, stop: Stop | None, value: Any) -> ToolResult:
+        args = self._settle_args(held, stop, value)
+        try:
+            result: ToolResult = self._context.run(held.pipeline.settle, *args)
+        finally:
+            self._state = _CLOSED
+        self.result = result
+        return result
+
+    async def _asettle(self, held: _Held, stop: Stop | None, value: Any) -> ToolResult:
+        args = self._settle_args(held, stop, value)
+        try:
+            task = asyncio.create_task(held.pipeline.asettle(*args), context=self._context)
+            result: ToolResult = await task
+        finally:
+            self._state = _CLOSED
+        self.result = result
+        return result
+
+    def _settle_args(self, held: _Held, stop: Stop | None, value: Any) -> tuple[Any, ...]:
+        deadline = held.plan.tool.deadline_ns
+        # A body that answered after the tool's timeout is late, wherever it ran.
+        late = stop is None and deadline is not None and is_late(held.began, deadline)
+        return (
+            self.turn,
+            held.plan,
+            held.inv,
+            held.records,
+            held.escapes,
+            held.verdict,
+            stop,
+            value,
+            held.start,
+            late,
+            held.secrets,
+        )
+
+
+def _failure(error: Any) -> Stop:
+    """What a body's failure handed to ``fail`` means for the call; read without
+    calling anything the object defines."""
+    cls = type(error)
+    if issubclass(cls, Exception) and not issubclass(cls, UsageError):
+        return failure(error)
+    if issubclass(cls, BaseException):  # a stop or misuse of the body: its failure
+        return Stop(Outcome.ERROR, Reason.RAISED, None, error)
+    if cls is Reason or cls is str:
+        reason = _FAILS.get(str.__str__(error))
+        if reason is not None:
+            return Stop(Outcome.ERROR, reason)
+    raise UsageError("fail() takes an exception, or the reason 'raised' or 'timeout'")
+
+
+# -- the entry points ---------------------------------------------------------------
+
+
+def admit(turn: Any, name: str, arguments: Any, call_id: str | None) -> Ticket:
+    """Steps 1-6 of one call; a ticket holding it when the body may run."""
+    context = contextvars.copy_context()
+    got = context.run(turn.engine._pipeline.run, turn, name, arguments, call_id, _hold)
+    return _ticket(turn, context, got)
+
+
+async def aadmit(turn: Any, name: str, arguments: Any, call_id: str | None) -> Ticket:
+    """``admit`` for async code: async guards and hooks awaited."""
+    context = contextvars.copy_context()
+    coro = turn.engine._pipeline.arun(turn, name, arguments, call_id, _hold)
+    got = await asyncio.create_task(coro, context=context)
+    return _ticket(turn, context, got)
+
+
+def _ticket(turn: Any, context: contextvars.Context, got: Any) -> Ticket:
+    if got.__class__ is ToolResult:
+        return Ticket(turn, context, None, got)
+    ticket = Ticket(turn, context, got, None)
+    with turn.lock:
+        if turn._tickets is None:
+            turn._tickets = set()
+        turn._tickets.add(ticket)
+    return ticket
+
+
+def _pending(turn: Any) -> list[tuple[Ticket, _Held]]:
+    """The turn's open tickets, each taken once (one completing elsewhere is not)."""
+    with turn.lock:
+        tickets = list(turn._tickets or ())
+    taken = []
+    for ticket in tickets:
+        held = ticket._take()
+        if held is not None:
+            taken.append((ticket, held))
+    return taken
+
+
+def end_tickets(turn: Any) -> list[ToolResult]:
+    """Settle every ticket of ``turn`` still open as ``error`` / ``not_completed``."""
+    return [ticket._settle(held, NOT_COMPLETED, None) for ticket, held in _pending(turn)]
+
+
+async def aend_tickets(turn: Any) -> list[ToolResult]:
+    """``end_tickets`` for async code."""
+    return [await ticket._asettle(held, NOT_COMPLETED, None) for ticket, held in _pending(turn)]
