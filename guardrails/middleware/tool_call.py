@@ -14,6 +14,11 @@ This module is the pipeline read top to bottom; its pieces live beside it:
 a deadline), ``_judge`` (step 5 decided), ``_hooks`` (step 6 and the wrap-up),
 ``_results`` (the result of steps 7-9), ``_render`` (step 8).
 
+``run`` is the call's two halves with the body between them: steps 1-6, then
+``settle`` (steps 7-9 and the wrap-up) from the body's answer. A call whose
+body runs elsewhere stops after step 6 (``hold``) and is settled later by its
+``Ticket`` (``ticket.py``), through the same ``settle``.
+
 Whatever the callables do, a call ends in a ``ToolResult``. The exceptions
 that still reach the caller are deliberate stops: ``KeyboardInterrupt``,
 ``SystemExit``, the caller's own cancellation (the call is recorded with
