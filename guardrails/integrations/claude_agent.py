@@ -38,7 +38,15 @@ from ..errors import ConfigurationError
 from ..tools import Tool
 from ..verdicts import Outcome, model_sentence
 from ._common import ContextSource, ReportSink, start_turn
-from ._framework_tools import Clash, ToolOptions, check_options, extra_of, register
+from ._framework_tools import (
+    Clash,
+    ToolOptions,
+    arefused,
+    check_options,
+    extra_of,
+    register,
+    watch,
+)
 from ._rich import Rich, binary_note, sent
 
 __all__ = ["ToolReportedError", "guard_options", "tool_from"]
@@ -109,11 +117,14 @@ class _Hooks:
         server: str,
         context: ContextSource,
         on_report: ReportSink,
+        can_use_tool: Any = None,
     ) -> None:
         self.rails = rails
         self.prefix = f"{_MCP}{server}__"
         self.context = context
         self.on_report = on_report
+        # The application's permission callback, asked for every served call.
+        self.can_use_tool = can_use_tool
         self.turns: dict[str, Turn] = {}
         # Calls PreToolUse let through, by tool and arguments: the turn and call id
         # the served tool runs them in (the server is not told the session).
@@ -147,8 +158,40 @@ class _Hooks:
             (turn, call_id if isinstance(call_id, str) else None)
         )
         # The call itself runs when the CLI calls the served tool, so a hook of
-        # the application that denies it stops it before anything runs.
-        return _ALLOW
+        # the application that denies it stops it before anything runs. With a
+        # permission callback of the application's, the CLI asks it next.
+        return {} if self.can_use_tool is not None else _ALLOW
+
+    async def permit(self, name: str, tool_input: Any, ctx: Any) -> Any:
+        """The application's ``can_use_tool``; a served call it denies is audited (``unavailable``)."""
+        decision = await self.can_use_tool(name, tool_input, ctx)
+        if not name.startswith(self.prefix):
+            return decision
+        served = name[len(self.prefix) :]
+        waiting = self._take(served, tool_input, getattr(ctx, "tool_use_id", None))
+        if waiting is None:
+            return decision
+        turn, call_id = waiting
+        if getattr(decision, "behavior", None) == "deny":
+            await arefused(turn, served, tool_input, call_id)
+            return decision
+        # Allowed, perhaps with arguments the application rewrote: those are the call's.
+        updated = getattr(decision, "updated_input", None)
+        arguments = tool_input if updated is None else updated
+        self.waiting[(served, _key(arguments))].append(waiting)
+        return decision
+
+    def _take(self, name: str, arguments: Any, call_id: Any) -> tuple[Turn, str | None] | None:
+        """The waiting call of ``name`` with these arguments (this call id, if it is there)."""
+        key = (name, _key(arguments))
+        queue = self.waiting.get(key)
+        if not queue:
+            return None
+        found = next((entry for entry in queue if entry[1] == call_id), queue[0])
+        queue.remove(found)
+        if not queue:
+            del self.waiting[key]
+        return found
 
     async def stop(self, hook_input: Any, tool_use_id: Any, ctx: Any) -> Any:
         turn = self.turns.pop(str(hook_input.get("session_id") or ""), None)
@@ -168,13 +211,11 @@ class _Hooks:
 
     async def call(self, name: str, arguments: Any) -> tuple[Any, bool]:
         """Run a call PreToolUse let through, in its turn: (content blocks, is_error)."""
-        queue = self.waiting.get((name, _key(arguments)))
-        if not queue:
+        waiting = self._take(name, arguments, None)
+        if waiting is None:
             # Not seen by the hook (the server used without it): nothing runs.
             return _text_blocks(model_sentence(Outcome.UNAVAILABLE)), True
-        turn, call_id = queue.popleft()
-        if not queue:
-            del self.waiting[(name, _key(arguments))]
+        turn, call_id = waiting
         found: list[Rich] = []
         token = _RICH.set(found)
         try:
@@ -258,7 +299,8 @@ def guard_options(
         register(rails, sdk_tool.name, build, given, source=sdk_tool, clash=Clash.APPLICATION_WINS)
     if not rails.tools:
         raise ConfigurationError("guard_options(options): the engine has no tools to serve")
-    hooks = _Hooks(rails, server, context, on_report)
+    watch(rails)  # a served call the application's can_use_tool denies is audited through it
+    hooks = _Hooks(rails, server, context, on_report, options.can_use_tool)
     added = {
         "UserPromptSubmit": [HookMatcher(hooks=[hooks.prompt])],
         "PreToolUse": [HookMatcher(hooks=[hooks.pre_tool])],
@@ -274,4 +316,7 @@ def guard_options(
     servers[server] = McpSdkServerConfig(
         type="sdk", name=server, instance=_server(hooks, rails, server)
     )
-    return dataclasses.replace(options, hooks={**existing, **merged}, mcp_servers=servers)
+    permit = None if options.can_use_tool is None else hooks.permit
+    return dataclasses.replace(
+        options, hooks={**existing, **merged}, mcp_servers=servers, can_use_tool=permit
+    )

@@ -504,3 +504,83 @@ async def test_a_real_cli_run_refuses_undeclared_arguments_and_sends_images_as_i
     outcomes = {r.call_id: (r.outcome, r.reason, r.content) for r in recorder.results}
     assert outcomes[call[0]][:2] == ("invalid_args", "undeclared_parameter")
     assert outcomes[call[1]] == ("ok", None, "spending:\n[image/png, 70 bytes]")
+
+
+# -- the application's can_use_tool is asked, and what it denies is audited ------------------
+
+
+def permissions(denied: str) -> tuple[Any, list[str]]:
+    """A ``can_use_tool`` that denies transfers to ``denied``; the names it was asked about."""
+    from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny
+
+    asked: list[str] = []
+
+    async def can_use_tool(name: str, tool_input: dict[str, Any], ctx: Any) -> Any:
+        asked.append(name)
+        if tool_input.get("to") == denied:
+            return PermissionResultDeny(message="payee is blocked")
+        return PermissionResultAllow()
+
+    return can_use_tool, asked
+
+
+async def prompt_stream(text: str) -> Any:
+    yield {"type": "user", "message": {"role": "user", "content": text}}
+
+
+@pytest.mark.slow
+async def test_a_real_cli_run_asks_the_applications_can_use_tool_and_audits_its_refusals(
+    tmp_path: Path,
+) -> None:
+    steps = script(
+        [("transfer", {"to": "mallory", "amount": 5}), ("transfer", {"to": "bob", "amount": 5})]
+    )
+    tools, moved = banking()
+    can_use_tool, asked = permissions("mallory")
+    recorder = MemoryRecorder()
+    with ScriptedMessagesAPI(steps) as api:
+        options = cli_options(api, tmp_path)
+        options.can_use_tool = can_use_tool
+        options = guard_options(
+            options, Guardrails(recorder=recorder), server="shop", sdk_tools=tools
+        )
+        async for _ in query(prompt=prompt_stream("pay them"), options=options):
+            pass
+    sent = blocks_sent(api)
+    call = ids(steps)
+    assert asked == ["mcp__shop__transfer", "mcp__shop__transfer"]
+    assert sent[call[0]][1] is True and "payee is blocked" in str(sent[call[0]][0])
+    assert sent[call[1]] == ([{"type": "text", "text": "sent 5 to bob"}], False)
+    assert moved == [{"to": "bob", "amount": 5}]
+    audited = {r.call_id: (r.outcome, r.reason) for r in recorder.results}
+    assert audited == {call[0]: ("unavailable", "guard"), call[1]: ("ok", None)}
+    [refusal] = [r for r in recorder.results if r.call_id == call[0]]
+    assert [(v.guard, v.verdict) for v in refusal.verdicts if v.verdict == "reject"] == [
+        ("framework_check", "reject")
+    ]
+
+
+async def test_arguments_the_applications_can_use_tool_rewrites_are_the_ones_tool_call_decides() -> (
+    None
+):
+    from claude_agent_sdk import PermissionResultAllow, ToolPermissionContext
+
+    async def cap_amount(name: str, tool_input: dict[str, Any], ctx: Any) -> Any:
+        return PermissionResultAllow(updated_input={**tool_input, "amount": 1})
+
+    tools, moved = banking()
+    recorder = MemoryRecorder()
+    options = ClaudeAgentOptions(can_use_tool=cap_amount)
+    options = guard_options(options, Guardrails(recorder=recorder), server="shop", sdk_tools=tools)
+    asked = {"to": "bob", "amount": 50}
+    decided = await hook(options, "PreToolUse")(
+        pre_tool_input("transfer", asked, "t1"), "t1", {"signal": None}
+    )
+    assert decided == {}  # no decision: the CLI asks can_use_tool next
+    ctx = ToolPermissionContext(tool_use_id="t1")
+    allowed = await options.can_use_tool("mcp__shop__transfer", asked, ctx)
+    async with Client(options.mcp_servers["shop"]["instance"]) as client:
+        result = await client.call_tool("transfer", allowed.updated_input)
+    assert (result.content[0].text, result.is_error) == ("sent 1 to bob", False)
+    assert moved == [{"to": "bob", "amount": 1}]
+    assert [(r.call_id, r.outcome) for r in recorder.results] == [("t1", "ok")]
