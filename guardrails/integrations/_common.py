@@ -33,6 +33,7 @@ __all__ = [
     "context_of",
     "field",
     "items",
+    "native_blocks",
     "offer",
     "start_turn",
     "tools_of",
@@ -78,6 +79,25 @@ async def aanswer(
         reply(await turn.acall(name, arguments, call_id), call_id)
         for name, arguments, call_id in calls
     ]
+
+
+def _is_block(value: Any, types: frozenset[str]) -> bool:
+    # Exact types only: a subclass's methods are the tool's code, and may raise.
+    kind = value.get("type") if type(value) is dict else None
+    return type(kind) is str and kind in types
+
+
+def native_blocks(result: ToolResult, types: frozenset[str]) -> list[dict[str, Any]] | None:
+    """The content blocks an ``ok`` result is made of, for an SDK whose results carry
+    blocks of ``types`` (images, files): None for any other value, a non-ok outcome, or
+    a value whose text was cut to ``max_result_chars`` (the model then reads that text)."""
+    if result.outcome != "ok" or result.truncated:
+        return None
+    value = result.value
+    found = [value] if type(value) is dict else value if type(value) is list else None
+    if not found or not all(_is_block(block, types) for block in found):
+        return None
+    return list(found)
 
 
 def tools_of(source: Guardrails | Turn | Iterable[Tool]) -> list[Tool]:

@@ -29,7 +29,19 @@ from ..context import ToolResult
 from ..engine import Guardrails, Turn
 from ..errors import UsageError
 from ..tools import Tool
-from ._common import Call, Offer, aanswer, answer, aoffer, call_of, field, items, offer, tools_of
+from ._common import (
+    Call,
+    Offer,
+    aanswer,
+    answer,
+    aoffer,
+    call_of,
+    field,
+    items,
+    native_blocks,
+    offer,
+    tools_of,
+)
 
 __all__ = [
     "Run",
@@ -71,26 +83,10 @@ def offer_tools(
 _BLOCK_TYPES = frozenset({"text", "image", "document", "search_result"})
 
 
-def _is_block(value: Any) -> bool:
-    # Exact types only: a subclass's methods are the tool's code, and may raise.
-    kind = value.get("type") if type(value) is dict else None
-    return type(kind) is str and kind in _BLOCK_TYPES
-
-
-def _blocks(value: Any) -> list[dict[str, Any]] | None:
-    """``value`` as ``tool_result`` content blocks, or None when it is not made of them."""
-    found = [value] if type(value) is dict else value if type(value) is list else None
-    if not found or not all(_is_block(block) for block in found):
-        return None
-    return list(found)
-
-
 def tool_result_content(result: ToolResult) -> str | list[dict[str, Any]]:
     """What the model reads: the content tool_call decided on, or, for an ``ok`` result
     made of content blocks (images, documents) that fits ``max_result_chars``, the blocks."""
-    if result.is_error or result.truncated:
-        return result.content
-    blocks = _blocks(result.value)
+    blocks = native_blocks(result, _BLOCK_TYPES)
     return result.content if blocks is None else blocks
 
 

@@ -21,7 +21,7 @@ from ..context import ToolResult
 from ..engine import Guardrails, Turn
 from ..errors import ConfigurationError
 from ..tools import Tool
-from ._common import Call, aanswer, answer, call_of, field, items, offer, tools_of
+from ._common import Call, aanswer, answer, call_of, field, items, native_blocks, offer, tools_of
 
 __all__ = [
     "afunction_call_outputs",
@@ -122,9 +122,16 @@ def _function_calls(response_items: Any) -> list[Call]:
     ]
 
 
+# What a ``function_call_output`` may hold besides text: a tool that returns these
+# items (an image, a file) is answered with them, as the Responses API carries them.
+_OUTPUT_TYPES = frozenset({"input_text", "input_image", "input_file"})
+
+
 def _output_item(result: ToolResult, call_id: str | None) -> dict[str, Any]:
     answered = result.call_id if call_id is None else call_id
-    return {"type": "function_call_output", "call_id": answered, "output": result.content}
+    items = native_blocks(result, _OUTPUT_TYPES)
+    output: Any = result.content if items is None else items
+    return {"type": "function_call_output", "call_id": answered, "output": output}
 
 
 def function_call_outputs(turn: Turn, response: Any) -> list[dict[str, Any]]:

@@ -268,6 +268,10 @@ RUNNER_ANSWERS = (
 )
 
 
+# ``chart``'s result as the OpenAI Responses API's own image item.
+IMAGE_ITEM = {"type": "input_image", "image_url": f"data:image/png;base64,{sc.PNG_B64}"}
+
+
 def _runner_answer(name: str) -> Expected:
     text = Text(f"Error: Tool '{name}' not found")
     return Expected((Answer("unavailable", text, False, audited=False),))
@@ -315,6 +319,28 @@ ENTRY_POINTS: dict[str, EntryPoint] = {
                 "The SDK's runner hands a tool its input only, not the `tool_use` id: the "
                 "audit row and the span carry an id of their own."
             ),
+        ),
+        EntryPoint(
+            "openai.chat",
+            "OpenAI Chat Completions (`tool_messages`, `atool_messages`)",
+            "docs/integrations/openai.md",
+            error_flag=False,
+            differences={
+                "approval": NO_APPROVAL,
+                "image": Difference(
+                    "A Chat Completions `tool` message carries text only: a tool that returns "
+                    "an image item is answered with its JSON text. The Responses API carries "
+                    "the image.",
+                    _one("ok", Json(IMAGE_ITEM), True),
+                ),
+            },
+        ),
+        EntryPoint(
+            "openai.responses",
+            "OpenAI Responses API (`function_call_outputs`, `afunction_call_outputs`)",
+            "docs/integrations/openai.md",
+            error_flag=False,
+            differences={"approval": NO_APPROVAL},
         ),
     )
 }

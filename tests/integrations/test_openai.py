@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from guardrails import ConfigurationError, Guardrails, Outcome, tool
 from guardrails.integrations.openai import (
     atool_messages,
+    function_call_outputs,
     load_tools,
     offer_tools,
     openai_tools,
@@ -209,3 +210,57 @@ def test_a_message_whose_lists_are_not_lists_has_no_tool_calls(odd: object) -> N
     assert tool_results(turn, {"content": odd}) == []
     assert function_call_outputs(turn, {"output": odd}) == []
     assert turn.results == []
+
+
+# -- results made of the Responses API's own output items ----------------------------
+
+IMAGE = {"type": "input_image", "image_url": "data:image/png;base64,iVBO"}
+
+
+@pytest.mark.parametrize(
+    "value, native",
+    [
+        (IMAGE, True),
+        ([{"type": "input_text", "text": "a chart"}, IMAGE], True),
+        ({"type": "input_file", "file_id": "file-1"}, True),
+        ([IMAGE, {"type": "image", "source": {}}], False),  # an Anthropic block is not an item
+        ({"type": "output_image"}, False),  # near miss of an item type
+        ([], False),
+        ("an image", False),
+    ],
+)
+def test_a_result_of_output_items_reaches_the_responses_api_as_items(
+    value: Any, native: bool
+) -> None:
+    @tool
+    def chart() -> Any:
+        """A chart."""
+        return value
+
+    turn = Guardrails([chart]).turn()
+    items = [{"type": "function_call", "call_id": "fc_1", "name": "chart", "arguments": "{}"}]
+    [output] = function_call_outputs(turn, items)
+    [message] = tool_messages(turn, {"tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "chart", "arguments": "{}"}}
+    ]})  # fmt: skip
+    [first, second] = turn.results
+    if native:
+        assert output["output"] == ([value] if isinstance(value, dict) else value)
+    else:
+        assert output["output"] == first.content
+    assert message["content"] == second.content  # a tool message carries text only
+
+
+def test_items_past_the_size_cap_reach_the_responses_api_as_the_capped_text() -> None:
+    big = {"type": "input_image", "image_url": "data:image/png;base64," + "A" * 200}
+
+    @tool
+    def chart() -> Any:
+        """A chart."""
+        return big
+
+    for limit, native in ((len(json.dumps(big, separators=(",", ":"))), True), (200, False)):
+        turn = Guardrails([chart], max_result_chars=limit).turn()
+        items = [{"type": "function_call", "call_id": "f", "name": "chart", "arguments": "{}"}]
+        [output] = function_call_outputs(turn, items)
+        assert (output["output"] == [big]) is native
