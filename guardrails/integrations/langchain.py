@@ -6,14 +6,20 @@
 
 Every tool call goes through tool_call (``wrap_tool_call``/``awrap_tool_call``)
 and comes back as a ``ToolMessage`` whose content is exactly what tool_call
-decided, with ``status="error"`` for every non-ok outcome. The tools offered to
-the model go through pre_turn once per run (``wrap_model_call``), with bound
-parameters removed from their schemas; post_run runs when the agent ends
-(``after_agent``). One ``invoke``/``ainvoke`` is one turn.
+decided, with ``status="error"`` for every non-ok outcome. A tool's content
+blocks (images, files) are sent as blocks when tool_call kept their stand-in
+text unchanged (``_rich``), and a ``content_and_artifact`` tool's artifact is
+kept on the message. The tools offered to the model go through pre_turn once
+per run (``wrap_model_call``), with bound parameters removed from their
+schemas; post_run runs when the agent ends (``after_agent``), over the final
+text and the structured response, whose rewrites go back into the state. One
+``invoke``/``ainvoke`` is one turn.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import inspect
 import threading
 from collections.abc import Callable, Mapping
@@ -23,6 +29,7 @@ from typing import Any
 
 from ..context import ToolResult, TurnContext
 from ..engine import Guardrails, Turn
+from ..middleware._render import render
 from ..middleware.post_run import PostRunReport
 from ..tools import Tool
 from ..verdicts import Outcome
@@ -35,6 +42,7 @@ from ._framework_tools import (
     native_tool,
     register,
 )
+from ._rich import Rich, binary_note, sent, url_note
 
 __all__ = ["REFUSAL_KEY", "STATE_KEY", "middleware", "scripted_model"]
 
@@ -57,14 +65,17 @@ class _Run:
 
 
 class _Call:
-    """The framework's per-call object: the request, its handler, and a passed-through Command."""
+    """The framework's per-call object: the request, its handler, and what the tool's
+    message carried besides text (a passed-through Command, content blocks, an artifact)."""
 
-    __slots__ = ("command", "handler", "request")
+    __slots__ = ("artifact", "command", "handler", "request", "rich")
 
     def __init__(self, request: Any, handler: Callable[[Any], Any]) -> None:
         self.request = request
         self.handler = handler
         self.command: Any = None
+        self.rich: Rich | None = None
+        self.artifact: Any = None
 
 
 @cache
@@ -93,9 +104,47 @@ async def _invoke(call: _Call, arguments: dict[str, Any]) -> Any:
         if out.status == "error":
             # The framework's own error message (often the exception text) stays here.
             raise _FrameworkError
-        return out.content
+        call.artifact = out.artifact
+        content = out.content
+        if isinstance(content, list):  # content blocks: tool_call renders their stand-in
+            call.rich = Rich("\n".join(_block_text(b) for b in content), content)
+            return call.rich.text
+        return content
     call.command = out  # a Command updating the graph's state: returned as it is
     return ""
+
+
+_UNCAPPED = 1 << 62  # a stand-in is cut by tool_call, as a whole
+
+
+def _block_text(block: Any) -> str:
+    """The stand-in of one content block: text as it is, media as a note, never its bytes."""
+    if isinstance(block, str):
+        return block
+    if not isinstance(block, dict):
+        return render(block, _UNCAPPED)[0]
+    if block.get("type") == "text" and isinstance(block.get("text"), str):
+        return str(block["text"])
+    mime = block.get("mime_type")
+    data = block.get("base64", block.get("data"))
+    if isinstance(data, str):
+        return binary_note(mime, _decoded_size(data))
+    url = block.get("url")
+    if url is None and isinstance(block.get("image_url"), dict):
+        url = block["image_url"].get("url")
+    if isinstance(url, str):
+        if url.startswith("data:"):  # an inline image given as a data URL
+            head, _, payload = url.partition(",")
+            return binary_note(head[5:].split(";")[0] or mime, _decoded_size(payload))
+        return url_note(mime, url)
+    return render(block, _UNCAPPED)[0]
+
+
+def _decoded_size(data: str) -> int:
+    try:
+        return len(base64.b64decode(data, validate=False))
+    except (binascii.Error, ValueError):
+        return len(data)
 
 
 class _FrameworkError(Exception):
@@ -190,13 +239,21 @@ class _Middleware:
         if self.on_report is not None:
             self.on_report(report)
 
-    def after_agent(self, state: Any, runtime: Any) -> None:
+    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         run = self._run(state, runtime)
-        self._ended(run, run.turn.post_run(_message_text(field(state, "messages"))))
+        structured = field(state, "structured_response")
+        text = _message_text(field(state, "messages"))
+        report = run.turn.post_run(text, structured=structured)
+        self._ended(run, report)
+        return _rewritten(structured, report)
 
-    async def aafter_agent(self, state: Any, runtime: Any) -> None:
+    async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         run = self._run(state, runtime)
-        self._ended(run, await run.turn.apost_run(_message_text(field(state, "messages"))))
+        structured = field(state, "structured_response")
+        text = _message_text(field(state, "messages"))
+        report = await run.turn.apost_run(text, structured=structured)
+        self._ended(run, report)
+        return _rewritten(structured, report)
 
     # -- what is offered --------------------------------------------------
 
@@ -267,11 +324,13 @@ class _Middleware:
         if result.outcome is Outcome.OK and call.command is not None:
             return call.command
         tool_call = call.request.tool_call
+        ok = result.outcome is Outcome.OK
         return _sdk().ToolMessage(
-            content=result.content,
+            content=sent(result, call.rich),
+            artifact=call.artifact if ok else None,
             tool_call_id=tool_call.get("id") or result.call_id,
             name=result.tool,
-            status="success" if result.outcome is Outcome.OK else "error",
+            status="success" if ok else "error",
         )
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
@@ -300,6 +359,17 @@ class _Middleware:
             run.turn, call, tool_call.get("name"), tool_call.get("args"), tool_call.get("id")
         )
         return self._answer(call, result)
+
+
+def _rewritten(structured: Any, report: PostRunReport) -> dict[str, Any] | None:
+    """The state update that puts post_run's rewrites into the structured response."""
+    if structured is None or not report.changes or report.structured is None:
+        return None
+    rewritten: Any = dict(report.structured)
+    validate = getattr(type(structured), "model_validate", None)
+    if callable(validate):  # the response format's own model
+        rewritten = validate(rewritten)
+    return {"structured_response": rewritten}
 
 
 @cache

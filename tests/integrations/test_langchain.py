@@ -18,6 +18,7 @@ from langchain_core.tools import StructuredTool  # noqa: E402
 from guardrails import ConfigurationError, DuplicateNameError, Guardrails  # noqa: E402
 from guardrails.integrations import langchain  # noqa: E402
 from guardrails.integrations.langchain import STATE_KEY  # noqa: E402
+from guardrails.middleware._render import TRUNCATION_MARKER  # noqa: E402
 from guardrails.testing import MemoryRecorder  # noqa: E402
 
 
@@ -293,3 +294,134 @@ def test_a_langgraph_tool_node_alone_is_guarded_call_by_call() -> None:
     # Without create_agent there is no run: each call is a turn of its own (no ceiling).
     expected = {k: v for k, v in fw.EXPECTED.items() if k != "c9"}
     assert tool_messages(out["messages"]) == expected
+
+
+# -- results that are not only text -------------------------------------------------------
+
+PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+
+def chart() -> list[dict[str, Any]]:
+    """The month's spending as a chart."""
+    return [
+        {"type": "text", "text": "spending" + " " * 40},
+        {"type": "image", "base64": PNG_B64, "mime_type": "image/png"},
+    ]
+
+
+def test_an_image_result_reaches_the_model_as_content_blocks() -> None:
+    recorder = MemoryRecorder()
+    chat = model([("i1", "chart", {})])
+    agent = create_agent(
+        chat,
+        [StructuredTool.from_function(chart)],
+        middleware=[langchain.middleware(fw.rails(recorder=recorder))],
+    )
+    agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
+    [message] = [m for m in chat.sent[-1] if isinstance(m, ToolMessage)]
+    assert (message.content, message.status) == (chart(), "success")
+    # What tool_call capped and audited: the text, and a note for the image (never its bytes).
+    [result] = recorder.results
+    assert result.content == "spending" + " " * 40 + "\n[image/png, 70 bytes]"
+
+
+def test_an_image_result_over_the_cap_is_sent_as_its_capped_stand_in() -> None:
+    chat = model([("i1", "chart", {})])
+    engine = Guardrails(max_result_chars=64)
+    agent = create_agent(
+        chat, [StructuredTool.from_function(chart)], middleware=[langchain.middleware(engine)]
+    )
+    agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
+    [message] = [m for m in chat.sent[-1] if isinstance(m, ToolMessage)]
+    assert isinstance(message.content, str) and len(message.content) == 64
+    assert message.content.startswith("spending ") and message.content.endswith(TRUNCATION_MARKER)
+
+
+def test_the_artifact_of_a_content_and_artifact_tool_is_kept() -> None:
+    def search(query: str) -> tuple[str, dict[str, Any]]:
+        """Search the help centre."""
+        return f"2 hits for {query}", {"ids": [3, 7]}
+
+    tool = StructuredTool.from_function(search, response_format="content_and_artifact")
+    chat = model([("a1", "search", {"query": "fees"})])
+    agent = create_agent(chat, [tool], middleware=[langchain.middleware(fw.rails())])
+    out = agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
+    [message] = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert (message.content, message.artifact) == ("2 hits for fees", {"ids": [3, 7]})
+
+
+def test_a_structured_response_reaches_post_run_and_its_rewrites_reach_the_state() -> None:
+    from langchain.agents.structured_output import ToolStrategy
+    from pydantic import BaseModel
+
+    from guardrails import GuardResult, Verdict, guard
+    from guardrails.rules import Change, Rewrite
+
+    class Quote(BaseModel):
+        product: str
+        discount: int
+
+    @guard(at="post_run")
+    def cap_discount(run: Any) -> Any:
+        discount = (run.structured or {}).get("discount", 0)
+        if discount > 20:
+            change = Change(("discount",), discount, 20)
+            return GuardResult.rejected("discount_capped", evidence=Rewrite((change,)))
+        return Verdict.PASS
+
+    reports: list[Any] = []
+    answer = AIMessage(
+        content="",
+        tool_calls=[{"name": "Quote", "args": {"product": "plan", "discount": 35}, "id": "q1"}],
+    )
+    agent = create_agent(
+        langchain.scripted_model(answer),
+        [],
+        response_format=ToolStrategy(Quote),
+        middleware=[
+            langchain.middleware(Guardrails(guards=[cap_discount]), on_report=reports.append)
+        ],
+    )
+    out = agent.invoke({"messages": [{"role": "user", "content": "a quote"}]})
+    [report] = reports
+    assert [(c.path, c.old, c.new) for c in report.changes] == [(("discount",), 35, 20)]
+    assert out["structured_response"] == Quote(product="plan", discount=20)
+
+
+@pytest.mark.parametrize(
+    ("block", "stand_in"),
+    [
+        ({"type": "text", "text": "hi"}, "hi"),
+        (
+            {"type": "image", "source_type": "base64", "data": PNG_B64, "mime_type": "image/png"},
+            "[image/png, 70 bytes]",
+        ),
+        (
+            {"type": "image", "url": "https://x.test/a.png", "mime_type": "image/png"},
+            "[image/png: https://x.test/a.png]",
+        ),
+        (
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG_B64}"}},
+            "[image/png, 70 bytes]",
+        ),
+        ({"type": "file", "base64": "!!not base64!!"}, "[application/octet-stream, 14 bytes]"),
+        ({"type": "json", "value": [1]}, '{"type":"json","value":[1]}'),
+    ],
+)
+def test_each_content_block_has_a_stand_in_without_its_bytes(block: Any, stand_in: str) -> None:
+    def blocks() -> list[Any]:
+        """Blocks."""
+        return [block]
+
+    recorder = MemoryRecorder()
+    chat = model([("b1", "blocks", {})])
+    agent = create_agent(
+        chat,
+        [StructuredTool.from_function(blocks)],
+        middleware=[langchain.middleware(fw.rails(recorder=recorder))],
+    )
+    agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
+    [result] = recorder.results
+    assert result.content == stand_in
+    [message] = [m for m in chat.sent[-1] if isinstance(m, ToolMessage)]
+    assert isinstance(message.content, list) and len(message.content) == 1  # (LangChain's form)
