@@ -6,7 +6,7 @@ is the adapter's cost. Everything is offline:
 
 - Microsoft Agent Framework: a whole ``agent.run`` with a scripted chat client
   (``scripted_models.chat_client``) that asks for one tool call and then
-  answers; guarded with ``agent_framework.guard`` (per run: a turn, pre_turn,
+  answers; guarded with ``agent_framework.guard_agent`` (per run: a turn, pre_turn,
   post_run; per request: the offer; per call: tool_call).
 - Google ADK: a whole ``runner.run_async`` on a new in-memory session with a
   scripted ``BaseLlm`` (one tool call, then an answer); guarded with the
@@ -43,12 +43,12 @@ def _orders(status: str, account: str) -> str:
 def _agent_framework() -> dict[str, Callable[[], Any]]:
     from agent_framework import Agent, tool
 
-    from guardrails.integrations.agent_framework import guard
+    from guardrails.integrations.agent_framework import guard_agent
     from guardrails.integrations.scripted_models import chat_client
 
     get_orders = tool(_orders, name="get_orders")
     plain = Agent(client=chat_client([UNGUARDED_CALL], "ok", repeat=True), tools=[get_orders])
-    guarded = guard(
+    guarded = guard_agent(
         Agent(client=chat_client([CALL], "ok", repeat=True), tools=[get_orders]),
         Guardrails(),
         tool_options=OPTIONS,

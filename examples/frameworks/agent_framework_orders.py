@@ -15,14 +15,14 @@ from _shop import ANSWER, CALLS, CONTEXT, QUESTION, TOOL_OPTIONS, export_orders,
 from agent_framework import Agent
 
 from guardrails import Guardrails
-from guardrails.integrations.agent_framework import guard
+from guardrails.integrations.agent_framework import guard_agent
 from guardrails.integrations.scripted_models import chat_client, tool_results
 
 
 async def main() -> None:
     client = chat_client(CALLS, ANSWER)
     agent = Agent(client=client, tools=[get_orders, export_orders])
-    guard(agent, Guardrails(max_result_chars=500), tool_options=TOOL_OPTIONS, context=CONTEXT)
+    guard_agent(agent, Guardrails(max_result_chars=500), tool_options=TOOL_OPTIONS, context=CONTEXT)
     response = await agent.run(QUESTION)
     offered = client.requests[0][1]["tools"]
     print("tools offered:", [t.name for t in offered])

@@ -2,31 +2,37 @@
 
 ::
 
-    agent = guard(Agent(client=client, tools=[get_weather]), rails)
+    agent = guard_agent(Agent(client=client, tools=[get_weather]), rails)
     response = await agent.run("What is the weather in Paris?")
 
-``guard`` registers the agent's function tools in the engine (schema from each
-tool's own ``parameters()``) and adds three middleware to the agent: one per
-run (a ``Turn``, pre_turn over the input, post_run over the answer), one per
-model request (only the offered tools are sent), and one per tool call (the
-tool_call pipeline; the model reads our outcome's content, never the
-framework's error text). The tool itself still runs through the framework
-(``call_next``), with the arguments tool_call admitted and the bound ones added.
+``guard_agent`` registers the agent's function tools in the engine (schema from
+each tool's own ``parameters()``) and adds three middleware to the agent: one
+per run (a ``Turn``, pre_turn over the input, post_run over the answer; a run
+that answers approval requests goes on in the turn that asked), one per model
+request (only the offered tools are sent; the arguments of each call the model
+asks for are kept as it wrote them, before the framework validates and strips
+them), and one per tool call (the tool_call pipeline on those arguments; the
+model reads our outcome's content, never the framework's error text). The tool
+itself still runs through the framework (``call_next``), with the arguments
+tool_call admitted and the bound ones added.
 """
 
 from __future__ import annotations
 
+import base64
 import contextvars
 import functools
+import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..engine import Guardrails, Turn
 from ..tools import Tool
-from ._common import ContextSource, ReportSink, start_turn
-from ._framework_tools import Clash, ToolOptions, check_options, register
+from ._common import ContextSource, ReportSink, Runs, start_turn
+from ._framework_tools import Clash, ToolOptions, check_options, extra_of, register
+from ._rich import Rich, binary_note, sent, url_note
 
-__all__ = ["RUN_KEY", "guard", "tool_from"]
+__all__ = ["RUN_KEY", "guard_agent", "tool_from"]
 
 # Where the run's Turn travels to the tool middleware: the framework forwards
 # ``function_invocation_kwargs`` to every FunctionInvocationContext of the run.
@@ -37,44 +43,77 @@ _MARK = "guardrails_outcome"
 # does not forward ``function_invocation_kwargs`` there).
 _RUN: contextvars.ContextVar[Turn | None] = contextvars.ContextVar("guardrails_agent_framework_run")
 
-# The framework's context and continuation of the call being run, for the tool
-# that tool_call runs (``_through_framework``).
-_CALL: contextvars.ContextVar[tuple[Any, Callable[[], Awaitable[None]]]] = contextvars.ContextVar(
-    "guardrails_agent_framework_call"
-)
+
+class _Call(NamedTuple):
+    """The framework's context and continuation of the call being run, for the tool that
+    tool_call runs (``_through_framework``), and where a rich result waits."""
+
+    context: Any
+    call_next: Callable[[], Awaitable[None]]
+    rich: list[Rich]
+
+
+_CALL: contextvars.ContextVar[_Call] = contextvars.ContextVar("guardrails_agent_framework_call")
 
 
 def tool_from(function_tool: Any, **options: Any) -> Tool:
     """A guarded ``Tool`` for an Agent Framework ``FunctionTool``.
 
     The schema is the tool's own ``parameters()`` (``required`` lists the
-    parameters without a default); ``options`` are those of ``Tool``.
+    parameters without a default; undeclared arguments are refused unless it
+    opens them); ``options`` are those of ``Tool``.
     """
     name = function_tool.name
+    schema = function_tool.parameters()
     options.setdefault("description", function_tool.description or "")
-    return Tool(name, _through_framework, function_tool.parameters(), **options)
+    options.setdefault("extra", extra_of(schema))
+    return Tool(name, _through_framework, schema, **options)
 
 
 async def _through_framework(**arguments: Any) -> Any:
     # The admitted arguments (bound ones included) replace the model's, and the
     # framework runs the tool: its own conversion, injection and result parsing.
-    context, call_next = _CALL.get()
-    context.arguments = arguments
-    await call_next()
-    return _result_value(context.result)
+    call = _CALL.get()
+    call.context.arguments = arguments
+    await call.call_next()
+    return _result_value(call.context.result, call.rich)
 
 
-def _result_value(result: Any) -> Any:
-    if isinstance(result, list) and all(getattr(c, "type", None) == "text" for c in result):
+def _result_value(result: Any, rich: list[Rich]) -> Any:
+    """What tool_call renders: the text of text contents; a stand-in for media (kept in ``rich``)."""
+    if not isinstance(result, list) or not all(hasattr(c, "type") for c in result):
+        return result
+    if all(c.type == "text" for c in result):
         return "".join(c.text for c in result)
-    return result
+    text = "\n".join(_content_text(c) for c in result)
+    rich.append(Rich(text, result))
+    return text
+
+
+def _content_text(content: Any) -> str:
+    if content.type == "text":
+        return str(content.text)
+    if content.type == "data":
+        return binary_note(content.media_type, len(_data_bytes(content.uri)))
+    if content.type == "uri":
+        return url_note(content.media_type, content.uri)
+    # Any other content (a hosted file, an error ...): as the framework would serialise it.
+    return json.dumps(content.to_dict(), default=str)
+
+
+def _data_bytes(uri: str) -> bytes:
+    """The bytes of a ``data:`` URI (the framework keeps data contents as base64 URIs)."""
+    header, _, payload = uri.partition(",")
+    if header.endswith(";base64"):
+        return base64.b64decode(payload, validate=True)
+    return payload.encode()
 
 
 def _input_messages(messages: Any) -> list[dict[str, Any]]:
     return [{"role": str(m.role), "content": m.text or ""} for m in messages or ()]
 
 
-def guard(
+def guard_agent(
     agent: Any,
     rails: Guardrails,
     *,
@@ -93,7 +132,7 @@ def guard(
 
     declared = (getattr(agent, "default_options", None) or {}).get("tools") or []
     function_tools = [t for t in declared if isinstance(t, FunctionTool)]
-    check_options([t.name for t in function_tools], tool_options, "guard(agent)")
+    check_options([t.name for t in function_tools], tool_options, "guard_agent(agent)")
     for ft in function_tools:
         options = (tool_options or {}).get(ft.name)
         build = functools.partial(tool_from, ft)
@@ -110,15 +149,23 @@ class _Guarding:
         self.rails = rails
         self.context = context
         self.on_report = on_report
+        # Per turn: the arguments of each call as the model wrote them, by call id.
+        self.asked = Runs()
+        # The turn of a run that stopped for approvals, by each call's function_call
+        # content (held weakly: the approval request the application answers holds it).
+        self.paused = Runs()
 
     async def run(self, ctx: Any, call_next: Callable[[], Awaitable[None]]) -> None:
         """One agent run: a turn, pre_turn over the input, post_run over the answer."""
-        turn = start_turn(self.rails, self.context, ctx, getattr(ctx.session, "session_id", None))
-        candidates = _known(self.rails, [t.name for t in _tools_of(ctx)])
-        decision = await turn.apre_turn(_input_messages(ctx.messages), candidates)
-        if decision.refusal is not None:
-            ctx.result = _refused(str(decision.refusal.code))
-            return
+        turn = self._resumed(ctx.messages)
+        if turn is None:
+            session = getattr(ctx.session, "session_id", None)
+            turn = start_turn(self.rails, self.context, ctx, session)
+            candidates = _known(self.rails, [t.name for t in _tools_of(ctx)])
+            decision = await turn.apre_turn(_input_messages(ctx.messages), candidates)
+            if decision.refusal is not None:
+                ctx.result = _refused(str(decision.refusal.code))
+                return
         ctx.function_invocation_kwargs[RUN_KEY] = turn
         token = _RUN.set(turn)
         try:
@@ -127,10 +174,33 @@ class _Guarding:
             if not ctx.stream:
                 # A streamed run goes on while the caller reads the stream.
                 _RUN.reset(token)
-        await _after_run(ctx, turn, self.on_report)
+        await _after_run(ctx, turn, self)
+
+    def _resumed(self, messages: Any) -> Turn | None:
+        """The turn that asked for the approvals these messages answer (their arguments kept)."""
+        turn = None
+        for content in _contents(messages, "function_approval_response"):
+            call = content.function_call
+            found = self.paused.pop(call) if call is not None else None
+            if isinstance(found, Turn):
+                turn = found
+                self.asked.get(turn, dict)[call.call_id] = call.arguments
+        return turn
+
+    def pause(self, turn: Turn, response: Any) -> bool:
+        """Keep ``turn`` for the approval requests of ``response``; whether there were any."""
+        requests = [
+            c
+            for c in getattr(response, "user_input_requests", None) or ()
+            if c.type == "function_approval_request" and c.function_call is not None
+        ]
+        for request in requests:
+            self.paused.get(request.function_call, lambda: turn)
+        return bool(requests)
 
     async def request(self, ctx: Any, call_next: Callable[[], Awaitable[None]]) -> None:
-        """One model request: unknown calls answered by tool_call, only offered tools sent."""
+        """One model request: unknown calls answered by tool_call, only offered tools sent;
+        the calls the model asks for are kept as it wrote them."""
         turn = _RUN.get(None)
         if turn is not None:
             await _answer_unknown_calls(turn, ctx.messages, _names(ctx.options))
@@ -138,6 +208,19 @@ class _Guarding:
                 tools = _shown(ctx.options, turn.offered, self.rails)
                 ctx.options = {**ctx.options, "tools": tools}
         await call_next()
+        if turn is None:
+            return
+        asked = self.asked.get(turn, dict)
+
+        def keep(response: Any) -> Any:
+            for call in _contents(getattr(response, "messages", None), "function_call"):
+                asked[call.call_id] = call.arguments
+            return response
+
+        if ctx.stream:
+            ctx.stream_result_hooks.append(keep)
+        else:
+            keep(ctx.result)
 
     async def call(self, ctx: Any, call_next: Callable[[], Awaitable[None]]) -> None:
         """One tool call through tool_call; the tool runs through ``call_next``."""
@@ -145,14 +228,33 @@ class _Guarding:
         if not isinstance(turn, Turn):  # a call outside a guarded run: a turn of its own
             session = getattr(ctx.session, "session_id", None)
             turn = start_turn(self.rails, self.context, ctx, session)
-        token = _CALL.set((ctx, call_next))
+        call_id = ctx.metadata.get("call_id")
+        asked = self.asked.peek(turn)
+        # The model's own arguments (undeclared ones included); the framework's
+        # validated copy only for a call whose request was not seen here.
+        arguments = asked.pop(call_id, _MISSING) if asked is not None else _MISSING
+        if arguments is _MISSING:
+            arguments = _arguments(ctx.arguments)
+        call = _Call(ctx, call_next, [])
+        token = _CALL.set(call)
         try:
-            result = await turn.acall(
-                ctx.function.name, _arguments(ctx.arguments), ctx.metadata.get("call_id")
-            )
+            result = await turn.acall(ctx.function.name, arguments, call_id)
         finally:
             _CALL.reset(token)
-        ctx.result = result.content
+        ctx.result = sent(result, call.rich[-1] if call.rich else None)
+
+
+_MISSING = object()
+
+
+def _contents(messages: Any, kind: str) -> list[Any]:
+    """The contents of ``kind`` in ``messages``."""
+    return [
+        c
+        for m in messages or ()
+        for c in getattr(m, "contents", None) or ()
+        if getattr(c, "type", None) == kind
+    ]
 
 
 def _middleware(guarding: _Guarding) -> list[Any]:
@@ -271,7 +373,7 @@ def _refused(code: str) -> Any:
     return AgentResponse(messages=[], additional_properties={"guardrails_refusal": code})
 
 
-async def _after_run(ctx: Any, turn: Turn, on_report: ReportSink) -> None:
+async def _after_run(ctx: Any, turn: Turn, guarding: _Guarding) -> None:
     response = ctx.result
     if getattr(response, "messages", None) is None:
         # A streamed run: post_run runs on the final response.
@@ -279,15 +381,18 @@ async def _after_run(ctx: Any, turn: Turn, on_report: ReportSink) -> None:
         if isinstance(add, list):
 
             async def finish(final: Any) -> Any:
-                await _report(turn, final, on_report)
+                await _report(turn, final, guarding)
                 return final
 
             add.append(finish)
         return
-    await _report(turn, response, on_report)
+    await _report(turn, response, guarding)
 
 
-async def _report(turn: Turn, response: Any, on_report: ReportSink) -> None:
+async def _report(turn: Turn, response: Any, guarding: _Guarding) -> None:
+    if guarding.pause(turn, response):
+        return  # stopped for approvals: the turn goes on when they are answered
+    on_report = guarding.on_report
     report = await turn.apost_run(getattr(response, "text", None) or "")
     props = getattr(response, "additional_properties", None)
     if isinstance(props, dict):

@@ -12,7 +12,7 @@ from tests.integrations import _frameworks as fw
 af = fw.need("agent_framework")
 
 from guardrails import ConfigurationError, Guardrails, Outcome, tool  # noqa: E402
-from guardrails.integrations.agent_framework import guard, tool_from  # noqa: E402
+from guardrails.integrations.agent_framework import guard_agent, tool_from  # noqa: E402
 from guardrails.integrations.scripted_models import chat_client, tool_results  # noqa: E402
 from guardrails.testing import MemoryRecorder  # noqa: E402
 from guardrails.verdicts import model_sentence  # noqa: E402
@@ -33,7 +33,9 @@ def offered(client: Any, request: int = 0) -> dict[str, Any]:
 
 def guarded(client: Any, rails: Guardrails, tools: list[Any] = ALL, **options: Any) -> Any:
     agent = af.Agent(client=client, tools=tools)
-    return guard(agent, rails, **{"tool_options": fw.BIND, "context": fw.context(), **options})
+    return guard_agent(
+        agent, rails, **{"tool_options": fw.BIND, "context": fw.context(), **options}
+    )
 
 
 async def test_every_call_is_answered_by_tool_call() -> None:
@@ -50,7 +52,7 @@ async def test_every_call_is_answered_by_tool_call() -> None:
 
 async def test_the_schema_is_the_tools_own_and_bound_parameters_are_hidden() -> None:
     rails = Guardrails()
-    guard(af.Agent(client=chat_client(), tools=ALL), rails, tool_options=fw.BIND)
+    guard_agent(af.Agent(client=chat_client(), tools=ALL), rails, tool_options=fw.BIND)
     assert "account_id" not in rails.tools["get_orders"].schema["properties"]
     assert rails.tools["lookup"].schema["required"] == ["order_id"]
     assert tool_from(lookup).schema["required"] == lookup.parameters()["required"]
@@ -91,14 +93,14 @@ async def test_pre_turn_decides_what_each_request_offers() -> None:
     assert tool_results(client)["d1"] == fw.EXPECTED["c4"][0]
     # The same engine, another run: pre_turn reads this run's input.
     client = chat_client(fw.FINAL)
-    await guard(af.Agent(client=client, tools=ALL), rails).run("hello")
+    await guard_agent(af.Agent(client=client, tools=ALL), rails).run("hello")
     assert sorted(offered(client)) == ["dump", "explode", "get_orders", "lookup", "shout"]
 
 
 async def test_the_session_id_of_the_run_is_the_turns_session() -> None:
     client = chat_client([("shout", {"text": "a"})], fw.FINAL)
     seen: list[Any] = []
-    agent = guard(af.Agent(client=client, tools=[shout]), Guardrails(), on_report=seen.append)
+    agent = guard_agent(af.Agent(client=client, tools=[shout]), Guardrails(), on_report=seen.append)
     session = agent.create_session(session_id="s-42")
     await agent.run("hello", session=session)
     assert seen[0].context.session == "s-42"
@@ -117,10 +119,10 @@ def test_a_binding_that_is_not_a_parameter_fails_when_guarding() -> None:
 def test_a_tool_the_application_registered_is_kept_and_options_for_it_are_refused() -> None:
     mine = tool(fw.lookup)
     rails = Guardrails([mine])
-    guard(af.Agent(client=chat_client(), tools=ALL), rails)
+    guard_agent(af.Agent(client=chat_client(), tools=ALL), rails)
     assert rails.tools["lookup"] is mine
     with pytest.raises(ConfigurationError, match="'lookup' is already registered"):
-        guard(af.Agent(client=chat_client(), tools=ALL), rails, tool_options={"lookup": {}})
+        guard_agent(af.Agent(client=chat_client(), tools=ALL), rails, tool_options={"lookup": {}})
 
 
 async def test_without_the_adapter_the_framework_leaks_and_uses_what_the_model_chose() -> None:
@@ -140,7 +142,9 @@ async def test_without_the_adapter_the_framework_leaks_and_uses_what_the_model_c
 async def test_a_streamed_run_is_guarded_and_checked_at_its_end() -> None:
     client = chat_client([("shout", {"text": "hi"}), ("no_such_tool", {})], "done")
     reports: list[Any] = []
-    agent = guard(af.Agent(client=client, tools=[shout]), Guardrails(), on_report=reports.append)
+    agent = guard_agent(
+        af.Agent(client=client, tools=[shout]), Guardrails(), on_report=reports.append
+    )
     stream = agent.run("hello", stream=True)
     async for _ in stream:
         pass
@@ -168,8 +172,8 @@ def test_whatever_arguments_the_model_sends_it_reads_a_result_or_a_fixed_sentenc
         assert sent == result.content
         return sent, None  # the Agent Framework sends no error flag
 
-    # Its schema does not forbid extra keys (its validator drops them).
-    fw.answers_to_any_lookup_arguments(answer, text=False, closed=False, examples=80)
+    # Undeclared keys are refused, though the framework's own validator would drop them.
+    fw.answers_to_any_lookup_arguments(answer, text=False, examples=80)
 
 
 async def test_a_secret_reaches_an_action_tool_and_nothing_else() -> None:
@@ -180,3 +184,126 @@ async def test_a_secret_reaches_an_action_tool_and_nothing_else() -> None:
     assert tool_results(client)["s1"] == "charged 5.0"
     assert fw.API_KEY not in repr(recorder.results)
     assert "api_key" not in str(offered(client))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_undeclared_argument_is_refused_though_the_framework_strips_it(
+    stream: bool,
+) -> None:
+    ran: list[dict[str, Any]] = []
+
+    @af.tool(name="lookup")
+    def spy(order_id: str, verbose: bool = False) -> str:
+        """Look an order up."""
+        ran.append({"order_id": order_id, "verbose": verbose})
+        return fw.lookup(order_id, verbose)
+
+    client = chat_client([fw.UNDECLARED, ("ok1", "lookup", {"order_id": "o-2"})], fw.FINAL)
+    recorder = MemoryRecorder()
+    agent = guarded(client, fw.rails(recorder=recorder), tools=[spy], tool_options=None)
+    if stream:
+        response = agent.run("orders", stream=True)
+        async for _ in response:
+            pass
+    else:
+        await agent.run("orders")
+    assert tool_results(client) == {"u1": fw.UNDECLARED_SENTENCE, "ok1": "order o-2"}
+    assert ran == [{"order_id": "o-2", "verbose": False}]
+    audited = {r.call_id: (r.outcome, r.reason) for r in recorder.results}
+    assert audited == {"u1": ("invalid_args", "undeclared_parameter"), "ok1": ("ok", None)}
+
+
+PNG = b"\x89PNG\r\n\x1a\n-chart"
+
+
+@af.tool
+def chart() -> Any:
+    """The month's spending as a chart."""
+    return [
+        af.Content.from_text("spending:"),
+        af.Content.from_data(data=PNG, media_type="image/png"),
+    ]
+
+
+@af.tool
+def huge_chart() -> Any:
+    """A chart with a caption far over the size cap."""
+    return [
+        af.Content.from_text("y" * 5_000),
+        af.Content.from_data(data=PNG, media_type="image/png"),
+    ]
+
+
+def items_sent(client: Any) -> dict[str, list[tuple[str, Any]]]:
+    """The items of each function result the model was sent last: (type, text or media type)."""
+    return {
+        c.call_id: [(i.type, i.text if i.type == "text" else i.media_type) for i in c.items or ()]
+        for m in client.requests[-1][0]
+        for c in m.contents
+        if c.type == "function_result"
+    }
+
+
+async def test_an_image_result_reaches_the_model_as_the_framework_sends_it() -> None:
+    plain = chat_client([("i1", "chart", {})], fw.FINAL)
+    await af.Agent(client=plain, tools=[chart]).run("chart")
+    client = chat_client([("i1", "chart", {})], fw.FINAL)
+    recorder = MemoryRecorder()
+    await guarded(client, fw.rails(recorder=recorder), tools=[chart], tool_options=None).run(
+        "chart"
+    )
+    assert (
+        items_sent(client)
+        == items_sent(plain)
+        == {"i1": [("text", "spending:"), ("data", "image/png")]}
+    )
+    [result] = recorder.results
+    assert (result.outcome, result.content) == ("ok", f"spending:\n[image/png, {len(PNG)} bytes]")
+
+
+async def test_an_image_result_whose_text_is_cut_is_sent_as_that_text() -> None:
+    client = chat_client([("h1", "huge_chart", {})], fw.FINAL)
+    await guarded(client, fw.rails(), tools=[huge_chart], tool_options=None).run("chart")
+    assert tool_results(client) == {"h1": fw.TRUNCATED.replace("x", "y")}
+    assert items_sent(client) == {"h1": [("text", fw.TRUNCATED.replace("x", "y"))]}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_run_that_answers_approval_requests_goes_on_in_the_same_turn(stream: bool) -> None:
+    @af.tool(approval_mode="always_require")
+    def wire(amount: int) -> str:
+        """Wire money (a person approves each wire)."""
+        return f"wired {amount}"
+
+    client = chat_client(
+        [("w1", "wire", {"amount": 5})],
+        [("s1", "shout", {"text": "a"})],
+        [("s2", "shout", {"text": "b"})],
+        fw.FINAL,
+    )
+    recorder = MemoryRecorder()
+    reports: list[Any] = []
+    engine = Guardrails(max_calls_per_turn=2, recorder=recorder)
+    agent = guard_agent(
+        af.Agent(client=client, tools=[wire, shout]), engine, on_report=reports.append
+    )
+    session = agent.create_session()
+    paused = await agent.run("wire 5", session=session)
+    [request] = paused.user_input_requests
+    assert reports == []  # the turn has not ended
+    answer = af.Message(
+        role="user", contents=[request.to_function_approval_response(approved=True)]
+    )
+    if stream:
+        resumed = agent.run(answer, session=session, stream=True)
+        async for _ in resumed:
+            pass
+        final = await resumed.get_final_response()
+    else:
+        final = await agent.run(answer, session=session)
+    assert final.text == fw.FINAL
+    sent = tool_results(client)
+    # One turn: its ceiling of 2 counts the approved wire, so the second shout is over it.
+    assert (sent["w1"], sent["s1"], sent["s2"]) == ("wired 5", "A", model_sentence(Outcome.LIMIT))
+    assert [kind for kind, _ in recorder.events].count("pre_turn") == 1
+    assert [r.text for r in reports] == [fw.FINAL]

@@ -24,7 +24,7 @@ CALLS = {
     "langchain": "langchain.middleware(rails)",
     "openai_agents": "openai_agents.guard(object(), rails)",
     "pydantic_ai": "pydantic_ai.capability(rails)",
-    "agent_framework": "agent_framework.guard(object(), rails)",
+    "agent_framework": "agent_framework.guard_agent(object(), rails)",
     "google_adk": "google_adk.plugin(object(), rails)",
 }
 
