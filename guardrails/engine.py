@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
@@ -22,6 +23,8 @@ from .tools import tool as make_tool
 from .verdicts import ChokePoint
 
 __all__ = ["Guardrails", "Turn"]
+
+log = logging.getLogger("guardrails")
 
 _MAKING = threading.Lock()  # makes each turn's lock once, whichever thread asks first
 
@@ -103,10 +106,12 @@ class Turn:
     def end(self) -> list[ToolResult]:
         """End the turn (sync): every ticket still open is settled as ``error``
         (reason ``not_completed``) and audited; their results. A turn may go on after."""
+        self.engine._first_end()
         return end_tickets(self) if self._tickets else []
 
     async def aend(self) -> list[ToolResult]:
         """``end`` for async code."""
+        self.engine._first_end()
         return await aend_tickets(self) if self._tickets else []
 
     def __enter__(self) -> Turn:
@@ -135,8 +140,7 @@ class Turn:
     def post_run(self, output: Any = None, *, structured: Any = None) -> PostRunReport:
         """End the turn's open tickets, then check the finished run and act as its
         backstop (sync). See docs/post_run.md."""
-        if self._tickets:
-            end_tickets(self)
+        self.end()
         return post_run(self, output, structured=structured)
 
     async def apost_run(self, output: Any = None, *, structured: Any = None) -> PostRunReport:
@@ -144,8 +148,7 @@ class Turn:
         slice = self.engine.loop_slice
         if slice is not None and (place := _fair.enter(slice)) is not None:
             await place
-        if self._tickets:
-            await aend_tickets(self)
+        await self.aend()
         return await apost_run(self, output, structured=structured)
 
 
@@ -183,6 +186,8 @@ class Guardrails:
             raise ConfigurationError("max_argument_chars must be positive")
         self._tools: dict[str, Tool] = {}
         self._guards: dict[str, Guard] = {}
+        self._pending: dict[str, frozenset[str]] = {}  # guard -> scope names not registered
+        self._reported = False  # whether the end of the first turn reported ``_pending``
         for t in tools:
             self._add_tool(t)
         for g in guards:
@@ -237,6 +242,8 @@ class Guardrails:
         for g in (*spec.guards, *spec.output_guards):
             self._check_guard_name(g)
         self._tools[spec.name] = spec
+        if self._pending:
+            self._arrived(spec.name)
         return spec
 
     def _add_guard(self, g: Guard | Callable[[Any], Any]) -> Guard:
@@ -244,12 +251,49 @@ class Guardrails:
         self._check_guard_name(spec)
         if spec.tools is not None:
             unknown = spec.tools - self._tools.keys()
-            if unknown:
+            if unknown and self._tools:  # the tools are known: a name none has is a mistake
                 raise ConfigurationError(
                     f"guard {spec.name!r} ({spec.defined_at}): unknown tool {sorted(unknown)[0]!r}"
                 )
+            if unknown:  # no tool yet: an adapter registers them later (``pending_scopes``)
+                self._pending[spec.name] = frozenset(unknown)
         self._guards[spec.name] = spec
         return spec
+
+    @property
+    def pending_scopes(self) -> Mapping[str, frozenset[str]]:
+        """The tool names that guards are scoped to and no registered tool has yet, by
+        guard: a guard added while the engine had no tool waits for them."""
+        return MappingProxyType(self._pending)
+
+    def _arrived(self, name: str) -> None:
+        """A tool of this name is registered: no guard waits for it any more."""
+        for guard_name, names in list(self._pending.items()):
+            if name in names:
+                left = names - {name}
+                if left:
+                    self._pending[guard_name] = left
+                else:
+                    del self._pending[guard_name]
+
+    def _first_end(self) -> None:
+        """At the end of the first turn: each tool name a guard still waits for is
+        logged, once (tools an adapter registers arrive during a run, not before it)."""
+        if self._reported or not self._pending:
+            return
+        self._reported = True
+        for guard_name, names in sorted(self._pending.items()):
+            spec = self._guards.get(guard_name)
+            where = "?" if spec is None else spec.defined_at
+            for name in sorted(names):
+                log.warning(
+                    "guard %r (%s) is scoped to tool %r, which was not registered by the end "
+                    "of the first turn: the guard applies to it only once a tool of that "
+                    "name is registered",
+                    guard_name,
+                    where,
+                    name,
+                )
 
     def _check_guard_name(self, g: Guard) -> None:
         existing = self._guards.get(g.name)
