@@ -342,6 +342,12 @@ ENTRY_POINTS: dict[str, EntryPoint] = {
             error_flag=False,
             differences={"approval": NO_APPROVAL},
         ),
+        EntryPoint(
+            "pydantic_ai",
+            "pydantic-ai (`pydantic_ai.capability`: `run_sync`, `run`, `run_stream`)",
+            "docs/integrations/pydantic_ai.md",
+            error_flag=True,
+        ),
     )
 }
 
