@@ -74,7 +74,10 @@ async def _through_framework(**arguments: Any) -> Any:
     # The admitted arguments (bound ones included) replace the model's, and the
     # framework runs the tool: its own conversion, injection and result parsing.
     call = _CALL.get()
-    call.context.arguments = arguments
+    if arguments != _arguments(call.context.arguments):
+        # Equal values stay the framework's own (``5`` it holds as ``5.0``): an approved
+        # call's arguments must not change after its approval.
+        call.context.arguments = arguments
     await call.call_next()
     return _result_value(call.context.result, call.rich)
 

@@ -343,6 +343,12 @@ ENTRY_POINTS: dict[str, EntryPoint] = {
             differences={"approval": NO_APPROVAL},
         ),
         EntryPoint(
+            "agent_framework",
+            "Microsoft Agent Framework (`guard_agent`: `agent.run`, streamed or not)",
+            "docs/integrations/agent_framework.md",
+            error_flag=False,
+        ),
+        EntryPoint(
             "pydantic_ai",
             "pydantic-ai (`pydantic_ai.capability`: `run_sync`, `run`, `run_stream`)",
             "docs/integrations/pydantic_ai.md",
