@@ -310,7 +310,7 @@ class Guardrails:
     def load_policy(self, policy: Any, *, store: Any = None, **limits: int) -> Any:
         """Load a policy (a ``Policy`` or a TOML file's path), merged with any loaded
         before, checked against the registered tools. ``limits``: ``max_values``,
-        ``max_sessions``. See docs/policy.md."""
+        ``max_sessions``, ``max_tenants``. See docs/policy.md."""
         from .policy.attach import attach
 
         return attach(self, policy, store=store, **limits).policy

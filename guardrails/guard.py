@@ -24,6 +24,7 @@ from ._aio import (
     run_coroutine,
     stops,
 )
+from ._metric_names import FAULT_REASONS
 from ._tuples import make
 from .context import Escape, GuardResult, VerdictRecord
 from .errors import ConfigurationError, NotConfigured, UsageError
@@ -231,7 +232,9 @@ class Guard:
         if self.observe:
             if verdict is _REJECT:
                 escape = Escape(self.name, point, _ESCAPE_OBSERVE_ONLY)
-        elif escape_reason is not None and verdict is _PASS:
+        elif escape_reason is not None and (verdict is _PASS or escape_reason in FAULT_REASONS):
+            # A pass let through on purpose (an escape), or a refusal because the
+            # guard could not decide (a fault, as a fail-closed guard's).
             escape = Escape(self.name, point, escape_reason)
         record = _new(
             _Record, (self.name, point, verdict, reason, evidence, elapsed, not self.observe)

@@ -80,3 +80,27 @@ def test_a_guard_name_that_is_not_a_str_is_a_configuration_error() -> None:
 
     with pytest.raises(ConfigurationError, match="name must be a str"):
         guard(name=b"g")(lambda call: None)  # type: ignore[call-overload]
+
+
+def test_a_reject_that_could_not_decide_is_a_fault_and_other_escapes_on_a_reject_drop() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from guardrails import EscapeReason, GuardResult
+    from guardrails.metrics import PrometheusRecorder
+
+    @guard
+    def cannot_say(call: Invocation) -> GuardResult:
+        return GuardResult.rejected("record_partial", escape=EscapeReason.NOT_CONFIGURED)
+
+    @guard
+    def odd(call: Invocation) -> GuardResult:
+        return GuardResult.rejected("no", escape=EscapeReason.PASS_ON_RETRY)
+
+    registry = CollectorRegistry()
+    rails = Guardrails([echo], [cannot_say, odd], recorder=PrometheusRecorder(registry))
+    result = rails.call("echo", {"q": "x"})
+    assert result.outcome == "unavailable" and result.verdict is Verdict.REJECT
+    assert [(e.guard, e.reason) for e in result.escapes] == [("cannot_say", "not_configured")]
+    labels = {"guard": "cannot_say", "choke_point": "tool_call", "reason": "not_configured"}
+    assert registry.get_sample_value("guardrails_fail_closed_faults_total", labels) == 1.0
+    assert registry.get_sample_value("guardrails_fail_open_escapes_total", labels) is None

@@ -31,6 +31,7 @@ BEHAVIOURS: dict[str, Any] = {
     "not_evaluated": lambda: Verdict.NOT_EVALUATED,
     "result_reject": lambda: GuardResult.rejected("why", params=("q",)),
     "result_pass_escape": lambda: GuardResult.passed(escape=EscapeReason.PASS_ON_RETRY),
+    "result_reject_fault": lambda: GuardResult.rejected(escape=EscapeReason.NOT_CONFIGURED),
     "junk": lambda: "pass",
     "raises": lambda: 1 / 0,
 }

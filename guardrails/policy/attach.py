@@ -55,7 +55,7 @@ def installed(engine: Engine) -> Installed | None:
 
 def attach(engine: Engine, source: Any, *, store: Any = None, **limits: Any) -> Installed:
     """Merge ``source`` into ``engine``'s policy and install the result."""
-    unknown = sorted(set(limits) - {"max_values", "max_sessions"})
+    unknown = sorted(set(limits) - {"max_values", "max_sessions", "max_tenants"})
     if unknown:
         raise ConfigurationError(f"load_policy: unknown option {unknown[0]!r}")
     new = as_policy(source)

@@ -57,17 +57,20 @@ _CACHE_SIZE = 4096
 class Seen(Protocol):
     """What a rule asks about provenance (``provenance.SessionView`` implements it).
 
-    ``find`` gives the bitmask of the sources a normalised value was seen in
-    (0: never seen), or None when the session's record cannot say (it
-    overflowed); ``trusted`` is the mask of trusted sources; ``mask_of`` the
-    mask of some source names.
+    ``lookup`` gives the bitmask of the sources a key was seen in (0: never
+    seen); ``partial`` the mask of the sources whose labels the record may be
+    missing (a bound was reached; 0: complete); ``trusted`` is the mask of
+    trusted sources; ``mask_of`` the mask of some source names.
     """
 
     trusted: int
 
-    def find(self, kind: str, value: str, /) -> int | None: ...
+    @property
+    def partial(self) -> int: ...
 
-    def lookup(self, item: str, /) -> int | None: ...
+    def find(self, kind: str, value: str, /) -> int: ...
+
+    def lookup(self, item: str, /) -> int: ...
 
     def mask_of(self, names: frozenset[str], /) -> int: ...
 
@@ -347,13 +350,18 @@ class Compiled:
                 failed.append(Check.TYPE)
                 return
         mask = seen.lookup(self.prefix + key)
-        if mask is None:
-            failed.append(Check.UNKNOWN)
-            return
-        if self.grounded is not None and not mask & seen.mask_of(self.grounded):
-            failed.append(Check.GROUNDED)
-        if self.untrusted and mask and not mask & seen.trusted:
-            failed.append(Check.UNTRUSTED)
+        partial = seen.partial
+        if self.grounded is not None:
+            need = seen.mask_of(self.grounded)
+            # Not found where it must be: refused, and unknown (a fault) when
+            # those sources' record is partial: never a pass.
+            if not mask & need:
+                failed.append(Check.UNKNOWN if partial & need else Check.GROUNDED)
+        if self.untrusted and not mask & seen.trusted:
+            if mask:  # seen only in untrusted results, as far as the record says
+                failed.append(Check.UNKNOWN if partial & seen.trusted else Check.UNTRUSTED)
+            elif partial & ~seen.trusted:  # unseen, but the untrusted labels are partial
+                failed.append(Check.UNKNOWN)
 
     def explain(self) -> list[str]:
         p = self.rule

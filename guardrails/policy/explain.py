@@ -25,7 +25,7 @@ def explain(policy: Policy, tools: Mapping[str, Any] | None = None) -> str:
         "every other tool's results are untrusted"
     )
     if policy.fail_closed:
-        lines.append("  fail_closed: a value the session record cannot place is refused")
+        lines.append("  fail_closed: a rule that cannot decide (its store unreadable) refuses")
     for name in names:
         lines.append(f"tool {name}")
         trust = "trusted" if name in policy.trusted else "untrusted"

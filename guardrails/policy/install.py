@@ -69,17 +69,19 @@ def install(
     store: Any = None,
     max_values: int = 100_000,
     max_sessions: int = 1_000,
+    max_tenants: int = 1_000,
     carry: Installed | None = None,
 ) -> Installed:
     """Guards and a hook for ``policy``; ``carry``: the policy this one replaces,
     whose session labels (when the sources are the same), per-turn user input
     and in-memory counts go on."""
-    for name, limit in (("max_values", max_values), ("max_sessions", max_sessions)):
+    limits = {"max_values": max_values, "max_sessions": max_sessions, "max_tenants": max_tenants}
+    for name, limit in limits.items():
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ConfigurationError(f"policy: {name} must be a positive integer, not {limit!r}")
     policy.check(tools)
     sources = Sources(tools, policy.trusted)
-    ledgers = Ledgers(sources, store=store, max_values=max_values, max_sessions=max_sessions)
+    ledgers = Ledgers(sources, store=store, **limits)
     intents = Intents(policy.intents)
     counts = Counts(store, dict(policy.ceilings))
     if carry is not None:
@@ -209,13 +211,12 @@ class _ParamCheck:
 
     def _rejected(self, failed: set[Check]) -> GuardResult:
         evidence = {"rule": self.rule.rule_name, "param": self.rule.path}
-        if failed == {Check.UNKNOWN}:
-            return GuardResult.not_evaluated(
-                Check.UNKNOWN.value, evidence=evidence, escape=EscapeReason.NOT_CONFIGURED
-            )
         checks = sorted(c.value for c in failed)
+        # Refused only because a bound of the session's record was reached: the
+        # rule could not decide and refused, a fault (never an escape, never a pass).
+        fault = EscapeReason.NOT_CONFIGURED if failed == {Check.UNKNOWN} else None
         return GuardResult.rejected(
-            checks[0], evidence={**evidence, "checks": checks}, params=(self.head,)
+            checks[0], evidence={**evidence, "checks": checks}, params=(self.head,), escape=fault
         )
 
 

@@ -3,7 +3,7 @@
 ::
 
     [policy]
-    fail_closed = false            # provenance the record cannot tell: refuse
+    fail_closed = false            # a rule that cannot decide (store unreadable): refuse
 
     [sources]
     trusted = ["list_contacts"]    # tool results trusted (default: untrusted)

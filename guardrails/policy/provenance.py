@@ -6,11 +6,14 @@ each tool, whose results are untrusted unless the policy trusts the tool. A
 label is a bit in a per-session map from a value's key (its kind and normal
 form) to the bits of the sources it was seen in.
 
-Memory is bounded: at most ``max_values`` keys per session and
-``max_sessions`` sessions in memory (least recently used first out). A
-session that reached ``max_values`` keeps what it has and answers ``None``
-(cannot say) for a value it does not know, so a rule never passes on a record
-it knows to be partial. Turns without a session get a record of their own.
+Memory is bounded, and no bound can be filled into a pass (``_ledger.py``):
+each session keeps at most ``max_values`` trusted and ``max_values`` untrusted
+keys, apart, so untrusted text never pushes out a trusted label; each tenant
+keeps at most ``max_sessions`` sessions, so one tenant never pushes out
+another's; at most ``max_tenants`` tenants are kept. A record that reached a
+bound, or that was pushed out with no store to read it back from, knows which
+sources it may be missing (``partial``): a rule that needs one of them and does
+not find the value refuses. Turns without a session get a record of their own.
 
 With a store, labels also go to the store (append-only chunks of 12-byte
 digests, never the values), and a session's record is brought up to date
@@ -27,6 +30,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ._extract import extract, extract_tokens, extract_value, fingerprint, key
+from ._ledger import FORGOTTEN_PER_KEPT, Forgotten, Ledger, Tenant
 
 __all__ = ["Ledger", "Ledgers", "SessionView", "Sources"]
 
@@ -38,13 +42,14 @@ _KEY_PREFIX = "guardrails:provenance:"
 class Sources:
     """The sources a policy knows: a bit each; which of them are trusted."""
 
-    __slots__ = ("bits", "masks", "other", "trusted")
+    __slots__ = ("all", "bits", "masks", "other", "trusted")
 
     def __init__(self, tools: Iterable[str], trusted_tools: Iterable[str]) -> None:
         names = [USER, CONTEXT, *sorted(set(tools))]
         self.bits = {name: 1 << i for i, name in enumerate(names)}
         # Labels read from the store under a name this policy does not know.
         self.other = 1 << len(names)
+        self.all = (self.other << 1) - 1
         trusted = self.bits[USER] | self.bits[CONTEXT]
         for name in trusted_tools:
             trusted |= self.bits[name]
@@ -64,46 +69,8 @@ class Sources:
         return sorted(name for name, bit in self.bits.items() if mask & bit)
 
 
-class Ledger:
-    """The labels of one session."""
-
-    __slots__ = ("contexts", "entries", "limit", "lock", "overflowed", "stamp", "synced", "view")
-
-    def __init__(self, limit: int, *, overflowed: bool = False) -> None:
-        self.stamp: Any = None  # the call whose check last read the store
-        self.view: SessionView | None = None
-        self.entries: dict[Any, int] = {}
-        self.limit = limit
-        self.overflowed = overflowed
-        self.synced = 0  # the last store chunk read
-        self.contexts: list[Any] = []  # the context objects already labelled (a few)
-        self.lock = threading.Lock()
-
-    def add(self, keys: Iterable[Any], bit: int) -> None:
-        entries = self.entries
-        get = entries.get
-        with self.lock:
-            room = self.limit - len(entries)
-            for key in keys:
-                old = get(key)
-                if old is None:
-                    if room <= 0:
-                        self.overflowed = True
-                        continue
-                    room -= 1
-                    entries[key] = bit
-                elif not old & bit:
-                    entries[key] = old | bit
-
-    def find(self, key: Any) -> int | None:
-        mask = self.entries.get(key, 0)
-        if not mask and self.overflowed:
-            return None
-        return mask
-
-
 class SessionView:
-    """One session's labels as a rule sees them (``rules.Seen``)."""
+    """One session's labels as a rule sees them (``checks.Seen``)."""
 
     __slots__ = ("hashed", "ledger", "mask_of", "trusted")
 
@@ -113,30 +80,32 @@ class SessionView:
         self.mask_of = sources.mask_of
         self.hashed = hashed
 
-    def find(self, kind: str, value: str) -> int | None:
+    @property
+    def partial(self) -> int:
+        """The sources whose labels this record may be missing (0: it is complete)."""
+        return self.ledger.partial
+
+    def find(self, kind: str, value: str) -> int:
         return self.lookup(key(kind, value))
 
-    def lookup(self, item: str) -> int | None:
-        """The sources of one key (``_extract.key``): a mask, or None when it cannot say."""
-        ledger = self.ledger
-        mask = ledger.entries.get(fingerprint(item) if self.hashed else item, 0)
-        if not mask and ledger.overflowed:
-            return None
-        return mask
+    def lookup(self, item: str) -> int:
+        """The mask of the sources one key (``_extract.key``) was seen in; 0: not seen."""
+        return self.ledger.find(fingerprint(item) if self.hashed else item)
 
 
 class Ledgers:
-    """Every session's ledger, bounded, optionally backed by a store."""
+    """Every session's ledger, bounded per session and per tenant, optionally backed by a store."""
 
     __slots__ = (
         "forgotten",
         "last",
         "lock",
         "max_sessions",
+        "max_tenants",
         "max_values",
-        "sessions",
         "sources",
         "store",
+        "tenants",
         "turns",
     )
 
@@ -147,15 +116,17 @@ class Ledgers:
         store: Any = None,
         max_values: int = 100_000,
         max_sessions: int = 1_000,
+        max_tenants: int = 1_000,
     ) -> None:
         self.sources = sources
         self.store = store
         self.max_values = max_values
         self.max_sessions = max_sessions
-        self.sessions: OrderedDict[tuple[str, str], Ledger] = OrderedDict()
+        self.max_tenants = max_tenants
+        self.tenants: OrderedDict[Any, Tenant] = OrderedDict()
         self.turns: weakref.WeakKeyDictionary[Any, Ledger] = weakref.WeakKeyDictionary()
-        # Sessions pushed out of memory with no store to reload them from.
-        self.forgotten: OrderedDict[tuple[str, str], None] = OrderedDict()
+        # Tenants pushed out of memory with no store to reload their sessions from.
+        self.forgotten = Forgotten(FORGOTTEN_PER_KEPT * max_tenants)
         self.lock = threading.Lock()
         # The ledger of the last (turn, context) asked for: consecutive calls
         # of one turn skip the lookup.
@@ -167,7 +138,7 @@ class Ledgers:
         """The ledger of the turn's session. With a store, first brought up to date
         with what other processes added, once per ``stamp`` (a call id)."""
         last = self.last
-        if last is not None and last[0] is turn and last[1] is context:
+        if last is not None and last[0] is turn and last[1] is context and not last[2].evicted:
             found = last[2]
         else:
             found = self._find(turn, context)
@@ -180,33 +151,52 @@ class Ledgers:
                 found.stamp = stamp
         return found
 
+    def _new(self, *, partial: bool = False) -> Ledger:
+        sources = self.sources
+        return Ledger(
+            self.max_values, sources.trusted, sources.all, partial=sources.all if partial else 0
+        )
+
     def _find(self, turn: Any, context: Any) -> Ledger:
         session = getattr(context, "session", None)
         if session is None:
             return self._turn_ledger(turn)
-        key = (getattr(context, "tenant", None) or "", str(session))
+        name, session = getattr(context, "tenant", None) or "", str(session)
         with self.lock:
-            ledger = self.sessions.get(key)
+            tenant = self._tenant(name)
+            ledger = tenant.sessions.get(session)
             if ledger is not None:
-                self.sessions.move_to_end(key)
-            else:
-                partial = self.store is None and key in self.forgotten
-                ledger = self.sessions[key] = Ledger(self.max_values, overflowed=partial)
-                if len(self.sessions) > self.max_sessions:
-                    old, _ = self.sessions.popitem(last=False)
-                    if self.store is None:
-                        self.forgotten[old] = None
-                        if len(self.forgotten) > 100 * self.max_sessions:
-                            self.forgotten.popitem(last=False)
+                tenant.sessions.move_to_end(session)
+                return ledger
+            # Without a store, a session pushed out before cannot be read back.
+            ledger = self._new(partial=self.store is None and session in tenant.forgotten)
+            tenant.sessions[session] = ledger
+            tenant.evict(self.max_sessions, remember=self.store is None)
         return ledger
+
+    def _tenant(self, name: Any) -> Tenant:
+        """The tenant's sessions, made if needed (called under the lock)."""
+        tenants = self.tenants
+        tenant = tenants.get(name)
+        if tenant is not None:
+            tenants.move_to_end(name)
+            return tenant
+        lost = self.store is None and name in self.forgotten
+        tenant = tenants[name] = Tenant(self.max_sessions, forgotten=lost)
+        while len(tenants) > self.max_tenants:
+            old, pushed = tenants.popitem(last=False)
+            pushed.evict(0, remember=False)
+            if self.store is None:
+                self.forgotten.add(old)
+        return tenant
 
     def _turn_ledger(self, turn: Any) -> Ledger:
         if turn is None:
-            return Ledger(self.max_values)
+            return self._new()
         with self.lock:
             ledger = self.turns.get(turn)
             if ledger is None:
-                ledger = self.turns[turn] = Ledger(self.max_values)
+                ledger = self.turns[turn] = self._new()
         return ledger
 
     def view(self, turn: Any, context: Any, stamp: Any = None) -> SessionView:
@@ -219,7 +209,7 @@ class Ledgers:
             else:
                 contexts.remove(context)
                 contexts.append(context)
-        view = ledger.view
+        view: SessionView | None = ledger.view
         if view is None:
             view = ledger.view = SessionView(ledger, self.sources, self.store is not None)
         return view

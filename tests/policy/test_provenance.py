@@ -136,41 +136,6 @@ def test_structured_results_are_searched_at_any_depth() -> None:
     assert turn.call("pay", {"iban": "GB33BUKB20201555555555"}).outcome is Outcome.INVALID_ARGS
 
 
-# -- bounded memory ---------------------------------------------------------------------
-
-
-def test_a_full_session_record_cannot_say_and_counts_an_escape() -> None:
-    rails = Guardrails([fetch_page, contacts, send])
-    from guardrails.policy.attach import attach
-
-    attach(rails, NOT_ONLY_UNTRUSTED, max_values=3)
-    turn = rails.turn(session="a")
-    assert turn.call("fetch_page", {"url": "x"}).ok  # more than 3 values: the record is partial
-    result = turn.call("send", {"to": "unknown@nowhere.example"})
-    assert result.outcome is Outcome.OK and result.verdict is Verdict.NOT_EVALUATED
-    assert [(e.guard, e.reason) for e in result.escapes] == [
-        ("policy:send.to", EscapeReason.NOT_CONFIGURED)
-    ]
-
-    closed = Guardrails([fetch_page, contacts, send])
-    attach(closed, Policy(params=NOT_ONLY_UNTRUSTED.params, fail_closed=True), max_values=3)
-    turn = closed.turn(session="a")
-    assert turn.call("fetch_page", {"url": "x"}).ok
-    assert turn.call("send", {"to": "unknown@nowhere.example"}).outcome is Outcome.INVALID_ARGS
-
-
-def test_a_session_pushed_out_of_memory_without_a_store_is_not_trusted_to_be_clean() -> None:
-    rails = Guardrails([fetch_page, contacts, send])
-    from guardrails.policy.attach import attach
-
-    attach(rails, NOT_ONLY_UNTRUSTED, max_sessions=2)
-    assert rails.turn(session="old").call("fetch_page", {"url": "x"}).ok
-    for name in ("s1", "s2", "s3"):
-        rails.turn(session=name).call("send", {"to": "a@b.example"})
-    result = rails.turn(session="old").call("send", {"to": "mallory@evil.example"})
-    assert result.verdict is Verdict.NOT_EVALUATED and result.escapes
-
-
 # -- through the store: across engines and processes -------------------------------------
 
 
@@ -231,6 +196,15 @@ def test_a_store_that_fails_at_a_check_is_an_escape_not_a_pass() -> None:
     assert result.verdict is Verdict.NOT_EVALUATED
     # the check could not read the store, and the result could not be written to it
     assert [e.guard for e in result.escapes] == ["policy:send.to", "policy"]
+
+
+def test_with_fail_closed_a_store_that_fails_at_a_check_refuses_as_a_fault() -> None:
+    closed = Policy(params=NOT_ONLY_UNTRUSTED.params, fail_closed=True)
+    result = _rails(closed, _Down()).turn(session="a").call("send", {"to": "a@b.example"})
+    assert result.outcome is Outcome.INVALID_ARGS and result.verdict is Verdict.REJECT
+    assert [(e.guard, e.reason) for e in result.escapes] == [
+        ("policy:send.to", EscapeReason.RAISED)
+    ]
 
 
 @pytest.mark.parametrize("value", ["", "@", "a" * 10_000, "x@" * 500, "\u200b" * 50])

@@ -17,14 +17,17 @@ from guardrails.policy.kinds import Kind
 class Seen:
     """A provenance record with fixed answers: value -> mask."""
 
-    def __init__(self, masks: dict[tuple[str, str], int], trusted: int = 0b01) -> None:
+    def __init__(
+        self, masks: dict[tuple[str, str], int], trusted: int = 0b01, partial: int = 0
+    ) -> None:
         self.masks = masks
         self.trusted = trusted
+        self.partial = partial
 
-    def find(self, kind: str, value: str) -> int | None:
+    def find(self, kind: str, value: str) -> int:
         return self.masks.get((kind, value), 0)
 
-    def lookup(self, item: str) -> int | None:
+    def lookup(self, item: str) -> int:
         kind, _, value = item.partition("\x00")
         return self.find(kind, value)
 
@@ -105,13 +108,36 @@ def test_provenance_checks_on_their_own(
     assert rule.check("A@X.com", CTX, Seen(masks)) == failed
 
 
-def test_a_record_that_cannot_say_is_unknown_not_a_pass() -> None:
-    class Overflowed(Seen):
-        def lookup(self, item: str) -> int | None:
-            return None
+USER_PARTIAL, INBOX_PARTIAL = 0b01, 0b10  # the trusted or the untrusted labels may miss some
+A = ("email", "a@x.com")
 
-    rule = Param("t", "p", kind="email", not_only_untrusted=True)
-    assert rule.check("a@x.com", CTX, Overflowed({})) == [Check.UNKNOWN]
+
+@pytest.mark.parametrize(
+    ("options", "masks", "partial", "failed"),
+    [
+        # Found where it must be: a pass whatever the record missed.
+        ({"grounded_in": ["user"]}, {A: 0b01}, USER_PARTIAL | INBOX_PARTIAL, []),
+        # Not found, and the trusted labels are whole: plainly not grounded.
+        ({"grounded_in": ["user"]}, {}, INBOX_PARTIAL, [Check.GROUNDED]),
+        ({"grounded_in": ["user"]}, {A: 0b10}, INBOX_PARTIAL, [Check.GROUNDED]),
+        # Not found where the labels may be missing: refused, unknown.
+        ({"grounded_in": ["user"]}, {}, USER_PARTIAL, [Check.UNKNOWN]),
+        ({"grounded_in": ["inbox"]}, {}, INBOX_PARTIAL, [Check.UNKNOWN]),
+        ({"grounded_in": ["inbox"]}, {}, USER_PARTIAL, [Check.GROUNDED]),
+        # Unseen while the untrusted labels may be missing: perhaps seen there.
+        ({"not_only_untrusted": True}, {}, INBOX_PARTIAL, [Check.UNKNOWN]),
+        ({"not_only_untrusted": True}, {}, USER_PARTIAL, []),
+        # Seen untrusted only: untrusted, or unknown when a trusted label may be missing.
+        ({"not_only_untrusted": True}, {A: 0b10}, INBOX_PARTIAL, [Check.UNTRUSTED]),
+        ({"not_only_untrusted": True}, {A: 0b10}, USER_PARTIAL, [Check.UNKNOWN]),
+        ({"not_only_untrusted": True}, {A: 0b11}, USER_PARTIAL | INBOX_PARTIAL, []),
+    ],
+)
+def test_a_partial_record_never_passes_what_it_may_have_refused(
+    options: dict[str, Any], masks: dict[tuple[str, str], int], partial: int, failed: list[Check]
+) -> None:
+    rule = Param("t", "p", kind="email", **options)
+    assert rule.check("a@x.com", CTX, Seen(masks, partial=partial)) == failed
 
 
 @pytest.mark.parametrize(
