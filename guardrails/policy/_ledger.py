@@ -80,6 +80,15 @@ class Ledger:
         """The mask of the sources ``key`` was seen in (0: not seen, or dropped if partial)."""
         return self.trusted.get(key, 0) | self.untrusted.get(key, 0)
 
+    @property
+    def entries(self) -> dict[Any, int]:
+        """Every label kept, trusted and untrusted together: key -> mask (a copy)."""
+        with self.lock:
+            merged = dict(self.untrusted)
+            for key, bit in self.trusted.items():
+                merged[key] = merged.get(key, 0) | bit
+        return merged
+
 
 class Forgotten:
     """Keys pushed out of memory for good, at most ``limit``; once more were, every key is."""
