@@ -18,6 +18,8 @@ BACKSTOP_ACTIONS = "guardrails_backstop_actions_total"
 GUARD_DURATION = "guardrails_guard_duration_seconds"
 GUARD_REGISTERED = "guardrails_guard_registered"
 TELEMETRY_FAILURES = "guardrails_telemetry_failures_total"
+LAST_ESCAPE = "guardrails_fail_open_escape_last_timestamp_seconds"
+LAST_FAULT = "guardrails_fail_closed_fault_last_timestamp_seconds"
 
 GUARD = "guard"
 CHOKE_POINT = "choke_point"
@@ -46,6 +48,8 @@ EXPORTED: Mapping[str, tuple[str, ...]] = {
     GUARD_DURATION: (GUARD, CHOKE_POINT),
     GUARD_REGISTERED: (GUARD, CHOKE_POINT),
     TELEMETRY_FAILURES: (RECORDER,),
+    LAST_ESCAPE: (GUARD, CHOKE_POINT, REASON),
+    LAST_FAULT: (GUARD, CHOKE_POINT, REASON),
 }
 
 HELP: Mapping[str, str] = {
@@ -66,6 +70,14 @@ HELP: Mapping[str, str] = {
     GUARD_DURATION: "Time one guard took to decide, by guard and choke-point.",
     GUARD_REGISTERED: "1 for every guard registered at a choke-point.",
     TELEMETRY_FAILURES: "Recorder failures: logged and counted, never raised into a tool call.",
+    LAST_ESCAPE: (
+        "Unix time of the latest fail-open escape, by guard, choke-point and reason "
+        "(absent until the first one)."
+    ),
+    LAST_FAULT: (
+        "Unix time of the latest fail-closed fault, by guard, choke-point and reason "
+        "(absent until the first one)."
+    ),
 }
 
 # Why a fail-closed guard could not decide: the reasons of

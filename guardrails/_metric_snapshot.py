@@ -28,6 +28,8 @@ from ._metric_names import (
     GUARD_EVALUATIONS,
     GUARD_REGISTERED,
     HELP,
+    LAST_ESCAPE,
+    LAST_FAULT,
     OBSERVE,
     TELEMETRY_FAILURES,
     TOOL_OUTCOMES,
@@ -42,7 +44,17 @@ SERIES_PER_GUARD = len(Verdict) + len(EscapeReason) + len(FAULT_REASONS) + 22 + 
 class GuardSeries:
     """The counts of one (guard, choke-point): verdicts by mode, duration, escapes, faults."""
 
-    __slots__ = ("buckets", "enforced", "escapes", "faults", "modes", "nanos", "observed")
+    __slots__ = (
+        "buckets",
+        "enforced",
+        "escape_last",
+        "escapes",
+        "fault_last",
+        "faults",
+        "modes",
+        "nanos",
+        "observed",
+    )
 
     def __init__(self) -> None:
         self.enforced = dict.fromkeys(Verdict, 0)
@@ -52,6 +64,9 @@ class GuardSeries:
         self.nanos = 0  # the sum, kept exact in integer nanoseconds
         self.escapes: dict[EscapeReason, int] = {}
         self.faults: dict[EscapeReason, int] = {}
+        # Unix time of the latest escape and fault by reason (no entry: none yet).
+        self.escape_last: dict[EscapeReason, float] = {}
+        self.fault_last: dict[EscapeReason, float] = {}
 
     @property
     def verdicts(self) -> dict[str, dict[Verdict, int]]:
@@ -67,6 +82,8 @@ class GuardSeries:
         new.nanos = self.nanos
         new.escapes = self.escapes.copy()
         new.faults = self.faults.copy()
+        new.escape_last = self.escape_last.copy()
+        new.fault_last = self.fault_last.copy()
         return new
 
 
@@ -87,6 +104,7 @@ def build_families(s: Snapshot) -> list[Metric]:
     duration = HistogramMetricFamily(
         GUARD_DURATION, HELP[GUARD_DURATION], labels=EXPORTED[GUARD_DURATION]
     )
+    last_escape, last_fault = _gauge(LAST_ESCAPE), _gauge(LAST_FAULT)
     registered = set(s.registered)
     for (guard, point), series in s.guards:
         cp = point.value
@@ -103,6 +121,9 @@ def build_families(s: Snapshot) -> list[Metric]:
             count = series.faults.get(reason, 0)
             if zero or count:
                 faults.add_metric((guard, cp, reason.value), count)
+        for family, latest in ((last_escape, series.escape_last), (last_fault, series.fault_last)):
+            for reason, at in sorted(latest.items()):
+                family.add_metric((guard, cp, reason.value), at)
         cumulative, total = [], 0
         for bound, count in zip((*DURATION_BUCKETS, float("inf")), series.buckets, strict=True):
             total += count
@@ -122,11 +143,26 @@ def build_families(s: Snapshot) -> list[Metric]:
     failures = _counter(TELEMETRY_FAILURES)
     for name, count in s.failures:
         failures.add_metric((name,), count)
-    return [evaluations, escapes, faults, outcomes, actions, duration, listed, failures]
+    return [
+        evaluations,
+        escapes,
+        faults,
+        outcomes,
+        actions,
+        duration,
+        listed,
+        failures,
+        last_escape,
+        last_fault,
+    ]
 
 
 def _counter(name: str) -> CounterMetricFamily:
     return CounterMetricFamily(name, HELP[name], labels=EXPORTED[name])
+
+
+def _gauge(name: str) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, HELP[name], labels=EXPORTED[name])
 
 
 def _le(bound: float) -> str:

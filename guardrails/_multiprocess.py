@@ -3,9 +3,10 @@
 With ``PROMETHEUS_MULTIPROC_DIR`` set before prometheus_client is imported,
 every worker process writes its counts to its own file in that directory and
 one scrape (``multiprocess_registry()``) sums them. Counters and the histogram
-sum across processes. The one gauge, ``guardrails_guard_registered``, uses
-the ``max`` mode: a guard registered in any worker reads 1, never the number
-of workers, so "registered guards that never ran" counts guards, not
+sum across processes. The gauges use the ``max`` mode: the last-escape and
+last-fault times read the latest of any worker, and a guard registered in
+any worker reads 1 in ``guardrails_guard_registered``, never the number of
+workers, so "registered guards that never ran" counts guards, not
 processes (``livesum`` or ``all`` would count or list workers).
 """
 
@@ -27,6 +28,8 @@ from ._metric_names import (
     GUARD_EVALUATIONS,
     GUARD_REGISTERED,
     HELP,
+    LAST_ESCAPE,
+    LAST_FAULT,
     TELEMETRY_FAILURES,
     TOOL_OUTCOMES,
 )
@@ -35,7 +38,7 @@ from .errors import ConfigurationError
 ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 # The mode of every gauge, chosen for what the panels and alerts ask.
-GAUGE_MODES = {GUARD_REGISTERED: "max"}
+GAUGE_MODES = {GUARD_REGISTERED: "max", LAST_ESCAPE: "max", LAST_FAULT: "max"}
 
 
 def multiprocess_enabled() -> bool:
@@ -97,6 +100,10 @@ def _metrics() -> dict[str, Any]:
             multiprocess_mode="max",  # GAUGE_MODES
             registry=None,
         ),
+        **{
+            name: Gauge(name, HELP[name], EXPORTED[name], multiprocess_mode="max", registry=None)
+            for name in (LAST_ESCAPE, LAST_FAULT)
+        },
     }
 
 
@@ -139,8 +146,9 @@ class Mirror:
     def duration(self, guard: str, point: str, seconds: float) -> None:
         self._child(GUARD_DURATION, guard, point).observe(seconds)
 
-    def escape(self, guard: str, point: str, reason: str, fault: bool) -> None:
+    def escape(self, guard: str, point: str, reason: str, fault: bool, at: float) -> None:
         self._child(FAIL_CLOSED_FAULTS if fault else FAIL_OPEN_ESCAPES, guard, point, reason).inc()
+        self._child(LAST_FAULT if fault else LAST_ESCAPE, guard, point, reason).set(at)
 
     def outcome(self, tool: str, outcome: str, n: int) -> None:
         self._child(TOOL_OUTCOMES, tool, outcome).inc(n)

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
-from time import monotonic_ns
+from collections.abc import Callable, Iterable, Iterator
+from time import monotonic_ns, time
 from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry
@@ -40,6 +40,8 @@ from ._metric_names import (
     GUARD_EVALUATIONS,
     GUARD_REGISTERED,
     HELP,
+    LAST_ESCAPE,
+    LAST_FAULT,
     MODE,
     MODES,
     OBSERVE,
@@ -77,6 +79,8 @@ __all__ = [
     "GUARD_EVALUATIONS",
     "GUARD_REGISTERED",
     "HELP",
+    "LAST_ESCAPE",
+    "LAST_FAULT",
     "MODE",
     "MODES",
     "OBSERVE",
@@ -109,6 +113,8 @@ class PrometheusRecorder:
     engine gets later. ``multiprocess`` defaults to whether
     ``PROMETHEUS_MULTIPROC_DIR`` is set; then the counts are also written to
     that directory, to be scraped through ``multiprocess_registry()``.
+    ``clock`` gives the Unix time written to the last-escape and last-fault
+    gauges (``time.time`` unless a test fixes it).
     """
 
     name = "prometheus"
@@ -119,10 +125,12 @@ class PrometheusRecorder:
         *,
         engine: Any = None,
         multiprocess: bool | None = None,
+        clock: Callable[[], float] = time,
     ) -> None:
         from ._multiprocess import Mirror, multiprocess_enabled
 
         self.failures = 0
+        self._clock = clock
         # Reentrant: a tool added after bind() is read from the engines at its
         # first call, under the lock.
         self._lock = threading.RLock()
@@ -284,6 +292,7 @@ class PrometheusRecorder:
             (r.guard, r.choke_point) for r in verdicts if r.verdict is _REJECT and r.enforced
         }
         guards = self._guards
+        now = self._clock()
         for escape in escapes:
             point = ChokePoint(escape.choke_point)
             series = guards.get((escape.guard, point))
@@ -293,8 +302,9 @@ class PrometheusRecorder:
             fault = reason in FAULT_REASONS and (escape.guard, point) in stopped
             counts = series.faults if fault else series.escapes
             counts[reason] = counts.get(reason, 0) + 1
+            (series.fault_last if fault else series.escape_last)[reason] = now
             if self._mirror is not None:
-                self._mirror.escape(escape.guard, point.value, reason.value, fault)
+                self._mirror.escape(escape.guard, point.value, reason.value, fault, now)
 
     def _series(self, guard: str, point: ChokePoint | str) -> GuardSeries:
         if type(guard) is not str:

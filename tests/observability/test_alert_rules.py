@@ -16,17 +16,30 @@ DASHBOARDS = Path(__file__).resolve().parents[2] / "dashboards"
 DASHBOARD = DASHBOARDS / "guardrails-coverage.json"
 
 # Grafana's variables as the panels would see them over the last hour.
-VARIABLES = {"$__rate_interval": "2m", "$__range": "1h", "$guard": ".*", "$choke_point": ".*"}
+VARIABLES = {
+    "$__rate_interval": "2m",
+    "$__range_s": "3600",  # before $__range, which is its prefix
+    "$__range": "1h",
+    "$guard": ".*",
+    "$choke_point": ".*",
+}
 
 # Two instances scraped once a minute for 90 minutes. ``region_rules`` passes
 # on both and escapes once on instance a at 60m; ``idle`` is registered on both
 # and never runs; ``strict`` is fail-closed and raises on every call on a.
+# ``born`` is a process first scraped at 80m that escaped twice before (at
+# 79m50s); ``late`` a target first scraped at 80m whose escape was at 5m.
 SERIES = {
     'guardrails_guard_evaluations_total{guard="region_rules",choke_point="tool_call",verdict="pass",mode="enforce",instance="a"}': "0+10x90",
     'guardrails_guard_evaluations_total{guard="region_rules",choke_point="tool_call",verdict="pass",mode="enforce",instance="b"}': "0+10x90",
     'guardrails_guard_evaluations_total{guard="region_rules",choke_point="tool_call",verdict="not_evaluated",mode="enforce",instance="a"}': "0x90",
     'guardrails_fail_open_escapes_total{guard="region_rules",choke_point="tool_call",reason="raised",instance="a"}': "0x59 1x30",
+    'guardrails_fail_open_escape_last_timestamp_seconds{guard="region_rules",choke_point="tool_call",reason="raised",instance="a"}': "_x60 3600x29",
     'guardrails_fail_open_escapes_total{guard="region_rules",choke_point="tool_call",reason="raised",instance="b"}': "0x90",
+    'guardrails_fail_open_escapes_total{guard="born",choke_point="tool_call",reason="timeout",instance="c"}': "_x80 2x10",
+    'guardrails_fail_open_escape_last_timestamp_seconds{guard="born",choke_point="tool_call",reason="timeout",instance="c"}': "_x80 4790x10",
+    'guardrails_fail_open_escapes_total{guard="late",choke_point="tool_call",reason="raised",instance="d"}': "_x80 3x10",
+    'guardrails_fail_open_escape_last_timestamp_seconds{guard="late",choke_point="tool_call",reason="raised",instance="d"}': "_x80 300x10",
     # An observe-mode guard: its deliberate escapes stay out of the headline stat.
     'guardrails_fail_open_escapes_total{guard="shadow",choke_point="tool_call",reason="observe_only",instance="a"}': "0+1x90",
     'guardrails_guard_evaluations_total{guard="strict",choke_point="tool_call",verdict="reject",mode="enforce",instance="a"}': "0+1x90",
@@ -42,10 +55,11 @@ SERIES = {
 
 # Panel title -> the samples it shows at 90m (labels as promtool prints them).
 # In the hour before 90m: region_rules made 2 x 600 passes, strict 60 rejects
-# that were all faults, and one escape happened.
+# that were all faults, one escape happened, and ``born`` escaped twice.
 EXPECTED: dict[str, list[dict[str, Any]]] = {
-    "Fail-open escapes, observe mode aside (range)": [{"labels": "{}", "value": 1}],
+    "Fail-open escapes, observe mode aside (range)": [{"labels": "{}", "value": 3}],
     "Fail-open escapes by guard and reason (range)": [
+        {"labels": '{guard="born",choke_point="tool_call",reason="timeout"}', "value": 2},
         {"labels": '{guard="region_rules",choke_point="tool_call",reason="raised"}', "value": 1},
         {"labels": '{guard="shadow",choke_point="tool_call",reason="observe_only"}', "value": 60},
     ],

@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from guardrails import ChokePoint, Escape, EscapeReason, Guardrails, Verdict, guard, tool
+from guardrails.context import VerdictRecord
 from guardrails.metrics import EXPORTED, GUARD_DURATION, PrometheusRecorder
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "dashboards" / "guardrails-coverage.json"
@@ -30,6 +31,11 @@ PROMQL = frozenset(
         "rate",
         "increase",
         "max_over_time",
+        "min_over_time",
+        "last_over_time",
+        "label_replace",
+        "offset",
+        "time",
         "histogram_quantile",
         "vector",
         "by",
@@ -47,6 +53,7 @@ PROMQL = frozenset(
 IDENTIFIER = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 GRAFANA_VARIABLES = {
     "$__rate_interval": "5m",
+    "$__range_s": "3600",  # before $__range, which is its prefix
     "$__range": "1h",
     "$guard": ".*",
     "$choke_point": ".*",
@@ -70,6 +77,16 @@ class Escaped:
     escapes: tuple[Escape, ...] = (Escape("short_key", ChokePoint.TOOL_CALL, EscapeReason.RAISED),)
 
 
+@dataclass(frozen=True)
+class Faulted:
+    """A fail-closed guard that raised: an enforced reject and its escape, a fault."""
+
+    verdicts: tuple[VerdictRecord, ...] = (
+        VerdictRecord("short_key", ChokePoint.TOOL_CALL, Verdict.REJECT),
+    )
+    escapes: tuple[Escape, ...] = (Escape("short_key", ChokePoint.TOOL_CALL, EscapeReason.RAISED),)
+
+
 @pytest.fixture(scope="module")
 def exported() -> dict[str, set[str]]:
     """Every sample name in a real exposition, with its label names."""
@@ -79,6 +96,7 @@ def exported() -> dict[str, set[str]]:
     metrics.bind(rails)
     rails.turn().call("lookup", {"key": "a"})
     metrics.on_event("post_run", Escaped())
+    metrics.on_event("post_run", Faulted())
     metrics.on_event("backstop", {"rule": "r", "tool": "lookup"})
     names: dict[str, set[str]] = {}
     for family in text_string_to_metric_families(generate_latest(registry).decode()):

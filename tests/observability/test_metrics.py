@@ -107,6 +107,13 @@ def test_every_family_is_exported_with_its_documented_labels(
     metrics.on_event(
         "post_run", Decision((), (Escape("g", ChokePoint.POST_RUN, EscapeReason.RAISED),))
     )
+    metrics.on_event(  # a fail-closed guard that raised: a fault
+        "post_run",
+        Decision(
+            (VerdictRecord("g", ChokePoint.POST_RUN, Verdict.REJECT),),
+            (Escape("g", ChokePoint.POST_RUN, EscapeReason.RAISED),),
+        ),
+    )
     found: dict[str, set[str]] = {}
     for family in text_string_to_metric_families(scrape()):
         for s in family.samples:

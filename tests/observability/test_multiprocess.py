@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -50,8 +51,8 @@ def summed(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     out: dict[tuple[str, tuple[tuple[str, str], ...]], float] = defaultdict(float)
     for family in text_string_to_metric_families(text):
         for s in family.samples:
-            # Durations differ from run to run; their count does not.
-            timed = s.name.endswith(("_bucket", "_sum", "_created"))
+            # Durations and times differ from run to run; their count does not.
+            timed = s.name.endswith(("_bucket", "_sum", "_created", "_timestamp_seconds"))
             if s.name.startswith("guardrails_") and not timed:
                 labels = tuple(sorted((k, v) for k, v in s.labels.items() if k != "pid"))
                 out[(s.name, labels)] += s.value
@@ -80,6 +81,24 @@ def test_four_workers_give_the_same_summed_series_as_one(expositions: dict[int, 
     assert registered and set(registered.values()) == {1.0}
     # Series exist at zero from bind(): a never-called tool and a never-run guard.
     assert four[("guardrails_tool_outcomes_total", (("outcome", "ok"), ("tool", "unused")))] == 0
+
+
+def test_the_latest_escape_and_fault_times_are_one_series_per_reason_not_per_worker(
+    expositions: dict[int, str],
+) -> None:
+    latest: dict[str, list[tuple[dict[str, str], float]]] = defaultdict(list)
+    for family in text_string_to_metric_families(expositions[4]):
+        for s in family.samples:
+            if s.name.endswith("_last_timestamp_seconds"):
+                latest[s.name].append((s.labels, s.value))
+    faults = latest["guardrails_fail_closed_fault_last_timestamp_seconds"]
+    assert [labels for labels, _ in faults] == [
+        {"guard": "strict", "choke_point": "tool_call", "reason": "raised"}
+    ]  # the max over the workers: no pid label, one series
+    escapes = latest["guardrails_fail_open_escape_last_timestamp_seconds"]
+    assert escapes and all("pid" not in labels for labels, _ in escapes)
+    # Unix times of this run (the workers ran within the last few minutes).
+    assert all(abs(time.time() - at) < 3600 for _, at in faults + escapes)
 
 
 def test_multiprocess_mode_without_the_directory_is_a_configuration_error(

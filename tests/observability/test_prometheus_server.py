@@ -12,6 +12,7 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -22,6 +23,8 @@ from urllib.request import urlopen
 
 import pytest
 from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import Metric
+from prometheus_client.registry import Collector
 
 from guardrails import Guardrails, NotConfigured, Verdict, guard, tool
 from guardrails.metrics import PrometheusRecorder
@@ -29,7 +32,13 @@ from guardrails.rules.required_action import required_action
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "dashboards" / "guardrails-coverage.json"
 ESCAPE_PANEL = "Fail-open escapes, observe mode aside (range)"
-VARIABLES = {"$__rate_interval": "1m", "$__range": "1h", "$guard": ".*", "$choke_point": ".*"}
+VARIABLES = {
+    "$__rate_interval": "1m",
+    "$__range_s": "3600",  # before $__range, which is its prefix
+    "$__range": "1h",
+    "$guard": ".*",
+    "$choke_point": ".*",
+}
 ESCAPES = 'guardrails_fail_open_escapes_total{guard="region_rules",reason="not_configured"}'
 DEADLINE = 90.0  # seconds for the server to be ready or to have scraped what we wait for
 
@@ -81,12 +90,45 @@ class Server:
         return float(result[0]["value"][1]) if result else None
 
 
+RULES = DASHBOARD.with_name("guardrails-rules.yml")
+# The shipped rules with their 10-minute window cut to 10 seconds, so that an
+# escape becomes "old" within the test.
+WINDOW = {"[10m]": "[10s]", "time() - 600": "time() - 10"}
+
+
+class Outage(Collector):
+    """Makes the next scrape fail (a 500): Prometheus records a staleness marker."""
+
+    def __init__(self) -> None:
+        self.armed = threading.Event()
+
+    def collect(self) -> Iterator[Metric]:
+        if self.armed.is_set():
+            self.armed.clear()
+            raise RuntimeError("one failed scrape")
+        return iter(())
+
+
 @pytest.fixture
-def workload() -> Iterator[tuple[Guardrails, str]]:
+def outage() -> Outage:
+    return Outage()
+
+
+@pytest.fixture
+def workload(outage: Outage) -> Iterator[tuple[Guardrails, str]]:
     @tool
     def lookup(key: str) -> str:
         """Look a key up."""
         return key
+
+    @tool
+    def risky(key: str) -> str:
+        """Guarded by a fail-closed guard that raises."""
+        return key
+
+    @guard(fail_closed=True, tools=["risky"])
+    def strict(call: Any) -> Verdict:
+        raise RuntimeError("cannot decide")
 
     @guard
     def region_rules(call: Any) -> Verdict:
@@ -116,9 +158,12 @@ def workload() -> Iterator[tuple[Guardrails, str]]:
     registry = CollectorRegistry()
     metrics = PrometheusRecorder(registry)
     rails = Guardrails(
-        [lookup, notify, unused], [region_rules, shadow, idle, page], recorder=metrics
+        [lookup, notify, unused, risky],
+        [region_rules, shadow, idle, page, strict],
+        recorder=metrics,
     )
     metrics.bind(rails)
+    registry.register(outage)
     server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
     yield rails, f"127.0.0.1:{server.server_port}"
     server.shutdown()
@@ -130,10 +175,15 @@ def workload() -> Iterator[tuple[Guardrails, str]]:
 def prometheus(prometheus_bin: str, workload: Any, tmp_path: Path) -> Iterator[Server]:
     _, target = workload
     config = tmp_path / "prometheus.yml"
+    rules = RULES.read_text()
+    for window, short in WINDOW.items():
+        rules = rules.replace(window, short)
+    (tmp_path / "rules.yml").write_text(rules)
     config.write_text(
         json.dumps(
             {
                 "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                "rule_files": [str(tmp_path / "rules.yml")],
                 "scrape_configs": [
                     {"job_name": "agent", "static_configs": [{"targets": [target]}]}
                 ],
@@ -219,6 +269,7 @@ def test_every_dashboard_query_runs_on_the_server(
     turn.call("lookup", {"key": "k"})
     turn.post_run("done")  # the backstop calls notify
     rails.turn().call("lookup", {"key": "k"})  # an escape
+    turn.call("risky", {"key": "k"})  # a fault
     seen = prometheus.value(scrapes) or 0
     wait_for("scrape the workload twice", lambda: (prometheus.value(scrapes) or 0) >= seen + 2)
     empty = []
@@ -230,3 +281,30 @@ def test_every_dashboard_query_runs_on_the_server(
             if not prometheus.query(expr):  # asserts status success
                 empty.append(panel["title"])
     assert empty == []  # every panel has something to show for this workload
+
+
+FIRING = 'ALERTS{alertname="GuardrailsFailOpenEscape",alertstate="firing",guard="region_rules"}'
+
+
+def test_a_failed_scrape_does_not_page_again_for_an_old_escape(
+    workload: tuple[Guardrails, str], prometheus: Server, outage: Outage
+) -> None:
+    rails, _ = workload
+    scrapes = f"count_over_time({ESCAPES}[1h])"
+    wait_for("scrape the series at zero", lambda: (prometheus.value(scrapes) or 0) >= 3)
+    rails.turn().call("lookup", {"key": "k"})  # no tenant: one escape
+    wait_for("page for the escape", lambda: bool(prometheus.query(FIRING)))
+    wait_for(
+        "resolve once the escape is older than the window", lambda: not prometheus.query(FIRING)
+    )
+    outage.armed.set()
+    up = 'min_over_time(up{job="agent"}[1m])'
+    wait_for("record the failed scrape", lambda: prometheus.value(up) == 0)
+    gap = time.monotonic()
+    seen = prometheus.value(scrapes) or 0
+    # Longer than the window after the gap: the old rule's `x unless x offset
+    # 10m` fired here, once the sample a window back was the staleness marker.
+    twelve = lambda: (prometheus.value(scrapes) or 0) >= seen + 12  # noqa: E731
+    wait_for("scrape twelve times after the gap", twelve)
+    since = int(time.monotonic() - gap)
+    assert prometheus.query(f"max_over_time({FIRING}[{since}s])") == []
