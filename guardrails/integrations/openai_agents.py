@@ -8,10 +8,16 @@
 Each ``FunctionTool`` of the agent is replaced by a copy whose invoker runs
 tool_call (the original invoker, with the SDK's own error formatting turned
 off, is what the pipeline calls), whose schema hides bound parameters, and
-whose ``is_enabled`` asks pre_turn. pre_turn also runs as a blocking input
-guardrail (a refused turn trips it), and post_run runs from the agent's
-``on_end`` hook. ``run_config()`` answers a tool the agent does not have with
-``unavailable`` instead of the SDK's default of ending the run.
+whose ``is_enabled`` asks pre_turn. The tool's own input guardrails still run
+first (a call one of them refuses is audited through ``framework_check``); a
+refused call marks the SDK's function span as an error; image, file and text
+outputs reach the model as the SDK's output items when tool_call kept their
+stand-in text (``_rich``). pre_turn also runs as a blocking input guardrail (a
+refused turn trips it), and post_run runs from the agent's ``on_end`` hook, or
+from the ``on_end`` of the agent the run was handed off to.
+``run_config()`` answers a tool the agent does not have with ``unavailable``
+instead of the SDK's default of ending the run. An agent with ``mcp_servers``
+is refused (their tools would run unguarded).
 
 One ``Runner.run`` is one turn, unless the run's context is a guardrails
 ``Turn`` (then that turn, across runs).
@@ -29,6 +35,7 @@ from typing import Any
 
 from ..context import ToolResult, TurnContext
 from ..engine import Guardrails, Turn
+from ..errors import ConfigurationError
 from ..middleware.post_run import PostRunReport
 from ..text import user_text
 from ..verdicts import Outcome, model_sentence
@@ -36,11 +43,14 @@ from ._common import Offer, Runs, aoffer, context_of
 from ._framework_tools import (
     Clash,
     acall_native,
+    arefused,
     check_options,
     native_tool,
     register,
     relax_required,
+    watch,
 )
+from ._rich import Rich, binary_note, sent, url_note
 
 __all__ = ["PRE_TURN_GUARDRAIL", "guard", "run_config"]
 
@@ -49,6 +59,10 @@ PRE_TURN_GUARDRAIL = "guardrails_pre_turn"
 
 # Every guard() made, so that run_config() can find the run of an unknown tool's call.
 _GUARDS: weakref.WeakSet[_Guard] = weakref.WeakSet()
+
+
+# The most calls awaiting a person's approval kept for their runs to resume in.
+MAX_PENDING = 10_000
 
 
 class _Run:
@@ -83,11 +97,31 @@ class _Guard:
         # Each guarded agent has its own turn in a run (a handoff's target agent, guarded
         # by a guard() of its own, starts its own turn).
         self.runs = Runs()
+        # Calls waiting for a person's approval: call id -> (tool, the run they paused).
+        # A resumed run (a copy of the run's context, with new usage) is found by them.
+        self.pending: dict[str, tuple[str, _Run]] = {}
         _GUARDS.add(self)
 
     def run(self, ctx: Any) -> _Run:
-        run: _Run = self.runs.get(_key(ctx), lambda: _Run(self._turn(ctx)))
+        run: _Run = self.runs.get(_key(ctx), lambda: self._resumed(ctx) or _Run(self._turn(ctx)))
         return run
+
+    def _resumed(self, ctx: Any) -> _Run | None:
+        """The paused run ``ctx`` resumes: one whose waiting call it has a decision on."""
+        decided = getattr(ctx, "is_tool_approved", None)
+        if not callable(decided):
+            return None
+        for call_id, (tool, run) in list(self.pending.items()):
+            if decided(tool, call_id) is not None:
+                return run
+        return None
+
+    def wait(self, ctx: Any, tool: str, call_id: str) -> None:
+        """``call_id`` waits for a person: its run is kept for the run that resumes it."""
+        run = self.run(ctx)
+        if call_id not in self.pending and len(self.pending) >= MAX_PENDING:
+            del self.pending[next(iter(self.pending))]  # the oldest: it resumes in a new turn
+        self.pending[call_id] = (tool, run)
 
     def _turn(self, ctx: Any) -> Turn:
         value = ctx.context
@@ -109,6 +143,8 @@ class _Guard:
         run = self.runs.pop(_key(ctx))
         if run is None:
             return
+        for call_id in [c for c, (_, r) in self.pending.items() if r is run]:
+            del self.pending[call_id]
         text = output if isinstance(output, str) else None
         structured = None if text is not None or output is None else output
         report = await run.turn.apost_run(text, structured=structured)
@@ -141,7 +177,14 @@ def guard(
     """
     from agents import FunctionTool, InputGuardrail
 
+    if agent.mcp_servers:
+        names = ", ".join(repr(getattr(s, "name", type(s).__name__)) for s in agent.mcp_servers)
+        raise ConfigurationError(
+            f"agent {agent.name!r}: the tools of its MCP servers ({names}) would run unguarded; "
+            "serve them through guardrails.integrations.mcp or the gateway instead"
+        )
     check_options([t.name for t in agent.tools if isinstance(t, FunctionTool)], tool_options)
+    watch(rails)
     shared = _Guard(rails, context, [], on_report)
     tools = []
     for tool in agent.tools:
@@ -157,6 +200,7 @@ def guard(
         tools=tools,
         input_guardrails=[*agent.input_guardrails, pre_turn],
         hooks=_hooks(shared, agent.hooks),
+        handoffs=_handoffs(shared, agent.handoffs),
     )
 
 
@@ -181,8 +225,10 @@ def _guarded(shared: _Guard, tool: Any, options: Mapping[str, Any] | None) -> An
         tool, _failure_error_function=None, _use_default_failure_error_function=False
     ).on_invoke_tool
 
-    async def run(ctx: Any, arguments: dict[str, Any]) -> Any:
-        return await raw(ctx, json.dumps(arguments))
+    async def run(call: _Call, arguments: dict[str, Any]) -> Any:
+        value = await raw(call.ctx, json.dumps(arguments))
+        call.rich = _rich(value)
+        return value if call.rich is None else call.rich.text
 
     async def direct(arguments: dict[str, Any]) -> Any:
         # A backstop action, outside any run: a tool context of its own.
@@ -204,11 +250,14 @@ def _guarded(shared: _Guard, tool: Any, options: Mapping[str, Any] | None) -> An
     )
     spec = register(shared.rails, name, build, options, source=tool, clash=Clash.REFUSE)
 
-    async def invoke(ctx: Any, arguments: str) -> str:
+    async def invoke(ctx: Any, arguments: str) -> Any:
+        call = _Call(ctx)
         result: ToolResult = await acall_native(
-            shared.run(ctx).turn, ctx, name, arguments, getattr(ctx, "tool_call_id", None)
+            shared.run(ctx).turn, call, name, arguments, getattr(ctx, "tool_call_id", None)
         )
-        return result.content
+        if not result.ok:
+            _span_error(result)
+        return sent(result, call.rich)
 
     enabled = tool.is_enabled
 
@@ -228,7 +277,128 @@ def _guarded(shared: _Guard, tool: Any, options: Mapping[str, Any] | None) -> An
         params_json_schema={k: v for k, v in spec.schema.items() if k != "title"},
         on_invoke_tool=invoke,
         is_enabled=is_enabled,
+        tool_input_guardrails=[_audited(shared, g) for g in tool.tool_input_guardrails or ()]
+        or tool.tool_input_guardrails,
+        needs_approval=_approval(shared, name, tool.needs_approval),
     )
+
+
+def _approval(shared: _Guard, name: str, needs: Any) -> Any:
+    """The tool's ``needs_approval``, noting each call that waits so its run resumes in the
+    same turn."""
+    if needs is False:
+        return False
+
+    async def needs_approval(ctx: Any, params: Any, call_id: str) -> bool:
+        answer = needs(ctx, params, call_id) if callable(needs) else needs
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if answer and ctx.is_tool_approved(name, call_id) is None:
+            shared.wait(ctx, name, call_id)
+        return bool(answer)
+
+    return needs_approval
+
+
+class _Call:
+    """The SDK's per-call object (its ``ToolContext``), and a rich output the tool returned."""
+
+    __slots__ = ("ctx", "rich")
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+        self.rich: Rich | None = None
+
+
+def _rich(value: Any) -> Rich | None:
+    """A stand-in for SDK output items (text, image, file; one or a list); None for others."""
+    from agents.tool import ValidToolOutputPydanticModelsTypeAdapter
+
+    items = list(value) if isinstance(value, list | tuple) else [value]
+    if not items or not all(isinstance(i, dict) or hasattr(i, "model_dump") for i in items):
+        return None
+    parsed = []
+    for item in items:
+        if isinstance(item, dict) and "type" not in item:
+            return None
+        try:
+            parsed.append(ValidToolOutputPydanticModelsTypeAdapter.validate_python(item))
+        except ValueError:  # pydantic's ValidationError: not an output item
+            return None
+    return Rich("\n".join(_item_text(i) for i in parsed), value)
+
+
+def _item_text(item: Any) -> str:
+    if item.type == "text":
+        return str(item.text)
+    data = item.image_url if item.type == "image" else (item.file_data or item.file_url)
+    kind = "image" if item.type == "image" else None
+    if isinstance(data, str) and data.startswith("data:"):
+        head, _, payload = data.partition(",")
+        return binary_note(head[5:].split(";")[0] or kind, _b64_size(payload))
+    if item.type == "file" and item.file_data is not None:
+        return binary_note(kind, _b64_size(item.file_data))
+    return url_note(kind, data or item.file_id)
+
+
+def _b64_size(data: str) -> int:
+    import base64
+    import binascii
+
+    try:
+        return len(base64.b64decode(data))
+    except (binascii.Error, ValueError):
+        return len(data)
+
+
+def _span_error(result: ToolResult) -> None:
+    """Mark the SDK's function span of a refused or failed call (no exception text)."""
+    from agents.tracing import SpanError, get_current_span
+
+    span = get_current_span()
+    if span is not None:
+        data = {"outcome": str(result.outcome), "reason": result.reason}
+        span.set_error(SpanError(message=f"guardrails: {result.outcome}", data=data))
+
+
+def _audited(shared: _Guard, guardrail: Any) -> Any:
+    """The tool's own input guardrail; a call it refuses is audited (``framework_check``)."""
+    from agents import ToolInputGuardrail
+
+    async def check(data: Any) -> Any:
+        out = await guardrail.run(data)
+        if out.behavior.get("type") != "allow":
+            ctx = data.context
+            await arefused(
+                shared.run(ctx).turn, ctx.tool_name, ctx.tool_arguments, ctx.tool_call_id
+            )
+        return out
+
+    return ToolInputGuardrail(guardrail_function=check, name=guardrail.get_name())
+
+
+def _handoffs(shared: _Guard, handoffs: list[Any]) -> list[Any]:
+    """The agent's handoffs, each ending this agent's turn when the agent it hands to ends."""
+    from agents import Agent, handoff
+
+    wrapped = []
+    for item in handoffs:
+        made = handoff(item) if isinstance(item, Agent) else item
+        wrapped.append(dataclasses.replace(made, on_invoke_handoff=_ending(shared, made)))
+    return wrapped
+
+
+def _ending(shared: _Guard, made: Any) -> Callable[..., Any]:
+    invoke = made.on_invoke_handoff
+
+    async def on_invoke_handoff(ctx: Any, arguments: str) -> Any:
+        target = await invoke(ctx, arguments)
+        # The run goes on in ``target``: its end is this agent's end too.
+        return target.clone(
+            hooks=_hooks(shared, target.hooks), handoffs=_handoffs(shared, target.handoffs)
+        )
+
+    return on_invoke_handoff
 
 
 def _pre_turn(shared: _Guard) -> Callable[..., Any]:

@@ -25,6 +25,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call  # no
 
 from guardrails import ConfigurationError, DuplicateNameError, Guardrails, Turn  # noqa: E402
 from guardrails.integrations import openai_agents  # noqa: E402
+from guardrails.middleware._render import TRUNCATION_MARKER  # noqa: E402
 from guardrails.testing import MemoryRecorder  # noqa: E402
 
 set_tracing_disabled(True)
@@ -282,3 +283,219 @@ async def test_an_undeclared_argument_is_refused_and_audited_like_a_direct_call(
     assert outputs(model) == {"u1": fw.UNDECLARED_SENTENCE}
     [result] = recorder.results
     assert (result.outcome, result.reason) == ("invalid_args", "undeclared_parameter")
+
+
+# -- rich outputs, the SDK's own checks, handoffs, MCP servers ---------------------------
+
+PNG_URL = (
+    "data:image/png;base64,"
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+
+async def test_an_image_output_reaches_the_model_as_an_image_item() -> None:
+    from agents import ToolOutputImage, ToolOutputText
+
+    @function_tool
+    def chart() -> list[Any]:
+        """The month's spending as a chart."""
+        return [ToolOutputText(text="spending"), ToolOutputImage(image_url=PNG_URL)]
+
+    recorder = MemoryRecorder()
+    model = scripted([("i1", "chart", {})])
+    agent = openai_agents.guard(
+        Agent(name="support", tools=[chart], model=model), fw.rails(recorder=recorder)
+    )
+    await Runner.run(agent, "hi")
+    assert outputs(model)["i1"] == [
+        {"type": "input_text", "text": "spending"},
+        {"type": "input_image", "image_url": PNG_URL},
+    ]
+    [result] = recorder.results
+    assert result.content == "spending\n[image/png, 70 bytes]"
+
+
+async def test_an_image_output_over_the_cap_is_sent_as_its_capped_stand_in() -> None:
+    from agents import ToolOutputImage, ToolOutputText
+
+    @function_tool
+    def chart() -> list[Any]:
+        """The month's spending as a chart."""
+        return [ToolOutputText(text="s" * 100), ToolOutputImage(image_url=PNG_URL)]
+
+    model = scripted([("i1", "chart", {})])
+    agent = openai_agents.guard(
+        Agent(name="support", tools=[chart], model=model), Guardrails(max_result_chars=64)
+    )
+    await Runner.run(agent, "hi")
+    sent = outputs(model)["i1"]
+    assert sent == "s" * (64 - len(TRUNCATION_MARKER)) + TRUNCATION_MARKER
+
+
+async def test_a_call_the_tools_own_input_guardrail_refuses_is_audited() -> None:
+    from agents import ToolGuardrailFunctionOutput, tool_input_guardrail
+
+    @tool_input_guardrail
+    def no_dumps(data: Any) -> Any:
+        return ToolGuardrailFunctionOutput.reject_content("not allowed", output_info="dump")
+
+    dump = function_tool(fw.dump, tool_input_guardrails=[no_dumps])
+    recorder = MemoryRecorder()
+    model = scripted([fw.FIRST[0], ("c7", "dump", {})])
+    agent = openai_agents.guard(
+        Agent(name="support", tools=[function_tool(fw.lookup), dump], model=model),
+        fw.rails(recorder=recorder),
+    )
+    await Runner.run(agent, "hi")
+    assert outputs(model) == {"c1": "order o-1", "c7": "not allowed"}
+    refused = {r.call_id: (r.outcome, r.reason) for r in recorder.results}
+    assert refused == {"c1": ("ok", None), "c7": ("unavailable", "guard")}
+    [verdict] = [v for v in recorder.verdicts if v.verdict == "reject"]
+    assert verdict.guard == "framework_check"
+
+
+async def test_a_refused_calls_function_span_is_an_error_without_the_exception_text() -> None:
+    from agents import set_trace_processors
+    from agents.tracing import TracingProcessor
+
+    class Keep(TracingProcessor):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.spans: list[Any] = []
+
+        def on_trace_start(self, trace: Any) -> None: ...
+        def on_trace_end(self, trace: Any) -> None: ...
+        def on_span_start(self, span: Any) -> None: ...
+        def on_span_end(self, span: Any) -> None:
+            self.spans.append(span)
+
+        def shutdown(self) -> None: ...
+        def force_flush(self) -> None: ...
+
+    keep = Keep()
+    set_trace_processors([keep])
+    set_tracing_disabled(False)
+    try:
+        model = scripted(
+            [fw.FIRST[0], ("c3", "lookup", {"order_id": 7}), ("c6", "explode", {"x": 1})]
+        )
+        agent = openai_agents.guard(Agent(name="support", tools=tools(), model=model), fw.rails())
+        await Runner.run(agent, "hi")
+    finally:
+        set_tracing_disabled(True)
+        set_trace_processors([])
+    errors = sorted(
+        (s.span_data.name, s.error["message"])
+        for s in keep.spans
+        if s.span_data.type == "function" and s.error is not None
+    )
+    assert errors == [("explode", "guardrails: error"), ("lookup", "guardrails: invalid_args")]
+    assert fw.SECRET not in repr([s.export() for s in keep.spans])
+
+
+async def test_an_agent_that_hands_off_gets_its_post_run_at_the_runs_end() -> None:
+    engine, notify_human, notified = fw.backstop()
+    reports: list[Any] = []
+    billing = Agent(name="billing", model=scripted(final=fw.ESCALATE))
+    front = openai_agents.guard(
+        Agent(
+            name="support",
+            tools=[function_tool(notify_human)],
+            handoffs=[billing],
+            model=ScriptedModel([[function_call("transfer_to_billing", {}, call_id="h1")]]),
+        ),
+        engine,
+        tool_options=fw.BACKSTOP_BIND,
+        on_report=reports.append,
+    )
+    result = await Runner.run(front, "help", context=context())
+    assert result.final_output == fw.ESCALATE and result.last_agent.name == "billing"
+    [report] = reports
+    assert report.text == fw.ESCALATE
+    assert notified == fw.NOTIFIED  # the backstop ran on the run's real answer
+
+
+async def test_an_agent_with_mcp_servers_is_refused_naming_them() -> None:
+    class Server:
+        name = "files"
+
+    agent = Agent(name="support", tools=tools(), mcp_servers=[Server()])  # type: ignore[list-item]
+    with pytest.raises(ConfigurationError, match=r"'support'.*'files'") as raised:
+        openai_agents.guard(agent, fw.rails())
+    assert "\n" not in str(raised.value)
+
+
+async def test_a_run_resumed_after_an_approval_goes_on_in_the_same_turn() -> None:
+    from guardrails.audit import AuditLog
+    from guardrails.store import MemoryStore
+
+    ran: list[str] = []
+
+    @function_tool(needs_approval=True)
+    def refund(order_id: str) -> str:
+        """Refund an order (a person approves it first)."""
+        ran.append(order_id)
+        return f"refunded {order_id}"
+
+    audit = AuditLog(MemoryStore())
+    engine = Guardrails(max_calls_per_turn=2, hooks=[audit], recorder=[audit])
+    model = ScriptedModel(
+        [
+            [
+                fw_call("c1", "lookup", {"order_id": "o-1"}),
+                fw_call("r1", "refund", {"order_id": "o-1"}),
+            ],
+            [fw_call("c2", "lookup", {"order_id": "o-2"})],
+            [assistant_message(fw.FINAL)],
+        ]
+    )
+    reports: list[Any] = []
+    agent = openai_agents.guard(
+        Agent(name="support", tools=[function_tool(fw.lookup), refund], model=model),
+        engine,
+        on_report=reports.append,
+    )
+    paused = await Runner.run(agent, "refund o-1")
+    [waiting] = paused.interruptions
+    assert ran == [] and reports == []
+    state = paused.to_state()
+    state.approve(waiting)
+    done = await Runner.run(agent, state)
+    assert done.final_output == fw.FINAL and ran == ["o-1"]
+    rows = list(audit.rows())
+    assert [r.kind for r in rows].count("pre_turn") == 1
+    calls = {r.call_id: r.outcome for r in rows if r.kind == "tool_call"}
+    assert calls == {"c1": "ok", "r1": "ok", "c2": "limit"}  # one turn: one ceiling
+    assert len(reports) == 1
+
+
+def fw_call(call_id: str, name: str, arguments: dict[str, Any]) -> Any:
+    return function_call(name, arguments, call_id=call_id)
+
+
+async def test_the_sdk_alone_sends_the_documented_sentence() -> None:
+    from pathlib import Path
+
+    model = scripted([fw.FIRST[2], fw.FIRST[5]])
+    await Runner.run(Agent(name="support", tools=tools(), model=model), "hi")
+    sentence = "An error occurred while running the tool."
+    assert outputs(model) == {"c3": sentence, "c6": sentence}
+    page = (Path(__file__).resolve().parents[2] / "docs/integrations/openai_agents.md").read_text()
+    assert f"| wrong or missing arguments | `{sentence}` (no parameter named" in page
+
+
+async def test_an_agent_given_as_a_tool_is_guarded_like_any_function_tool() -> None:
+    helper = Agent(name="helper", model=scripted(final="helped"))
+    as_tool = helper.as_tool(tool_name="ask_helper", tool_description="Ask the helper.")
+    recorder = MemoryRecorder()
+    model = scripted(
+        [("a1", "ask_helper", {"input": "hi", "x": 1}), ("a2", "ask_helper", {"input": "hi"})]
+    )
+    agent = openai_agents.guard(
+        Agent(name="support", tools=[as_tool], model=model), fw.rails(recorder=recorder)
+    )
+    await Runner.run(agent, "hi")
+    assert outputs(model) == {"a1": fw.UNDECLARED_SENTENCE, "a2": "helped"}
+    assert [(r.call_id, r.outcome) for r in recorder.results] == [
+        ("a1", "invalid_args"),
+        ("a2", "ok"),
+    ]
