@@ -30,7 +30,7 @@ from typing import Any
 
 from ..context import ToolResult
 from ..engine import Guardrails, Turn
-from ..middleware._render import FLAG_SECRET_REDACTED
+from ..middleware._render import FLAG_SECRET_REDACTED, render
 from ..tools import Tool
 from ._common import ContextSource, ReportSink, start_turn
 from ._framework_tools import (
@@ -42,13 +42,26 @@ from ._framework_tools import (
     register,
     watch,
 )
+from ._rich import Rich, binary_note, sent, url_note
 
 __all__ = ["plugin", "tool_from"]
 
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
-# The ADK tool's own ``run_async`` and the ToolContext of the call being run, for ``_through_adk``.
-_CALL: contextvars.ContextVar[tuple[Any, Any]] = contextvars.ContextVar("guardrails_adk_call")
+
+class _Call:
+    """The call being run: the ADK tool's own ``run_async``, its ToolContext, and a result
+    with media parts the tool returned (kept here while tool_call renders its stand-in)."""
+
+    __slots__ = ("rich", "run_async", "tool_context")
+
+    def __init__(self, run_async: Any, tool_context: Any) -> None:
+        self.run_async = run_async
+        self.tool_context = tool_context
+        self.rich: Rich | None = None
+
+
+_CALL: contextvars.ContextVar[_Call] = contextvars.ContextVar("guardrails_adk_call")
 
 
 def tool_from(adk_tool: Any, **options: Any) -> Tool:
@@ -83,8 +96,39 @@ def _schema_of(declaration: Any) -> dict[str, Any]:
 
 
 async def _through_adk(**arguments: Any) -> Any:
-    run_async, tool_context = _CALL.get()
-    return await run_async(args=arguments, tool_context=tool_context)
+    call = _CALL.get()
+    value = await call.run_async(args=arguments, tool_context=call.tool_context)
+    call.rich = _media(value)
+    return value if call.rich is None else call.rich.text
+
+
+def _media(value: Any) -> Rich | None:
+    """A stand-in for a result carrying media ``Part``s (alone, or in a list or dict, as ADK
+    finds them): each part a note, never its bytes; None for a result without media."""
+    from google.genai import types
+
+    def text(item: Any) -> Any:
+        if not isinstance(item, types.Part):
+            return item
+        if item.inline_data is not None and item.inline_data.data is not None:
+            return binary_note(item.inline_data.mime_type, len(item.inline_data.data))
+        if item.file_data is not None:
+            return url_note(item.file_data.mime_type, item.file_data.file_uri)
+        return item.text or ""
+
+    if isinstance(value, types.Part):
+        return Rich(str(text(value)), value)
+    if isinstance(value, list | tuple) and any(isinstance(v, types.Part) for v in value):
+        parts = [text(v) for v in value]
+        return Rich(
+            "\n".join(p if isinstance(p, str) else render(p, _UNCAPPED)[0] for p in parts), value
+        )
+    if isinstance(value, dict) and any(isinstance(v, types.Part) for v in value.values()):
+        return Rich(render({k: text(v) for k, v in value.items()}, _UNCAPPED)[0], value)
+    return None
+
+
+_UNCAPPED = 1 << 62  # a stand-in is cut by tool_call, as a whole
 
 
 def _agent_tools(agent: Any) -> Iterator[Any]:
@@ -176,12 +220,13 @@ class _Guarding:
 
     async def run_tool(self, run: _Run, name: str, run_async: Any, args: Any, ctx: Any) -> Any:
         run.seen.add(ctx.function_call_id)
-        token = _CALL.set((run_async, ctx))
+        call = _Call(run_async, ctx)
+        token = _CALL.set(call)
         try:
             result = await run.turn.acall(name, args, ctx.function_call_id)
         finally:
             _CALL.reset(token)
-        return _answer(result)
+        return _answer(result, call.rich)
 
     async def answered(self, tool: Any, tool_args: Any, tool_context: Any) -> None:
         """After a call: one that never reached the tool was answered by another check."""
@@ -201,7 +246,7 @@ class _Guarding:
         if tool_context.function_call_id in run.seen:
             return None  # the tool's own failure, already answered and audited
         result = await run.turn.acall(tool.name, tool_args, tool_context.function_call_id)
-        return _answer(result)
+        return _answer(result, None)
 
     async def finish(self, invocation_context: Any) -> None:
         run = self.runs.pop(invocation_context.invocation_id, None)
@@ -295,22 +340,22 @@ class _GuardedRun:
         return self
 
 
-def _answer(result: ToolResult) -> Any:
-    """What ADK sends the model: the tool's own value (a dict, a list, a media ``Part``) when
-    its text fit under the cap unredacted, else tool_call's text; ``{"error": ...}`` for refusals."""
+def _answer(result: ToolResult, rich: Rich | None) -> Any:
+    """What ADK sends the model: ``{"error": ...}`` for refusals; for ``ok`` the tool's own value
+    (a dict or list as it is, media parts as ADK sends them) when tool_call passed its text
+    on unchanged (not cut, nothing redacted), else tool_call's text."""
     if not result.ok:
         return {"error": result.content}
+    if rich is not None:
+        return sent(result, rich)
     value = result.value
-    native = isinstance(value, dict | list) or _is_part(value)
-    if native and not result.truncated and FLAG_SECRET_REDACTED not in result.flags:
+    if (
+        isinstance(value, dict | list)
+        and not result.truncated
+        and FLAG_SECRET_REDACTED not in result.flags
+    ):
         return value
     return result.content
-
-
-def _is_part(value: Any) -> bool:
-    from google.genai import types
-
-    return isinstance(value, types.Part)
 
 
 def _restrict(llm_request: Any, offered: frozenset[str] | None, rails: Guardrails) -> None:

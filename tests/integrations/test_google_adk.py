@@ -339,15 +339,19 @@ async def test_a_dict_result_reaches_the_model_as_the_dict_under_the_cap() -> No
 
 
 async def test_an_image_part_reaches_the_model_as_media() -> None:
-    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
+    # Far larger than the cap: what tool_call caps and audits is its note, not its bytes.
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 50_000
 
     def chart() -> Any:
         """The month's spending as a chart."""
         return types.Part.from_bytes(data=png, mime_type="image/png")
 
     llm = adk_model([("i1", "chart", {})], fw.FINAL)
-    runner, _ = guarded(llm, fw.rails(), tools=[chart], tool_options=None)
+    recorder = MemoryRecorder()
+    runner, _ = guarded(llm, fw.rails(recorder=recorder), tools=[chart], tool_options=None)
     await run(runner)
+    [result] = recorder.results
+    assert result.content == "[image/png, 50008 bytes]"
     [response] = [
         p.function_response
         for c in llm.requests[-1].contents
@@ -356,3 +360,16 @@ async def test_an_image_part_reaches_the_model_as_media() -> None:
     ]
     [part] = response.parts
     assert (part.inline_data.mime_type, part.inline_data.data) == ("image/png", png)
+
+
+async def test_a_result_with_media_over_the_cap_is_sent_as_its_capped_stand_in() -> None:
+    def charts() -> Any:
+        """Many charts."""
+        return [types.Part.from_bytes(data=b"x" * 10, mime_type="image/png")] * 100
+
+    llm = adk_model([("i1", "charts", {})], fw.FINAL)
+    runner, _ = guarded(llm, fw.rails(), tools=[charts], tool_options=None)
+    await run(runner)
+    sent = tool_results(llm)["i1"]["result"]
+    assert sent.startswith("[image/png, 10 bytes]\n") and sent.endswith(TRUNCATION_MARKER)
+    assert len(sent) == fw.MAX_RESULT
