@@ -145,9 +145,9 @@ class Ledgers:
             if turn is not None:
                 self.last = (turn, context, found)
         if sync and self.store is not None and (stamp is None or found.stamp != stamp):
-            session = getattr(context, "session", None)
-            if session is not None:
-                self._sync((getattr(context, "tenant", None) or "", str(session)), found)
+            where = _where(context)
+            if where is not None:
+                self._sync(where, found)
                 found.stamp = stamp
         return found
 
@@ -158,10 +158,10 @@ class Ledgers:
         )
 
     def _find(self, turn: Any, context: Any) -> Ledger:
-        session = getattr(context, "session", None)
-        if session is None:
+        where = _where(context)
+        if where is None:
             return self._turn_ledger(turn)
-        name, session = getattr(context, "tenant", None) or "", str(session)
+        name, session = where
         with self.lock:
             tenant = self._tenant(name)
             ledger = tenant.sessions.get(session)
@@ -240,9 +240,9 @@ class Ledgers:
             return len(found)
         digests = [fingerprint(item) for item in found]
         ledger.add(digests, bit)
-        session = getattr(context, "session", None)
-        if session is not None:
-            self._write(context, source, digests)
+        where = _where(context)
+        if where is not None:
+            self._write(where, source, digests)
         return len(found)
 
     def _label_context(self, ledger: Ledger, context: Any) -> None:
@@ -258,14 +258,14 @@ class Ledgers:
 
     # -- the store: append-only chunks of digests ---------------------------------
 
-    def _write(self, context: Any, source: str, digests: list[bytes]) -> None:
-        prefix = _prefix(context)
+    def _write(self, where: tuple[str, str], source: str, digests: list[bytes]) -> None:
+        prefix = _prefix(where)
         payload = json.dumps({"source": source, "keys": [d.hex() for d in digests]})
         index = self.store.incr(prefix + "n", 1)
         self.store.compare_and_set(f"{prefix}{index}", None, payload)
 
-    def _sync(self, key: tuple[str, str], ledger: Ledger) -> None:
-        prefix = f"{_KEY_PREFIX}{len(key[0])}:{key[0]}:{key[1]}:"
+    def _sync(self, where: tuple[str, str], ledger: Ledger) -> None:
+        prefix = _prefix(where)
         last = self.store.incr(prefix + "n", 0)
         bits = self.sources.bits
         for index in range(ledger.synced + 1, last + 1):
@@ -280,9 +280,26 @@ class Ledgers:
         ledger.synced = max(ledger.synced, last)
 
 
-def _prefix(context: Any) -> str:
-    tenant = getattr(context, "tenant", None) or ""
-    return f"{_KEY_PREFIX}{len(tenant)}:{tenant}:{context.session}:"
+def _where(context: Any) -> tuple[str, str] | None:
+    """The context's (tenant, session) as exact text; None without a session."""
+    session = getattr(context, "session", None)
+    if session is None:
+        return None
+    tenant = getattr(context, "tenant", None)
+    return ("" if tenant is None else _text(tenant)), _text(session)
+
+
+def _text(value: Any) -> str:
+    # A str subclass is read as the text it holds: none of its own methods
+    # (hash, equality, length, format) runs, so none can raise or disagree.
+    if value.__class__ is str:
+        return value
+    return str.__str__(value) if isinstance(value, str) else str(value)
+
+
+def _prefix(where: tuple[str, str]) -> str:
+    tenant, session = where
+    return f"{_KEY_PREFIX}{len(tenant)}:{tenant}:{session}:"
 
 
 def _strings(value: Any, depth: int = 0) -> list[str]:

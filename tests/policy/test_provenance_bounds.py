@@ -350,3 +350,24 @@ def test_the_bounds_table_in_the_docs_is_the_code() -> None:
             assert re.search(rf"^\| `{name}` \| {default:,} \|", text, re.M), (doc, name)
         for path, test in re.findall(r"`(tests/policy/test_provenance\w*\.py)::(\w+)`", text):
             assert f"def {test}(" in (root / path).read_text(), (doc, test)
+
+
+class _Hostile(str):
+    """A tenant or session name whose every method of its own raises."""
+
+    def _raise(self, *args: Any) -> Any:
+        raise RuntimeError("hostile")
+
+    __hash__ = __eq__ = __len__ = __bool__ = __str__ = __format__ = _raise  # type: ignore[assignment]
+
+
+def test_a_hostile_tenant_or_session_name_is_read_as_its_text(any_store: Store | None) -> None:
+    """Before, the lookup raised: an escape, and the injected IBAN was paid."""
+    rails = _rails(GROUNDED, any_store)
+    turn = rails.turn(session=_Hostile("s"), tenant=_Hostile("victim"))
+    turn.pre_turn(f"read my inbox, then pay the rent to {USER_IBAN}")
+    assert turn.call("read_inbox", {"page": -1}).ok
+    refused = _pay(turn, ATTACKER)
+    assert [v.reason for v in refused.verdicts] == ["not_grounded"] and not refused.escapes
+    assert _pay(turn, USER_IBAN).ok
+    assert _pay(rails.turn(session="s", tenant="victim"), USER_IBAN).ok  # the same record
