@@ -349,6 +349,12 @@ ENTRY_POINTS: dict[str, EntryPoint] = {
             error_flag=False,
         ),
         EntryPoint(
+            "openai_agents",
+            "OpenAI Agents SDK (`openai_agents.guard`: `Runner.run`, `run_sync`, `run_streamed`)",
+            "docs/integrations/openai_agents.md",
+            error_flag=False,
+        ),
+        EntryPoint(
             "pydantic_ai",
             "pydantic-ai (`pydantic_ai.capability`: `run_sync`, `run`, `run_stream`)",
             "docs/integrations/pydantic_ai.md",
