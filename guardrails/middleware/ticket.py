@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Mapping, Sequence
+from functools import partial
 from time import perf_counter_ns
 from typing import Any, NamedTuple
 
@@ -54,9 +55,11 @@ class _Held(NamedTuple):
     start: int
     secrets: dict[str, Any] | None
     began: int
+    context: contextvars.Context
 
 
 def _hold(
+    context: contextvars.Context,
     pipeline: Any,
     plan: Plan,
     inv: Invocation,
@@ -65,8 +68,18 @@ def _hold(
     verdict: Verdict,
     start: int,
     secrets: dict[str, Any] | None,
-) -> _Held:
-    return _Held(pipeline, plan, inv, records, escapes, verdict, start, secrets, perf_counter_ns())
+) -> Ticket:
+    """The ticket of a call steps 1-6 let through, registered with its turn at once:
+    whatever stops the caller after this (a cancellation), the turn's end settles it."""
+    began = perf_counter_ns()
+    held = _Held(pipeline, plan, inv, records, escapes, verdict, start, secrets, began, context)
+    turn = inv.turn
+    ticket = Ticket(turn, held, None)
+    with turn.lock:
+        if turn._tickets is None:
+            turn._tickets = set()
+        turn._tickets.add(ticket)
+    return ticket
 
 
 class Ticket:
@@ -79,13 +92,10 @@ class Ticket:
     already final, exactly what ``turn.call`` would have returned.
     """
 
-    __slots__ = ("_context", "_held", "_state", "admitted", "call_id", "result", "tool", "turn")
+    __slots__ = ("_held", "_state", "admitted", "call_id", "result", "tool", "turn")
 
-    def __init__(
-        self, turn: Any, context: contextvars.Context, held: _Held | None, result: Any
-    ) -> None:
+    def __init__(self, turn: Any, held: _Held | None, result: Any) -> None:
         self.turn = turn
-        self._context = context
         self._held = held
         self.admitted = held is not None
         self.result: ToolResult | None = None if held is not None else result
@@ -146,7 +156,7 @@ class Ticket:
     def _settle(self, held: _Held, stop: Stop | None, value: Any) -> ToolResult:
         args = self._settle_args(held, stop, value)
         try:
-            result: ToolResult = self._context.run(held.pipeline.settle, *args)
+            result: ToolResult = held.context.run(held.pipeline.settle, *args)
         finally:
             self._state = _CLOSED
         self.result = result
@@ -155,7 +165,7 @@ class Ticket:
     async def _asettle(self, held: _Held, stop: Stop | None, value: Any) -> ToolResult:
         args = self._settle_args(held, stop, value)
         try:
-            task = asyncio.create_task(held.pipeline.asettle(*args), context=self._context)
+            task = asyncio.create_task(held.pipeline.asettle(*args), context=held.context)
             result: ToolResult = await task
         finally:
             self._state = _CLOSED
@@ -202,26 +212,24 @@ def _failure(error: Any) -> Stop:
 def admit(turn: Any, name: str, arguments: Any, call_id: str | None) -> Ticket:
     """Steps 1-6 of one call; a ticket holding it when the body may run."""
     context = contextvars.copy_context()
-    got = context.run(turn.engine._pipeline.run, turn, name, arguments, call_id, _hold)
-    return _ticket(turn, context, got)
+    hold = partial(_hold, context)
+    return _ticket(
+        turn, context.run(turn.engine._pipeline.run, turn, name, arguments, call_id, hold)
+    )
 
 
 async def aadmit(turn: Any, name: str, arguments: Any, call_id: str | None) -> Ticket:
     """``admit`` for async code: async guards and hooks awaited."""
     context = contextvars.copy_context()
-    coro = turn.engine._pipeline.arun(turn, name, arguments, call_id, _hold)
-    got = await asyncio.create_task(coro, context=context)
-    return _ticket(turn, context, got)
+    coro = turn.engine._pipeline.arun(turn, name, arguments, call_id, partial(_hold, context))
+    return _ticket(turn, await asyncio.create_task(coro, context=context))
 
 
-def _ticket(turn: Any, context: contextvars.Context, got: Any) -> Ticket:
+def _ticket(turn: Any, got: Any) -> Ticket:
+    """The ticket ``_hold`` made, or a settled one for a call decided without the body."""
     if got.__class__ is ToolResult:
-        return Ticket(turn, context, None, got)
-    ticket = Ticket(turn, context, got, None)
-    with turn.lock:
-        if turn._tickets is None:
-            turn._tickets = set()
-        turn._tickets.add(ticket)
+        return Ticket(turn, None, got)
+    ticket: Ticket = got
     return ticket
 
 

@@ -479,3 +479,34 @@ def test_ticket_is_public() -> None:
     engine = Guardrails([lookup], recorder=recorder)
     engine.turn().admit("lookup", {"q": "a"}).complete("x")
     assert recorder.outcomes == [Outcome.OK]
+
+
+def test_an_aadmit_cancelled_as_it_returns_leaves_its_ticket_to_the_turn_end() -> None:
+    caller: list[asyncio.Task[Any]] = []
+    given: list[Invocation] = []
+
+    class CancelsTheCaller:
+        async def abefore(self, inv: Invocation) -> None:
+            caller[0].cancel()  # the caller goes away as the decision is made
+            given.append(inv)
+
+        def before(self, inv: Invocation) -> None:
+            return None
+
+        def after(self, inv: Invocation, result: ToolResult) -> ToolResult:
+            given.append(inv)
+            return result
+
+    async def main() -> list[ToolResult]:
+        engine, store = rails(hooks=[CancelsTheCaller()])
+        turn = engine.turn()
+        caller.append(asyncio.create_task(turn.aadmit("lookup", {"q": "a"}, "c1")))
+        with pytest.raises(asyncio.CancelledError):
+            await caller[0]
+        ended = await turn.aend()
+        assert rows(store) == [("c1", "lookup", "error", "pass", "not_completed", None)]
+        return ended
+
+    ended = asyncio.run(main())
+    assert [(r.call_id, r.reason) for r in ended] == [("c1", "not_completed")]
+    assert len(given) == 2  # the hook's after saw the call it let through

@@ -127,3 +127,26 @@ def test_without_an_sdk_the_hook_opens_nothing() -> None:
     assert rails.turn().call("lookup", {"key": "ab"}).outcome is Outcome.OK
     assert trace.get_current_span() is outside
     assert not open_spans() and spans.failures == 0
+
+
+def test_a_ticket_gets_the_span_turn_call_gets(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    spans = OpenTelemetryRecorder(provider)
+    rails = Guardrails(traced_tools(provider), [short_key], hooks=[spans.hook()], recorder=[spans])
+    turn = rails.turn()
+    outside = trace.get_current_span()
+    first = turn.admit("lookup", {"key": "ab"}, call_id="c-1")
+    second = turn.admit("lookup", {"key": "cd"}, call_id="c-2")
+    assert trace.get_current_span() is outside  # admit leaves the caller's context alone
+    second.fail(ValueError("elsewhere"))
+    first.complete("ab")
+    assert trace.get_current_span() is outside
+    finished = {s.attributes["gen_ai.tool.call.id"]: s for s in exporter.get_finished_spans()}
+    assert sorted(finished) == ["c-1", "c-2"]
+    ok, failed = finished["c-1"], finished["c-2"]
+    assert ok.name == failed.name == "execute_tool lookup"
+    assert (ok.attributes or {})["guardrails.verdict"] == "pass"
+    assert "error.type" not in (ok.attributes or {})
+    assert (failed.attributes or {})["error.type"] == "ValueError"  # as for a tool that raised
+    assert spans.failures == 0 and not open_spans()
