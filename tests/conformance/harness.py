@@ -136,7 +136,10 @@ def _content(entry: tb.EntryPoint, want: tb.Answer, got: Received) -> None:
         assert got.is_error is None, f"{entry.id} declares no error flag, yet reported one"
     if isinstance(content, tb.Image):
         assert got.images == ((content.mime, content.data),), got
-        assert not got.text, got
+        if content.note is None:
+            assert not got.text, got
+        else:
+            assert got.text is not None and got.text.startswith(content.note), got
         return
     assert not got.images, got
     if isinstance(content, tb.Json):

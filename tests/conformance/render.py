@@ -29,7 +29,8 @@ def content(value: tb.Content) -> str:
     if isinstance(value, tb.Json):
         text = json.dumps(value.value, separators=(",", ":"))
         return f"{_code(text)} as JSON text (and structured content where the format has it)"
-    return f"an image block ({_code(value.mime)})"
+    note = "" if value.note is None else f", and a text block starting {_code(value.note)}"
+    return f"an image block ({_code(value.mime)}){note}"
 
 
 def _call(call: tb.Call) -> str:

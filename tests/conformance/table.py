@@ -62,10 +62,12 @@ class Json:
 
 @dataclass(frozen=True)
 class Image:
-    """The model receives an image, in the format's own image block."""
+    """The model receives an image, in the format's own image block (and, where a
+    ``Difference`` says so, a text block beside it starting with ``note``)."""
 
     mime: str
     data: str  # base64
+    note: str | None = None
 
 
 Content = Text | Truncated | Json | Image
@@ -277,6 +279,18 @@ def _runner_answer(name: str) -> Expected:
     return Expected((Answer("unavailable", text, False, audited=False),))
 
 
+CLAUDE_CLI_ANSWERS = (
+    "The CLI answers a call of a tool that does not exist at all before any hook runs, "
+    "with its own text naming the tool the model wrote; nothing reaches tool_call, so it "
+    "leaves no audit row and no span."
+)
+
+
+def _cli_answer(name: str) -> Answer:
+    text = f"<tool_use_error>Error: No such tool available: mcp__bank__{name}</tool_use_error>"
+    return Answer("unavailable", Text(text), False, audited=False)
+
+
 ENTRY_POINTS: dict[str, EntryPoint] = {
     ep.id: ep
     for ep in (
@@ -353,6 +367,23 @@ ENTRY_POINTS: dict[str, EntryPoint] = {
             "OpenAI Agents SDK (`openai_agents.guard`: `Runner.run`, `run_sync`, `run_streamed`)",
             "docs/integrations/openai_agents.md",
             error_flag=False,
+        ),
+        EntryPoint(
+            "claude_agent",
+            "Claude Agent SDK (`guard_options`: `query` through the bundled CLI)",
+            "docs/integrations/claude_agent.md",
+            error_flag=True,
+            differences={
+                "unknown_twice": Difference(
+                    CLAUDE_CLI_ANSWERS, Expected((_cli_answer(UNKNOWN_TOOL),) * 2)
+                ),
+                "image": Difference(
+                    "The CLI keeps an image a tool returns in a file of the session and sends "
+                    "the model, beside the image block, a text block naming that file "
+                    "(`[Image: source: <path>]`).",
+                    _one("ok", Image("image/png", sc.PNG_B64, "[Image: source: "), True),
+                ),
+            },
         ),
         EntryPoint(
             "pydantic_ai",
