@@ -35,6 +35,7 @@ class Ledger:
         "limit",
         "lock",
         "partial",
+        "pending",
         "stamp",
         "synced",
         "trusted",
@@ -53,6 +54,7 @@ class Ledger:
         self.trusted_mask = trusted_mask
         self.untrusted_mask = all_mask & ~trusted_mask
         self.partial = partial  # the sources whose labels may be missing here
+        self.pending = 0  # the same, until a store chunk being written is read
         self.evicted = False  # pushed out of its tenant's memory
         self.synced = 0  # the last store chunk read
         self.contexts: list[Any] = []  # the context objects already labelled (a few)

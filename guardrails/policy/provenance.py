@@ -83,7 +83,8 @@ class SessionView:
     @property
     def partial(self) -> int:
         """The sources whose labels this record may be missing (0: it is complete)."""
-        return self.ledger.partial
+        ledger = self.ledger
+        return ledger.partial | ledger.pending
 
     def find(self, kind: str, value: str) -> int:
         return self.lookup(key(kind, value))
@@ -268,16 +269,20 @@ class Ledgers:
         prefix = _prefix(where)
         last = self.store.incr(prefix + "n", 0)
         bits = self.sources.bits
+        gap = 0
         for index in range(ledger.synced + 1, last + 1):
             raw = self.store.get(f"{prefix}{index}")
-            # A chunk counted but not written yet (its writer is between the
-            # two calls) is skipped; the labels it carries also sit in the
-            # writer's own process.
-            if raw is not None:
-                chunk = json.loads(raw)
-                bit = bits.get(chunk.get("source"), self.sources.other)
-                ledger.add((bytes.fromhex(h) for h in chunk.get("keys", ())), bit)
-        ledger.synced = max(ledger.synced, last)
+            if raw is None:
+                # Counted but not written yet (its writer is between the two
+                # calls, or died there): until it is, the record may miss
+                # labels of any source; it is read again at the next check.
+                gap = gap or index
+                continue
+            chunk = json.loads(raw)
+            bit = bits.get(chunk.get("source"), self.sources.other)
+            ledger.add((bytes.fromhex(h) for h in chunk.get("keys", ())), bit)
+        ledger.pending = self.sources.all if gap else 0
+        ledger.synced = max(ledger.synced, gap - 1 if gap else last)
 
 
 def _where(context: Any) -> tuple[str, str] | None:

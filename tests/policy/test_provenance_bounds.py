@@ -7,6 +7,7 @@ while the user's own new values in the same session still pass.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -371,3 +372,30 @@ def test_a_hostile_tenant_or_session_name_is_read_as_its_text(any_store: Store |
     assert [v.reason for v in refused.verdicts] == ["not_grounded"] and not refused.escapes
     assert _pay(turn, USER_IBAN).ok
     assert _pay(rails.turn(session="s", tenant="victim"), USER_IBAN).ok  # the same record
+
+
+def test_a_chunk_another_process_has_counted_but_not_written_is_read_once_written(
+    store: Store,
+) -> None:
+    """Another process labelling a mail is between counting its chunk and writing it:
+    this process cannot place a new value until the chunk is there, and reads it then."""
+    from guardrails.policy import provenance
+
+    rails = _rails(NOT_ONLY_UNTRUSTED, store)
+    turn = rails.turn(session="s", tenant="victim")
+    turn.pre_turn(f"pay {USER_IBAN}")
+    prefix = provenance._prefix(("victim", "s"))
+    index = store.incr(prefix + "n", 1)  # the other writer counted its chunk ...
+    refused = _pay(turn, ATTACKER)
+    assert [v.reason for v in refused.verdicts] == ["provenance_unknown"]
+    assert _pay(turn, USER_IBAN).ok
+    from guardrails.policy._extract import extract, fingerprint
+
+    # ... and writes it: the mail's values, labelled as read_inbox.
+    digests = [fingerprint(k).hex() for k in extract(INJECTION)]
+    store.compare_and_set(
+        f"{prefix}{index}", None, json.dumps({"source": "read_inbox", "keys": digests})
+    )
+    later = _pay(rails.turn(session="s", tenant="victim"), ATTACKER)
+    assert [v.reason for v in later.verdicts] == ["untrusted_only"] and not later.escapes
+    assert _pay(rails.turn(session="s", tenant="victim"), NEW_IBAN).ok  # whole again
