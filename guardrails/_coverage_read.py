@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from ._faults import DEPENDENCY_REASONS, STOPPED_BY_DEPENDENCY
 from ._metric_names import (
     BACKSTOP_ACTIONS,
     CHOKE_POINT,
@@ -181,6 +182,7 @@ def tally_audit(rows: Iterable[Any]) -> Tally:
             t.seen = True
             verdicts = decode_verdicts(row)
             stopped = set()
+            halted = getattr(row, "reason", None) in STOPPED_BY_DEPENDENCY
             for v in verdicts:
                 key = (v["guard"], v["choke_point"])
                 add(t.verdicts[key], v["verdict"], 1)
@@ -191,7 +193,9 @@ def tally_audit(rows: Iterable[Any]) -> Tally:
                     stopped.add(key)
             for e in decode_escapes(row):
                 key = (e["guard"], e["choke_point"])
-                fault = e["reason"] in FAULT_REASONS and key in stopped
+                fault = (e["reason"] in FAULT_REASONS and key in stopped) or (
+                    halted and e["reason"] in DEPENDENCY_REASONS
+                )
                 add((t.faults if fault else t.escapes)[key], e["reason"], 1)
             _audit_action(t, row)
     except (ValueError, KeyError, TypeError, AttributeError):

@@ -62,8 +62,8 @@ HELP: Mapping[str, str] = {
         "by guard, choke-point and reason."
     ),
     FAIL_CLOSED_FAULTS: (
-        "Actions stopped because a fail-closed guard could not decide, "
-        "by guard, choke-point and reason."
+        "Actions stopped without a decision (a fail-closed guard could not decide, "
+        "or the audit log or store the call needed was down), by guard, choke-point and reason."
     ),
     TOOL_OUTCOMES: "Tool calls by tool and the outcome the model saw.",
     BACKSTOP_ACTIONS: "Tool calls the post_run backstop made, by rule and tool.",
@@ -81,8 +81,10 @@ HELP: Mapping[str, str] = {
 }
 
 # Why a fail-closed guard could not decide: the reasons of
-# guardrails_fail_closed_faults_total. The others (pass_on_retry,
-# observe_only, audit_unavailable, store_unavailable) only ever let an action on.
+# guardrails_fail_closed_faults_total that every registered guard exposes at
+# zero. pass_on_retry and observe_only only ever let an action on;
+# audit_unavailable and store_unavailable are faults only on a call stopped
+# for them (``_faults``).
 FAULT_REASONS = frozenset(
     {
         EscapeReason.RAISED,

@@ -117,7 +117,7 @@ def build_families(s: Snapshot) -> list[Metric]:
             count = series.escapes.get(reason, 0)
             if zero or count:
                 escapes.add_metric((guard, cp, reason.value), count)
-        for reason in sorted(FAULT_REASONS):
+        for reason in sorted(FAULT_REASONS | series.faults.keys()):
             count = series.faults.get(reason, 0)
             if zero or count:
                 faults.add_metric((guard, cp, reason.value), count)

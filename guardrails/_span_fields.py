@@ -14,21 +14,14 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any
 
-from ._metric_names import FAULT_REASONS
+from ._faults import STOPPED_BY_DEPENDENCY, fault_escapes
 from .context import Escape, ToolResult, VerdictRecord
-from .verdicts import Outcome, Reason, Verdict
+from .verdicts import Outcome
 
 MAX_CALL_ID = 256
 """Longer call ids (and ids with control characters) are recorded as a digest."""
 
-_FAULT_STOPS = frozenset(
-    {
-        Reason.STORE_UNAVAILABLE,
-        Reason.AUDIT_UNAVAILABLE,
-        Reason.HOOK_FAILED,
-        Reason.SNAPSHOT_FAILED,
-    }
-)
+_FAULT_STOPS = STOPPED_BY_DEPENDENCY
 
 
 def call_id_value(call_id: Any) -> str | None:
@@ -62,18 +55,13 @@ def fault_of(result: ToolResult) -> str | None:
         return error_type(exc) if isinstance(exc, BaseException) else outcome.value
     if result.reason in _FAULT_STOPS:
         return str(result.reason)
-    for escape in fail_closed_faults(result.verdicts, result.escapes):
+    for escape in fail_closed_faults(result.verdicts, result.escapes, result.reason):
         return error_type(escape.exception) if escape.exception is not None else str(escape.reason)
     return None
 
 
 def fail_closed_faults(
-    verdicts: Iterable[VerdictRecord], escapes: Iterable[Escape]
+    verdicts: Iterable[VerdictRecord], escapes: Iterable[Escape], stopped_by: object = None
 ) -> tuple[Escape, ...]:
-    """The escapes of fail-closed guards that could not decide: their reject stopped the action."""
-    stopped = {
-        (r.guard, r.choke_point) for r in verdicts if r.verdict is Verdict.REJECT and r.enforced
-    }
-    return tuple(
-        e for e in escapes if e.reason in FAULT_REASONS and (e.guard, e.choke_point) in stopped
-    )
+    """The escapes that stopped the action instead of letting it through (``_faults``)."""
+    return fault_escapes(verdicts, escapes, stopped_by)

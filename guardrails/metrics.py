@@ -26,6 +26,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
+from ._faults import fault_escapes
 from ._metric_names import (
     BACKSTOP_ACTIONS,
     CHOKE_POINT,
@@ -63,7 +64,7 @@ from ._payload import field as _field
 from ._payload import performed as _performed
 from .context import Escape, ToolResult, VerdictRecord
 from .recorder import log_failure
-from .verdicts import ChokePoint, EscapeReason, Outcome, Verdict
+from .verdicts import ChokePoint, EscapeReason, Outcome
 
 __all__ = [
     "BACKSTOP_ACTIONS",
@@ -101,7 +102,6 @@ __all__ = [
 
 _BUCKETS_NS = tuple(round(b * 1e9) for b in DURATION_BUCKETS)
 _REFRESH_NS = 1_000_000_000
-_REJECT = Verdict.REJECT
 
 
 class PrometheusRecorder:
@@ -236,7 +236,7 @@ class PrometheusRecorder:
                 if verdicts:
                     self._count_verdicts(verdicts)
                 if escapes:
-                    self._count_escapes(escapes, verdicts)
+                    self._count_escapes(escapes, verdicts, result.reason)
             finally:
                 lock.release()
         except Exception:  # telemetry never breaks a call
@@ -284,13 +284,16 @@ class PrometheusRecorder:
                 mirror.verdict(record.guard, record.choke_point.value, record.verdict.value, mode)
                 mirror.duration(record.guard, record.choke_point.value, nanos / 1e9)
 
-    def _count_escapes(self, escapes: Iterable[Escape], verdicts: Iterable[VerdictRecord]) -> None:
-        # A fail-closed guard that could not decide answers an enforced
-        # ``reject`` and records an escape all the same: the action was
-        # stopped, so it is a fault, not an escape.
-        stopped = {
-            (r.guard, r.choke_point) for r in verdicts if r.verdict is _REJECT and r.enforced
-        }
+    def _count_escapes(
+        self,
+        escapes: Iterable[Escape],
+        verdicts: Iterable[VerdictRecord],
+        stopped_by: object = None,
+    ) -> None:
+        # An escape whose action was stopped (a fail-closed guard that could
+        # not decide, a call stopped because its audit log or store was down)
+        # is a fault, not an escape (``_faults``).
+        faults = fault_escapes(verdicts, escapes, stopped_by)
         guards = self._guards
         now = self._clock()
         for escape in escapes:
@@ -299,7 +302,7 @@ class PrometheusRecorder:
             if series is None:
                 series = self._series(escape.guard, point)
             reason = EscapeReason(escape.reason)
-            fault = reason in FAULT_REASONS and (escape.guard, point) in stopped
+            fault = any(escape is f for f in faults)
             counts = series.faults if fault else series.escapes
             counts[reason] = counts.get(reason, 0) + 1
             (series.fault_last if fault else series.escape_last)[reason] = now

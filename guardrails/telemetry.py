@@ -216,7 +216,7 @@ class OpenTelemetryRecorder:
                     attributes.pop(key, None)
                 span.set_attributes(attributes)
             if span.is_recording():
-                _add_events(span, result.verdicts, result.escapes, start, end)
+                _add_events(span, result.verdicts, result.escapes, start, end, result.reason)
                 if fault is not None:
                     span.set_status(Status(StatusCode.ERROR, result.outcome.value))
             span.end(end_time=end)
@@ -278,6 +278,8 @@ class OpenTelemetryRecorder:
             span = tracer.start_span(name, start_time=start, attributes=attributes)
             if span.is_recording():
                 _add_events(span, verdicts, escapes, start, end)
+                if fail_closed_faults(verdicts, escapes):  # a fail-closed guard stopped it
+                    span.set_status(Status(StatusCode.ERROR, kind))
             span.end(end_time=end)
         except Exception:  # telemetry never breaks a call
             self._failed()
@@ -312,11 +314,12 @@ def _add_events(
     escapes: Iterable[Escape],
     start: int,
     end: int,
+    stopped_by: object = None,
 ) -> None:
     # Guards run one after the other, so a verdict's time is about the start
     # plus the durations of the guards before it and its own.
     verdicts, escapes = tuple(verdicts), tuple(escapes)
-    faults = fail_closed_faults(verdicts, escapes)
+    faults = fail_closed_faults(verdicts, escapes, stopped_by)
     failed = {(e.guard, e.choke_point): e for e in escapes}
     at = start
     decided: dict[tuple[str, str], Verdict] = {}
@@ -349,6 +352,6 @@ def _add_events(
             attributes[ATTR_VERDICT] = verdict.value
         if escape.exception is not None:
             # The type only: an exception's text may hold data that must not leave.
-            attributes[ATTR_EXCEPTION_TYPE] = type(escape.exception).__qualname__
+            attributes[ATTR_EXCEPTION_TYPE] = error_type(escape.exception)
         is_fault = any(escape is f for f in faults)
         span.add_event(EVENT_FAULT if is_fault else EVENT_ESCAPE, attributes, timestamp=end)

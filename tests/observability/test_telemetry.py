@@ -116,7 +116,7 @@ def test_an_escape_is_an_event_with_guard_choke_point_verdict_and_reason_and_no_
         "guardrails.choke_point": "tool_call",
         "guardrails.reason": EscapeReason.NOT_CONFIGURED.value,
         "guardrails.verdict": "not_evaluated",
-        "exception.type": "NotConfigured",
+        "exception.type": "guardrails.errors.NotConfigured",  # qualified by its module
     }
     assert (span.attributes or {})["guardrails.verdict"] == "not_evaluated"
     assert SECRET not in str(span.to_json())
