@@ -3,13 +3,15 @@
 Each kind turns a string into its normalised form, or ``None`` when the string
 is not a value of that kind. Two spellings of one value have one normal form:
 
-- ``email``: NFKC, invisible characters removed, casefolded, domain in IDNA
-  ASCII without a trailing dot (``Bob@Ｅxample.COM.`` is ``bob@example.com``);
-- ``url``: scheme and host lower-cased, host in IDNA ASCII, default port,
-  fragment and trailing punctuation dropped; a URL without a scheme is read
-  as ``https`` (the host is the real one: ``https://good.com@evil.com`` has
-  host ``evil.com``);
-- ``host``: a domain name, as in a URL;
+- ``email``: the local part NFKC, invisible characters removed and
+  casefolded; the domain as a ``host`` (``Bob@Ｅxample.COM.`` is
+  ``bob@example.com``, ``ana@straße.de`` is ``ana@xn--strae-oqa.de``);
+- ``url``: scheme lower-cased, host as a ``host``, default port, fragment and
+  the punctuation of the prose around it dropped, the rest as written; a URL
+  without a scheme is read as ``https`` (the host is the real one:
+  ``https://good.com@evil.com`` has host ``evil.com``);
+- ``host``: a domain name as a resolver looks it up: IDNA2008 with UTS #46
+  mapping, non-transitional (``_host.py``), without a trailing dot;
 - ``iban``: spaces and hyphens removed, upper-cased, the country in the
   ISO 13616 registry, its length and the checksum checked;
 - ``phone``: separators removed; ``+`` or ``00`` starts an international
@@ -26,6 +28,8 @@ from enum import StrEnum
 from urllib.parse import urlsplit
 
 from ..text import normalise
+from ._host import normalise_host
+from ._punct import strip_trailing
 
 __all__ = [
     "Kind",
@@ -55,9 +59,10 @@ class Kind(StrEnum):
 
 
 _LOCAL = re.compile(r"[\w.!#$%&'*+/=?^`{|}~-]{1,64}")
-_LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)")
 _SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
-_TRAILING = ".,;:!?)]}'\""
+_SPACE = re.compile(r"\s")
+# The characters NFKC makes "@" of: an address may be spelled with them.
+_WIDE_AT = str.maketrans({"\uff20": "@", "\ufe6b": "@"})
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21, "ws": 80, "wss": 443}
 
 
@@ -70,28 +75,15 @@ def normalise_text(value: str) -> str:
     return " ".join(fold(value).replace("\x00", "").split())
 
 
-def normalise_host(value: str) -> str | None:
-    """A domain name or IP literal in its normal form, or ``None``."""
-    host = fold(value).strip().rstrip(".")
-    if not host or len(host) > 253:
-        return None
-    if host.startswith("[") and host.endswith("]"):  # an IPv6 literal
-        inner = host[1:-1]
-        return host if inner and all(c in "0123456789abcdef:." for c in inner) else None
-    try:
-        ascii_host = host.encode("idna").decode("ascii")
-    except (UnicodeError, ValueError):
-        return None
-    labels = ascii_host.split(".")
-    if not all(_LABEL.fullmatch(label) for label in labels):
-        return None
-    return ascii_host
-
-
 def normalise_email(value: str) -> str | None:
-    text = fold(value).strip()
+    text = str.strip(value)
+    if not text.isascii():
+        text = text.translate(_WIDE_AT)
     local, at, domain = text.rpartition("@")
-    if not at or not _LOCAL.fullmatch(local) or local.startswith(".") or local.endswith("."):
+    if not at:
+        return None
+    local = fold(local)
+    if not _LOCAL.fullmatch(local) or local.startswith(".") or local.endswith("."):
         return None
     host = normalise_host(domain)
     if host is None or "." not in host or host.startswith("["):
@@ -106,10 +98,12 @@ def domain_of(email: str) -> str:
 
 def split_url(value: str) -> tuple[str, str, str] | None:
     """``(scheme, host, normalised url)`` of a URL, or ``None``."""
-    # Trailing punctuation is dropped, as when a URL is found inside prose
-    # ("see https://x.example/a."), so both spellings have one normal form.
-    text = (value.strip() if value.isascii() else normalise(value).strip()).rstrip(_TRAILING)
-    if not text or any(c.isspace() for c in text):
+    # The punctuation of the prose around a link is dropped, as when a URL is
+    # found inside prose ("see https://x.example/a."), so both spellings have
+    # one normal form. Nothing but the scheme and the host is folded: a path
+    # is case-sensitive.
+    text = strip_trailing(str.strip(value))
+    if not text or _SPACE.search(text):
         return None
     if "://" not in text:
         if text.startswith("//"):
@@ -124,15 +118,24 @@ def split_url(value: str) -> tuple[str, str, str] | None:
     except ValueError:
         return None
     scheme = parts.scheme.lower()
-    if not _SCHEME.fullmatch(scheme) or parts.hostname is None:
+    raw_host = _raw_host(parts.netloc)
+    if not _SCHEME.fullmatch(scheme) or not raw_host:
         return None
-    host = normalise_host(parts.hostname)
+    host = normalise_host(raw_host)
     if host is None:
         return None
     netloc = host if port is None or port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
     path = parts.path or "/"
     query = f"?{parts.query}" if parts.query else ""
     return scheme, host, f"{scheme}://{netloc}{path}{query}"
+
+
+def _raw_host(netloc: str) -> str:
+    """The host of a URL's authority as written (``urlsplit``'s ``hostname`` lower-cases it)."""
+    host = netloc.rpartition("@")[2]
+    if host.startswith("["):
+        return host.partition("]")[0] + "]"
+    return host.partition(":")[0]
 
 
 def _looks_like_port(text: str) -> bool:

@@ -1,0 +1,276 @@
+"""Values found in text: every scan linear in its input, and values read as whole tokens."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from hypothesis import event, example, given
+from hypothesis import strategies as st
+
+from guardrails.policy import _extract
+from guardrails.policy._extract import extract, extract_tokens, iter_keys, key
+from guardrails.policy._punct import QUOTES, WIDE
+from guardrails.policy.kinds import Kind, normalise_email, normalise_url
+
+from . import _extract_before
+from .test_kinds import _spaced, domains, emails, ibans, phones
+
+# -- linear in the input ------------------------------------------------------------
+
+
+class _Meter:
+    """A compiled pattern that counts the characters its matches cover."""
+
+    def __init__(self, pattern: re.Pattern[str], read: list[int]) -> None:
+        self.pattern = pattern
+        self.read = read
+
+    def _count(self, match: re.Match[str] | None, pos: int) -> re.Match[str] | None:
+        self.read[0] += 1 + (0 if match is None else match.end() - pos)
+        return match
+
+    def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return self._count(self.pattern.match(text, pos), pos)
+
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return self._count(self.pattern.search(text, pos), pos)
+
+    def finditer(self, text: str, pos: int = 0) -> Iterator[re.Match[str]]:
+        for found in self.pattern.finditer(text, pos):
+            self._count(found, found.start())
+            yield found
+
+
+def _characters_read(monkeypatch: pytest.MonkeyPatch, text: str) -> int:
+    """Characters the scans' patterns covered and handed to the value readers for ``text``."""
+    read = [0]
+    for name, value in list(vars(_extract).items()):
+        if isinstance(value, re.Pattern):
+            monkeypatch.setattr(_extract, name, _Meter(value, read))
+        elif isinstance(value, dict) and all(isinstance(v, re.Pattern) for v in value.values()):
+            monkeypatch.setattr(_extract, name, {k: _Meter(v, read) for k, v in value.items()})
+    for name in ("split_url", "normalise_email", "normalise_phone", "normalise_text", "fold"):
+        monkeypatch.setattr(_extract, name, _counted(getattr(_extract, name), read))
+    monkeypatch.setattr(_extract, "iban_checksum_ok", _counted(_extract.iban_checksum_ok, read))
+    extract_tokens(text)
+    monkeypatch.undo()
+    return read[0]
+
+
+def _counted(reader: Callable[[str], Any], read: list[int]) -> Callable[[str], Any]:
+    def counted(value: str) -> Any:
+        read[0] += 1 + len(value)
+        return reader(value)
+
+    return counted
+
+
+# Dense anchors of every scan, and runs a scan might read again from each anchor.
+HOSTILE = [
+    "x://",
+    "a://b",
+    "https://a.example/?u=",
+    "a@",
+    "a@b.",
+    "a.b@",
+    ".a",
+    "x.a ",
+    "ab.",
+    "a.b.c-d.",
+    "0",
+    "0 ",
+    "0-0.",
+    "/",
+    "/ ",
+    "a/",
+    "GB00",
+    "GB00 ",
+    "GB33BUKB20201555555555",
+    "+(0",
+    "'\u201c@.\u00ab",
+    "x://a@b.c/0 ",
+]
+
+
+@pytest.mark.parametrize("unit", HOSTILE)
+def test_every_scan_reads_each_character_a_bounded_number_of_times(
+    monkeypatch: pytest.MonkeyPatch, unit: str
+) -> None:
+    # Four times the text reads at most about four times the characters, and
+    # each character at most a few dozen times, whatever the text repeats.
+    # The quadratic scan read 9.4 million characters of 16,000 of "x://".
+    small, large = ((unit * (n // len(unit) + 1))[:n] for n in (4_000, 16_000))
+    read_small = _characters_read(monkeypatch, small)
+    read_large = _characters_read(monkeypatch, large)
+    assert read_large <= 4.5 * read_small, (read_small, read_large)
+    assert read_large <= 40 * len(large), read_large
+
+
+def test_the_meter_sees_a_quadratic_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The old "://" scan, metered the same way, reads the rest of the text
+    # from every anchor: the test above would catch it.
+    read = [0]
+    monkeypatch.setattr(_extract_before, "_URL_TAIL", _Meter(_extract_before._URL_TAIL, read))
+    _extract_before.extract("x://" * 1_000)
+    assert read[0] > 100 * 4_000
+
+
+# -- what the linear scans find on ordinary text: what the scans before found ----------
+
+_word = st.one_of(
+    st.text(string.ascii_letters, min_size=1, max_size=10),
+    st.sampled_from(["straße", "café", "東京", "Ελλάδα", "naïve", "O'Neil", "e.g.", "1,250.00"]),
+)
+_path = st.text(string.ascii_letters + string.digits + "/=?&-_", max_size=16)
+_ordinary_fragment = st.one_of(
+    _word,
+    _word.map(lambda w: w.capitalize() + "."),
+    st.integers(0, 10**12).map(str),
+    emails,
+    ibans,
+    st.builds(lambda i, d: _spaced(i, d), ibans, st.data()),
+    phones,
+    st.builds(lambda d, p: f"https://{d}/{p}", domains, _path),
+    domains,
+    st.builds(lambda d, p: f"{d}/{p}", domains, _path),
+    st.builds(lambda a, b: f"{a}/{b}", _word, _word),
+)
+_separator = st.sampled_from([" ", " ", "\n", ", ", ". ", "; ", ": ", " (", ") "])
+ordinary_text = st.lists(st.tuples(_ordinary_fragment, _separator), max_size=14).map(
+    lambda parts: "".join(f + s for f, s in parts)
+)
+
+
+def _hosts_of_local_parts(text: str, keys: set[str]) -> set[str]:
+    """URL and host keys of a run of host characters that "@" or "_" continues."""
+    lowered = text.lower()
+    junk = set()
+    for kind, value in iter_keys(keys):
+        host = value if kind == "host" else value.partition("://")[2].rstrip("/")
+        if kind in ("url", "host") and (f"{host}@" in lowered or f"{host}_" in lowered):
+            junk.add(key(kind, value))
+    return junk
+
+
+@given(ordinary_text)
+@example("write to jane.doe@example.com today")
+def test_on_ordinary_text_the_scans_find_what_the_scans_before_found(text: str) -> None:
+    before = _extract_before.extract(text)
+    now = extract(text)
+    # The one change on such text: the scans before read an address's dotted
+    # local part as a host ("jane.doe" of jane.doe@example.com, "a.b" of a.b_c@x.com).
+    local_hosts = _hosts_of_local_parts(text, before - now)
+    if local_hosts:
+        event("a dotted local part read as a host before")
+    assert now == before - local_hosts
+    for kind in sorted({kind for kind, _ in iter_keys(now)}):
+        event(f"found {kind}")
+
+
+@given(ordinary_text)
+def test_on_ordinary_text_the_words_are_those_found_before(text: str) -> None:
+    before = _extract_before.extract_tokens(text)
+    now = extract_tokens(text)
+    assert now == before - _hosts_of_local_parts(text, before - now)
+
+
+# -- whole tokens: quotes, brackets, longer tokens, sentences ----------------------------
+
+# Every quotation mark, bracket and wide sentence mark before a value, and every
+# one but an opening ASCII bracket after it ("(" is part of a link).
+_marks = st.sampled_from(QUOTES + WIDE + "`()[]{}<>")
+_closing = st.sampled_from(QUOTES + WIDE + "`)]}>")
+
+
+@given(_marks, _closing, emails, st.sampled_from(["", ".", ",", ";", "!"]))
+@example("'", "'", "jane@example.com", "")
+def test_an_address_in_quotes_or_brackets_of_any_kind_is_found_without_them(
+    opening: str, closing: str, address: str, after: str
+) -> None:
+    found = extract_tokens(f"please write to {opening}{address}{closing}{after} today")
+    assert key(Kind.EMAIL, normalise_email(address)) in found  # type: ignore[arg-type]
+    assert not any(
+        opening in value or closing in value for kind, value in iter_keys(found) if kind == "email"
+    )
+
+
+@given(_marks, _closing, domains, _path, st.booleans())
+@example("\u201c", "\u201d", "x.example", "a", True)
+def test_a_link_in_quotes_or_brackets_of_any_kind_is_found_without_them(
+    opening: str, closing: str, domain: str, path: str, scheme: bool
+) -> None:
+    link = f"{'https://' if scheme else ''}{domain}/{path}"
+    found = extract(f"see {opening}{link}{closing}. Then")
+    assert key(Kind.URL, normalise_url(link)) in found  # type: ignore[arg-type]
+    assert key(Kind.HOST, domain) in found
+
+
+def test_a_link_keeps_the_brackets_it_opened() -> None:
+    found = extract("see (https://en.wikipedia.org/wiki/Mercury_(planet)).")
+    assert key(Kind.URL, "https://en.wikipedia.org/wiki/Mercury_(planet)") in found
+
+
+_continuations = st.one_of(
+    st.text(string.ascii_letters + string.digits + "_", min_size=1, max_size=6),
+    st.sampled_from(["é", "ß", "東", "٣"]),
+    st.text(string.ascii_letters + string.digits, min_size=1, max_size=4).map("-{}".format),
+)
+
+
+@given(ibans, _continuations, st.booleans())
+@example("GB33BUKB20201555555555", "XY77", False)
+def test_an_iban_is_not_read_out_of_a_longer_token(iban: str, more: str, before: bool) -> None:
+    token = f"{more}{iban}" if before and not more.startswith("-") else f"{iban}{more}"
+    found = extract(f"REF:{token} paid")
+    assert not any(kind == "iban" for kind, _ in iter_keys(found))
+    assert key(Kind.IBAN, iban) in extract(f"REF:{iban}, paid")
+
+
+@given(emails, _continuations)
+def test_an_address_is_not_read_out_of_a_longer_token(address: str, more: str) -> None:
+    # More letters, digits or a joined word make a longer label: another address, or none.
+    assert key(Kind.EMAIL, normalise_email(address)) not in extract(f"to {address}{more} now")  # type: ignore[arg-type]
+    local, _, domain = address.partition("@")
+    longer = f"{'x' * (65 - len(local))}{local}@{domain}"
+    assert not any(kind == "email" for kind, _ in iter_keys(extract(f"to {longer} now")))
+
+
+@given(phones, st.sampled_from(["INV-", "A", "x_", "٣"]))
+def test_a_phone_number_is_not_read_out_of_a_longer_token(phone: str, prefix: str) -> None:
+    assert not any(kind == "phone" for kind, _ in iter_keys(extract(f"ref {prefix}{phone} ok")))
+
+
+@given(domains, st.sampled_from(["They", "The", "It", "Our", "I"]), st.booleans())
+@example("www.example.com", "They", False)
+def test_a_host_run_into_the_next_sentence_is_found(domain: str, word: str, scheme: bool) -> None:
+    link = f"{'https://' if scheme else ''}{domain}"
+    found = extract(f"visit {link}.{word} said so")
+    assert key(Kind.URL, f"https://{domain}/") in found
+    assert key(Kind.HOST, domain) in found
+    assert key(Kind.EMAIL, f"ana@{domain}") in extract(f"mail ana@{domain}.{word} said so")
+
+
+def test_a_capitalised_top_label_is_not_cut() -> None:
+    # "Uk" after "Co": a name written in capitals, not a sentence after a name.
+    found = extract("pay at Bank.Co.Uk now")
+    assert key(Kind.HOST, "bank.co.uk") in found
+    assert key(Kind.HOST, "bank.co") not in found
+
+
+def test_an_address_after_a_key_or_in_a_query_is_found() -> None:
+    found = extract("to=jane@example.com or https://x.example/?email=ana@example.org")
+    assert key(Kind.EMAIL, "jane@example.com") in found
+    assert key(Kind.EMAIL, "ana@example.org") in found
+    assert key(Kind.EMAIL, "o'brien@example.com") in extract("o'brien@example.com")
+
+
+def test_links_nested_in_a_link_are_each_found() -> None:
+    text = "https://a.example/?u=https://b.example/x&v=https://c.example/y"
+    found = extract(text)
+    assert key(Kind.URL, text) in found
+    assert key(Kind.URL, "https://c.example/y") in found
+    assert {key(Kind.HOST, f"{h}.example") for h in "abc"} <= found
