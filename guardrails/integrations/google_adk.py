@@ -191,6 +191,10 @@ class _Guarding:
         self.context = context
         self.on_report = on_report
         self.runs: dict[str, _Run] = {}
+        # Calls waiting for a person's confirmation: call id -> the invocation they paused.
+        # ADK resumes that invocation (same id) with the confirmation: its run, and so its
+        # turn, is kept until then (one pre_turn, one post_run).
+        self.waiting: dict[str, str] = {}
 
     def run_of(self, adk_context: Any) -> _Run:
         run = self.runs.get(adk_context.invocation_id)
@@ -219,6 +223,7 @@ class _Guarding:
             tool.run_async = _GuardedRun(tool.name, tool.run_async, self)
 
     async def run_tool(self, run: _Run, name: str, run_async: Any, args: Any, ctx: Any) -> Any:
+        self.waiting.pop(ctx.function_call_id, None)
         run.seen.add(ctx.function_call_id)
         call = _Call(run_async, ctx)
         token = _CALL.set(call)
@@ -236,9 +241,20 @@ class _Guarding:
             if run is not None:
                 run.seen.discard(call_id)
             return
+        self.waiting.pop(call_id, None)  # (a rejected confirmation comes back here)
         waiting = getattr(tool_context.actions, "requested_tool_confirmations", None) or {}
-        if call_id not in waiting:  # a call waiting for a person is audited when it runs
+        if call_id in waiting:  # audited when it runs, in this run's turn
+            self.wait(call_id, tool_context.invocation_id)
+        else:
             await arefused(run.turn, tool.name, tool_args, call_id)
+
+    def wait(self, call_id: str, invocation_id: str) -> None:
+        if len(self.waiting) >= MAX_WAITING:
+            # The oldest: its invocation, when it resumes, does so in a new turn.
+            oldest = self.waiting.pop(next(iter(self.waiting)))
+            if oldest not in self.waiting.values():
+                self.runs.pop(oldest, None)
+        self.waiting[call_id] = invocation_id
 
     async def unanswered(self, tool: Any, tool_args: Any, tool_context: Any) -> Any:
         """A call ADK could not run (an unknown or withheld tool): tool_call answers it."""
@@ -249,7 +265,10 @@ class _Guarding:
         return _answer(result, None)
 
     async def finish(self, invocation_context: Any) -> None:
-        run = self.runs.pop(invocation_context.invocation_id, None)
+        invocation = invocation_context.invocation_id
+        if invocation in self.waiting.values():
+            return  # paused for a confirmation: the invocation goes on when it comes
+        run = self.runs.pop(invocation, None)
         if run is not None:
             report = await run.turn.apost_run(_final_text(invocation_context))
             if self.on_report is not None:
@@ -313,6 +332,10 @@ class _Run:
             return
         self.decided |= wanted
         await self.turn.apre_turn(self.text, sorted(self.decided))
+
+
+# The most calls kept waiting for a confirmation at once.
+MAX_WAITING = 10_000
 
 
 class _GuardedRun:

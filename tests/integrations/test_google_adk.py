@@ -19,9 +19,11 @@ from google.adk.tools import FunctionTool  # noqa: E402
 from google.genai import types  # noqa: E402
 
 from guardrails import ConfigurationError, Guardrails, Outcome, TurnContext, tool  # noqa: E402
+from guardrails.audit import AuditLog  # noqa: E402
 from guardrails.integrations.google_adk import plugin, tool_from  # noqa: E402
 from guardrails.integrations.scripted_models import adk_model, tool_results  # noqa: E402
 from guardrails.middleware._render import TRUNCATION_MARKER  # noqa: E402
+from guardrails.store import MemoryStore  # noqa: E402
 from guardrails.testing import MemoryRecorder  # noqa: E402
 from guardrails.verdicts import model_sentence  # noqa: E402
 
@@ -294,12 +296,15 @@ async def test_a_call_waiting_for_confirmation_is_not_audited_as_ok() -> None:
 
     llm = adk_model([("r1", "refund", {"order_id": "o-1"})], fw.FINAL)
     recorder = MemoryRecorder()
+    audit = AuditLog(MemoryStore())
+    reports: list[Any] = []
     agent = LlmAgent(
         name="shop", model=llm, tools=[FunctionTool(refund, require_confirmation=True)]
     )
-    runner = runner_for(agent, plugin(agent, fw.rails(recorder=recorder)))
+    rails = fw.rails(recorder=[recorder, audit], hooks=[audit])
+    runner = runner_for(agent, plugin(agent, rails, on_report=reports.append))
     session = await run(runner)
-    assert ran == [] and recorder.results == []
+    assert ran == [] and recorder.results == [] and reports == []
     # The person approves: the call runs once, through tool_call.
     events = (
         await runner.session_service.get_session(app_name="shop", user_id="u", session_id=session)
@@ -317,6 +322,9 @@ async def test_a_call_waiting_for_confirmation_is_not_audited_as_ok() -> None:
         pass
     assert ran == ["o-1"]
     assert [(r.call_id, r.outcome) for r in recorder.results] == [("r1", "ok")]
+    # The confirmation resumed the paused run's turn: one pre_turn, one post_run.
+    kinds = [r.kind for r in audit.rows()]
+    assert (kinds.count("pre_turn"), kinds.count("post_run"), len(reports)) == (1, 1, 1)
 
 
 async def test_a_dict_result_reaches_the_model_as_the_dict_under_the_cap() -> None:
