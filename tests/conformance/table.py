@@ -363,6 +363,12 @@ ENTRY_POINTS: dict[str, EntryPoint] = {
             error_flag=False,
         ),
         EntryPoint(
+            "google_adk",
+            "Google ADK (`google_adk.plugin`: `runner.run_async`, `runner.run`)",
+            "docs/integrations/google_adk.md",
+            error_flag=False,
+        ),
+        EntryPoint(
             "openai_agents",
             "OpenAI Agents SDK (`openai_agents.guard`: `Runner.run`, `run_sync`, `run_streamed`)",
             "docs/integrations/openai_agents.md",
