@@ -37,6 +37,7 @@ from ..engine import Guardrails, Turn
 from ..errors import ConfigurationError
 from ..tools import Tool
 from ..verdicts import Outcome, model_sentence
+from ._claude_cli import CliTools
 from ._common import ContextSource, ReportSink, start_turn
 from ._framework_tools import (
     Clash,
@@ -118,8 +119,11 @@ class _Hooks:
         context: ContextSource,
         on_report: ReportSink,
         can_use_tool: Any = None,
+        cli: CliTools | None = None,
     ) -> None:
         self.rails = rails
+        # The CLI's own tools the engine decides (``cli_tools``), through tickets.
+        self.cli = cli
         self.prefix = f"{_MCP}{server}__"
         self.context = context
         self.on_report = on_report
@@ -149,10 +153,14 @@ class _Hooks:
 
     async def pre_tool(self, hook_input: Any, tool_use_id: Any, ctx: Any) -> Any:
         full_name = hook_input.get("tool_name")
+        call_id = hook_input.get("tool_use_id") or tool_use_id
+        if self.cli is not None and full_name in self.cli.names:
+            # One of the CLI's own tools: decided here, run by the CLI.
+            turn = self.turn_of(hook_input)
+            return await self.cli.admit(turn, full_name, hook_input.get("tool_input"), call_id)
         if not (isinstance(full_name, str) and full_name.startswith(self.prefix)):
             return {}  # not a served tool: the CLI's own permissions decide
         name = full_name[len(self.prefix) :]
-        call_id = hook_input.get("tool_use_id") or tool_use_id
         turn = self.turn_of(hook_input)
         self.waiting[(name, _key(hook_input.get("tool_input")))].append(
             (turn, call_id if isinstance(call_id, str) else None)
@@ -165,14 +173,17 @@ class _Hooks:
     async def permit(self, name: str, tool_input: Any, ctx: Any) -> Any:
         """The application's ``can_use_tool``; a served call it denies is audited (``unavailable``)."""
         decision = await self.can_use_tool(name, tool_input, ctx)
+        denied = getattr(decision, "behavior", None) == "deny"
         if not name.startswith(self.prefix):
+            if denied and self.cli is not None:
+                await self.cli.refused(getattr(ctx, "tool_use_id", None))
             return decision
         served = name[len(self.prefix) :]
         waiting = self._take(served, tool_input, getattr(ctx, "tool_use_id", None))
         if waiting is None:
             return decision
         turn, call_id = waiting
-        if getattr(decision, "behavior", None) == "deny":
+        if denied:
             await arefused(turn, served, tool_input, call_id)
             return decision
         # Allowed, perhaps with arguments the application rewrote: those are the call's.
@@ -204,6 +215,8 @@ class _Hooks:
                 self.waiting[key] = kept
             else:
                 del self.waiting[key]
+        if self.cli is not None:
+            self.cli.forget(turn)  # post_run settles their open tickets
         report = await turn.apost_run(hook_input.get("last_assistant_message") or "")
         if self.on_report is not None:
             self.on_report(report)
@@ -257,16 +270,32 @@ def _server(hooks: _Hooks, rails: Guardrails, name: str) -> Any:
     from mcp.types import CallToolResult, ListToolsResult
     from mcp.types import Tool as McpTool
 
+    cli = hooks.cli.names if hooks.cli is not None else frozenset()
+
     async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
-        return ListToolsResult(
-            tools=[McpTool.model_validate(t.to_mcp()) for t in rails.tools.values()]
-        )
+        served = [t for t in rails.tools.values() if t.name not in cli]
+        return ListToolsResult(tools=[McpTool.model_validate(t.to_mcp()) for t in served])
 
     async def call_tool(ctx: Any, params: Any) -> CallToolResult:
         blocks, is_error = await hooks.call(params.name, params.arguments or {})
         return CallToolResult.model_validate({"content": blocks, "isError": is_error})
 
     return Server(name, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _added(hooks: _Hooks) -> dict[str, list[Any]]:
+    """The hooks the adapter adds, after the application's, by event."""
+    from claude_agent_sdk import HookMatcher
+
+    added = {
+        "UserPromptSubmit": [HookMatcher(hooks=[hooks.prompt])],
+        "PreToolUse": [HookMatcher(hooks=[hooks.pre_tool])],
+        "Stop": [HookMatcher(hooks=[hooks.stop])],
+    }
+    if hooks.cli is not None:
+        added["PostToolUse"] = [HookMatcher(hooks=[hooks.cli.done])]
+        added["PostToolUseFailure"] = [HookMatcher(hooks=[hooks.cli.failed])]
+    return added
 
 
 def guard_options(
@@ -278,17 +307,19 @@ def guard_options(
     tool_options: ToolOptions | None = None,
     context: ContextSource = None,
     on_report: ReportSink = None,
+    cli_tools: Iterable[str] = (),
 ) -> Any:
     """A copy of ``options`` (``ClaudeAgentOptions``) whose tools ``server`` are guarded by ``rails``.
 
     ``sdk_tools`` are ``@tool`` functions to register in the engine (with
     ``tool_options[name]``: ``bind=``, ``effect=`` ...); every engine tool is
     served as ``mcp__<server>__<name>``, replacing any server of that name.
-    ``context`` is a ``TurnContext`` or a function of the hook input returning
-    one (default: the SDK session id); ``on_report`` receives each run's
-    post_run report.
+    ``cli_tools`` names engine tools that are the CLI's own (``"Bash"``): those
+    are not served, and each of their calls is admitted before the CLI runs it
+    and completed with its output. ``context`` is a ``TurnContext`` or a
+    function of the hook input returning one (default: the SDK session id);
+    ``on_report`` receives each run's post_run report.
     """
-    from claude_agent_sdk import HookMatcher
     from claude_agent_sdk.types import McpSdkServerConfig
 
     sdk_tools = list(sdk_tools)
@@ -300,14 +331,10 @@ def guard_options(
     if not rails.tools:
         raise ConfigurationError("guard_options(options): the engine has no tools to serve")
     watch(rails)  # a served call the application's can_use_tool denies is audited through it
-    hooks = _Hooks(rails, server, context, on_report, options.can_use_tool)
-    added = {
-        "UserPromptSubmit": [HookMatcher(hooks=[hooks.prompt])],
-        "PreToolUse": [HookMatcher(hooks=[hooks.pre_tool])],
-        "Stop": [HookMatcher(hooks=[hooks.stop])],
-    }
+    cli = CliTools(rails, cli_tools) if cli_tools else None
+    hooks = _Hooks(rails, server, context, on_report, options.can_use_tool, cli)
     existing = dict(options.hooks or {})
-    merged = {event: [*existing.get(event, []), *matchers] for event, matchers in added.items()}
+    merged = {event: [*existing.get(event, []), *added] for event, added in _added(hooks).items()}
     if not isinstance(options.mcp_servers, dict):
         raise ConfigurationError(
             "guard_options(options): mcp_servers must be a dict to add the guarded server"

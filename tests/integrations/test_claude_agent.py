@@ -584,3 +584,87 @@ async def test_arguments_the_applications_can_use_tool_rewrites_are_the_ones_too
     assert (result.content[0].text, result.is_error) == ("sent 1 to bob", False)
     assert moved == [{"to": "bob", "amount": 1}]
     assert [(r.call_id, r.outcome) for r in recorder.results] == [("t1", "ok")]
+
+
+# -- the CLI's own tools, decided by the engine and run by the CLI ---------------------------
+
+
+def bash_engine(recorder: MemoryRecorder) -> Guardrails:
+    """An engine that knows the CLI's ``Bash`` tool (its body never runs here) and refuses ``rm``."""
+    from guardrails import Invocation, Verdict
+    from guardrails import guard as make_guard
+
+    @make_guard(outcome="unavailable")
+    def no_deletions(call: Invocation) -> Verdict:
+        return Verdict.REJECT if call.arguments["command"].startswith("rm ") else Verdict.PASS
+
+    def runs_in_the_cli(**arguments: Any) -> str:
+        raise AssertionError("the CLI runs Bash, never the engine")
+
+    schema = {
+        "type": "object",
+        "properties": {"command": {"type": "string"}, "description": {"type": "string"}},
+        "required": ["command"],
+    }
+    bash = Tool("Bash", runs_in_the_cli, schema, extra="allow", guards=[no_deletions])
+    return Guardrails([bash], recorder=recorder)
+
+
+@pytest.mark.slow
+async def test_a_real_cli_run_admits_the_clis_own_tool_and_audits_what_it_ran(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "keep.txt"
+    marker.write_text("kept")
+    calls = [("Bash", {"command": "echo hi"}), ("Bash", {"command": f"rm {marker}"})]
+    steps = [tool_use_message(*calls), text_message("done")]
+    recorder = MemoryRecorder()
+    with ScriptedMessagesAPI(steps) as api:
+        options = cli_options(api, tmp_path)
+        options.allowed_tools = ["Bash"]
+        options = guard_options(options, bash_engine(recorder), server="shop", cli_tools=["Bash"])
+        await run(options)
+    sent = results_sent(api)
+    call = ids(steps)
+    assert sent[call[0]] == ("hi", False)
+    # The CLI words a denial itself, around the reason: here the fixed sentence.
+    refused = f"PreToolUse:Bash hook error: {model_sentence(Outcome.UNAVAILABLE)}"
+    assert sent[call[1]] == (refused, True)
+    assert marker.read_text() == "kept"  # the refused command never ran
+    audited = {r.call_id: (r.outcome, r.reason) for r in recorder.results}
+    assert audited == {call[0]: ("ok", None), call[1]: ("unavailable", "guard")}
+    [ran] = [r for r in recorder.results if r.call_id == call[0]]
+    assert "hi" in ran.content  # the CLI's own output is the call's result
+    served = [t["name"] for t in api.requests[0]["tools"] if t["name"].startswith("mcp__shop__")]
+    assert served == []  # the CLI's tool is its own, not served
+
+
+def test_cli_tools_must_be_tools_of_the_engine() -> None:
+    with pytest.raises(ConfigurationError, match="'Bash'"):
+        guard_options(
+            ClaudeAgentOptions(), Guardrails(), server="shop", sdk_tools=ALL, cli_tools=["Bash"]
+        )
+
+
+async def test_a_cli_tool_call_the_application_denies_or_that_fails_is_audited() -> None:
+    from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny, ToolPermissionContext
+
+    async def only_ls(name: str, tool_input: dict[str, Any], ctx: Any) -> Any:
+        if tool_input["command"] == "ls":
+            return PermissionResultAllow()
+        return PermissionResultDeny(message="not allowed here")
+
+    recorder = MemoryRecorder()
+    options = ClaudeAgentOptions(can_use_tool=only_ls)
+    options = guard_options(options, bash_engine(recorder), server="shop", cli_tools=["Bash"])
+    pre, post = hook(options, "PreToolUse"), hook(options, "PostToolUseFailure")
+    for call_id, command in [("b1", "cat secrets"), ("b2", "ls")]:
+        hook_input = {**pre_tool_input("x", {"command": command}, call_id), "tool_name": "Bash"}
+        assert await pre(hook_input, call_id, {"signal": None}) == {}  # admitted: the CLI asks next
+        ctx = ToolPermissionContext(tool_use_id=call_id)
+        await options.can_use_tool("Bash", {"command": command}, ctx)
+    failure = {"session_id": "s1", "tool_name": "Bash", "tool_use_id": "b2", "error": SECRET}
+    await post(failure, "b2", {"signal": None})
+    audited = {r.call_id: (r.outcome, r.reason) for r in recorder.results}
+    assert audited == {"b1": ("unavailable", "raised"), "b2": ("error", "raised")}
+    assert SECRET not in repr([r.content for r in recorder.results])
