@@ -1,8 +1,9 @@
 /* The canonical copy of what the model sent (admission.canonical_py in C).
  *
  * The same rules as the pure walk in admission.py, in one C pass: exact
- * dict/list/str/int/finite float/bool/None, exact-str keys without lone
- * surrogates, the size budget and MAX_DEPTH, checked in the same order so the
+ * dict/list/str, int within a double's finite range, finite float,
+ * bool/None, exact-str keys without lone surrogates, the size budget and
+ * MAX_DEPTH, checked in the same order so the
  * same reason comes back. No user-defined method runs: every type is checked
  * with Py_TYPE(x) == &Py..._Type (or PyDict_Check/PyList_Check before reading
  * storage with PyDict_Next / PyList_GET_ITEM), keys are exact str (their hash
@@ -86,7 +87,17 @@ walk_value(PyObject *v, Py_ssize_t depth, Py_ssize_t *budget, Py_ssize_t scalar,
             return NULL;
         }
     }
-    else if (t == &PyLong_Type || t == &PyBool_Type || v == Py_None) {
+    else if (t == &PyLong_Type) {
+        /* An int that rounds to infinity as a double is not a finite number
+         * (admission.INT_BOUND): refused as NaN and the infinities are. */
+        if (PyLong_AsDouble(v) == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            *why = NOT_JSON;
+            return NULL;
+        }
+        *budget -= scalar;
+    }
+    else if (t == &PyBool_Type || v == Py_None) {
         *budget -= scalar;
     }
     else if (t == &PyFloat_Type) {

@@ -25,8 +25,10 @@ from functools import cache
 from types import SimpleNamespace
 from typing import Any
 
+from .._json_depth import deeper_than
 from ..context import TurnContext
 from ..engine import Guardrails, Turn
+from ..middleware.admission import MAX_DEPTH
 from ..middleware._render import render
 from ..middleware.post_run import PostRunReport
 from ..tools import Tool
@@ -107,8 +109,9 @@ def _prompt_text(prompt: Any) -> str:
 
 
 def _raw(args: Any) -> Any:
-    """The model's arguments as sent: JSON text is parsed here, anything else kept."""
-    if isinstance(args, str | bytes):
+    """The model's arguments as sent: JSON text is parsed here, anything else kept
+    (text nested too deep for admission too: it refuses it, unparsed)."""
+    if isinstance(args, str | bytes) and not deeper_than(args, MAX_DEPTH + 1):
         try:
             return json.loads(args) if args.strip() else {}
         except ValueError:

@@ -2,7 +2,8 @@
 
 What the model sent becomes exactly one JSON value (I-JSON, RFC 7493): a
 ``dict`` with exact-``str`` keys, ``list``, exact ``str`` without lone
-surrogates, ``int``, finite ``float``, ``bool``, ``None``. JSON text is parsed
+surrogates, ``int`` within the finite range of a double, finite ``float``,
+``bool``, ``None``. JSON text is parsed
 strictly: ``NaN``/``Infinity`` tokens and duplicate keys are refused. Anything
 else is ``invalid_args`` (``not_json``). Types are checked with ``type(x) is``
 before anything is touched, and dict and list subclasses are read through
@@ -27,6 +28,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .._compiled import CORE, load
+from .._json_depth import deeper_than
 from ..context import Escape, ToolResult
 from ..guard import Guard, plain_steps
 from ..tools import Tool
@@ -35,6 +37,7 @@ from ._frozen import FrozenDict, FrozenList
 
 __all__ = [
     "COMPILED",
+    "INT_BOUND",
     "MAX_CALL_ID",
     "MAX_DEPTH",
     "Plan",
@@ -48,6 +51,10 @@ __all__ = [
 
 MAX_DEPTH = 128
 MAX_CALL_ID = 128
+# The least integer that rounds to infinity as a double (``float`` raises
+# OverflowError from here on): an integer outside (-INT_BOUND, INT_BOUND) is
+# not a finite number, and is refused as NaN and the infinities are.
+INT_BOUND = 2**1024 - 2**970
 FLAG_BOUND_ARGUMENT_SUPPLIED = "bound_argument_supplied"
 
 _INVALID_ARGS = Outcome.INVALID_ARGS
@@ -141,7 +148,11 @@ def _object(node: Any, depth: int, budget: int) -> tuple[dict[str, Any], Any, in
                 raise _Refused(Reason.TOO_LARGE)
             if not (value.isascii() or _SURROGATE.search(value) is None):
                 raise _Refused(Reason.NOT_JSON)
-        elif cls is int or cls is bool or value is None:
+        elif cls is int:
+            if not -INT_BOUND < value < INT_BOUND:
+                raise _Refused(Reason.NOT_JSON)
+            budget -= 1
+        elif cls is bool or value is None:
             budget -= 1
         elif cls is float:
             if value - value != 0.0:  # NaN and the infinities
@@ -185,7 +196,11 @@ def _container(node: Any, depth: int, budget: int) -> tuple[Any, Any, int]:
             if not (item.isascii() or _SURROGATE.search(item) is None):
                 raise _Refused(Reason.NOT_JSON)
             view = item
-        elif cls is int or cls is bool or item is None:
+        elif cls is int:
+            if not -INT_BOUND < item < INT_BOUND:
+                raise _Refused(Reason.NOT_JSON)
+            view = item
+        elif cls is bool or item is None:
             view = item
         elif cls is float:
             if item - item != 0.0:
@@ -213,7 +228,8 @@ _DECODE = json.JSONDecoder(parse_constant=_no_constants, object_pairs_hook=_uniq
 
 
 def _parse(text: str | bytes | bytearray, limit: int) -> Any:
-    """JSON text of an object, parsed strictly; checked for size before it is parsed."""
+    """JSON text of an object, parsed strictly; checked for size and depth before it
+    is parsed (the parser recurses once per level: see ``_json_depth``)."""
     if len(text) > limit:
         return Reason.TOO_LARGE
     if not text:
@@ -221,11 +237,15 @@ def _parse(text: str | bytes | bytearray, limit: int) -> Any:
     try:
         if not isinstance(text, str):
             text = text.decode(json.detect_encoding(text), "surrogatepass")  # as json.loads
+        if deeper_than(text, MAX_DEPTH + 1):  # the object itself, then MAX_DEPTH levels
+            return Reason.TOO_LARGE
         parsed = _DECODE(text)
     except _Refused as refused:
         return refused.reason
-    except (ValueError, RecursionError):
-        return Reason.NOT_AN_OBJECT
+    except (ValueError, RecursionError) as exc:
+        # A plain ValueError is the interpreter's limit on an integer's digits:
+        # a number far outside a double's range, refused as a dict's would be.
+        return Reason.NOT_JSON if type(exc) is ValueError else Reason.NOT_AN_OBJECT
     return parsed if type(parsed) is dict else Reason.NOT_AN_OBJECT
 
 

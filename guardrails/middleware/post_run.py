@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._aio import owes_record, to_the_end
+from .._json_depth import deeper_than
 from ..context import Escape, ToolResult, TurnContext, VerdictRecord
 from ..guard import GuardOutcome
 from ..recorder import asafe_record, safe_record
@@ -27,6 +28,7 @@ from ..rules import _paths
 from ..rules.effects import Change, Perform, Rewrite
 from ..text import content_text
 from ..verdicts import ChokePoint, Outcome, Verdict
+from .admission import MAX_DEPTH
 from .pre_turn import arun_guards, run_guards, tally
 
 if TYPE_CHECKING:
@@ -227,6 +229,8 @@ def _structured(value: Any) -> tuple[dict[str, Any] | None, str | None]:
     if value is None:
         return None, None
     if isinstance(value, str | bytes | bytearray):
+        if deeper_than(value, MAX_DEPTH + 1):  # found before the parser recurses
+            return None, TOO_DEEP
         try:
             value = json.loads(value)
         except (ValueError, RecursionError):

@@ -128,7 +128,9 @@ class ToolCallPipeline:
         if admitted.__class__ is ToolResult:
             return self._finish(turn, admitted)
         plan, args, nested = admitted  # type: ignore[misc]
-        view = model_view = _Proxy(args) if nested is None else nested
+        # A proxy of the guards' own copy: what a proxy wraps can be reached
+        # (gc.get_referents), and it must not be the dict the tool is given.
+        view = model_view = _Proxy(args.copy()) if nested is None else nested
         secrets = None
         if plan.tool.bound:
             bound = bind(
@@ -137,7 +139,7 @@ class ToolCallPipeline:
             if bound.__class__ is ToolResult:
                 return self._finish(turn, bound)
             args, secrets = bound  # type: ignore[misc]
-            view = _Proxy(args) if nested is None else _bound_view(nested, args)
+            view = _Proxy(args.copy()) if nested is None else _bound_view(nested, args)
         inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
         try:
             if plan.plain:
@@ -247,7 +249,9 @@ class ToolCallPipeline:
             return await self._afinish(turn, admitted)
         plan, args, nested = admitted  # type: ignore[misc]
         del admitted  # (a call in flight holds what it uses, not the tuple too)
-        view = model_view = _Proxy(args) if nested is None else nested
+        # A proxy of the guards' own copy: what a proxy wraps can be reached
+        # (gc.get_referents), and it must not be the dict the tool is given.
+        view = model_view = _Proxy(args.copy()) if nested is None else nested
         secrets = None
         if plan.tool.bound:
             bound = await abind(
@@ -256,7 +260,7 @@ class ToolCallPipeline:
             if bound.__class__ is ToolResult:
                 return await self._afinish(turn, bound)
             args, secrets = bound  # type: ignore[misc]
-            view = _Proxy(args) if nested is None else _bound_view(nested, args)
+            view = _Proxy(args.copy()) if nested is None else _bound_view(nested, args)
         inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
         try:
             if plan.plain:  # sync guards only: the same loop as the sync driver

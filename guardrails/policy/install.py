@@ -18,9 +18,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .._json_depth import deeper_than
 from ..context import Escape, GuardResult, Invocation, ToolResult
 from ..errors import ConfigurationError
 from ..guard import Guard
+from ..middleware.admission import MAX_DEPTH
 from ..middleware.tool_call import Stop
 from ..rules import _paths
 from ..store import offloop
@@ -34,6 +36,9 @@ from .rules import Check, Param
 __all__ = ["Installed", "install"]
 
 _PASS = Verdict.PASS
+# A result's JSON read back for labels no deeper than arguments are admitted;
+# deeper, it is labelled as text (the parser would recurse once a level).
+_LABEL_DEPTH = MAX_DEPTH + 1
 _MISSING = _paths.MISSING
 
 
@@ -271,7 +276,12 @@ class PolicyHook:
         (plain values only, whatever object the tool returned)."""
         turn, context, source = invocation.turn, invocation.context, invocation.name
         content = result.content
-        if result.value.__class__ is not str and not result.truncated and content[:1] in "[{":
+        if (
+            result.value.__class__ is not str
+            and not result.truncated
+            and content[:1] in "[{"
+            and not deeper_than(content, _LABEL_DEPTH)  # the parser recurses once a level
+        ):
             try:
                 shown = json.loads(content)
             except ValueError:

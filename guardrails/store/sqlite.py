@@ -52,6 +52,7 @@ from ._base import (
 from ._chain import GENESIS, content, link, sealed
 from ._migrations import migrations, split_statements
 from ._sqlite_insert import INSERT, insert
+from ._sqlite_triggers import restore_triggers
 
 __all__ = ["SQLiteStore"]
 
@@ -203,6 +204,7 @@ class SQLiteStore:
                 if not self._migrated:
                     _migrate(conn)
                     self._migrated = True
+                restore_triggers(conn)  # before the authorizer, which refuses trigger DDL
                 conn.create_function("guardrails_link", 3, link, deterministic=True)
                 refuse_audit_changes(conn)
                 return

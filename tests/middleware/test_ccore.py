@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from guardrails import Reason
 from guardrails.middleware import admission
 from guardrails.middleware._frozen import FrozenDict, FrozenList
-from guardrails.middleware.admission import MAX_DEPTH, canonical_py, load_compiled
+from guardrails.middleware.admission import INT_BOUND, MAX_DEPTH, canonical_py, load_compiled
 from tests._refcounts import assert_kept, counts
 
 COMPILED = load_compiled()
@@ -247,10 +247,12 @@ def test_a_key_whose_hash_changes_is_not_json_and_never_hashed(walk: Any) -> Non
 
 @pytest.mark.parametrize("walk", _walks(), ids=lambda w: getattr(w, "__module__", "?"))
 def test_a_huge_int_is_one_scalar_and_kept_as_is(walk: Any) -> None:
-    huge = 10**5000
+    huge = INT_BOUND - 1  # the largest integer a double holds as a finite number
     admitted = walk({"n": huge, "m": [-huge]}, 100)
     assert isinstance(admitted, tuple) and admitted[0]["n"] is huge
     assert admitted[0]["m"][0] == -huge
+    # Past it an integer is not a finite number (test_admission_bounds.py).
+    assert walk({"n": 10**5000}, 100) is Reason.NOT_JSON
 
 
 def _nest(depth: int) -> Any:

@@ -269,6 +269,8 @@ def reference(value: Any) -> Any:
         return value
     if cls is float and not math.isfinite(value):
         raise NotAdmitted
+    if cls is int and not -(2**1024 - 2**970) < value < 2**1024 - 2**970:
+        raise NotAdmitted  # rounds to infinity as a double: not a finite number
     if cls in (int, float, bool, type(None)):
         return value
     raise NotAdmitted
@@ -286,6 +288,8 @@ def reference_text(text: Any) -> Any:
     def constant(_: str) -> Any:
         raise NotAdmitted
 
+    if not text:
+        return {}  # docs/tool_call.md: the empty text is {}
     try:
         parsed = json.loads(text, object_pairs_hook=unique, parse_constant=constant)
     except ValueError:

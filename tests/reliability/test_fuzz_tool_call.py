@@ -255,13 +255,33 @@ ReferenceValidator = jsonschema.validators.extend(
 )
 
 
+# docs/tool_call.md, Admission: "the empty text is `{}`"; an integer that rounds
+# to infinity as a double is not a finite number.
+INT_BOUND = 2**1024 - 2**970
+
+
+def reference_loads(text: str | bytes) -> Any:
+    """JSON text as admission reads it (``ValueError`` when it is not JSON)."""
+    return json.loads(text) if text else {}
+
+
+def finite(value: Any) -> bool:
+    if type(value) is int:
+        return -INT_BOUND < value < INT_BOUND
+    if type(value) is dict:
+        return all(finite(v) for v in value.values())
+    if type(value) is list:
+        return all(finite(v) for v in value)
+    return True
+
+
 def independent_verdict(schema: dict[str, Any], args: Any) -> bool:
     if isinstance(args, str | bytes):
         try:
-            args = json.loads(args)
+            args = reference_loads(args)
         except ValueError:
             return False
-    if not isinstance(args, dict):
+    if not isinstance(args, dict) or not finite(args):
         return False
     return bool(ReferenceValidator(schema).is_valid(args))
 
@@ -272,6 +292,29 @@ def test_tool_runs_exactly_when_an_independent_validator_accepts_the_arguments(
     data: st.DataObject, schema: dict[str, Any], driver: str, ledger: Any
 ) -> None:
     args = data.draw(arguments_for(schema), label="arguments")
+    _check_against_the_judge(schema, args, driver, ledger)
+
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+@pytest.mark.parametrize(
+    ("schema", "args"),
+    [
+        ({"type": "object", "properties": {}}, ""),  # the empty text is {}
+        ({"type": "object", "properties": {"a": {}}, "required": ["a"]}, ""),
+        ({"type": "object", "properties": {}}, " "),
+        ({"type": "object", "properties": {"n": {"maximum": 5}}}, {"n": 10**5000}),
+        ({"type": "object", "properties": {"n": {"minimum": 5}}}, {"n": 10**5000}),
+        ({"type": "object", "properties": {"n": {}}}, {"n": 2**1024 - 2**970}),
+        ({"type": "object", "properties": {"n": {}}}, {"n": 2**1024 - 2**970 - 1}),
+    ],
+)
+def test_the_judge_and_the_pipeline_agree_where_long_runs_found_them_apart(
+    schema: dict[str, Any], args: Any, driver: str, ledger: Any
+) -> None:
+    _check_against_the_judge(schema, args, driver, ledger)
+
+
+def _check_against_the_judge(schema: dict[str, Any], args: Any, driver: str, ledger: Any) -> None:
     impl = Recording()
     rails = Guardrails([Tool("fuzzed", impl, schema)])
 
@@ -287,17 +330,17 @@ def test_tool_runs_exactly_when_an_independent_validator_accepts_the_arguments(
     assert bool(impl.received) == valid, (valid, result.outcome, result.reason)
     if valid:
         assert result.outcome is Outcome.OK
-        expected = json.loads(args) if isinstance(args, str) else args
+        expected = reference_loads(args) if isinstance(args, str) else args
         assert impl.received == [expected]
     else:
         assert result.outcome is Outcome.INVALID_ARGS
         parsed = args
         if isinstance(args, str):
             try:
-                parsed = json.loads(args)
+                parsed = reference_loads(args)
             except ValueError:
                 parsed = None
-        if isinstance(parsed, dict) and result.reason != Reason.TOO_LARGE:
+        if isinstance(parsed, dict) and finite(parsed) and result.reason != Reason.TOO_LARGE:
             missing = {r for r in schema.get("required", []) if r not in parsed}
             assert missing <= set(result.params), (missing, result.params)
 

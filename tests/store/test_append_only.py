@@ -102,6 +102,74 @@ def test_the_store_keeps_writing_after_refusing(sqlite_store: SQLiteStore) -> No
     assert len(sqlite_store.audit_rows()) == 4 and verify(sqlite_store).ok
 
 
+# Another program opens the file: what it does to the triggers is undone at the next open.
+OUTSIDE_TRIGGER_EDITS = {
+    "dropped": [
+        "DROP TRIGGER guardrails_audit_no_update",
+        "DROP TRIGGER guardrails_audit_no_delete",
+        "DROP TRIGGER guardrails_audit_no_replace",
+    ],
+    "emptied": [
+        "DROP TRIGGER guardrails_audit_no_delete",
+        "CREATE TRIGGER guardrails_audit_no_delete BEFORE DELETE ON guardrails_audit "
+        "BEGIN SELECT 1; END",
+    ],
+    "swallows_inserts": [
+        'CREATE TRIGGER "odd ""name" BEFORE INSERT ON guardrails_audit '
+        "BEGIN SELECT RAISE(IGNORE); END"
+    ],
+    "elsewhere": [
+        "CREATE TRIGGER t AFTER INSERT ON guardrails_kv BEGIN DELETE FROM guardrails_audit; END"
+    ],
+}
+
+
+@pytest.mark.parametrize("edit", sorted(OUTSIDE_TRIGGER_EDITS))
+def test_triggers_changed_by_another_connection_are_restored_when_the_store_opens(
+    tmp_path: Path, edit: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "a.db"
+    with SQLiteStore(path) as store:
+        store.append(_ROWS[0])
+    before = _triggers(path)
+    outside = sqlite3.connect(path, isolation_level=None)
+    for statement in OUTSIDE_TRIGGER_EDITS[edit]:
+        outside.execute(statement)
+    assert _triggers(path) != before
+    with SQLiteStore(path) as store:
+        store.append(_ROWS[1])
+        assert store.compare_and_set("k", None, "v")  # fires a trigger on guardrails_kv, if any
+        assert [r.call_id for r in store.audit_rows()] == ["c0", "c1"]
+        assert verify(store).ok
+    assert _triggers(path) == before
+    assert "restored from the migrations" in caplog.text
+    for attack in ("UPDATE guardrails_audit SET outcome = 'x'", "DELETE FROM guardrails_audit"):
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            outside.execute(attack)
+    outside.close()
+
+
+def test_an_untouched_store_opens_without_a_repair(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with SQLiteStore(tmp_path / "a.db") as store:
+        store.append(_ROWS[0])
+    with SQLiteStore(tmp_path / "a.db") as store:
+        store.append(_ROWS[1])
+    assert "restored" not in caplog.text
+
+
+def _triggers(path: Path) -> list[tuple[str, str]]:
+    conn = sqlite3.connect(path)
+    try:
+        found = conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name"
+        ).fetchall()
+    finally:
+        conn.close()
+    return [(str(name), str(sql)) for name, sql in found]
+
+
 # -- PostgreSQL: truncation, and a role that is not the owner ------------------------
 
 
