@@ -72,6 +72,7 @@ _PASS = Verdict.PASS
 
 _new = make  # tuple.__new__ without its call path
 _Proxy = MappingProxyType
+_copy = dict.copy
 
 Hold = Callable[..., Any]
 """What ``run``/``arun`` hand a call whose body runs elsewhere, once steps 1-6 let it
@@ -128,9 +129,12 @@ class ToolCallPipeline:
         if admitted.__class__ is ToolResult:
             return self._finish(turn, admitted)
         plan, args, nested = admitted  # type: ignore[misc]
-        # A proxy of the guards' own copy: what a proxy wraps can be reached
-        # (gc.get_referents), and it must not be the dict the tool is given.
-        view = model_view = _Proxy(args.copy()) if nested is None else nested
+        if nested is None:
+            # What a proxy wraps can be reached (gc.get_referents): guards and
+            # hooks, which run before the tool, get a proxy of their own copy.
+            view = model_view = _Proxy(_copy(args) if plan.guards or self.hooks else args)
+        else:
+            view = model_view = nested
         secrets = None
         if plan.tool.bound:
             bound = bind(
@@ -139,7 +143,10 @@ class ToolCallPipeline:
             if bound.__class__ is ToolResult:
                 return self._finish(turn, bound)
             args, secrets = bound  # type: ignore[misc]
-            view = _Proxy(args.copy()) if nested is None else _bound_view(nested, args)
+            if nested is None:
+                view = _Proxy(_copy(args) if plan.guards or self.hooks else args)
+            else:
+                view = _bound_view(nested, args)
         inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
         try:
             if plan.plain:
@@ -249,9 +256,12 @@ class ToolCallPipeline:
             return await self._afinish(turn, admitted)
         plan, args, nested = admitted  # type: ignore[misc]
         del admitted  # (a call in flight holds what it uses, not the tuple too)
-        # A proxy of the guards' own copy: what a proxy wraps can be reached
-        # (gc.get_referents), and it must not be the dict the tool is given.
-        view = model_view = _Proxy(args.copy()) if nested is None else nested
+        if nested is None:
+            # What a proxy wraps can be reached (gc.get_referents): guards and
+            # hooks, which run before the tool, get a proxy of their own copy.
+            view = model_view = _Proxy(_copy(args) if plan.guards or self.hooks else args)
+        else:
+            view = model_view = nested
         secrets = None
         if plan.tool.bound:
             bound = await abind(
@@ -260,7 +270,10 @@ class ToolCallPipeline:
             if bound.__class__ is ToolResult:
                 return await self._afinish(turn, bound)
             args, secrets = bound  # type: ignore[misc]
-            view = _Proxy(args.copy()) if nested is None else _bound_view(nested, args)
+            if nested is None:
+                view = _Proxy(_copy(args) if plan.guards or self.hooks else args)
+            else:
+                view = _bound_view(nested, args)
         inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
         try:
             if plan.plain:  # sync guards only: the same loop as the sync driver

@@ -177,10 +177,21 @@ def _through_the_referents(call: Invocation) -> Verdict:
     return Verdict.PASS
 
 
+class _ReachingHook:
+    """A call hook that does what ``_through_the_referents`` does, in ``before``."""
+
+    def before(self, invocation: Invocation) -> None:
+        _through_the_referents(invocation)
+
+    def after(self, invocation: Invocation, result: Any) -> Any:
+        return result
+
+
 @pytest.mark.parametrize("driver", ["sync", "async"])
 @pytest.mark.parametrize("bound", [False, True])
+@pytest.mark.parametrize("who", ["guard", "hook"])
 async def test_a_guard_reaching_the_dict_behind_its_view_does_not_change_what_the_tool_gets(
-    driver: str, bound: bool
+    driver: str, bound: bool, who: str
 ) -> None:
     received: list[dict[str, Any]] = []
 
@@ -191,7 +202,10 @@ async def test_a_guard_reaching_the_dict_behind_its_view_does_not_change_what_th
     schema = {"type": "object", "properties": {"q": {"type": "string"}, "key": {}}}
     options: dict[str, Any] = {"bind": {"key": Secret("api")}, "effect": True} if bound else {}
     rails = Guardrails(
-        [Tool("t", tool, schema, **options)], [_through_the_referents], secrets=lambda _: "s"
+        [Tool("t", tool, schema, **options)],
+        [_through_the_referents] if who == "guard" else [],
+        hooks=[_ReachingHook()] if who == "hook" else [],
+        secrets=lambda _: "s",
     )
     arguments = {"q": "as sent"}
     if driver == "sync":
