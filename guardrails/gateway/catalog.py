@@ -13,11 +13,11 @@ compile is left out (and logged), unless the configuration names it.
 from __future__ import annotations
 
 import logging
-import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from .._secret_spellings import spellings_of
 from ..errors import ConfigurationError, SchemaError
 from ..store import Store
 from ..tools import _NAME, Binding, Secret, Tool
@@ -138,12 +138,10 @@ def _text(result: Any) -> str:
 
 
 def _redact(text: str, values: Iterable[Any]) -> str:
-    """``text`` with every occurrence of each value replaced, in one pass, longest first."""
-    secrets = sorted(
-        {v if isinstance(v, str) else str(v) for v in values if v is not None}, key=len
-    )
-    secrets = [s for s in secrets if s]
+    """``text`` with every value replaced, in each spelling ``_secret_spellings`` knows
+    (percent-encoded, JSON- or HTML-escaped, base64 as in a Basic header, hex)."""
+    secrets = frozenset(v if isinstance(v, str) else str(v) for v in values if v is not None)
+    secrets = frozenset(s for s in secrets if s)
     if not secrets:
         return text
-    pattern = "|".join(re.escape(s) for s in reversed(secrets))
-    return re.sub(pattern, REDACTED, text)
+    return spellings_of(secrets).replace(text, REDACTED)

@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote, quote_plus
 
 from .._compiled import CORE
+from .._secret_spellings import Spellings, spellings_of
 
 try:  # the C encoder, without the per-call encoder set-up of json.dumps
     from json.encoder import c_make_encoder as _c_make_encoder  # type: ignore[attr-defined]
@@ -88,9 +88,8 @@ REDACTED = "[redacted]"
 FLAG_SECRET_REDACTED = "secret_redacted"
 
 
-def _needles(secrets: Any) -> tuple[str, ...]:
-    """The texts of the bound secret values, and their JSON-escaped and URL-encoded
-    forms, longest first."""
+def _spellings(secrets: Any) -> Spellings | None:
+    """The spellings of the bound secret values (see ``_secret_spellings``), or None."""
     found: set[str] = set()
     for secret in secrets:
         reveal = getattr(secret, "get_secret_value", None)
@@ -102,60 +101,52 @@ def _needles(secrets: Any) -> tuple[str, ...]:
             secret = str(secret)
         if secret:
             found.add(secret)
-            found.add(json.encoder.encode_basestring(secret)[1:-1])
-            found.add(json.encoder.encode_basestring_ascii(secret)[1:-1])
-            found.add(quote(secret, safe=""))  # as it would sit in a URL's query
-            found.add(quote_plus(secret, safe=""))
-    return tuple(sorted(found, key=len, reverse=True))
+    return spellings_of(frozenset(found)) if found else None
 
 
-def _scrub_text(text: str, needles: tuple[str, ...]) -> str:
-    for needle in needles:
-        if needle in text:
-            text = text.replace(needle, REDACTED)
-    return text
-
-
-def _scrub(value: Any, needles: tuple[str, ...], depth: int = 0) -> Any:
+def _scrub(value: Any, spellings: Spellings, depth: int = 0) -> Any:
     """A copy of a JSON-like value with every secret replaced in its strings (keys too)."""
     cls = value.__class__
     if cls is str:
-        return _scrub_text(value, needles)
+        return spellings.replace(value, REDACTED)
     if depth > 128:
         return None
     if isinstance(value, dict):
         return {
-            (_scrub_text(k, needles) if isinstance(k, str) else k): _scrub(v, needles, depth + 1)
+            (spellings.replace(k, REDACTED) if isinstance(k, str) else k): _scrub(
+                v, spellings, depth + 1
+            )
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):
-        return [_scrub(v, needles, depth + 1) for v in value]
+        return [_scrub(v, spellings, depth + 1) for v in value]
     if value is None or cls is int or cls is float or cls is bool:
         return value
     # Anything else (a pydantic model, ...): what the model was shown, as text.
-    return _scrub_text(render(value, 1 << 62)[0], needles)
+    return spellings.replace(render(value, 1 << 62)[0], REDACTED)
 
 
 def redact(result: Any, secrets: Any, max_chars: int) -> Any:
     """``result`` with every bound secret value replaced by ``[redacted]`` in what
-    the model sees (and in ``value``), flagged ``secret_redacted``; unchanged if none.
+    the model sees (and in ``value``), in each spelling ``_secret_spellings``
+    knows, flagged ``secret_redacted``; unchanged if none.
 
     When that cannot be done (a value that fails to render twice, a secret
     that cannot be read as text), the model is shown the ``error`` sentence
     instead: never text that may hold the secret.
     """
     try:
-        needles = _needles(secrets.values())
-        if not needles or result.content is None:
+        spellings = _spellings(secrets.values())
+        if spellings is None or result.content is None:
             return result
         full = result.content
         if result.truncated:  # a secret may straddle the cut: redact the whole text, then cut
             full = render(result.value, 1 << 62)[0]
-        if not any(needle in full for needle in needles):
+        if not spellings.found(full):
             return result
-        content, truncated = render(_scrub_text(full, needles), max_chars)
+        content, truncated = render(spellings.replace(full, REDACTED), max_chars)
         try:
-            value = _scrub(result.value, needles)
+            value = _scrub(result.value, spellings)
         except Exception:  # a value that cannot be walked: what the model was shown
             value = content
     except Exception as exc:
