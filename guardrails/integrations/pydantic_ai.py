@@ -28,8 +28,8 @@ from typing import Any
 from .._json_depth import deeper_than
 from ..context import TurnContext
 from ..engine import Guardrails, Turn
-from ..middleware.admission import MAX_DEPTH
 from ..middleware._render import render
+from ..middleware.admission import MAX_DEPTH
 from ..middleware.post_run import PostRunReport
 from ..tools import Tool
 from ..verdicts import Outcome
