@@ -307,3 +307,30 @@ async def test_a_run_that_answers_approval_requests_goes_on_in_the_same_turn(str
     assert (sent["w1"], sent["s1"], sent["s2"]) == ("wired 5", "A", model_sentence(Outcome.LIMIT))
     assert [kind for kind, _ in recorder.events].count("pre_turn") == 1
     assert [r.text for r in reports] == [fw.FINAL]
+
+
+async def test_arguments_written_as_any_text_reach_tool_call_as_the_model_wrote_them() -> None:
+    client = chat_client(
+        [
+            ("a1", "lookup", "not json{"),
+            ("a2", "lookup", "[1, 2]"),
+            ("a3", "lookup", '{"order_id": "o-1", "x": {"$ref": "#"}}'),
+            ("a4", "lookup", '{"order_id": "o-1"}'),
+        ],
+        fw.FINAL,
+    )
+    recorder = MemoryRecorder()
+    await guarded(client, fw.rails(recorder=recorder), tools=[lookup], tool_options=None).run("hi")
+    invalid = fw.EXPECTED["c5"][0]
+    assert tool_results(client) == {
+        "a1": invalid,
+        "a2": invalid,
+        "a3": fw.UNDECLARED_SENTENCE,
+        "a4": "order o-1",
+    }
+    assert {r.call_id: r.reason for r in recorder.results} == {
+        "a1": "not_an_object",
+        "a2": "not_an_object",
+        "a3": "undeclared_parameter",
+        "a4": None,
+    }

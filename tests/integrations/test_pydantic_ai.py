@@ -366,3 +366,13 @@ def pydantic_ai_tool(fn: Any, **options: Any) -> Any:
     from pydantic_ai import Tool as PydanticTool
 
     return PydanticTool(fn, **options)
+
+
+def test_hostile_tool_names_and_arguments_are_answered_unavailable_and_the_run_goes_on() -> None:
+    names = ["", "a" * 5_000, "\ud800x", "lookup ", "__class__", "x\x00y", "get_orders\n"]
+    script = Script([(f"h{i}", name, "not json{") for i, name in enumerate(names)])
+    recorder = MemoryRecorder()
+    result = agent_with(script, pydantic_ai.capability(fw.rails(recorder=recorder))).run_sync("hi")
+    assert result.output == fw.FINAL
+    assert script.answers() == {f"h{i}": fw.EXPECTED["c4"] for i in range(len(names))}
+    assert {(r.outcome, r.reason) for r in recorder.results} == {("unavailable", "unknown_tool")}
