@@ -350,14 +350,14 @@ class Compiled:
                 failed.append(Check.TYPE)
                 return
         mask = seen.lookup(self.prefix + key)
-        partial = seen.partial
         if self.grounded is not None:
             need = seen.mask_of(self.grounded)
             # Not found where it must be: refused, and unknown (a fault) when
-            # those sources' record is partial: never a pass.
+            # those sources' labels may be missing: never a pass.
             if not mask & need:
-                failed.append(Check.UNKNOWN if partial & need else Check.GROUNDED)
+                failed.append(Check.UNKNOWN if seen.partial & need else Check.GROUNDED)
         if self.untrusted and not mask & seen.trusted:
+            partial = seen.partial
             if mask:  # seen only in untrusted results, as far as the record says
                 failed.append(Check.UNKNOWN if partial & seen.trusted else Check.UNTRUSTED)
             elif partial & ~seen.trusted:  # unseen, but the untrusted labels are partial

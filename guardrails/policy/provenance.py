@@ -91,7 +91,8 @@ class SessionView:
 
     def lookup(self, item: str) -> int:
         """The mask of the sources one key (``_extract.key``) was seen in; 0: not seen."""
-        return self.ledger.find(fingerprint(item) if self.hashed else item)
+        ledger, found = self.ledger, fingerprint(item) if self.hashed else item
+        return ledger.trusted.get(found, 0) | ledger.untrusted.get(found, 0)  # Ledger.find
 
 
 class Ledgers:
