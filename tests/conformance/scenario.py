@@ -154,6 +154,49 @@ def tools(ran: list[str], image: Callable[[], Any] = lambda: PNG) -> list[Tool]:
     return [balance, transfer, search, history, chart, close_account]
 
 
+# What a framework adapter is given: it registers the framework's own tools, so the
+# binding travels in its tool options (the tool-scoped guards wait for their tools).
+BIND = {"balance": {"bind": {"account_id": "account_id"}}}
+
+
+def functions(ran: list[str], image: Callable[[], Any]) -> dict[str, Callable[..., Any]]:
+    """The scenario's tools as plain, annotated functions a framework wraps its own way,
+    by name; each body appends its name to ``ran``, and ``chart`` answers ``image()``."""
+
+    def balance(account_id: str) -> str:
+        """The customer's balance."""
+        ran.append("balance")
+        return balance_of(account_id)
+
+    def transfer(to: str, amount: float) -> str:
+        """Move money from the customer's account to a payee."""
+        ran.append("transfer")
+        return transfer_of(to, amount)
+
+    def search(query: str) -> dict[str, Any]:
+        """Search the help centre."""
+        ran.append("search")
+        return hits_of(query)
+
+    def history() -> str:
+        """Every card payment of the account."""
+        ran.append("history")
+        return history_text()
+
+    def chart() -> Any:
+        """The month's spending as a chart."""
+        ran.append("chart")
+        return image()
+
+    def close_account() -> str:
+        """Close the account (never offered to the tenant)."""
+        ran.append("close_account")
+        return "closed"
+
+    made = [balance, transfer, search, history, chart, close_account]
+    return {fn.__name__: fn for fn in made}
+
+
 def rails(
     ran: list[str],
     *,

@@ -31,55 +31,16 @@ from guardrails.integrations.scripted_models import chat_client  # noqa: E402
 ENTRY = "agent_framework"
 ASK = "What can I do with my account?"
 
-# The framework's tools are registered when the agent is guarded; the scenario's
-# tool-scoped guards are given to their tools here.
-OPTIONS = {
-    "balance": {"bind": {"account_id": "account_id"}},
-    "transfer": {"guards": [sc.over_limit, sc.fraud_check]},
-    "search": {"guards": [sc.query_filter]},
-}
-
 
 def tools(ran: list[str], approval: bool) -> list[Any]:
-    """The scenario's tools as Agent Framework tools; each body records its run."""
-
-    @af.tool
-    def balance(account_id: str) -> str:
-        """The customer's balance."""
-        ran.append("balance")
-        return sc.balance_of(account_id)
-
-    @af.tool(approval_mode="always_require" if approval else "never_require")
-    def transfer(to: str, amount: float) -> str:
-        """Move money from the customer's account to a payee."""
-        ran.append("transfer")
-        return sc.transfer_of(to, amount)
-
-    @af.tool
-    def search(query: str) -> dict[str, Any]:
-        """Search the help centre."""
-        ran.append("search")
-        return sc.hits_of(query)
-
-    @af.tool
-    def history() -> str:
-        """Every card payment of the account."""
-        ran.append("history")
-        return sc.history_text()
-
-    @af.tool
-    def chart() -> Any:
-        """The month's spending as a chart."""
-        ran.append("chart")
-        return af.Content.from_data(data=sc.PNG, media_type="image/png")
-
-    @af.tool
-    def close_account() -> str:
-        """Close the account (never offered to the tenant)."""
-        ran.append("close_account")
-        return "closed"
-
-    return [balance, transfer, search, history, chart, close_account]
+    """The scenario's tools as Agent Framework tools; ``chart`` answers a data content; in the
+    approval row ``transfer`` always requires approval."""
+    found = sc.functions(ran, lambda: af.Content.from_data(data=sc.PNG, media_type="image/png"))
+    mode = "always_require" if approval else "never_require"
+    return [
+        af.tool(fn, approval_mode=mode if name == "transfer" else "never_require")
+        for name, fn in found.items()
+    ]
 
 
 def _steps(row: tb.Row) -> list[list[tuple[str, str, dict[str, Any]]]]:
@@ -118,11 +79,9 @@ async def _run(agent: Any, message: Any, session: Any, stream: bool) -> Any:
 async def arun(row: tb.Row, stream: bool = False) -> hs.Observed:
     instruments, ran, steps = hs.Instruments(), [], _steps(row)
     client = chat_client(*steps, sc.FINAL)
-    engine = Guardrails(
-        guards=[sc.offered_only()], max_result_chars=sc.MAX_RESULT, **instruments.engine()
-    )
+    engine = Guardrails(guards=sc.guards(), max_result_chars=sc.MAX_RESULT, **instruments.engine())
     agent = af.Agent(client=client, tools=tools(ran, approval=row.id == "approval"))
-    guard_agent(agent, engine, tool_options=OPTIONS, context=sc.context())
+    guard_agent(agent, engine, tool_options=sc.BIND, context=sc.context())
     session = agent.create_session()
     response = await _run(agent, ASK, session, stream)
     requests = list(response.user_input_requests or ())
@@ -159,9 +118,9 @@ async def test_the_approval_row_is_one_turn(stream: bool) -> None:
 async def _audited(stream: bool) -> list[Any]:
     instruments, ran = hs.Instruments(), []
     client = chat_client(*_steps(tb.ROW["approval"]), sc.FINAL)
-    engine = Guardrails(guards=[sc.offered_only()], **instruments.engine())
+    engine = Guardrails(guards=sc.guards(), **instruments.engine())
     agent = af.Agent(client=client, tools=tools(ran, approval=True))
-    guard_agent(agent, engine, tool_options=OPTIONS, context=sc.context())
+    guard_agent(agent, engine, tool_options=sc.BIND, context=sc.context())
     session = agent.create_session()
     paused = await _run(agent, ASK, session, stream)
     assert [r.kind for r in instruments.audit.rows()].count("tool_call") == 0  # waiting

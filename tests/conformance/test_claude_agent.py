@@ -42,12 +42,6 @@ ENTRY = "claude_agent"
 SERVER = "bank"
 ASK = "What can I do with my account?"
 
-OPTIONS = {
-    "balance": {"bind": {"account_id": "account_id"}},
-    "transfer": {"guards": [sc.over_limit, sc.fraud_check]},
-    "search": {"guards": [sc.query_filter]},
-}
-
 
 def _text(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}]}
@@ -130,9 +124,7 @@ async def arun(row: tb.Row, home: Path) -> hs.Observed:
         ),
         text_message(sc.FINAL),
     ]
-    engine = Guardrails(
-        guards=[sc.offered_only()], max_result_chars=sc.MAX_RESULT, **instruments.engine()
-    )
+    engine = Guardrails(guards=sc.guards(), max_result_chars=sc.MAX_RESULT, **instruments.engine())
     with ScriptedMessagesAPI(script) as api:
         env = {
             "ANTHROPIC_BASE_URL": api.base_url,
@@ -150,7 +142,7 @@ async def arun(row: tb.Row, home: Path) -> hs.Observed:
             engine,
             server=SERVER,
             sdk_tools=tools(ran),
-            tool_options=OPTIONS,
+            tool_options=sc.BIND,
             context=lambda hook_input: sc.context(),
         )
         async for _ in query(prompt=_prompt(), options=options):

@@ -48,56 +48,13 @@ from guardrails.integrations import pydantic_ai  # noqa: E402
 ENTRY = "pydantic_ai"
 ASK = "What can I do with my account?"
 
-# The framework's tools are registered when the agent first runs, so the scenario's
-# tool-scoped guards are given to their tools here.
-OPTIONS = {
-    "balance": {"bind": {"account_id": "account_id"}},
-    "transfer": {"guards": [sc.over_limit, sc.fraud_check]},
-    "search": {"guards": [sc.query_filter]},
-}
-
 
 def tools(ran: list[str], approval: bool) -> list[Any]:
-    """The scenario's tools as plain functions pydantic-ai wraps; each body records its run."""
-
-    def balance(account_id: str) -> str:
-        """The customer's balance."""
-        ran.append("balance")
-        return sc.balance_of(account_id)
-
-    def transfer(to: str, amount: float) -> str:
-        """Move money from the customer's account to a payee."""
-        ran.append("transfer")
-        return sc.transfer_of(to, amount)
-
-    def search(query: str) -> dict[str, Any]:
-        """Search the help centre."""
-        ran.append("search")
-        return sc.hits_of(query)
-
-    def history() -> str:
-        """Every card payment of the account."""
-        ran.append("history")
-        return sc.history_text()
-
-    def chart() -> BinaryContent:
-        """The month's spending as a chart."""
-        ran.append("chart")
-        return BinaryContent(data=sc.PNG, media_type="image/png")
-
-    def close_account() -> str:
-        """Close the account (never offered to the tenant)."""
-        ran.append("close_account")
-        return "closed"
-
-    return [
-        balance,
-        Tool(transfer, requires_approval=approval),
-        search,
-        history,
-        chart,
-        close_account,
-    ]
+    """The scenario's tools as pydantic-ai wraps plain functions; ``chart`` answers a
+    ``BinaryContent``; in the approval row ``transfer`` requires approval."""
+    found = sc.functions(ran, lambda: BinaryContent(data=sc.PNG, media_type="image/png"))
+    found["transfer"] = Tool(found["transfer"], requires_approval=approval)
+    return list(found.values())
 
 
 class Script:
@@ -162,14 +119,12 @@ def agent(
     row: tb.Row, ran: list[str], instruments: hs.Instruments
 ) -> tuple[Agent[Any, Any], Script]:
     script = Script(row)
-    engine = Guardrails(
-        guards=[sc.offered_only()], max_result_chars=sc.MAX_RESULT, **instruments.engine()
-    )
+    engine = Guardrails(guards=sc.guards(), max_result_chars=sc.MAX_RESULT, **instruments.engine())
     guarded = Agent(
         FunctionModel(script, stream_function=script.stream),
         tools=tools(ran, approval=row.id == "approval"),
         output_type=[str, DeferredToolRequests],
-        capabilities=[pydantic_ai.capability(engine, tool_options=OPTIONS)],
+        capabilities=[pydantic_ai.capability(engine, tool_options=sc.BIND)],
     )
     return guarded, script
 
