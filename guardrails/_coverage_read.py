@@ -7,8 +7,9 @@ from a parser or driver (it can quote kilobytes of the input), no traceback.
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ._faults import DEPENDENCY_REASONS, STOPPED_BY_DEPENDENCY
@@ -231,51 +232,87 @@ def sqlite_path(url: str) -> str | None:
 
 
 def audit_rows(url: str) -> list[Any]:
-    """Every audit row of the store at ``url``: a ``sqlite:`` URL, a ``postgresql://`` DSN, a path."""
-    import os
+    """Every audit row of the store at ``url``: a ``sqlite:`` URL, a ``postgresql://`` DSN, a path.
 
-    from .audit import AuditLog
-    from .store import StoreError, open_store
-
+    Read-only: the database is opened for reading (SQLite ``mode=ro``, a
+    PostgreSQL session with ``default_transaction_read_only``), and a database
+    without a guardrails audit log is an error, never given one.
+    """
     path = sqlite_path(url)
-    options: dict[str, Any] = {}
     if path is None and url.startswith(("postgresql://", "postgres://")):
-        options = {
-            "connect_timeout": PG_CONNECT_TIMEOUT,
-            "timeout": PG_CONNECT_TIMEOUT,
-            "min_size": 0,
-        }
-        target, shown = url, _redacted(url)
+        shown = _redacted(url)
+        read: Callable[[str, str], list[Any]] = _postgres_rows
     elif path is None and "://" in url:
         raise CoverageError(f"{url}: not a store URL (sqlite:///..., postgresql://...)")
     else:
-        target = shown = path if path is not None else url
-        if not os.path.isfile(target):
-            raise CoverageError(f"{url}: no such file")  # opening would create an empty store
+        url = shown = path if path is not None else url
+        if not os.path.isfile(url):
+            raise CoverageError(f"{shown}: no such file")
+        read = _sqlite_rows
     try:
-        if options:
-            _probe(target)
-        store = open_store(target, **options)
-        try:
-            return list(AuditLog(store).rows())
-        finally:
-            store.close()
+        return read(url, shown)
+    except CoverageError:
+        raise
     except ImportError:
         raise CoverageError(
             f"{shown}: reading PostgreSQL needs psycopg: pip install 'guardrails-kit[postgres]'"
         ) from None
-    except (StoreError, OSError) as exc:
-        raise CoverageError(f"{shown}: cannot read the audit log ({type(exc).__name__})") from None
-    except Exception as exc:  # a driver's own errors (psycopg, sqlite3)
+    except Exception as exc:  # a driver's own errors (psycopg, sqlite3), OSError
         raise CoverageError(f"{shown}: cannot read the audit log ({type(exc).__name__})") from None
 
 
-def _probe(dsn: str) -> None:
-    # One direct connection first: an unreachable server fails within the
-    # connect timeout, once, instead of a pool retrying until its own timeout.
+_PAGE = 1000
+
+
+def _sqlite_rows(path: str, shown: str) -> list[Any]:
+    import sqlite3
+    from pathlib import Path
+
+    from .store._base import row_from
+    from .store.sqlite import _SELECT
+
+    uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
+    conn = sqlite3.connect(uri, uri=True)
+    try:
+        found = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'guardrails_audit'"
+        ).fetchone()
+        if found is None:
+            raise CoverageError(f"{shown}: no guardrails audit log in this database")
+        rows, after = [], 0
+        while True:
+            sql = f"{_SELECT} WHERE id > ? ORDER BY id LIMIT ?"
+            page = [row_from(r) for r in conn.execute(sql, (after, _PAGE)).fetchall()]
+            rows += page
+            if len(page) < _PAGE:
+                return rows
+            after = page[-1].id or 0
+    finally:
+        conn.close()
+
+
+def _postgres_rows(dsn: str, shown: str) -> list[Any]:
     import psycopg
+    from psycopg.conninfo import conninfo_to_dict
 
-    psycopg.connect(dsn, connect_timeout=PG_CONNECT_TIMEOUT, autocommit=True).close()
+    from .store._base import row_from
+    from .store._pg_sql import SELECT
+
+    # Added to the DSN's own options (a search_path, say), not in their place.
+    given = str(conninfo_to_dict(dsn).get("options") or "")
+    options = f"{given} -c default_transaction_read_only=on".strip()
+    with psycopg.connect(dsn, connect_timeout=PG_CONNECT_TIMEOUT, options=options) as conn:
+        found = conn.execute("SELECT to_regclass('guardrails_audit')").fetchone()
+        if found is None or found[0] is None:
+            raise CoverageError(f"{shown}: no guardrails audit log in this database")
+        rows, after = [], 0
+        while True:
+            sql = f"{SELECT} WHERE id > %s ORDER BY id LIMIT %s"
+            page = [row_from(tuple(r)) for r in conn.execute(sql, (after, _PAGE)).fetchall()]
+            rows += page
+            if len(page) < _PAGE:
+                return rows
+            after = page[-1].id or 0
 
 
 def _redacted(dsn: str) -> str:

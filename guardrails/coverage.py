@@ -105,9 +105,20 @@ class CoverageReport:
     telemetry_failures: Mapping[str, int]
 
     def violations(
-        self, *, max_not_evaluated: float | None = None, fail_never_ran: bool = False
+        self,
+        *,
+        max_not_evaluated: float | None = None,
+        fail_never_ran: bool = False,
+        max_escapes: Mapping[str, int] | None = None,
+        max_faults: Mapping[str, int] | None = None,
     ) -> list[str]:
-        """What fails a CI gate: too high a not-evaluated share; a registered guard that never ran."""
+        """What fails a CI gate.
+
+        Too high a not-evaluated share; a registered guard that never ran; more
+        fail-open escapes (``observe_only`` aside: deliberate) or fail-closed
+        faults than allowed. ``max_escapes`` and ``max_faults`` map a guard's
+        name to its limit, and ``""`` to the limit of the total.
+        """
         found = []
         for g in self.guards:
             share = g.not_evaluated_share
@@ -118,7 +129,22 @@ class CoverageReport:
                 )
             if fail_never_ran and g.registered and g.never_ran:
                 found.append(f"guard {g.guard!r} at {g.choke_point}: registered but never ran")
+        found += _over("fail-open escapes", self._escapes(), max_escapes or {})
+        found += _over("fail-closed faults", self._faults(), max_faults or {})
         return found
+
+    def _escapes(self) -> dict[str, int]:
+        totals: dict[str, int] = {}
+        for g in self.guards:
+            n = sum(c for reason, c in g.escapes.items() if reason != "observe_only")
+            totals[g.guard] = totals.get(g.guard, 0) + n
+        return totals
+
+    def _faults(self) -> dict[str, int]:
+        totals: dict[str, int] = {}
+        for g in self.guards:
+            totals[g.guard] = totals.get(g.guard, 0) + sum(g.faults.values())
+        return totals
 
     def to_json(self, violations: Iterable[str] = ()) -> dict[str, Any]:
         return {
@@ -141,7 +167,28 @@ class CoverageReport:
         render(self, out, list(violations))
 
 
+def _over(what: str, counts: Mapping[str, int], limits: Mapping[str, int]) -> list[str]:
+    """The limits ``counts`` exceeds: per guard by name, and in total under ``""``."""
+    found = []
+    for name, limit in sorted(limits.items()):
+        n = sum(counts.values()) if name == "" else counts.get(name, 0)
+        if n > limit:
+            who = "in total" if name == "" else f"guard {name!r}"
+            found.append(f"{what} {who}: {n} is above {limit}")
+    return found
+
+
+_VERDICTS = frozenset(v.value for v in Verdict)
+
+
 def _report(t: Tally) -> CoverageReport:
+    for (guard, point), counts in t.verdicts.items():
+        unknown = sorted(set(counts) - _VERDICTS)
+        if unknown:
+            raise CoverageError(
+                f"guard {guard!r} at {point}: unknown verdict value {unknown[0]!r} "
+                "(a verdict is pass, reject or not_evaluated)"
+            )
     guards = []
     keys = t.verdicts.keys() | t.escapes.keys() | t.faults.keys() | t.registered
     for key in sorted(keys):
@@ -230,6 +277,16 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _limit(text: str) -> tuple[str, int]:
+    """``N`` (the total) or ``GUARD=N``: a guard's name (``""`` for the total) and its limit."""
+    guard, _, number = text.rpartition("=")
+    if not number.isascii() or not number.isdigit() or (guard == "" and "=" in text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a limit: write N (in total) or GUARD=N, N a whole number >= 0"
+        )
+    return guard, int(number)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``guardrails coverage``."""
     parser.description = (
@@ -238,7 +295,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "and fail-closed faults by reason; registered guards that never ran."
     )
     parser.epilog = (
-        "Exit status: 0; 1 when a gate (--max-not-evaluated, --fail-never-ran) failed; "
+        "Exit status: 0; 1 when a gate (--max-not-evaluated, --fail-never-ran, --max-escapes, "
+        "--max-faults) failed; "
         "2 when the source cannot be read or holds no guardrails metrics."
     )
     parser.add_argument(
@@ -265,6 +323,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="exit 1 if a registered guard never ran",
     )
     parser.add_argument(
+        "--max-escapes",
+        type=_limit,
+        action="append",
+        metavar="[GUARD=]N",
+        help="exit 1 if there are more than N fail-open escapes (observe_only aside) in total, "
+        "or for GUARD; repeat for several guards",
+    )
+    parser.add_argument(
+        "--max-faults",
+        type=_limit,
+        action="append",
+        metavar="[GUARD=]N",
+        help="exit 1 if there are more than N fail-closed faults in total, or for GUARD; "
+        "repeat for several guards",
+    )
+    parser.add_argument(
         "--timeout", type=_seconds, default=5.0, help="seconds to wait for a URL (default 5)"
     )
     parser.set_defaults(func=main)
@@ -284,7 +358,10 @@ def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
         sys.stderr.write(f"guardrails coverage: {exc}\n")
         return 2
     violations = report.violations(
-        max_not_evaluated=args.max_not_evaluated, fail_never_ran=args.fail_never_ran
+        max_not_evaluated=args.max_not_evaluated,
+        fail_never_ran=args.fail_never_ran,
+        max_escapes=dict(args.max_escapes or ()),
+        max_faults=dict(args.max_faults or ()),
     )
     if args.format == "json":
         json.dump(report.to_json(violations), out, indent=2)
