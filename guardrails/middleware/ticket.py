@@ -157,19 +157,24 @@ class Ticket:
         args = self._settle_args(held, stop, value)
         try:
             result: ToolResult = held.context.run(held.pipeline.settle, *args)
-        finally:
+        except BaseException:  # a stop: the call was recorded as ``interrupted``
             self._state = _CLOSED
-        self.result = result
-        return result
+            raise
+        return self._closed(result)
 
     async def _asettle(self, held: _Held, stop: Stop | None, value: Any) -> ToolResult:
         args = self._settle_args(held, stop, value)
         try:
             task = asyncio.create_task(held.pipeline.asettle(*args), context=held.context)
             result: ToolResult = await task
-        finally:
+        except BaseException:
             self._state = _CLOSED
-        self.result = result
+            raise
+        return self._closed(result)
+
+    def _closed(self, result: ToolResult) -> ToolResult:
+        self.result = result  # before ``open`` turns False: whoever sees it closed sees this
+        self._state = _CLOSED
         return result
 
     def _settle_args(self, held: _Held, stop: Stop | None, value: Any) -> tuple[Any, ...]:

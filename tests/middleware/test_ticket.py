@@ -510,3 +510,26 @@ def test_an_aadmit_cancelled_as_it_returns_leaves_its_ticket_to_the_turn_end() -
     ended = asyncio.run(main())
     assert [(r.call_id, r.reason) for r in ended] == [("c1", "not_completed")]
     assert len(given) == 2  # the hook's after saw the call it let through
+
+
+def test_a_stop_while_completing_is_recorded_once_and_closes_the_ticket() -> None:
+    @guard
+    def stops(subject: tuple[Invocation, ToolResult]) -> Verdict:
+        raise KeyboardInterrupt  # a stop reaches the caller, as under turn.call
+
+    store = MemoryStore()
+    audit = AuditLog(store, clock=FakeClock())
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    engine = Guardrails(
+        [Tool("echo", lambda q: q, schema, output_guards=[stops])], hooks=[audit], recorder=[audit]
+    )
+    turn = engine.turn()
+    ticket = turn.admit("echo", {"q": "a"}, "c1")
+    with pytest.raises(KeyboardInterrupt):
+        ticket.complete("a")
+    assert not ticket.open and ticket.result is None
+    with pytest.raises(TicketClosed):
+        ticket.complete("a")
+    assert turn.end() == []
+    assert [r.reason for r in turn.results] == [Reason.INTERRUPTED]
+    assert rows(store) == [("c1", "echo", "unavailable", "reject", "interrupted", None)]
