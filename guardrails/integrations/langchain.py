@@ -50,6 +50,8 @@ __all__ = ["REFUSAL_KEY", "STATE_KEY", "middleware", "scripted_model"]
 STATE_KEY = "guardrails_run"
 # The response_metadata key of the AIMessage that answers a refused turn.
 REFUSAL_KEY = "guardrails_refusal"
+# The most threads whose run is kept (for a resumption) at once.
+MAX_THREADS = 10_000
 
 
 class _Run:
@@ -208,6 +210,10 @@ class _Middleware:
         self.context = context
         self.tool_options = tool_options
         self.on_report = on_report
+        # The run of each thread until it ends: a run resumed after an interrupt (its
+        # state holds no turn: it is never checkpointed) goes on in the same turn.
+        self._threads: dict[str, _Run] = {}
+        self._threads_lock = threading.Lock()
 
     # -- the run: one turn ------------------------------------------------
 
@@ -218,7 +224,18 @@ class _Middleware:
         return self.rails.turn(context_of(context, session=_thread_id(runtime)))
 
     def _start(self, runtime: Any) -> dict[str, Any]:
-        return {STATE_KEY: _Run(self._turn(runtime))}
+        run = _Run(self._turn(runtime))
+        thread = _thread_id(runtime)
+        if thread is not None:
+            with self._threads_lock:
+                self._keep(thread, run)
+        return {STATE_KEY: run}
+
+    def _keep(self, thread: str, run: _Run) -> None:
+        self._threads.pop(thread, None)
+        if len(self._threads) >= MAX_THREADS:  # the oldest: if resumed, in a new turn
+            del self._threads[next(iter(self._threads))]
+        self._threads[thread] = run
 
     def before_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
         return self._start(runtime)
@@ -231,8 +248,23 @@ class _Middleware:
         if isinstance(run, _Run):
             return run
         # A run resumed from a checkpoint (after an interrupt) has no turn in its
-        # state (it is never checkpointed): a new one, from the same context.
-        return _Run(self._turn(runtime))
+        # state: its thread's run, or (another process, no thread) a new one.
+        thread = _thread_id(runtime)
+        if thread is None:
+            return _Run(self._turn(runtime))
+        with self._threads_lock:
+            found = self._threads.get(thread)
+            if found is None:
+                found = _Run(self._turn(runtime))
+                self._keep(thread, found)
+            return found
+
+    def _finished(self, runtime: Any, run: _Run) -> None:
+        thread = _thread_id(runtime)
+        if thread is not None:
+            with self._threads_lock:
+                if self._threads.get(thread) is run:
+                    del self._threads[thread]
 
     def _ended(self, run: _Run, report: PostRunReport) -> None:
         run.report = report
@@ -244,6 +276,7 @@ class _Middleware:
         structured = field(state, "structured_response")
         text = _message_text(field(state, "messages"))
         report = run.turn.post_run(text, structured=structured)
+        self._finished(runtime, run)
         self._ended(run, report)
         return _rewritten(structured, report)
 
@@ -252,6 +285,7 @@ class _Middleware:
         structured = field(state, "structured_response")
         text = _message_text(field(state, "messages"))
         report = await run.turn.apost_run(text, structured=structured)
+        self._finished(runtime, run)
         self._ended(run, report)
         return _rewritten(structured, report)
 

@@ -369,6 +369,12 @@ ENTRY_POINTS: dict[str, EntryPoint] = {
             error_flag=False,
         ),
         EntryPoint(
+            "langchain",
+            "LangChain v1 `create_agent` (`langchain.middleware`: `invoke`, `ainvoke`, `astream`)",
+            "docs/integrations/langchain.md",
+            error_flag=True,
+        ),
+        EntryPoint(
             "openai_agents",
             "OpenAI Agents SDK (`openai_agents.guard`: `Runner.run`, `run_sync`, `run_streamed`)",
             "docs/integrations/openai_agents.md",

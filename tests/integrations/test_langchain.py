@@ -425,3 +425,38 @@ def test_each_content_block_has_a_stand_in_without_its_bytes(block: Any, stand_i
     assert result.content == stand_in
     [message] = [m for m in chat.sent[-1] if isinstance(m, ToolMessage)]
     assert isinstance(message.content, list) and len(message.content) == 1  # (LangChain's form)
+
+
+def test_a_run_resumed_after_a_human_approval_goes_on_in_the_same_turn() -> None:
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    from guardrails.audit import AuditLog
+    from guardrails.store import MemoryStore
+
+    audit = AuditLog(MemoryStore())
+    engine = Guardrails(max_calls_per_turn=2, hooks=[audit], recorder=[audit])
+    chat = model(
+        [("c1", "lookup", {"order_id": "o-1"}), ("c2", "dump", {})],
+        [("c3", "lookup", {"order_id": "o-2"})],
+    )
+    reports: list[Any] = []
+    agent = create_agent(
+        chat,
+        tools(),
+        middleware=[
+            langchain.middleware(engine, on_report=reports.append),
+            HumanInTheLoopMiddleware(interrupt_on={"dump": True}),
+        ],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "th-1"}}
+    paused = agent.invoke({"messages": [{"role": "user", "content": "hi"}]}, config)
+    assert paused["__interrupt__"] and list(audit.rows())[-1].kind == "pre_turn"
+    decisions = {"decisions": [{"type": "approve"}]}
+    agent.invoke(Command(resume=decisions), config)
+    rows = list(audit.rows())
+    assert [r.kind for r in rows].count("pre_turn") == 1 and len(reports) == 1
+    calls = {r.call_id: r.outcome for r in rows if r.kind == "tool_call"}
+    assert calls == {"c1": "ok", "c2": "ok", "c3": "limit"}  # one turn: one ceiling

@@ -1,0 +1,188 @@
+"""LangChain v1 (``create_agent``) held to the conformance table.
+
+A real agent over ``langchain.scripted_model`` (each step of a row is one
+``AIMessage`` of tool calls, then a final text), guarded by
+``langchain.middleware``. What the model received is read from the
+``ToolMessage``s of the last request (``status="error"`` is the error flag;
+content blocks carry an image). Three drivers share the column: ``invoke``,
+``ainvoke`` and ``astream``. In the approval row LangChain's own
+``HumanInTheLoopMiddleware`` interrupts before ``transfer`` runs, and the run
+is resumed with an approval (``Command(resume=...)``) on the same thread.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from tests.conformance import harness as hs
+from tests.conformance import scenario as sc
+from tests.conformance import table as tb
+from tests.integrations import _frameworks as fw
+
+fw.need("langchain")
+
+from langchain.agents import create_agent  # noqa: E402
+from langchain.agents.middleware import HumanInTheLoopMiddleware  # noqa: E402
+from langchain_core.messages import AIMessage, ToolMessage  # noqa: E402
+from langchain_core.tools import StructuredTool  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langgraph.types import Command  # noqa: E402
+
+from guardrails import Guardrails  # noqa: E402
+from guardrails.integrations import langchain  # noqa: E402
+
+ENTRY = "langchain"
+ASK = {"messages": [{"role": "user", "content": "What can I do with my account?"}]}
+APPROVE = Command(resume={"decisions": [{"type": "approve"}]})
+
+# The middleware registers the agent's tools at the first model call, so the
+# scenario's tool-scoped guards are given to their tools here.
+OPTIONS = {
+    "balance": {"bind": {"account_id": "account_id"}},
+    "transfer": {"guards": [sc.over_limit, sc.fraud_check]},
+    "search": {"guards": [sc.query_filter]},
+}
+
+
+def tools(ran: list[str]) -> list[StructuredTool]:
+    """The scenario's tools as LangChain tools; each body records its run."""
+
+    def balance(account_id: str) -> str:
+        """The customer's balance."""
+        ran.append("balance")
+        return sc.balance_of(account_id)
+
+    def transfer(to: str, amount: float) -> str:
+        """Move money from the customer's account to a payee."""
+        ran.append("transfer")
+        return sc.transfer_of(to, amount)
+
+    def search(query: str) -> dict[str, Any]:
+        """Search the help centre."""
+        ran.append("search")
+        return sc.hits_of(query)
+
+    def history() -> str:
+        """Every card payment of the account."""
+        ran.append("history")
+        return sc.history_text()
+
+    def chart() -> list[dict[str, Any]]:
+        """The month's spending as a chart."""
+        ran.append("chart")
+        return [{"type": "image", "base64": sc.PNG_B64, "mime_type": "image/png"}]
+
+    def close_account() -> str:
+        """Close the account (never offered to the tenant)."""
+        ran.append("close_account")
+        return "closed"
+
+    functions = (balance, transfer, search, history, chart, close_account)
+    return [StructuredTool.from_function(f) for f in functions]
+
+
+def _received(message: ToolMessage) -> hs.Received:
+    is_error = message.status == "error"
+    content = message.content
+    if isinstance(content, str):
+        return hs.Received(content, is_error)
+    images = tuple(
+        (block["mime_type"], block["base64"])
+        for block in content
+        if isinstance(block, dict) and block.get("type") == "image"
+    )
+    return hs.Received(None, is_error, images)
+
+
+def agent(row: tb.Row, ran: list[str], instruments: hs.Instruments) -> tuple[Any, Any, list[str]]:
+    counter = itertools.count(1)
+    steps = [[(f"call-{next(counter)}", c.name, c.arguments) for c in step] for step in row.steps]
+    replies = [
+        AIMessage(content="", tool_calls=[{"name": n, "args": a, "id": i} for i, n, a in step])
+        for step in steps
+    ]
+    chat = langchain.scripted_model(*replies, AIMessage(content=sc.FINAL))
+    engine = Guardrails(
+        guards=[sc.offered_only()], max_result_chars=sc.MAX_RESULT, **instruments.engine()
+    )
+    middleware: list[Any] = [
+        langchain.middleware(engine, tool_options=OPTIONS, context=lambda runtime: sc.context())
+    ]
+    if row.id == "approval":
+        middleware.append(HumanInTheLoopMiddleware(interrupt_on={"transfer": True}))
+    made = create_agent(chat, tools(ran), middleware=middleware, checkpointer=InMemorySaver())
+    return made, chat, [call_id for step in steps for call_id, _, _ in step]
+
+
+def received(chat: Any, ids: list[str]) -> list[hs.Received]:
+    sent = {m.tool_call_id: m for m in chat.sent[-1] if isinstance(m, ToolMessage)}
+    return [_received(sent[call_id]) for call_id in ids]
+
+
+def _config(row: tb.Row) -> Any:
+    return {"configurable": {"thread_id": f"th-{row.id}"}}
+
+
+def run(row: tb.Row) -> hs.Observed:
+    instruments, ran = hs.Instruments(), []
+    made, chat, ids = agent(row, ran, instruments)
+    given: Any = ASK
+    while given is not None:  # the run, and its resumption after an approval
+        out = made.invoke(given, _config(row))
+        given = APPROVE if out.get("__interrupt__") else None
+    return instruments.observed(received(chat, ids), ran, call_ids=tuple(ids))
+
+
+async def arun(row: tb.Row, stream: bool = False) -> hs.Observed:
+    instruments, ran = hs.Instruments(), []
+    made, chat, ids = agent(row, ran, instruments)
+    given: Any = ASK
+    while given is not None:
+        if stream:
+            interrupted = False
+            async for chunk in made.astream(given, _config(row), stream_mode="updates"):
+                interrupted = interrupted or "__interrupt__" in chunk
+        else:
+            interrupted = bool((await made.ainvoke(given, _config(row))).get("__interrupt__"))
+        given = APPROVE if interrupted else None
+    return instruments.observed(received(chat, ids), ran, call_ids=tuple(ids))
+
+
+@pytest.mark.parametrize("row", tb.ROWS, ids=lambda row: row.id)
+def test_langchain_invoke_answers_as_the_table_says(row: tb.Row) -> None:
+    if not hs.applies(ENTRY, row):
+        hs.check_not_applicable(ENTRY, row)
+        return
+    hs.check(ENTRY, row, run(row))
+
+
+@pytest.mark.parametrize("row", tb.ROWS, ids=lambda row: row.id)
+async def test_langchain_ainvoke_answers_as_the_table_says(row: tb.Row) -> None:
+    if not hs.applies(ENTRY, row):
+        hs.check_not_applicable(ENTRY, row)
+        return
+    hs.check(ENTRY, row, await arun(row))
+
+
+@pytest.mark.parametrize("row", tb.ROWS, ids=lambda row: row.id)
+async def test_langchain_astream_answers_as_the_table_says(row: tb.Row) -> None:
+    if not hs.applies(ENTRY, row):
+        hs.check_not_applicable(ENTRY, row)
+        return
+    hs.check(ENTRY, row, await arun(row, stream=True))
+
+
+def test_the_approval_row_is_one_turn() -> None:
+    """Approval and resumption: one ``pre_turn`` in the audit, the call run once."""
+    instruments, ran = hs.Instruments(), []
+    made, _, _ = agent(tb.ROW["approval"], ran, instruments)
+    config = _config(tb.ROW["approval"])
+    made.invoke(ASK, config)
+    assert [r.kind for r in instruments.audit.rows()].count("tool_call") == 0  # waiting
+    made.invoke(APPROVE, config)
+    kinds = [r.kind for r in instruments.audit.rows()]
+    assert kinds.count("pre_turn") == 1 and kinds.count("tool_call") == 1
+    assert kinds.count("post_run") == 1 and ran == ["transfer"]
