@@ -100,7 +100,8 @@ class GuardResult:
     ``evidence`` any JSON-like detail for the audit trail; ``params`` names the
     offending parameters of a tool-call rejection (only names that exist in
     the tool's schema reach the model); ``escape`` records that a ``pass`` was
-    deliberately let through (for example ``pass_on_retry``).
+    deliberately let through (for example ``pass_on_retry``), or that a
+    ``reject`` was decided by a fault rather than a check (``timeout``).
     """
 
     verdict: Verdict

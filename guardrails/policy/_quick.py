@@ -86,10 +86,11 @@ def _not_denied(deny: frozenset[Any] | None) -> Quick | None:
 def _matches(compiled: Compiled) -> Quick | None:
     if compiled.pattern is None:
         return None
-    fullmatch = compiled.pattern.fullmatch
+    fullmatch, longest = compiled.pattern.fullmatch, compiled.pattern.inline_chars
 
     def matches(value: Any, context: Any) -> bool:
-        return value.__class__ is str and fullmatch(value) is not None
+        # Only a value short enough to match well within the deadline (``patterns``).
+        return value.__class__ is str and len(value) <= longest and fullmatch(value)
 
     return matches
 
@@ -161,7 +162,8 @@ def quick_guard(compiled: Compiled, head: str, slow: Slow) -> Callable[[Any], An
     if tests == (True, False, False, False):
         return _guard_in(head, compiled.values, slow)  # type: ignore[arg-type]
     if tests == (False, False, True, False):
-        return _guard_matching(head, compiled.pattern.fullmatch, slow)  # type: ignore[union-attr]
+        pattern = compiled.pattern
+        return _guard_matching(head, pattern.fullmatch, pattern.inline_chars, slow)  # type: ignore[union-attr]
     if tests == (False, False, False, True) and compiled.min_from is None:
         low = -math.inf if compiled.min is None else compiled.min
         high = math.inf if compiled.max is None else compiled.max
@@ -185,13 +187,13 @@ def _guard_in(head: str, values: frozenset[Any], slow: Slow) -> Callable[[Any], 
     return rule_in_values
 
 
-def _guard_matching(head: str, fullmatch: Any, slow: Slow) -> Callable[[Any], Any]:
+def _guard_matching(head: str, fullmatch: Any, longest: int, slow: Slow) -> Callable[[Any], Any]:
     def rule_matching(inv: Any) -> Any:
         arguments = inv.arguments
         if head not in arguments:
             return _PASS
         value = arguments[head]
-        if value.__class__ is str and fullmatch(value) is not None:
+        if value.__class__ is str and len(value) <= longest and fullmatch(value):
             return _PASS
         return slow(value, inv.context)
 

@@ -10,7 +10,6 @@ can neither raise inside a check nor pass one.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -25,9 +24,12 @@ from .kinds import (
     normaliser,
     split_url,
 )
+from .patterns import Pattern
 
 if TYPE_CHECKING:
     from .rules import Param
+
+DEFAULT_TIMEOUT = 1.0  # a rule's deadline in seconds, unless it says (``rules.DEFAULT_TIMEOUT``)
 
 __all__ = ["Check", "Compiled", "Seen"]
 
@@ -49,6 +51,7 @@ class Check(StrEnum):
     GROUNDED = "not_grounded"
     UNTRUSTED = "untrusted_only"
     UNKNOWN = "provenance_unknown"
+    TIMEOUT = "timeout"
 
 
 _CACHE_SIZE = 4096
@@ -118,6 +121,7 @@ class Compiled:
         "rule",
         "schemes",
         "steps",
+        "timeout",
         "untrusted",
         "values",
         "values_from",
@@ -126,20 +130,13 @@ class Compiled:
     def __init__(self, p: Param, kind: Kind | None) -> None:
         self.rule = p
         self.kind = kind
+        self.timeout: float = p.timeout  # type: ignore[assignment]  # set by ``Param``
         self.normalise = normaliser(kind) if kind is not None else None
         self.cache: dict[str, str | None] = {}
         self.values = self._value_set("values", p.values)
         self.deny = self._value_set("deny_values", p.deny_values)
         self.values_from = p.values_from
-        if p.pattern is not None:
-            if not isinstance(p.pattern, str):
-                raise ConfigurationError("pattern must be a string")
-            try:
-                self.pattern: re.Pattern[str] | None = re.compile(p.pattern)
-            except re.error as exc:
-                raise ConfigurationError(f"pattern {p.pattern!r} does not compile: {exc}") from None
-        else:
-            self.pattern = None
+        self.pattern = Pattern(p.pattern) if p.pattern is not None else None
         self.min = _number("min", p.min)
         self.max = _number("max", p.max)
         if self.min is not None and self.max is not None and self.min > self.max:
@@ -279,7 +276,11 @@ class Compiled:
     def _matches(self, value: Any, norm: Any, context: Any, seen: Any, failed: list[Check]) -> None:
         if value.__class__ is not str:
             failed.append(Check.TYPE)
-        elif self.pattern.fullmatch(value) is None:  # type: ignore[union-attr]
+            return
+        matched = self.pattern.fullmatch_within(value, self.timeout)  # type: ignore[union-attr]
+        if matched is None:
+            failed.append(Check.TIMEOUT)
+        elif not matched:
             failed.append(Check.PATTERN)
 
     def _kind_checks(
@@ -382,6 +383,8 @@ class Compiled:
             lines.append(f"grounded_in = {sorted(self.grounded)!r}")
         if self.untrusted:
             lines.append("not_only_untrusted: a value seen only in untrusted results is refused")
+        if p.timeout is not None and p.timeout != DEFAULT_TIMEOUT:
+            lines.append(f"timeout = {self.timeout:g} (seconds; later: refused, a timeout fault)")
         return lines
 
 

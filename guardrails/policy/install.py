@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import json
+from time import perf_counter_ns
 from typing import Any
 
 from .._json_depth import deeper_than
@@ -32,6 +33,7 @@ from .gates import CeilingCheck, Counts, IntentCheck, Intents, PreTurnCheck
 from .policy import Policy
 from .provenance import USER, Ledgers, Sources
 from .rules import Check, Param
+from .schema_paths import optional_nullable
 
 __all__ = ["Installed", "install"]
 
@@ -40,6 +42,8 @@ _PASS = Verdict.PASS
 # deeper, it is labelled as text (the parser would recurse once a level).
 _LABEL_DEPTH = MAX_DEPTH + 1
 _MISSING = _paths.MISSING
+_TIMEOUT = Check.TIMEOUT
+_clock = perf_counter_ns
 
 
 class Installed:
@@ -96,7 +100,9 @@ def install(
         intents.turns = carry.intents.turns
         if carry.hook is not None and carry.hook.counts.store is store:
             counts.memory = carry.hook.counts.memory
-    guards: list[Guard] = [_param_guard(p, ledgers, policy.fail_closed) for p in policy.params]
+    guards: list[Guard] = [
+        _param_guard(p, tools[p.tool], ledgers, policy.fail_closed) for p in policy.params
+    ]
     if policy.intents or policy.sources_used:
         # Labels the user's input, and applies the intent gates.
         pre_turn = Guard(
@@ -132,8 +138,8 @@ def install(
 # -- parameter rules ------------------------------------------------------------
 
 
-def _param_guard(rule: Param, ledgers: Ledgers, fail_closed: bool) -> Guard:
-    whole = _ParamCheck(rule, ledgers)
+def _param_guard(rule: Param, tool: Any, ledgers: Ledgers, fail_closed: bool) -> Guard:
+    whole = _ParamCheck(rule, ledgers, optional_nullable(tool, rule.path))
     return Guard(
         _simple(whole) if whole.simple and not whole.provenance else whole,
         name=rule.rule_name,
@@ -146,11 +152,18 @@ def _param_guard(rule: Param, ledgers: Ledgers, fail_closed: bool) -> Guard:
 def _simple(whole: _ParamCheck) -> Any:
     """The guard function of a rule on a top-level parameter, without provenance:
     a plain function over locals (the common case, on every call's path). A value
-    that the rule's shortcut passes is a pass; anything else is ``check``'s to decide."""
+    that the rule's shortcut passes is a pass; anything else is ``check``'s to decide,
+    under the rule's deadline."""
     check, head, rejected = whole.check, whole.head, whole._rejected
+    deadline, skip_null = whole.deadline_ns, whole.skip_null
 
     def decide(value: Any, context: Any) -> Verdict | GuardResult:
+        if value is None and skip_null:
+            return _PASS  # null where the schema allows it and need not have it: absent
+        start = _clock()
         failed = check(value, context, None)
+        if _clock() - start > deadline:
+            failed.append(_TIMEOUT)  # a late answer is never a pass
         return rejected(set(failed)) if failed else _PASS
 
     quick_rule = quick_guard(whole.rule._compiled, head, decide)
@@ -162,8 +175,7 @@ def _simple(whole: _ParamCheck) -> Any:
         value = inv.arguments.get(head, _MISSING)
         if value is _MISSING:
             return _PASS  # absent: the schema decides whether it may be
-        failed = check(value, inv.context, None)
-        return rejected(set(failed)) if failed else _PASS
+        return decide(value, inv.context)
 
     rule.__name__ = whole.__name__
     return rule
@@ -175,6 +187,7 @@ class _ParamCheck:
     __slots__ = (
         "__name__",
         "check",
+        "deadline_ns",
         "head",
         "ledgers",
         "path",
@@ -182,9 +195,10 @@ class _ParamCheck:
         "reads_store",
         "rule",
         "simple",
+        "skip_null",
     )
 
-    def __init__(self, rule: Param, ledgers: Ledgers) -> None:
+    def __init__(self, rule: Param, ledgers: Ledgers, skip_null: bool = False) -> None:
         self.__name__ = rule.rule_name
         self.rule = rule
         self.check = rule._compiled.check
@@ -193,29 +207,47 @@ class _ParamCheck:
         self.simple = len(self.path) == 1 and isinstance(self.path[0], str)
         self.head = rule.path.split(".")[0]
         self.provenance = rule.grounded_in is not None or rule.not_only_untrusted
+        self.deadline_ns = int(rule.timeout * 1e9)  # type: ignore[operator]
+        # An optional parameter whose schema admits null: an explicit null is as if absent.
+        self.skip_null = skip_null
         # Provenance reads the session's labels from the store: off the loop under acall.
         self.reads_store = ledgers.store if self.provenance else None
 
     def __call__(self, inv: Invocation) -> Verdict | GuardResult:
+        start = _clock()
+        skip_null = self.skip_null
         if self.simple:
             value = inv.arguments.get(self.head, _MISSING)
-            if value is _MISSING:
-                return _PASS  # absent: the schema decides whether it may be
-            if self.provenance:
-                failed = self.check(
-                    value, inv.context, self.ledgers.view(inv.turn, inv.context, inv.call_id)
-                )
-            else:
-                failed = self.check(value, inv.context, None)
-            return self._rejected(set(failed)) if failed else _PASS
-        seen = self.ledgers.view(inv.turn, inv.context, inv.call_id) if self.provenance else None
-        found: set[Check] = set()
-        for _, value in _paths.walk(inv.arguments, self.path):
-            found.update(self.check(value, inv.context, seen))
+            if value is _MISSING or (value is None and skip_null):
+                return _PASS  # absent (or a null that stands for absent): the schema decides
+            seen = (
+                self.ledgers.view(inv.turn, inv.context, inv.call_id) if self.provenance else None
+            )
+            found = set(self.check(value, inv.context, seen))
+        else:
+            seen = (
+                self.ledgers.view(inv.turn, inv.context, inv.call_id) if self.provenance else None
+            )
+            found = set()
+            for _, value in _paths.walk(inv.arguments, self.path):
+                if value is None and skip_null:
+                    continue
+                found.update(self.check(value, inv.context, seen))
+        if _clock() - start > self.deadline_ns:
+            found.add(_TIMEOUT)  # a late answer is never a pass
         return self._rejected(found) if found else _PASS
 
     def _rejected(self, failed: set[Check]) -> GuardResult:
         evidence = {"rule": self.rule.rule_name, "param": self.rule.path}
+        if _TIMEOUT in failed:
+            # Past its deadline a rule decides nothing: a fault that refuses the call,
+            # counted as a ``timeout`` escape, whatever the policy's ``fail_closed``.
+            return GuardResult.rejected(
+                _TIMEOUT.value,
+                evidence={**evidence, "checks": sorted(c.value for c in failed)},
+                params=(self.head,),
+                escape=EscapeReason.TIMEOUT,
+            )
         checks = sorted(c.value for c in failed)
         # Refused only because a bound of the session's record was reached: the
         # rule could not decide and refused, a fault (never an escape, never a pass).

@@ -12,8 +12,10 @@ is not a value of that kind. Two spellings of one value have one normal form:
   ``https://good.com@evil.com`` has host ``evil.com``);
 - ``host``: a domain name as a resolver looks it up: IDNA2008 with UTS #46
   mapping, non-transitional (``_host.py``), without a trailing dot;
-- ``iban``: spaces and hyphens removed, upper-cased, the country in the
-  ISO 13616 registry, its length and the checksum checked;
+- ``iban``: spaces and hyphens removed, upper-cased, the ISO 7064 MOD 97-10
+  checksum checked; a country in the ISO 13616 registry (``IBAN_LENGTHS``)
+  also has its length, any other the generic shape (two letters, check
+  digits 02 to 98, 11 to 30 letters and digits);
 - ``phone``: separators removed; ``+`` or ``00`` starts an international
   number (``+`` kept); 7 to 15 digits;
 - ``text``: NFKC, invisible characters and NUL removed, casefolded, runs of
@@ -148,8 +150,9 @@ def normalise_url(value: str) -> str | None:
     return None if parts is None else parts[2]
 
 
-# The IBAN registry (ISO 13616): country -> length. An IBAN of another
-# country, or of another length, is not one.
+# The IBAN registry (ISO 13616): country -> length. An IBAN of a registered
+# country with another length is not one; a country the registry does not
+# (yet) list is held to the generic shape and the checksum.
 IBAN_LENGTHS = {
     "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22,
     "BH": 22, "BI": 27, "BR": 29, "BY": 28, "CH": 21, "CR": 22, "CY": 28, "CZ": 24,
@@ -179,7 +182,11 @@ def normalise_iban(value: str) -> str | None:
         text = text[4:]
     if not text.isascii() or not _IBAN.fullmatch(text):
         return None
-    if IBAN_LENGTHS.get(text[:2]) != len(text):
+    length = IBAN_LENGTHS.get(text[:2])
+    if length is None:
+        if not "02" <= text[2:4] <= "98":  # the check digits MOD 97-10 can give
+            return None
+    elif length != len(text):
         return None
     return text if iban_checksum_ok(text) else None
 

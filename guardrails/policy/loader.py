@@ -21,20 +21,48 @@ A mistake (an unknown table or key, a value of the wrong type, a pattern that
 does not compile) is one ``PolicyError`` naming the file, the table and the
 key. Tool names, parameters and sources are checked against the registered
 tools when the policy is loaded into an engine (``Policy.check``).
+
+What a file may hold is bounded (the ``MAX_*`` names below, and the pattern
+bounds of ``patterns``); past a bound the file is refused the same way, before
+the part over the bound is parsed or compiled.
 """
 
 from __future__ import annotations
 
 import os
+import reprlib
 import tomllib
 from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ConfigurationError
+from ._toml_shape import first_excess
 from .policy import Ceiling, Policy, PolicyError
-from .rules import Param
+from .rules import MAX_PATH_PARTS, Param
 
-__all__ = ["load", "loads"]
+__all__ = [
+    "MAX_BYTES",
+    "MAX_ITEMS",
+    "MAX_KEY_PARTS",
+    "MAX_NESTING",
+    "MAX_RULES",
+    "MAX_TABLES",
+    "MAX_TOOLS",
+    "load",
+    "loads",
+]
+
+MAX_BYTES = 262_144  # the file, in bytes of UTF-8
+MAX_NESTING = 16  # inline arrays and tables inside one another
+MAX_KEY_PARTS = 8  # parts of one dotted key or table header
+MAX_TABLES = 4_096  # table headers ([...] and [[...]])
+MAX_TOOLS = 1_000  # tables under [tools]
+MAX_RULES = 1_000  # parameter rules in one file
+MAX_ITEMS = 10_000  # items of one list
+
+_repr = reprlib.Repr()  # an error shows the start of a value, never all of it
+_repr.maxstring, _repr.maxother, _repr.maxlist, _repr.maxdict, _repr.maxlevel = 60, 60, 4, 4, 2
+_shown = _repr.repr
 
 _STRINGS = "a list of strings"
 _PARAM_KEYS: dict[str, str] = {
@@ -56,6 +84,7 @@ _PARAM_KEYS: dict[str, str] = {
     "not_only_untrusted": "boolean",
     "outcome": "string",
     "name": "string",
+    "timeout": "number",
 }
 _TOOL_KEYS = {
     "intent": _STRINGS,
@@ -71,9 +100,11 @@ def load(path: str | os.PathLike[str]) -> Policy:
     origin = os.fspath(path)
     try:
         with open(origin, "rb") as fh:
-            raw = fh.read()
+            raw = fh.read(MAX_BYTES + 1)
     except OSError as exc:
         raise PolicyError(origin, "file", None, f"cannot be read ({exc.strerror})") from None
+    if len(raw) > MAX_BYTES:
+        raise PolicyError(origin, "file", None, f"is larger than {MAX_BYTES:,} bytes")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -83,6 +114,7 @@ def load(path: str | os.PathLike[str]) -> Policy:
 
 def loads(text: str, *, origin: str = "<string>") -> Policy:
     """A policy from TOML text; ``origin`` names it in errors."""
+    _within_bounds(text, origin)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -100,6 +132,8 @@ def loads(text: str, *, origin: str = "<string>") -> Policy:
     intents: dict[str, tuple[str, ...]] = {}
     ceilings: dict[str, Ceiling] = {}
     tools = _table(origin, "tools", data.get("tools", {}))
+    if len(tools) > MAX_TOOLS:
+        raise PolicyError(origin, "tools", None, f"has {len(tools):,} tools; at most {MAX_TOOLS:,}")
     for tool, spec in tools.items():
         table = f"tools.{tool}"
         spec = _table(origin, table, spec)
@@ -117,7 +151,21 @@ def loads(text: str, *, origin: str = "<string>") -> Policy:
             except ConfigurationError as exc:
                 key = "max_per_turn" if str(exc).startswith("per_turn") else "max_per_session"
                 raise PolicyError(origin, table, key, str(exc)) from None
+        if len(params) + len(spec.get("params", {})) > MAX_RULES:
+            raise PolicyError(
+                origin,
+                f"{table}.params",
+                None,
+                f"more than {MAX_RULES:,} parameter rules in one file",
+            )
         for path, rule in spec.get("params", {}).items():
+            if path.count(".") >= MAX_PATH_PARTS:
+                raise PolicyError(
+                    origin,
+                    f"{table}.params",
+                    None,
+                    f"the path {_shown(path)} has more than {MAX_PATH_PARTS} parts",
+                )
             param = _param(origin, f"{table}.params.{_quoted(path)}", tool, path, rule)
             params.append(param)
             where[param.rule_name] = (origin, f"{table}.params.{_quoted(path)}")
@@ -186,8 +234,30 @@ def _typed(origin: str, table: str, key: str, value: Any, expected: str) -> Any:
         _STRINGS: isinstance(value, list) and all(isinstance(v, str) for v in value),
     }[expected]
     if not ok:
-        raise PolicyError(origin, table, key, f"must be {_article(expected)}, not {value!r}")
+        raise PolicyError(origin, table, key, f"must be {_article(expected)}, not {_shown(value)}")
+    if isinstance(value, list) and len(value) > MAX_ITEMS:
+        raise PolicyError(
+            origin, table, key, f"has {len(value):,} items; at most {MAX_ITEMS:,} are allowed"
+        )
     return value
+
+
+def _within_bounds(text: str, origin: str) -> None:
+    """Refuse, before parsing, a text over the size bound, or one nested too deep
+    or with a key of too many parts (``tomllib`` would recurse or take minutes)."""
+    if text.__class__ is not str:
+        raise PolicyError(origin, "file", None, "must be text (str)")
+    if len(text) > MAX_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise PolicyError(origin, "file", None, f"is larger than {MAX_BYTES:,} bytes")
+    excess = first_excess(text, MAX_NESTING, MAX_KEY_PARTS, MAX_TABLES)
+    if excess is not None:
+        what, line = excess
+        problem = {
+            "nesting": f"nests inline arrays or tables more than {MAX_NESTING} deep",
+            "key": f"has a dotted key or table header of more than {MAX_KEY_PARTS} parts",
+            "tables": f"has more than {MAX_TABLES:,} table headers",
+        }[what]
+        raise PolicyError(origin, "file", None, f"line {line} {problem}")
 
 
 def _article(expected: str) -> str:

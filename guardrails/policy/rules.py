@@ -18,10 +18,22 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..verdicts import Outcome
-from .checks import Check, Compiled, Seen
+from .checks import DEFAULT_TIMEOUT, Check, Compiled, Seen
 from .kinds import Kind
 
-__all__ = ["Check", "Param", "Seen", "normalised"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_PATH_PARTS",
+    "MAX_TIMEOUT",
+    "Check",
+    "Param",
+    "Seen",
+    "normalised",
+]
+
+# A rule's deadline (seconds): an evaluation that ends later refuses the call.
+MAX_TIMEOUT = 60.0
+MAX_PATH_PARTS = 16
 
 _KIND_OPTIONS = {
     "domains": {Kind.EMAIL, Kind.URL, Kind.HOST},
@@ -62,6 +74,7 @@ class Param:
     not_only_untrusted: bool = False
     outcome: Outcome | str = Outcome.INVALID_ARGS
     name: str | None = None
+    timeout: float | None = None
     _compiled: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -88,7 +101,11 @@ class Param:
 def _validate(p: Param, label: str) -> None:
     if not isinstance(p.tool, str) or not p.tool:
         raise ConfigurationError("tool must be a tool name")
-    if not isinstance(p.path, str) or not p.path or "" in p.path.split("."):
+    if not isinstance(p.path, str) or not p.path:
+        raise ConfigurationError("path must be a parameter name or a dotted path")
+    if p.path.count(".") >= MAX_PATH_PARTS:
+        raise ConfigurationError(f"path has more than {MAX_PATH_PARTS} parts")
+    if "" in p.path.split("."):
         raise ConfigurationError("path must be a parameter name or a dotted path")
     kind = None
     if p.kind is not None:
@@ -114,6 +131,15 @@ def _validate(p: Param, label: str) -> None:
     object.__setattr__(p, "outcome", outcome)
     if p.not_only_untrusted not in (True, False):
         raise ConfigurationError("not_only_untrusted must be true or false")
+    timeout = DEFAULT_TIMEOUT if p.timeout is None else p.timeout
+    if (
+        timeout.__class__ not in (int, float)
+        or not 0 < timeout <= MAX_TIMEOUT  # NaN fails this too
+    ):
+        raise ConfigurationError(
+            f"timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT}"
+        )
+    object.__setattr__(p, "timeout", float(timeout))
     for key in ("values_from", "min_from", "max_from"):
         if getattr(p, key) is not None and not isinstance(getattr(p, key), str):
             raise ConfigurationError(f"{key} must name a context value")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["resolve"]
+__all__ = ["optional_nullable", "resolve"]
 
 
 def resolve(tool: Any, path: str) -> frozenset[str] | None:
@@ -17,9 +17,35 @@ def resolve(tool: Any, path: str) -> frozenset[str] | None:
     segments = path.split(".")
     if segments[0] in getattr(tool, "bound", frozenset()):
         return None
-    node: Any = tool.schema
+    return _types(_deref(_node(tool.schema, segments), tool.schema), tool.schema)
+
+
+def optional_nullable(tool: Any, path: str) -> bool:
+    """Whether ``path`` ends at an object property that its object does not require
+    and whose schema says null is allowed (``"type": ["string", "null"]``, an
+    ``anyOf`` with ``{"type": "null"}``, ``null`` in an ``enum``)."""
+    segments = path.split(".")
+    last = segments[-1]
+    if last == "*" or last.isdigit() or segments[0] in getattr(tool, "bound", frozenset()):
+        return False
+    root = tool.schema
+    try:
+        parent = _deref(_node(root, segments[:-1]), root)
+        leaf = _node(root, segments)
+    except LookupError:
+        return False
+    for option in _options(parent):
+        required = _deref(option, root).get("required")
+        if isinstance(required, list) and last in required:
+            return False
+    return _admits_null(leaf, root, 0)
+
+
+def _node(root: Mapping[str, Any], segments: list[str]) -> Any:
+    """The schema at ``segments`` (not dereferenced); ``LookupError(segment)`` when undeclared."""
+    node: Any = root
     for depth, segment in enumerate(segments):
-        node = _deref(node, tool.schema)
+        node = _deref(node, root)
         options = _options(node)
         if segment == "*" or segment.isdigit():
             items = [o.get("items") for o in options if isinstance(o.get("items"), Mapping)]
@@ -39,7 +65,40 @@ def resolve(tool: Any, path: str) -> frozenset[str] | None:
             if found is None:
                 raise LookupError(segment)
         node = found
-    return _types(_deref(node, tool.schema), tool.schema)
+    return node
+
+
+def _admits_null(node: Any, root: Mapping[str, Any], depth: int) -> bool:
+    """Whether the schema says, in so many words, that null is valid here (a schema
+    that says nothing about null, or that ``not`` could exclude it, does not)."""
+    node = _deref(node, root)
+    if not node or depth > 32 or "not" in node:
+        return False
+    said = False
+    declared = node.get("type")
+    if declared is not None:
+        if not (declared == "null" or (isinstance(declared, list) and "null" in declared)):
+            return False
+        said = True
+    if "enum" in node:
+        if not (isinstance(node["enum"], list) and None in node["enum"]):
+            return False
+        said = True
+    if "const" in node:
+        if node["const"] is not None:
+            return False
+        said = True
+    for option in node.get("allOf", ()) or ():
+        if not _admits_null(option, root, depth + 1):
+            return False
+        said = True
+    for key in ("anyOf", "oneOf"):
+        options = node.get(key)
+        if isinstance(options, list):
+            if not any(_admits_null(o, root, depth + 1) for o in options):
+                return False
+            said = True
+    return said
 
 
 def _open_object(options: list[Mapping[str, Any]]) -> Any:

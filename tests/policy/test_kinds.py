@@ -20,6 +20,7 @@ from guardrails.policy.kinds import (
     IBAN_LENGTHS,
     Kind,
     host_matches,
+    iban_checksum_ok,
     normalise_email,
     normalise_host,
     normalise_iban,
@@ -264,3 +265,56 @@ def test_the_property_above_reaches_every_kind() -> None:
     text = "a@b.example https://c.example/x d.example/y GB33BUKB20201555555555 +49 30 1234567\nz"
     kinds = {kind for kind, _ in iter_keys(extract(text))}
     assert kinds == {"email", "url", "host", "iban", "phone", "text"}
+
+
+# -- countries outside the registry: the checksum and the generic shape -----------------
+
+unregistered = st.sampled_from(["DZ", "AO", "CM", "MA", "SN", "ZZ"]).filter(
+    lambda cc: cc not in IBAN_LENGTHS
+)
+generic_ibans = st.builds(
+    _iban, unregistered, st.text(string.digits + string.ascii_uppercase, min_size=11, max_size=30)
+)
+
+
+@given(generic_ibans, st.data())
+def test_an_iban_outside_the_registry_is_valid_by_its_checksum_and_shape(
+    iban: str, data: st.DataObject
+) -> None:
+    assert normalise_iban(iban) == iban
+    assert normalise_iban(_spaced(iban, data)) == iban
+    at = data.draw(st.sampled_from([i for i, c in enumerate(iban) if c.isdigit()]))
+    digit = data.draw(st.sampled_from([d for d in string.digits if d != iban[at]]))
+    assert normalise_iban(iban[:at] + digit + iban[at + 1 :]) is None
+
+
+def test_an_iban_outside_the_registry_near_misses() -> None:
+    valid = _iban("DZ", "0123456789ABCDEFGHIJ")
+    assert normalise_iban(valid) == valid
+    assert normalise_iban(_iban("DZ", "0123456789")) is None  # 14 characters: under the shape
+    assert normalise_iban(_iban("DZ", "0" * 30)) is not None  # 34: the longest shape
+    assert normalise_iban(_iban("DZ", "0" * 31)) is None  # 35
+    # Check digits 00, 01 and 99 are never computed by MOD 97-10 (00 and 97 give
+    # the same remainder), so a string holding them is not an IBAN.
+    for computed, spelled in ((97, "00"), (98, "01"), (2, "99")):
+        body = next(
+            b
+            for b in (f"{n:018d}" for n in range(100_000))
+            if _iban("DZ", b)[2:4] == f"{computed:02d}"
+        )
+        candidate = f"DZ{spelled}{body}"
+        assert iban_checksum_ok(candidate)  # the checksum alone would take it
+        assert normalise_iban(candidate) is None
+    # A registered country keeps its length: the generic shape does not apply to it.
+    assert normalise_iban(_iban("DE", "37040044053201300")) is None
+    assert normalise_iban(_iban("DE", "370400440532013000")) == "DE89370400440532013000"
+
+
+def test_countries_limit_an_iban_outside_the_registry_too() -> None:
+    from guardrails.policy import Check, Param
+
+    valid = _iban("DZ", "0123456789ABCDEFGHIJ")
+    assert Param("pay", "iban", kind="iban").check(valid, None, None) == []
+    rule = Param("pay", "iban", kind="iban", countries=["DE"])
+    assert rule.check(valid, None, None) == [Check.COUNTRY]
+    assert Param("pay", "iban", kind="iban", countries=["dz"]).check(valid, None, None) == []
