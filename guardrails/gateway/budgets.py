@@ -25,7 +25,8 @@ from .config import ToolConfig
 
 __all__ = ["NoInstance", "budgeted"]
 
-Forward = Callable[..., Awaitable[str]]
+# What an upstream answered: its blocks (``Forwarded``), or their redacted text.
+Forward = Callable[..., Awaitable[Any]]
 
 
 class NoInstance(StopRun):
@@ -47,12 +48,12 @@ def budgeted(forward: Forward, config: ToolConfig, store: Store | None, scope: s
         name=scope,
     )
 
-    async def call(**arguments: Any) -> str:
+    async def call(**arguments: Any) -> Any:
         state = current()
         instance = None if state is None else state.context.workflow or state.context.session
         if config.instance_cap is not None and instance is None:
             raise NoInstance(f"{scope}: a per-session cap needs a session")
-        return str(await paid.acall(forward, instance=instance, **arguments))
+        return await paid.acall(forward, instance=instance, **arguments)
 
     call.__name__ = forward.__name__
     return call

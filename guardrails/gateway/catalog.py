@@ -19,6 +19,8 @@ from typing import Any
 
 from .._secret_spellings import spellings_of
 from ..errors import ConfigurationError, SchemaError
+from ..integrations._framework_tools import extra_of
+from ..integrations._mcp_results import Forwarded, forwarded
 from ..store import Store
 from ..tools import _NAME, Binding, Secret, Tool
 from .budgets import budgeted
@@ -102,13 +104,17 @@ def _tool(
     timeout = config.timeout or upstream.config.timeout
     forward = _forward(upstream, remote, timeout, tuple(config.secrets))
     forward = budgeted(forward, config, store, f"{upstream.name}.{remote}")
+    listed = {**definition.model_dump(by_alias=True, exclude_none=True), "name": name}
     try:
+        # The forwarding function takes **arguments; the upstream's schema says
+        # whether undeclared arguments are welcome (an open additionalProperties).
         return Tool.from_definition(
-            {**definition.model_dump(by_alias=True, exclude_none=True), "name": name},
+            listed,
             forward,
             bind=bind,
             effect=config.action,
             options=options,
+            extra=extra_of(listed.get("inputSchema")),
         )
     except ConfigurationError as exc:
         raise type(exc)(f"{where}: {exc}") from exc
@@ -116,25 +122,18 @@ def _tool(
 
 def _forward(
     upstream: Upstream, remote: str, timeout: float, secrets: tuple[str, ...]
-) -> Callable[..., Awaitable[str]]:
-    async def call(**arguments: Any) -> str:
+) -> Callable[..., Awaitable[Forwarded | str]]:
+    async def call(**arguments: Any) -> Forwarded | str:
         result = await upstream.call(remote, arguments, timeout)
         if getattr(result, "is_error", None) is not False:
             raise UpstreamToolError(f"upstream {upstream.name!r} tool {remote!r} answered an error")
-        return _redact(_text(result), [arguments.get(p) for p in secrets])
+        answer = forwarded(result)
+        redacted = _redact(answer.text, [arguments.get(p) for p in secrets])
+        # An answer that held a secret is sent as its redacted text, without its blocks.
+        return answer if redacted == answer.text else redacted
 
     call.__name__ = remote
     return call
-
-
-def _text(result: Any) -> str:
-    """Text blocks as they are; other blocks (images, resources) as their JSON."""
-    return "\n".join(
-        block.text
-        if getattr(block, "type", None) == "text"
-        else block.model_dump_json(by_alias=True, exclude_none=True)
-        for block in result.content
-    )
 
 
 def _redact(text: str, values: Iterable[Any]) -> str:

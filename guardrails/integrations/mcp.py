@@ -27,6 +27,7 @@ from ..context import ToolResult, TurnContext
 from ..engine import Guardrails, Turn
 from ..tools import Tool
 from ._common import aoffer
+from ._mcp_results import Forwarded, answer, forwarded
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult
 
 __all__ = [
+    "Forwarded",
     "GuardedTools",
     "ServerToolFailed",
     "call_tool_result",
@@ -56,12 +58,14 @@ def default_context(ctx: ServerRequestContext[Any, Any]) -> TurnContext:
 
 
 def call_tool_result(result: ToolResult) -> CallToolResult:
-    """The MCP answer for a guarded call: its content, ``isError`` unless the outcome is ``ok``."""
-    from mcp.types import CallToolResult, TextContent
+    """The MCP answer for a guarded call: its content, ``isError`` unless the outcome is ``ok``.
 
-    return CallToolResult(
-        content=[TextContent(type="text", text=result.content)], is_error=result.is_error
-    )
+    An ``ok`` result keeps its shape when the model would read exactly its text:
+    an MCP content block the tool returned (an image, audio, a resource) and a
+    server tool's answer are sent as they are, and a JSON object also as
+    ``structuredContent`` beside its text.
+    """
+    return answer(result)
 
 
 class GuardedTools:
@@ -174,20 +178,14 @@ async def tools_from_server(
     return tools
 
 
-def _call_through(app: Any, name: str) -> Callable[..., Awaitable[Any]]:
-    async def call(**arguments: Any) -> Any:
+def _call_through(app: Any, name: str) -> Callable[..., Awaitable[Forwarded]]:
+    async def call(**arguments: Any) -> Forwarded:
         result = await app.call_tool(name, arguments)
         if getattr(result, "is_error", None) is not False:
             # An error result, or a shape this integration does not forward.
             raise ServerToolFailed(f"tool {name!r} answered {type(result).__name__} with an error")
-        # The text blocks are what the server would have sent the model; other
-        # blocks (images, resources) are forwarded as their JSON.
-        return "\n".join(
-            block.text
-            if block.type == "text"
-            else block.model_dump_json(by_alias=True, exclude_none=True)
-            for block in result.content
-        )
+        # Its blocks and structured content, as the server would have sent them.
+        return forwarded(result)
 
     return call
 

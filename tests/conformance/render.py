@@ -28,7 +28,7 @@ def content(value: tb.Content) -> str:
         return f"its first {value.limit} characters, ending {_code(tb.TRUNCATION_MARKER)}"
     if isinstance(value, tb.Json):
         text = json.dumps(value.value, separators=(",", ":"))
-        return f"{_code(text)} as JSON text (and structured content where the format has it)"
+        return f"{_code(text)} as JSON text (and as structured content where the format has it)"
     note = "" if value.note is None else f", and a text block starting {_code(value.note)}"
     return f"an image block ({_code(value.mime)}){note}"
 
@@ -102,13 +102,15 @@ def _differences() -> list[str]:
 
 def _entries() -> list[str]:
     out = [
-        "| entry point | error flag | the model's call id on the audit row and span | page |",
-        "| --- | --- | --- | --- |",
+        "| entry point | error flag | structured content | the model's call id on the audit "
+        "row and span | page |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for entry in tb.ENTRY_POINTS.values():
         flag = "yes" if entry.error_flag else "none in the format"
+        structured = "yes" if entry.structured else "none in the format"
         ids = "yes" if entry.no_call_ids is None else f"no: {entry.no_call_ids}"
-        out.append(f"| {entry.title} | {flag} | {ids} | `{entry.docs}` |")
+        out.append(f"| {entry.title} | {flag} | {structured} | {ids} | `{entry.docs}` |")
     return out
 
 

@@ -139,6 +139,7 @@ class EntryPoint:
     differences: dict[str, Difference] = field(default_factory=dict)
     # Why the audit row and span cannot carry the model's own call id (None: they do).
     no_call_ids: str | None = None
+    structured: bool = False  # its answers carry structured content beside the text
 
 
 def _one(
@@ -269,6 +270,15 @@ RUNNER_ANSWERS = (
     "that matters."
 )
 
+
+NO_GUARD_CODE = (
+    "The gateway takes no guard code: its rules are its configuration and its policy "
+    "file, which decide without raising, so no call goes on past a guard that raised "
+    "(no escape) or is stopped by one (no fault)."
+)
+NO_MCP_CALL_IDS = (
+    "MCP's `tools/call` carries no call id: the audit row and the span carry an id of their own."
+)
 
 # ``chart``'s result as the OpenAI Responses API's own image item.
 IMAGE_ITEM = {"type": "input_image", "image_url": f"data:image/png;base64,{sc.PNG_B64}"}
@@ -402,6 +412,30 @@ ENTRY_POINTS: dict[str, EntryPoint] = {
             "pydantic-ai (`pydantic_ai.capability`: `run_sync`, `run`, `run_stream`)",
             "docs/integrations/pydantic_ai.md",
             error_flag=True,
+        ),
+        EntryPoint(
+            "mcp",
+            "MCP server (`guarded_server`, `GuardedTools`)",
+            "docs/integrations/mcp.md",
+            error_flag=True,
+            differences={"approval": NO_APPROVAL},
+            no_call_ids=NO_MCP_CALL_IDS,
+            structured=True,
+        ),
+        EntryPoint(
+            "gateway",
+            "The MCP gateway (`guardrails gateway`, over stdio and streamable HTTP)",
+            "docs/gateway.md",
+            error_flag=True,
+            differences={
+                "approval": NO_APPROVAL,
+                "fail_open": Difference(NO_GUARD_CODE, _one("ok", Text(PAYEE_OK), True)),
+                "fail_closed": Difference(
+                    NO_GUARD_CODE, _one("ok", Json(sc.hits_of(sc.SHAKY_QUERY)), True)
+                ),
+            },
+            no_call_ids=NO_MCP_CALL_IDS,
+            structured=True,
         ),
     )
 }

@@ -75,8 +75,9 @@ async def test_a_new_listing_is_published_and_listening_clients_are_told(
     assert set(schema_of(first, "alpha")) == {"text"}
     assert set(schema_of(second, "alpha")) == {"count"}
     assert text(gamma) == "gamma 2 new" and text(alpha) == "alpha 2 3"
-    # The new schema is the one checked: the old argument is refused by the gateway.
-    assert text(old_alpha) == model_sentence(Outcome.INVALID_ARGS, ["count"])
+    # The new schema is the one checked: the old argument is refused by the gateway
+    # (``count`` is missing, and ``text`` is no longer declared).
+    assert text(old_alpha) == model_sentence(Outcome.INVALID_ARGS, ["count"], undeclared=True)
     assert text(beta) == model_sentence(Outcome.UNAVAILABLE)
 
 

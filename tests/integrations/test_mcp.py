@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Image
 
 from guardrails import Guardrails, Outcome, TurnContext, Verdict, guard, tool
 from guardrails.integrations.mcp import GuardedTools, guarded_server
@@ -368,3 +369,121 @@ async def test_without_turn_input_pre_turn_reads_no_user_input() -> None:
         await client.list_tools(meta={"said": "export everything"})
         await client.call_tool("export_all", {}, meta={"said": "export it"})
     assert seen == ["", ""]
+
+
+# -- results that keep their MCP shape ------------------------------------------------
+
+PNG_B64 = "iVBORw0KGgo="
+
+
+def _image() -> Any:
+    from mcp.types import ImageContent
+
+    return ImageContent(type="image", data=PNG_B64, mime_type="image/png")
+
+
+async def _answer(value: Any, **engine: Any) -> Any:
+    @tool
+    def shaped() -> Any:
+        """A tool whose result has a shape."""
+        return value
+
+    async with Client(guarded_server(Guardrails([shaped], **engine), context=by_meta)) as client:
+        return await client.call_tool("shaped", {})
+
+
+async def test_an_image_a_tool_returns_reaches_the_client_as_an_image() -> None:
+    answered = await _answer(_image())
+    assert answered.is_error is False
+    assert [(b.type, b.data, b.mime_type) for b in answered.content] == [
+        ("image", PNG_B64, "image/png")
+    ]
+
+
+async def test_a_json_object_is_also_structured_content() -> None:
+    answered = await _answer({"year": 2025, "rows": [1, 2]})
+    assert answered.structured_content == {"year": 2025, "rows": [1, 2]}
+    assert text(answered) == '{"year":2025,"rows":[1,2]}'
+    listed = await _answer([1, 2])  # a JSON array is not an object: text alone
+    assert (listed.structured_content, text(listed)) == (None, "[1,2]")
+
+
+async def test_a_shape_past_the_cap_is_sent_as_the_capped_text() -> None:
+    big = {"rows": "x" * 200}
+    answered = await _answer(big, max_result_chars=100)
+    assert answered.structured_content is None
+    assert text(answered).endswith("[guardrails: result truncated]")
+    exact = await _answer(big, max_result_chars=len('{"rows":""}') + 200)
+    assert exact.structured_content == big
+
+
+async def test_a_shape_whose_text_a_hook_rewrote_is_sent_as_that_text() -> None:
+    class Rewrite:
+        def before(self, invocation: Any) -> None:
+            return None
+
+        def after(self, invocation: Any, result: Any) -> Any:
+            return result._replace(content=result.content + "\n\nNext: call confirm.")
+
+    for value in ({"a": 1}, _image()):
+        answered = await _answer(value, hooks=[Rewrite()])
+        assert answered.structured_content is None
+        assert text(answered).endswith("Next: call confirm.")
+
+
+def _server_result(content: list[Any], structured: Any) -> Any:
+    from mcp.types import CallToolResult
+
+    return CallToolResult(content=content, structured_content=structured, is_error=False)
+
+
+@pytest.mark.parametrize(
+    "blocks, structured, kept",
+    [
+        (['{"a": 1}'], {"a": 1}, True),
+        (['{\n  "a": 1\n}'], {"a": 1}, True),
+        (["a is 1"], {"a": 1}, False),  # no text block holds it: not sent
+        (['{"a": 2}'], {"a": 1}, False),  # near miss
+        (['{"a": 1'], {"a": 1}, False),  # not JSON
+        (['[{"a": 1}]'], {"a": 1}, False),
+        (["x", '{"a": 1}'], {"a": 1}, True),
+    ],
+)
+def test_server_structured_content_is_kept_only_when_its_text_holds_it(
+    blocks: list[str], structured: Any, kept: bool
+) -> None:
+    from mcp.types import TextContent
+
+    from guardrails.integrations._mcp_results import forwarded
+
+    result = _server_result([TextContent(type="text", text=b) for b in blocks], structured)
+    answer = forwarded(result)
+    assert (answer.structured == structured) is kept
+    assert answer.text == "\n".join(blocks)
+
+
+async def test_a_server_tools_image_and_structured_content_reach_the_client() -> None:
+    from guardrails.integrations.mcp import tools_from_server
+
+    app = MCPServer("legacy")
+
+    @app.tool()
+    def chart() -> Image:
+        """A chart."""
+        return Image(data=b"\x89PNG", format="png")
+
+    @app.tool()
+    def report(year: int) -> dict[str, int]:
+        """A yearly report."""
+        return {"year": year, "rows": 3}
+
+    async with Client(app) as client:
+        unguarded = await client.call_tool("report", {"year": 2025})
+    rails = Guardrails(await tools_from_server(app))
+    app.middleware.append(GuardedTools(rails, context=by_meta))
+    async with Client(app) as client:
+        image = await client.call_tool("chart", {})
+        report_answer = await client.call_tool("report", {"year": 2025})
+    assert [(b.type, b.mime_type) for b in image.content] == [("image", "image/png")]
+    assert report_answer.structured_content == {"year": 2025, "rows": 3}
+    assert text(report_answer) == text(unguarded)

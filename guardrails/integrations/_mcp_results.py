@@ -1,0 +1,109 @@
+"""MCP results with their shape: what a server tool answered, and what the client is sent.
+
+A server tool called through the engine (``tools_from_server``, the gateway's
+upstreams) answers ``Forwarded``: its content blocks and structured content,
+whose text (``model_dump_json``, what the engine renders, caps and audits) is
+the text blocks as they are and every other block as its JSON, one per line.
+Structured content is kept only when a text block holds it as JSON.
+``answer`` sends an ``ok`` result back in the same shape: MCP content blocks
+as they are, a JSON object also as ``structuredContent``, when the model would
+read exactly that value's text (not cut to ``max_result_chars``, not
+rewritten by a hook); anything else is its text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..context import ToolResult
+from ..middleware._render import render
+
+if TYPE_CHECKING:
+    from mcp.types import CallToolResult
+
+__all__ = ["Forwarded", "answer", "forwarded"]
+
+
+def _text_of(blocks: Iterable[Any]) -> str:
+    return "\n".join(
+        block.text
+        if getattr(block, "type", None) == "text"
+        else block.model_dump_json(by_alias=True, exclude_none=True)
+        for block in blocks
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Forwarded:
+    """A server tool's ``ok`` answer: its blocks, its structured content, and their text."""
+
+    content: tuple[Any, ...]
+    structured: dict[str, Any] | None
+    text: str
+
+    def model_dump_json(self) -> str:
+        """What the engine renders: the text the model reads when the shape is not kept."""
+        return self.text
+
+
+def forwarded(result: Any) -> Forwarded:
+    """A ``Forwarded`` of a server's ``CallToolResult`` (its content read once).
+
+    Its structured content is kept only when one of its text blocks is that
+    value's JSON (as the MCP specification asks of servers): then the text,
+    which the engine caps, redacts and audits, holds all the model is sent.
+    """
+    content = tuple(result.content)
+    structured = getattr(result, "structured_content", None)
+    kept = structured if type(structured) is dict and _in_text(structured, content) else None
+    return Forwarded(content, kept, _text_of(content))
+
+
+def _in_text(value: dict[str, Any], blocks: Iterable[Any]) -> bool:
+    for block in blocks:
+        text = getattr(block, "text", None) if getattr(block, "type", None) == "text" else None
+        if type(text) is str and text.lstrip()[:1] == "{":
+            try:
+                if json.loads(text) == value:
+                    return True
+            except (ValueError, RecursionError):
+                continue
+    return False
+
+
+def _blocks(value: Any) -> tuple[list[Any], dict[str, Any] | None] | None:
+    """The blocks and structured content ``value`` is made of; None for any other value."""
+    from mcp.types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
+
+    if type(value) is Forwarded:
+        return list(value.content), value.structured
+    # One block (a list of them is not a result the engine can render).
+    kinds = (AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent)
+    return ([value], None) if type(value) in kinds else None
+
+
+def answer(result: ToolResult) -> CallToolResult:
+    """The MCP answer for a guarded call: ``isError`` unless the outcome is ``ok``."""
+    from mcp.types import CallToolResult, ContentBlock, TextContent
+
+    text: list[ContentBlock] = [TextContent(type="text", text=result.content)]
+    if result.is_error or result.truncated:
+        return CallToolResult(content=text, is_error=result.is_error)
+    value = result.value
+    shaped = _blocks(value)
+    if shaped is None and type(value) is not dict:
+        return CallToolResult(content=text, is_error=False)
+    # The shape is kept only when the model would read exactly the value's text.
+    try:
+        same = render(value, 1 << 62)[0] == result.content
+    except Exception:
+        same = False
+    if not same:
+        return CallToolResult(content=text, is_error=False)
+    if shaped is None:
+        return CallToolResult(content=text, structured_content=value, is_error=False)
+    blocks, structured = shaped
+    return CallToolResult(content=blocks, structured_content=structured, is_error=False)
