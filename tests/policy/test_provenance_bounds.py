@@ -321,6 +321,18 @@ def test_once_too_many_sessions_were_pushed_out_every_new_one_starts_partial() -
     assert _partial(rails, other) == 0
 
 
+def test_once_too_many_tenants_were_pushed_out_every_new_one_starts_partial() -> None:
+    """The same for tenants: their names are kept up to 10 x max_tenants."""
+    rails = _rails(NOT_ONLY_UNTRUSTED, max_tenants=1)
+    for i in range(11):  # 10 pushed out: all remembered
+        rails.turn(session="s", tenant=f"t{i}").pre_turn("hello")
+    assert _partial(rails, rails.turn(session="s", tenant="new")) == 0
+    rails.turn(session="s", tenant="one-more").pre_turn("hello")  # the 11th and 12th out
+    later = rails.turn(session="s", tenant="newer")
+    assert _partial(rails, later)
+    assert [v.reason for v in _pay(later, ATTACKER).verdicts] == ["provenance_unknown"]
+
+
 @pytest.mark.parametrize("limit", ["max_values", "max_sessions", "max_tenants"])
 @pytest.mark.parametrize("value", [0, -1, True, 1.5, "3", None])
 def test_each_bound_must_be_a_positive_integer(limit: str, value: Any) -> None:
