@@ -29,7 +29,15 @@ from typing import Any, NamedTuple
 from ..engine import Guardrails, Turn
 from ..tools import Tool
 from ._common import ContextSource, ReportSink, Runs, start_turn
-from ._framework_tools import Clash, ToolOptions, check_options, extra_of, register
+from ._framework_tools import (
+    Clash,
+    ToolOptions,
+    arefused,
+    check_options,
+    extra_of,
+    register,
+    watch,
+)
 from ._rich import Rich, binary_note, sent, url_note
 
 __all__ = ["RUN_KEY", "guard_agent", "tool_from"]
@@ -140,6 +148,7 @@ def guard_agent(
         options = (tool_options or {}).get(ft.name)
         build = functools.partial(tool_from, ft)
         register(rails, ft.name, build, options, source=ft, clash=Clash.APPLICATION_WINS)
+    watch(rails)  # a call a person rejects at an approval is audited through it
     middleware = list(getattr(agent, "middleware", None) or [])
     agent.middleware = [*middleware, *_middleware(_Guarding(rails, context, on_report))]
     return agent
@@ -160,7 +169,7 @@ class _Guarding:
 
     async def run(self, ctx: Any, call_next: Callable[[], Awaitable[None]]) -> None:
         """One agent run: a turn, pre_turn over the input, post_run over the answer."""
-        turn = self._resumed(ctx.messages)
+        turn = await self._resumed(ctx.messages)
         if turn is None:
             session = getattr(ctx.session, "session_id", None)
             turn = start_turn(self.rails, self.context, ctx, session)
@@ -179,15 +188,20 @@ class _Guarding:
                 _RUN.reset(token)
         await _after_run(ctx, turn, self)
 
-    def _resumed(self, messages: Any) -> Turn | None:
-        """The turn that asked for the approvals these messages answer (their arguments kept)."""
+    async def _resumed(self, messages: Any) -> Turn | None:
+        """The turn that asked for the approvals these messages answer (their arguments kept);
+        a call the person rejected is audited as refused (it never runs)."""
         turn = None
         for content in _contents(messages, "function_approval_response"):
             call = content.function_call
             found = self.paused.pop(call) if call is not None else None
-            if isinstance(found, Turn):
-                turn = found
+            if not isinstance(found, Turn):
+                continue
+            turn = found
+            if content.approved:
                 self.asked.get(turn, dict)[call.call_id] = call.arguments
+            else:
+                await arefused(turn, call.name, call.arguments, call.call_id)
         return turn
 
     def pause(self, turn: Turn, response: Any) -> bool:

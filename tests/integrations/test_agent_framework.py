@@ -334,3 +334,28 @@ async def test_arguments_written_as_any_text_reach_tool_call_as_the_model_wrote_
         "a3": "undeclared_parameter",
         "a4": None,
     }
+
+
+async def test_a_call_a_person_rejects_at_its_approval_is_audited_and_never_runs() -> None:
+    ran: list[int] = []
+
+    @af.tool(approval_mode="always_require")
+    def wire(amount: int) -> str:
+        """Wire money (a person approves each wire)."""
+        ran.append(amount)
+        return f"wired {amount}"
+
+    client = chat_client([("w1", "wire", {"amount": 5})], fw.FINAL)
+    recorder = MemoryRecorder()
+    agent = guard_agent(af.Agent(client=client, tools=[wire]), Guardrails(recorder=recorder))
+    session = agent.create_session()
+    paused = await agent.run("wire 5", session=session)
+    [request] = paused.user_input_requests
+    answer = af.Message(
+        role="user", contents=[request.to_function_approval_response(approved=False)]
+    )
+    await agent.run(answer, session=session)
+    assert ran == []
+    [refused] = recorder.results
+    assert (refused.call_id, refused.outcome, refused.reason) == ("w1", "unavailable", "guard")
+    assert [kind for kind, _ in recorder.events].count("pre_turn") == 1
