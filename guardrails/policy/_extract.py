@@ -36,6 +36,7 @@ from .kinds import (
     fold,
     iban_checksum_ok,
     normalise_email,
+    normalise_iban,
     normalise_phone,
     normalise_text,
     split_url,
@@ -231,6 +232,11 @@ def _iban_keys(candidate: str) -> tuple[str, ...]:
     return (_IBAN + compact,) if iban_checksum_ok(compact) else ()
 
 
+def _generic_iban_keys(candidate: str) -> tuple[str, ...]:
+    iban = normalise_iban(candidate)  # the generic shape's own checks
+    return () if iban is None else (_IBAN + iban,)
+
+
 def _phone_keys(candidate: str) -> tuple[str, ...]:
     number = normalise_phone(candidate)
     return () if number is None else (_PHONE + number,)
@@ -382,6 +388,7 @@ _SHAPE = str.maketrans(
     }
 )
 _IBAN_BODY = {n: re.compile(f"(?:[ -]?[a0]){{{n - 4}}}") for n in set(IBAN_LENGTHS.values())}
+_IBAN_RUN = re.compile(r"[a0]{11,30}")
 _PHONE_SHAPE = re.compile(r"0[0 ().\/-]{5,22}0")
 _WORDISH = frozenset("a0")
 
@@ -393,17 +400,19 @@ def _ibans(scan: _Scan, shape: str) -> None:
     # its characters ("a") are everywhere.
     at = shape.find("aa00")
     while at != -1:
-        length = IBAN_LENGTHS.get(text[at : at + 2].upper())
-        if length is not None and not (at and shape[at - 1] in _WORDISH):
+        if not (at and shape[at - 1] in _WORDISH):
+            length = IBAN_LENGTHS.get(text[at : at + 2].upper())
             # Exactly the country's length, and the token ends there: an
-            # IBAN is not the start of a longer code.
-            body = _IBAN_BODY[length].match(shape, at + 4)
+            # IBAN is not the start of a longer code. A country outside the
+            # registry has no known length: only one run of 15 to 34 letters
+            # and digits is read as its IBAN (``kinds.normalise_iban`` decides).
+            body = (_IBAN_RUN if length is None else _IBAN_BODY[length]).match(shape, at + 4)
             if (
                 body is not None
                 and not scan.joined_before(at)
                 and not scan.joined_after(body.end())
             ):
-                scan.add(text[at : body.end()], _iban_keys)
+                scan.add(text[at : body.end()], _iban_keys if length else _generic_iban_keys)
         at = shape.find("aa00", at + 1)
 
 

@@ -318,3 +318,40 @@ def test_countries_limit_an_iban_outside_the_registry_too() -> None:
     rule = Param("pay", "iban", kind="iban", countries=["DE"])
     assert rule.check(valid, None, None) == [Check.COUNTRY]
     assert Param("pay", "iban", kind="iban", countries=["dz"]).check(valid, None, None) == []
+
+
+@given(generic_ibans, filler, filler)
+def test_an_iban_outside_the_registry_written_as_one_run_is_found_in_text(
+    iban: str, a: str, b: str
+) -> None:
+    # The same normal form as the argument's: the user's own IBAN grounds it.
+    found = extract(f"{a}{iban.lower()}{b}")
+    assert key(Kind.IBAN, normalise_iban(iban)) in found
+
+
+def test_an_iban_outside_the_registry_is_not_read_out_of_a_longer_token_or_spacing() -> None:
+    iban = _iban("DZ", "0123456789ABCDEFGHIJ")
+    assert key(Kind.IBAN, iban) in extract(f"pay to {iban}, thanks")
+    assert key(Kind.IBAN, iban) not in extract(f"ref:{iban}XY77")
+    assert key(Kind.IBAN, iban) not in extract(f"X{iban} and more")
+    bad = iban[:-1] + ("0" if iban[-1] != "0" else "1")  # one character changed
+    assert not [k for k in iter_keys(extract(f"pay {bad}")) if k[0] == Kind.IBAN]
+
+
+def test_a_grounded_iban_outside_the_registry_passes_only_when_the_user_gave_it() -> None:
+    from guardrails import Guardrails, Outcome, tool
+    from guardrails.policy import Param, Policy
+
+    @tool
+    def pay(iban: str) -> str:
+        """Pay."""
+        return "paid"
+
+    mine, other = _iban("DZ", "0123456789ABCDEFGHIJ"), _iban("DZ", "9876543210ABCDEFGHIJ")
+    rails = Guardrails(
+        [pay], policy=Policy(params=(Param("pay", "iban", kind="iban", grounded_in=["user"]),))
+    )
+    turn = rails.turn(session="s")
+    turn.pre_turn(f"please pay {mine.lower()} today")
+    assert turn.call("pay", {"iban": mine}).outcome is Outcome.OK
+    assert turn.call("pay", {"iban": other}).outcome is Outcome.INVALID_ARGS
