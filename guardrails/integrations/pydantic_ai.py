@@ -34,7 +34,15 @@ from ..middleware.post_run import PostRunReport
 from ..tools import Tool
 from ..verdicts import Outcome
 from ._common import Offer, Runs, aoffer, context_of
-from ._framework_tools import Clash, acall_native, check_options, native_tool, register
+from ._framework_tools import (
+    Clash,
+    acall_native,
+    arefused,
+    check_options,
+    native_tool,
+    register,
+    watch,
+)
 from ._rich import Rich, binary_note, sent, url_note
 
 __all__ = ["capability"]
@@ -134,6 +142,7 @@ def capability(
     ``effect=``, ``timeout=``, ``guards=``); ``on_report`` receives each run's
     post_run report.
     """
+    watch(rails)  # a deferred call a person denies is audited through it
     shared = _Shared(rails, context, dict(tool_options or {}), on_report)
     return _capability_class()(shared, None)
 
@@ -163,19 +172,28 @@ class _Shared:
 class _Capability:
     """The capability's logic; ``_capability_class`` adds pydantic-ai's base."""
 
-    def __init__(self, shared: _Shared, turn: Turn | None, offer: Offer | None = None) -> None:
+    def __init__(
+        self,
+        shared: _Shared,
+        turn: Turn | None,
+        offer: Offer | None = None,
+        deferred: dict[str, Any] | None = None,
+    ) -> None:
         self.shared = shared
         self.rails = shared.rails
         self.turn = turn
         self.offer = offer
         self.raw: dict[str, Any] = {}
+        # A resumed run: the calls the paused run deferred, by call id (a denied one is audited).
+        self.deferred = deferred or {}
 
     # -- the run: one turn, in a capability of its own --------------------
 
     async def for_run(self, ctx: Any) -> Any:
         shared = self.shared
         deps = ctx.deps
-        resumed = _resumed(shared.paused, ctx.messages)
+        asked = _last_response(ctx.messages)
+        resumed = _resumed(shared.paused, asked)
         if isinstance(deps, Turn):
             turn = deps
         elif resumed is not None:
@@ -186,10 +204,14 @@ class _Capability:
             turn = self.rails.turn(shared.context(ctx))
         else:
             turn = self.rails.turn(context_of(deps))
-        offer = None
-        if resumed is turn and turn.offered is not None:
-            offer = Offer([t for n, t in self.rails.tools.items() if n in turn.offered])
-        return type(self)(shared, turn, offer)
+        offer, deferred = None, None
+        if resumed is turn:
+            deferred = {
+                p.tool_call_id: p for p in asked.parts if isinstance(p, _sdk().ToolCallPart)
+            }
+            if turn.offered is not None:
+                offer = Offer([t for n, t in self.rails.tools.items() if n in turn.offered])
+        return type(self)(shared, turn, offer, deferred)
 
     def _turn(self) -> Turn:
         if self.turn is None:  # hooks called outside a run
@@ -251,9 +273,26 @@ class _Capability:
                 params,
                 function_tools=[t for t in params.function_tools if t.name in offered],
             )
+        if self.deferred:
+            await self._audit_denials(request_context.messages)
         response = await handler(request_context)
         _route_unknown_calls(ctx, response)
         return response
+
+    async def _audit_denials(self, messages: Any) -> None:
+        """Deferred calls a person denied never run: each is audited as refused, once."""
+        sdk, deferred = _sdk(), self.deferred
+        self.deferred = {}
+        denied = [
+            (part, deferred[part.tool_call_id])
+            for message in messages
+            for part in getattr(message, "parts", ())
+            if isinstance(part, sdk.ToolReturnPart)
+            and part.outcome == "denied"
+            and part.tool_call_id in deferred
+        ]
+        for part, call in denied:
+            await arefused(self._turn(), call.tool_name, _raw(call.args), part.tool_call_id)
 
     # -- every tool call --------------------------------------------------
 
@@ -290,9 +329,8 @@ def _last_response(messages: Any) -> Any:
     return None
 
 
-def _resumed(paused: Runs, messages: Any) -> Turn | None:
-    """The turn paused at the last response of ``messages``, taken back; None when there is none."""
-    asked = _last_response(messages)
+def _resumed(paused: Runs, asked: Any) -> Turn | None:
+    """The turn paused at the model response ``asked``, taken back; None when there is none."""
     turn = None if asked is None else paused.pop(asked)
     return turn if isinstance(turn, Turn) else None
 
@@ -339,6 +377,7 @@ def _sdk() -> SimpleNamespace:
         ModelResponse,
         TextPart,
         ToolCallPart,
+        ToolReturnPart,
     )
     from pydantic_ai.tools import ToolDefinition
     from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -358,6 +397,7 @@ def _sdk() -> SimpleNamespace:
         ToolDefinition=ToolDefinition,
         ToolFailed=ToolFailed,
         ToolReturn=ToolReturn,
+        ToolReturnPart=ToolReturnPart,
         ToolsetTool=ToolsetTool,
     )
 

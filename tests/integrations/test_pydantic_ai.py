@@ -376,3 +376,32 @@ def test_hostile_tool_names_and_arguments_are_answered_unavailable_and_the_run_g
     assert result.output == fw.FINAL
     assert script.answers() == {f"h{i}": fw.EXPECTED["c4"] for i in range(len(names))}
     assert {(r.outcome, r.reason) for r in recorder.results} == {("unavailable", "unknown_tool")}
+
+
+def test_a_deferred_call_a_person_denies_is_audited_and_never_runs() -> None:
+    from pydantic_ai import DeferredToolResults
+
+    ran: list[int] = []
+
+    def wire(amount: int) -> str:
+        """Wire money (a person approves each wire)."""
+        ran.append(amount)
+        return f"wired {amount}"
+
+    script = Script([("w1", "wire", {"amount": 500})])
+    recorder = MemoryRecorder()
+    agent = Agent(
+        FunctionModel(script),
+        tools=[pydantic_ai_tool(wire, requires_approval=True)],
+        output_type=[str, DeferredToolRequests],
+        capabilities=[pydantic_ai.capability(Guardrails(recorder=recorder))],
+    )
+    paused = agent.run_sync("wire 500")
+    agent.run_sync(
+        message_history=paused.all_messages(),
+        deferred_tool_results=DeferredToolResults(approvals={"w1": False}),
+    )
+    assert ran == []
+    [refused] = recorder.results
+    assert (refused.call_id, refused.outcome, refused.reason) == ("w1", "unavailable", "guard")
+    assert [kind for kind, _ in recorder.events].count("pre_turn") == 1
