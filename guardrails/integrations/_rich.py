@@ -13,11 +13,13 @@ outcome is ok, nothing was cut and nothing redacted); otherwise it reads
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
 from ..context import ToolResult
 
-__all__ = ["Rich", "binary_note", "sent", "url_note"]
+__all__ = ["Rich", "address_note", "base64_note", "binary_note", "sent", "url_note"]
 
 
 class Rich:
@@ -42,6 +44,25 @@ def binary_note(media_type: Any, size: int) -> str:
 def url_note(media_type: Any, url: Any) -> str:
     """The stand-in of a part the model is given by address (an image URL)."""
     return f"[{_kind(media_type)}: {url}]"
+
+
+def base64_note(media_type: Any, data: str) -> str:
+    """The stand-in of a base64 payload: its media type and decoded size (its length when
+    it is not base64)."""
+    try:
+        size = len(base64.b64decode(data))
+    except (binascii.Error, ValueError):
+        size = len(data)
+    return binary_note(media_type, size)
+
+
+def address_note(media_type: Any, address: Any) -> str:
+    """The stand-in of a part given by address: a ``data:`` URL's payload as ``base64_note``
+    (with the URL's own media type), anything else as ``url_note``."""
+    if isinstance(address, str) and address.startswith("data:"):
+        head, _, payload = address.partition(",")
+        return base64_note(head[5:].split(";")[0] or media_type, payload)
+    return url_note(media_type, address)
 
 
 def sent(result: ToolResult, rich: Rich | None) -> Any:

@@ -18,8 +18,6 @@ text and the structured response, whose rewrites go back into the state. One
 
 from __future__ import annotations
 
-import base64
-import binascii
 import inspect
 import threading
 from collections.abc import Callable, Mapping
@@ -42,7 +40,7 @@ from ._framework_tools import (
     native_tool,
     register,
 )
-from ._rich import Rich, binary_note, sent, url_note
+from ._rich import Rich, address_note, base64_note, sent
 
 __all__ = ["REFUSAL_KEY", "STATE_KEY", "middleware", "scripted_model"]
 
@@ -130,23 +128,13 @@ def _block_text(block: Any) -> str:
     mime = block.get("mime_type")
     data = block.get("base64", block.get("data"))
     if isinstance(data, str):
-        return binary_note(mime, _decoded_size(data))
+        return base64_note(mime, data)
     url = block.get("url")
     if url is None and isinstance(block.get("image_url"), dict):
         url = block["image_url"].get("url")
     if isinstance(url, str):
-        if url.startswith("data:"):  # an inline image given as a data URL
-            head, _, payload = url.partition(",")
-            return binary_note(head[5:].split(";")[0] or mime, _decoded_size(payload))
-        return url_note(mime, url)
+        return address_note(mime, url)
     return render(block, _UNCAPPED)[0]
-
-
-def _decoded_size(data: str) -> int:
-    try:
-        return len(base64.b64decode(data, validate=False))
-    except (binascii.Error, ValueError):
-        return len(data)
 
 
 class _FrameworkError(Exception):

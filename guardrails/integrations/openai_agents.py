@@ -50,7 +50,8 @@ from ._framework_tools import (
     relax_required,
     watch,
 )
-from ._rich import Rich, binary_note, sent, url_note
+from ._openai_items import output_items
+from ._rich import Rich, sent
 
 __all__ = ["PRE_TURN_GUARDRAIL", "guard", "run_config"]
 
@@ -227,7 +228,7 @@ def _guarded(shared: _Guard, tool: Any, options: Mapping[str, Any] | None) -> An
 
     async def run(call: _Call, arguments: dict[str, Any]) -> Any:
         value = await raw(call.ctx, json.dumps(arguments))
-        call.rich = _rich(value)
+        call.rich = output_items(value)
         return value if call.rich is None else call.rich.text
 
     async def direct(arguments: dict[str, Any]) -> Any:
@@ -259,24 +260,11 @@ def _guarded(shared: _Guard, tool: Any, options: Mapping[str, Any] | None) -> An
             _span_error(result)
         return sent(result, call.rich)
 
-    enabled = tool.is_enabled
-
-    async def is_enabled(ctx: Any, agent: Any) -> bool:
-        if callable(enabled):
-            allowed = enabled(ctx, agent)
-            if inspect.isawaitable(allowed):
-                allowed = await allowed
-            if not allowed:
-                return False
-        elif not enabled:
-            return False
-        return name in {t.name for t in (await shared.offer(ctx)).tools}
-
     return dataclasses.replace(
         tool,
         params_json_schema={k: v for k, v in spec.schema.items() if k != "title"},
         on_invoke_tool=invoke,
-        is_enabled=is_enabled,
+        is_enabled=_enabled(shared, name, tool.is_enabled),
         tool_input_guardrails=[_audited(shared, g) for g in tool.tool_input_guardrails or ()]
         or tool.tool_input_guardrails,
         needs_approval=_approval(shared, name, tool.needs_approval),
@@ -300,6 +288,23 @@ def _approval(shared: _Guard, name: str, needs: Any) -> Any:
     return needs_approval
 
 
+def _enabled(shared: _Guard, name: str, enabled: Any) -> Callable[..., Any]:
+    """The tool's own ``is_enabled``, then pre_turn's offer (once per run)."""
+
+    async def is_enabled(ctx: Any, agent: Any) -> bool:
+        if callable(enabled):
+            allowed = enabled(ctx, agent)
+            if inspect.isawaitable(allowed):
+                allowed = await allowed
+            if not allowed:
+                return False
+        elif not enabled:
+            return False
+        return name in {t.name for t in (await shared.offer(ctx)).tools}
+
+    return is_enabled
+
+
 class _Call:
     """The SDK's per-call object (its ``ToolContext``), and a rich output the tool returned."""
 
@@ -308,47 +313,6 @@ class _Call:
     def __init__(self, ctx: Any) -> None:
         self.ctx = ctx
         self.rich: Rich | None = None
-
-
-def _rich(value: Any) -> Rich | None:
-    """A stand-in for SDK output items (text, image, file; one or a list); None for others."""
-    from agents.tool import ValidToolOutputPydanticModelsTypeAdapter
-
-    items = list(value) if isinstance(value, list | tuple) else [value]
-    if not items or not all(isinstance(i, dict) or hasattr(i, "model_dump") for i in items):
-        return None
-    parsed = []
-    for item in items:
-        if isinstance(item, dict) and "type" not in item:
-            return None
-        try:
-            parsed.append(ValidToolOutputPydanticModelsTypeAdapter.validate_python(item))
-        except ValueError:  # pydantic's ValidationError: not an output item
-            return None
-    return Rich("\n".join(_item_text(i) for i in parsed), value)
-
-
-def _item_text(item: Any) -> str:
-    if item.type == "text":
-        return str(item.text)
-    data = item.image_url if item.type == "image" else (item.file_data or item.file_url)
-    kind = "image" if item.type == "image" else None
-    if isinstance(data, str) and data.startswith("data:"):
-        head, _, payload = data.partition(",")
-        return binary_note(head[5:].split(";")[0] or kind, _b64_size(payload))
-    if item.type == "file" and item.file_data is not None:
-        return binary_note(kind, _b64_size(item.file_data))
-    return url_note(kind, data or item.file_id)
-
-
-def _b64_size(data: str) -> int:
-    import base64
-    import binascii
-
-    try:
-        return len(base64.b64decode(data))
-    except (binascii.Error, ValueError):
-        return len(data)
 
 
 def _span_error(result: ToolResult) -> None:

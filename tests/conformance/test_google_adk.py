@@ -40,55 +40,14 @@ from guardrails.integrations.scripted_models import adk_model  # noqa: E402
 ENTRY = "google_adk"
 ASK = "What can I do with my account?"
 
-# The plugin registers the agent's tools, so the scenario's tool-scoped guards are
-# given to their tools here.
-OPTIONS = {
-    "balance": {"bind": {"account_id": "account_id"}},
-    "transfer": {"guards": [sc.over_limit, sc.fraud_check]},
-    "search": {"guards": [sc.query_filter]},
-}
-
 
 def tools(ran: list[str], approval: bool) -> list[Any]:
-    """The scenario's tools as plain functions ADK wraps; each body records its run."""
-
-    def balance(account_id: str) -> str:
-        """The customer's balance."""
-        ran.append("balance")
-        return sc.balance_of(account_id)
-
-    def transfer(to: str, amount: float) -> str:
-        """Move money from the customer's account to a payee."""
-        ran.append("transfer")
-        return sc.transfer_of(to, amount)
-
-    def search(query: str) -> dict[str, Any]:
-        """Search the help centre."""
-        ran.append("search")
-        return sc.hits_of(query)
-
-    def history() -> str:
-        """Every card payment of the account."""
-        ran.append("history")
-        return sc.history_text()
-
-    def chart() -> types.Part:
-        """The month's spending as a chart."""
-        ran.append("chart")
-        return types.Part.from_bytes(data=sc.PNG, mime_type="image/png")
-
-    def close_account() -> str:
-        """Close the account (never offered to the tenant)."""
-        ran.append("close_account")
-        return "closed"
-
+    """The scenario's tools as functions ADK wraps (``transfer`` asks for confirmation in the
+    approval row); each body records its run."""
+    bodies = sc.functions(ran, lambda: types.Part.from_bytes(data=sc.PNG, mime_type="image/png"))
     return [
-        balance,
-        FunctionTool(transfer, require_confirmation=approval),
-        search,
-        history,
-        chart,
-        close_account,
+        FunctionTool(fn, require_confirmation=approval and name == "transfer")
+        for name, fn in bodies.items()
     ]
 
 
@@ -126,11 +85,9 @@ def received(llm: Any, ids: list[str]) -> list[hs.Received]:
 def runner(row: tb.Row, ran: list[str], instruments: hs.Instruments) -> tuple[Any, Any, list[str]]:
     script = steps(row)
     llm = adk_model(*script, sc.FINAL)
-    engine = Guardrails(
-        guards=[sc.offered_only()], max_result_chars=sc.MAX_RESULT, **instruments.engine()
-    )
+    engine = Guardrails(guards=sc.guards(), max_result_chars=sc.MAX_RESULT, **instruments.engine())
     agent = LlmAgent(name="bank", model=llm, tools=tools(ran, row.id == "approval"))
-    guard = plugin(agent, engine, tool_options=OPTIONS, context=sc.context())
+    guard = plugin(agent, engine, tool_options=sc.BIND, context=sc.context())
     made = InMemoryRunner(app=App(name="bank", root_agent=agent, plugins=[guard]))
     return made, llm, [call_id for step in script for call_id, _, _ in step]
 

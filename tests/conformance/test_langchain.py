@@ -38,50 +38,12 @@ ENTRY = "langchain"
 ASK = {"messages": [{"role": "user", "content": "What can I do with my account?"}]}
 APPROVE = Command(resume={"decisions": [{"type": "approve"}]})
 
-# The middleware registers the agent's tools at the first model call, so the
-# scenario's tool-scoped guards are given to their tools here.
-OPTIONS = {
-    "balance": {"bind": {"account_id": "account_id"}},
-    "transfer": {"guards": [sc.over_limit, sc.fraud_check]},
-    "search": {"guards": [sc.query_filter]},
-}
-
 
 def tools(ran: list[str]) -> list[StructuredTool]:
-    """The scenario's tools as LangChain tools; each body records its run."""
-
-    def balance(account_id: str) -> str:
-        """The customer's balance."""
-        ran.append("balance")
-        return sc.balance_of(account_id)
-
-    def transfer(to: str, amount: float) -> str:
-        """Move money from the customer's account to a payee."""
-        ran.append("transfer")
-        return sc.transfer_of(to, amount)
-
-    def search(query: str) -> dict[str, Any]:
-        """Search the help centre."""
-        ran.append("search")
-        return sc.hits_of(query)
-
-    def history() -> str:
-        """Every card payment of the account."""
-        ran.append("history")
-        return sc.history_text()
-
-    def chart() -> list[dict[str, Any]]:
-        """The month's spending as a chart."""
-        ran.append("chart")
-        return [{"type": "image", "base64": sc.PNG_B64, "mime_type": "image/png"}]
-
-    def close_account() -> str:
-        """Close the account (never offered to the tenant)."""
-        ran.append("close_account")
-        return "closed"
-
-    functions = (balance, transfer, search, history, chart, close_account)
-    return [StructuredTool.from_function(f) for f in functions]
+    """The scenario's tools as LangChain tools (``chart`` answers an image block); each body
+    records its run."""
+    image = [{"type": "image", "base64": sc.PNG_B64, "mime_type": "image/png"}]
+    return [StructuredTool.from_function(fn) for fn in sc.functions(ran, lambda: image).values()]
 
 
 def _received(message: ToolMessage) -> hs.Received:
@@ -105,11 +67,9 @@ def agent(row: tb.Row, ran: list[str], instruments: hs.Instruments) -> tuple[Any
         for step in steps
     ]
     chat = langchain.scripted_model(*replies, AIMessage(content=sc.FINAL))
-    engine = Guardrails(
-        guards=[sc.offered_only()], max_result_chars=sc.MAX_RESULT, **instruments.engine()
-    )
+    engine = Guardrails(guards=sc.guards(), max_result_chars=sc.MAX_RESULT, **instruments.engine())
     middleware: list[Any] = [
-        langchain.middleware(engine, tool_options=OPTIONS, context=lambda runtime: sc.context())
+        langchain.middleware(engine, tool_options=sc.BIND, context=lambda runtime: sc.context())
     ]
     if row.id == "approval":
         middleware.append(HumanInTheLoopMiddleware(interrupt_on={"transfer": True}))

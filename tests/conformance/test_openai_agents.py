@@ -42,55 +42,14 @@ ENTRY = "openai_agents"
 ASK = "What can I do with my account?"
 IMAGE_URL = f"data:image/png;base64,{sc.PNG_B64}"
 
-# The agent's tools are registered by guard(), so the scenario's tool-scoped guards
-# are given to their tools here.
-OPTIONS = {
-    "balance": {"bind": {"account_id": "account_id"}},
-    "transfer": {"guards": [sc.over_limit, sc.fraud_check]},
-    "search": {"guards": [sc.query_filter]},
-}
-
 
 def tools(ran: list[str], approval: bool) -> list[Any]:
-    """The scenario's tools as the SDK's function tools; each body records its run."""
-
-    def balance(account_id: str) -> str:
-        """The customer's balance."""
-        ran.append("balance")
-        return sc.balance_of(account_id)
-
-    def transfer(to: str, amount: float) -> str:
-        """Move money from the customer's account to a payee."""
-        ran.append("transfer")
-        return sc.transfer_of(to, amount)
-
-    def search(query: str) -> dict[str, Any]:
-        """Search the help centre."""
-        ran.append("search")
-        return sc.hits_of(query)
-
-    def history() -> str:
-        """Every card payment of the account."""
-        ran.append("history")
-        return sc.history_text()
-
-    def chart() -> ToolOutputImage:
-        """The month's spending as a chart."""
-        ran.append("chart")
-        return ToolOutputImage(image_url=IMAGE_URL)
-
-    def close_account() -> str:
-        """Close the account (never offered to the tenant)."""
-        ran.append("close_account")
-        return "closed"
-
+    """The scenario's tools as the SDK's function tools (``transfer`` waits for approval in
+    the approval row); each body records its run."""
+    bodies = sc.functions(ran, lambda: ToolOutputImage(image_url=IMAGE_URL))
     return [
-        function_tool(balance),
-        function_tool(transfer, needs_approval=approval),
-        function_tool(search),
-        function_tool(history),
-        function_tool(chart),
-        function_tool(close_account),
+        function_tool(fn, needs_approval=approval and name == "transfer")
+        for name, fn in bodies.items()
     ]
 
 
@@ -141,13 +100,11 @@ def _received(output: Any) -> hs.Received:
 
 def agent(row: tb.Row, ran: list[str], instruments: hs.Instruments) -> tuple[Any, Script]:
     script = Script(row)
-    engine = Guardrails(
-        guards=[sc.offered_only()], max_result_chars=sc.MAX_RESULT, **instruments.engine()
-    )
+    engine = Guardrails(guards=sc.guards(), max_result_chars=sc.MAX_RESULT, **instruments.engine())
     guarded = openai_agents.guard(
         Agent(name="bank", tools=tools(ran, row.id == "approval"), model=script.model),
         engine,
-        tool_options=OPTIONS,
+        tool_options=sc.BIND,
     )
     return guarded, script
 

@@ -499,3 +499,35 @@ async def test_an_agent_given_as_a_tool_is_guarded_like_any_function_tool() -> N
         ("a1", "invalid_args"),
         ("a2", "ok"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("value", "stand_in"),
+    [
+        ({"type": "text", "text": "hi"}, "hi"),
+        ({"type": "image", "file_id": "file-1"}, "[image: file-1]"),
+        ({"type": "image", "image_url": "https://x.test/a.png"}, "[image: https://x.test/a.png]"),
+        (
+            {"type": "file", "file_data": "aGVsbG8=", "filename": "a.txt"},
+            "[application/octet-stream, 5 bytes]",
+        ),
+        (
+            {"type": "file", "file_url": "https://x.test/a.pdf"},
+            "[application/octet-stream: https://x.test/a.pdf]",
+        ),
+        (
+            [{"type": "text", "text": "a"}, {"type": "file", "file_id": "f-2"}],
+            "a\n[application/octet-stream: f-2]",
+        ),
+        ({"query": "fees"}, None),  # a plain dict result
+        ({"type": "chart", "x": 1}, None),  # a type the SDK does not know
+        ([], None),
+        ([{"type": "text", "text": "a"}, "b"], None),  # not every element an item
+    ],
+)
+def test_output_items_have_a_stand_in_without_their_bytes(value: Any, stand_in: str | None) -> None:
+    from guardrails.integrations._openai_items import output_items
+
+    rich = output_items(value)
+    assert (None if rich is None else rich.text) == stand_in
+    assert rich is None or rich.native is value
