@@ -214,6 +214,24 @@ class Guardrails:
         self._replan()
         if policy is not None:
             self.load_policy(policy)
+        self._bind_recorders()
+
+    def _bind_recorders(self) -> None:
+        """Call ``bind(engine)`` on each recorder that has one (Prometheus, OpenTelemetry).
+
+        Binding twice is harmless, so a user's own ``bind`` call still works. A
+        recorder whose ``bind`` raises is counted and logged like any recorder
+        failure: the engine is built all the same.
+        """
+        recorders = self.recorder
+        for rec in recorders.recorders if recorders is not None else ():
+            try:
+                bind = getattr(rec, "bind", None)
+                if callable(bind):
+                    bind(self)
+            except Exception:
+                assert recorders is not None
+                recorders._failed(rec)
 
     # -- registration -------------------------------------------------------
 

@@ -34,11 +34,20 @@ class Recorder(Protocol):
 class Recorders:
     """Several recorders as one. One failing does not stop the others."""
 
-    __slots__ = ("_async", "_turn_pairs", "_with_turn", "awaits", "failures", "recorders")
+    __slots__ = (
+        "_async",
+        "_counts",
+        "_turn_pairs",
+        "_with_turn",
+        "awaits",
+        "failures",
+        "recorders",
+    )
 
     def __init__(self, recorders: Iterable[Recorder]) -> None:
         self.recorders = tuple(recorders)
         self.failures = 0
+        self._counts: dict[int, int] = {}  # failures by recorder (its id), for the log
         # Looked up once: which recorders also want the turn with each result.
         self._with_turn = tuple(getattr(r, "on_turn_result", None) for r in self.recorders)
         # A recorder that writes to a store may offer ``aon_turn_result`` and
@@ -56,8 +65,7 @@ class Recorders:
             try:
                 recorder.on_tool_result(result)
             except Exception:
-                self.failures += 1
-                log.exception("recorder %r failed", recorder)
+                self._failed(recorder)
 
     def on_turn_result(self, turn: Any, result: ToolResult, /) -> None:
         """``on_tool_result``, except that a recorder defining ``on_turn_result(turn,
@@ -69,16 +77,14 @@ class Recorders:
                 else:
                     with_turn(turn, result)
             except Exception:
-                self.failures += 1
-                log.exception("recorder %r failed", recorder)
+                self._failed(recorder)
 
     def on_event(self, kind: str, payload: Any, /) -> None:
         for recorder in self.recorders:
             try:
                 recorder.on_event(kind, payload)
             except Exception:
-                self.failures += 1
-                log.exception("recorder %r failed", recorder)
+                self._failed(recorder)
 
     async def aon_turn_result(self, turn: Any, result: ToolResult, /) -> None:
         """``on_turn_result`` for the async entry points."""
@@ -93,8 +99,7 @@ class Recorders:
                 else:
                     with_turn(turn, result)
             except Exception:
-                self.failures += 1
-                log.exception("recorder %r failed", recorder)
+                self._failed(recorder)
 
     async def aon_event(self, kind: str, payload: Any, /) -> None:
         """``on_event`` for the async entry points."""
@@ -105,8 +110,25 @@ class Recorders:
                 else:
                     recorder.on_event(kind, payload)
             except Exception:
-                self.failures += 1
-                log.exception("recorder %r failed", recorder)
+                self._failed(recorder)
+
+    def _failed(self, recorder: object) -> None:
+        # Called in an ``except`` block: log_failure logs the traceback at the
+        # recorder's 1st, 10th, 100th, ... failure, not at every call.
+        self.failures += 1
+        count = self._counts[id(recorder)] = self._counts.get(id(recorder), 0) + 1
+        log_failure(_name_of(recorder), count)
+
+
+def _name_of(recorder: object) -> str:
+    """The recorder's ``name`` if it is a str, else its class's name (never its repr)."""
+    try:
+        name = getattr(recorder, "name", None)
+    except Exception:  # a hostile recorder's __getattr__
+        name = None
+    if type(name) is str:
+        return name
+    return str(type.__dict__["__name__"].__get__(type(recorder)))
 
 
 def combine_recorders(recorder: Recorder | Iterable[Recorder] | None) -> Recorders | None:

@@ -126,9 +126,9 @@ def test_guards_an_unbound_recorder_has_not_seen_get_series_on_first_use(
     registry: CollectorRegistry, scrape: Callable[[], str]
 ) -> None:
     metrics = PrometheusRecorder(registry)
-    rails = Guardrails([lookup], [short_key], recorder=metrics)
-    rails.turn().call("lookup", {"key": "ab"})
-    rails.turn().call("lookup", {"key": "abcdef"})
+    rails = Guardrails([lookup], [short_key])  # results handed over, never bound
+    metrics.on_tool_result(rails.turn().call("lookup", {"key": "ab"}))
+    metrics.on_tool_result(rails.turn().call("lookup", {"key": "abcdef"}))
     evaluations = series(scrape(), GUARD_EVALUATIONS)
     key = {("guard", "short_key"), ("choke_point", "tool_call")}
     mode = ("mode", "enforce")
@@ -313,3 +313,55 @@ def test_a_bound_recorder_counts_an_unregistered_name_as_unknown_even_if_marked_
     get = registry.get_sample_value
     assert get(TOOL_OUTCOMES, {"tool": UNKNOWN_TOOL, "outcome": "ok"}) == 1
     assert get(TOOL_OUTCOMES, {"tool": "not_registered", "outcome": "ok"}) is None
+
+
+def test_an_engine_binds_the_recorder_it_is_given(
+    registry: CollectorRegistry, scrape: Callable[[], str]
+) -> None:
+    metrics = PrometheusRecorder(registry)
+    Guardrails([lookup], [short_key], recorder=[metrics])  # no bind() by hand
+    text = scrape()
+    assert 'guardrails_guard_registered{choke_point="tool_call",guard="short_key"} 1.0' in text
+    assert 'guardrails_tool_outcomes_total{outcome="ok",tool="lookup"} 0.0' in text
+
+
+def test_a_recorder_whose_bind_raises_is_counted_and_the_engine_is_built() -> None:
+    class Broken:
+        name = "broken"
+
+        def on_tool_result(self, result: Any, /) -> None: ...
+
+        def on_event(self, kind: str, payload: Any, /) -> None: ...
+
+        def bind(self, engine: Any) -> None:
+            raise RuntimeError("cannot bind")
+
+    rails = Guardrails([lookup], [short_key], recorder=[Broken()])
+    assert rails.recorder is not None and rails.recorder.failures == 1
+    assert rails.turn().call("lookup", {"key": "ab"}).outcome.value == "ok"
+
+
+def test_a_broken_recorder_logs_its_traceback_at_the_1st_10th_100th_failure_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Broken:
+        def on_tool_result(self, result: Any, /) -> None:
+            raise RuntimeError("exporter down")
+
+        def on_event(self, kind: str, payload: Any, /) -> None:
+            raise RuntimeError("exporter down")
+
+        def __repr__(self) -> str:  # never used for the log line
+            raise RuntimeError("hostile repr")
+
+    rails = Guardrails([lookup], [short_key], recorder=[Broken()])
+    turn = rails.turn()
+    with caplog.at_level(logging.WARNING, logger="guardrails"):
+        for _ in range(1000):
+            turn.call("lookup", {"key": "ab"})
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.getMessage() for r in warnings] == [
+        f"Broken recorder failed ({n} failures so far)" for n in (1, 10, 100, 1000)
+    ]
+    assert all(r.exc_info is not None for r in warnings)
+    assert rails.recorder is not None and rails.recorder.failures == 1000

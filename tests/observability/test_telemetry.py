@@ -68,6 +68,7 @@ def test_tool_span_follows_the_genai_conventions(
         "gen_ai.tool.name": "lookup",
         "gen_ai.tool.call.id": "toolu_01",
         "gen_ai.tool.type": "function",
+        "gen_ai.tool.description": "Look a key up.",  # the engine bound its recorder
         "guardrails.outcome": "ok",
         "guardrails.verdict": "pass",
     }
@@ -244,3 +245,12 @@ def test_pre_turn_post_run_and_backstop_have_spans(
     assert [dict(e.attributes or {})["gen_ai.evaluation.score.label"] for e in post.events] == [
         "reject"
     ]
+
+
+def test_an_engine_binds_its_span_recorder_so_spans_carry_the_tool_description(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    rails = Guardrails([lookup], [], recorder=OpenTelemetryRecorder(provider))  # no bind()
+    rails.turn().call("lookup", {"key": "ab"})
+    (span,) = exporter.get_finished_spans()
+    assert (span.attributes or {})["gen_ai.tool.description"] == lookup.description
