@@ -164,8 +164,9 @@ class _Shared:
         # Tool definitions are rebuilt at each step: within one capability (and
         # its copy for each run) a tool is known by its name.
         self.sources: dict[str, object] = {}
-        # The turn of a run that ended with deferred calls, by the model response
-        # that asked for them (held weakly: the message history the application keeps).
+        # The turn of a run that ended with deferred calls, by each of that run's
+        # requests in the message history the application keeps (held weakly). Not by
+        # the response that asked: a streamed run hands back a copy of it.
         self.paused = Runs()
 
 
@@ -193,7 +194,7 @@ class _Capability:
         shared = self.shared
         deps = ctx.deps
         asked = _last_response(ctx.messages)
-        resumed = _resumed(shared.paused, asked)
+        resumed = _resumed(shared.paused, ctx.messages, asked)
         if isinstance(deps, Turn):
             turn = deps
         elif resumed is not None:
@@ -222,9 +223,9 @@ class _Capability:
         output = result.output
         if isinstance(output, _sdk().DeferredToolRequests):
             # The run pauses, the turn does not end: post_run waits for its resumption.
-            asked = _last_response(result.all_messages())
-            if asked is not None:
-                self.shared.paused.get(asked, self._turn)
+            messages = result.all_messages()
+            for request in _requests_of(messages, _last_response(messages)):
+                self.shared.paused.get(request, self._turn)
             return result
         text = output if isinstance(output, str) else None
         structured = None if text is not None else output
@@ -329,10 +330,19 @@ def _last_response(messages: Any) -> Any:
     return None
 
 
-def _resumed(paused: Runs, asked: Any) -> Turn | None:
-    """The turn paused at the model response ``asked``, taken back; None when there is none."""
-    turn = None if asked is None else paused.pop(asked)
-    return turn if isinstance(turn, Turn) else None
+def _requests_of(messages: Any, asked: Any) -> list[Any]:
+    """The requests of the run that made the response ``asked`` (by its ``run_id``)."""
+    run_id = getattr(asked, "run_id", None)
+    if run_id is None:
+        return []
+    sdk = _sdk()
+    return [m for m in messages if isinstance(m, sdk.ModelRequest) and m.run_id == run_id]
+
+
+def _resumed(paused: Runs, messages: Any, asked: Any) -> Turn | None:
+    """The turn paused at the response ``asked``, taken back; None when there is none."""
+    found = [paused.pop(request) for request in _requests_of(messages, asked)]
+    return next((turn for turn in found if isinstance(turn, Turn)), None)
 
 
 def _route_unknown_calls(ctx: Any, response: Any) -> None:
@@ -374,6 +384,7 @@ def _sdk() -> SimpleNamespace:
     from pydantic_ai.messages import (
         MULTI_MODAL_CONTENT_TYPES,
         BinaryContent,
+        ModelRequest,
         ModelResponse,
         TextPart,
         ToolCallPart,
@@ -389,6 +400,7 @@ def _sdk() -> SimpleNamespace:
         BinaryContent=BinaryContent,
         CONTROL_FLOW=(ApprovalRequired, CallDeferred, SkipToolExecution),
         DeferredToolRequests=DeferredToolRequests,
+        ModelRequest=ModelRequest,
         ModelResponse=ModelResponse,
         MULTIMODAL=MULTI_MODAL_CONTENT_TYPES,
         NO_TOOLS=FunctionToolset(),

@@ -197,14 +197,24 @@ async def test_pydantic_ai_run_stream_answers_as_the_table_says(row: tb.Row) -> 
     hs.check(ENTRY, row, await arun(row, stream=True))
 
 
-def test_the_approval_row_is_one_turn() -> None:
-    """Approval and resumption: one ``pre_turn`` in the audit, and the call runs once."""
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_approval_row_is_one_turn(stream: bool) -> None:
+    """Approval and resumption: one ``pre_turn`` and one ``post_run``, and the call runs once."""
     instruments, ran = hs.Instruments(), []
     guarded, _ = agent(tb.ROW["approval"], ran, instruments)
-    with fw.default_loop_closed():
-        paused = guarded.run_sync(ASK, deps=sc.context())
-        assert [r.kind for r in instruments.audit.rows()].count("tool_call") == 0  # waiting
-        guarded.run_sync(deps=sc.context(), **_approved(paused.output, paused.all_messages()))
-    kinds = [r.kind for r in instruments.audit.rows()]
-    assert kinds.count("pre_turn") == 1 and kinds.count("tool_call") == 1
+    resume: dict[str, Any] = {}
+    for _ in range(2):
+        if stream:
+            async with guarded.run_stream(
+                None if resume else ASK, deps=sc.context(), **resume
+            ) as streamed:
+                output = await streamed.get_output()
+            messages = streamed.all_messages()
+        else:
+            result = await guarded.run(None if resume else ASK, deps=sc.context(), **resume)
+            output, messages = result.output, result.all_messages()
+        if not resume:  # paused: nothing audited for the waiting call, no post_run yet
+            assert [r.kind for r in instruments.audit.rows()] == ["pre_turn"]
+        resume = _approved(output, messages)
+    assert [r.kind for r in instruments.audit.rows()] == ["pre_turn", "tool_call", "post_run"]
     assert ran == ["transfer"]
