@@ -71,10 +71,13 @@ def _node(root: Mapping[str, Any], segments: list[str]) -> Any:
 def _admits_null(node: Any, root: Mapping[str, Any], depth: int) -> bool:
     """Whether the schema says, in so many words, that null is valid here (a schema
     that says nothing about null, or that ``not`` could exclude it, does not)."""
-    node = _deref(node, root)
-    if not node or depth > 32 or "not" in node:
+    if not isinstance(node, Mapping) or not node or depth > 32 or "not" in node:
         return False
     said = False
+    if "$ref" in node:  # the target and the keywords beside it both apply
+        if not _admits_null(_deref({"$ref": node["$ref"]}, root), root, depth + 1):
+            return False
+        said = True
     declared = node.get("type")
     if declared is not None:
         if not (declared == "null" or (isinstance(declared, list) and "null" in declared)):
@@ -92,13 +95,42 @@ def _admits_null(node: Any, root: Mapping[str, Any], depth: int) -> bool:
         if not _admits_null(option, root, depth + 1):
             return False
         said = True
-    for key in ("anyOf", "oneOf"):
-        options = node.get(key)
-        if isinstance(options, list):
-            if not any(_admits_null(o, root, depth + 1) for o in options):
-                return False
-            said = True
+    options = node.get("anyOf")
+    if isinstance(options, list):
+        if not any(_admits_null(o, root, depth + 1) for o in options):
+            return False
+        said = True
+    options = node.get("oneOf")
+    if isinstance(options, list):
+        # Exactly one: one option admits null and every other one refuses it.
+        admitting = [o for o in options if _admits_null(o, root, depth + 1)]
+        if len(admitting) != 1 or not all(
+            _refuses_null(o, root, depth + 1) for o in options if o is not admitting[0]
+        ):
+            return False
+        said = True
     return said
+
+
+def _refuses_null(node: Any, root: Mapping[str, Any], depth: int) -> bool:
+    """Whether the schema plainly refuses null (a type, enum or const without it)."""
+    if not isinstance(node, Mapping) or not node or depth > 32:
+        return False
+    if "$ref" in node and _refuses_null(_deref({"$ref": node["$ref"]}, root), root, depth + 1):
+        return True
+    declared = node.get("type")
+    if isinstance(declared, str) and declared != "null":
+        return True
+    if isinstance(declared, list) and "null" not in declared:
+        return True
+    if isinstance(node.get("enum"), list) and None not in node["enum"]:
+        return True
+    if "const" in node and node["const"] is not None:
+        return True
+    if any(_refuses_null(o, root, depth + 1) for o in node.get("allOf", ()) or ()):
+        return True
+    options = node.get("anyOf")
+    return isinstance(options, list) and all(_refuses_null(o, root, depth + 1) for o in options)
 
 
 def _open_object(options: list[Mapping[str, Any]]) -> Any:

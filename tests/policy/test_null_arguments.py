@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from guardrails import Guardrails, Outcome, Tool, tool
 from guardrails.policy import Param, Policy
@@ -138,3 +140,56 @@ def test_a_pydantic_optional_parameter_sent_as_null() -> None:
     call = {"iban": "DE89370400440532013000", "reference": None}
     assert rails.call("transfer", call).outcome is Outcome.OK
     assert rails.call("transfer", {**call, "reference": "bad ref"}).outcome is Outcome.INVALID_ARGS
+
+
+# -- what the schema says about null, against an independent judge --------------------------
+
+_LEAVES = st.sampled_from(
+    [
+        {"type": "string"},
+        {"type": "null"},
+        {"type": ["string", "null"]},
+        {"type": ["integer"]},
+        {"enum": ["a", None]},
+        {"enum": ["a"]},
+        {"const": None},
+        {"const": "a"},
+        {},
+        {"description": "says nothing"},
+        {"$ref": "#/$defs/maybe"},
+        {"$ref": "#/$defs/never"},
+    ]
+)
+_schemas = st.recursive(
+    _LEAVES,
+    lambda inner: st.one_of(
+        st.builds(lambda xs: {"anyOf": xs}, st.lists(inner, min_size=1, max_size=3)),
+        st.builds(lambda xs: {"oneOf": xs}, st.lists(inner, min_size=1, max_size=3)),
+        st.builds(lambda xs: {"allOf": xs}, st.lists(inner, min_size=1, max_size=3)),
+        st.builds(lambda x: {"not": x}, inner),
+        st.builds(lambda a, b: {**a, **b}, inner, inner),
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=400, derandomize=True)
+@given(_schemas, st.booleans())
+def test_null_is_skipped_only_where_the_schema_admits_it(schema: Any, required: bool) -> None:
+    import jsonschema
+    from hypothesis import event
+
+    from guardrails.policy.schema_paths import optional_nullable
+
+    root = {
+        "type": "object",
+        "properties": {"memo": schema},
+        "required": ["memo"] if required else [],
+        "$defs": {"maybe": {"type": ["string", "null"]}, "never": {"type": "string"}},
+    }
+    admits = jsonschema.Draft202012Validator(root).is_valid({"memo": None})
+    skipped = optional_nullable(Tool("t", lambda memo=None: memo, root), "memo")
+    event(f"judge admits null: {admits}; skipped: {skipped}")
+    # Sound: a null is never taken as absent where the schema refuses it or the
+    # parameter is required.
+    assert not skipped or (admits and not required)
