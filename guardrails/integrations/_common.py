@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from ..context import ToolResult, TurnContext
 from ..engine import Guardrails, Turn
 from ..errors import ConfigurationError
+from ..middleware._render import render
 from ..middleware.post_run import PostRunReport
 from ..middleware.pre_turn import PreTurnDecision
 from ..tools import Tool
@@ -35,6 +36,7 @@ __all__ = [
     "items",
     "native_blocks",
     "offer",
+    "reads_as_value",
     "start_turn",
     "tools_of",
 ]
@@ -87,17 +89,27 @@ def _is_block(value: Any, types: frozenset[str]) -> bool:
     return type(kind) is str and kind in types
 
 
+def reads_as_value(result: ToolResult) -> bool:
+    """Whether the model would read exactly ``result.value``'s text: an ``ok`` result
+    neither cut to ``max_result_chars`` nor rewritten by a hook (a workflow step's
+    instructions). Only then may an SDK send the value in a shape of its own."""
+    if result.outcome != "ok" or result.truncated:
+        return False
+    try:
+        return render(result.value, 1 << 62)[0] == result.content
+    except Exception:  # a value that cannot be rendered again: its text is what there is
+        return False
+
+
 def native_blocks(result: ToolResult, types: frozenset[str]) -> list[dict[str, Any]] | None:
     """The content blocks an ``ok`` result is made of, for an SDK whose results carry
     blocks of ``types`` (images, files): None for any other value, a non-ok outcome, or
-    a value whose text was cut to ``max_result_chars`` (the model then reads that text)."""
-    if result.outcome != "ok" or result.truncated:
-        return None
+    a result the model does not read as its value (``reads_as_value``)."""
     value = result.value
     found = [value] if type(value) is dict else value if type(value) is list else None
     if not found or not all(_is_block(block, types) for block in found):
         return None
-    return list(found)
+    return list(found) if reads_as_value(result) else None
 
 
 def tools_of(source: Guardrails | Turn | Iterable[Tool]) -> list[Tool]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..context import ToolResult
-from ..middleware._render import render
+from ._common import reads_as_value
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
@@ -90,18 +90,11 @@ def answer(result: ToolResult) -> CallToolResult:
     from mcp.types import CallToolResult, ContentBlock, TextContent
 
     text: list[ContentBlock] = [TextContent(type="text", text=result.content)]
-    if result.is_error or result.truncated:
-        return CallToolResult(content=text, is_error=result.is_error)
+    if result.is_error:
+        return CallToolResult(content=text, is_error=True)
     value = result.value
     shaped = _blocks(value)
-    if shaped is None and type(value) is not dict:
-        return CallToolResult(content=text, is_error=False)
-    # The shape is kept only when the model would read exactly the value's text.
-    try:
-        same = render(value, 1 << 62)[0] == result.content
-    except Exception:
-        same = False
-    if not same:
+    if (shaped is None and type(value) is not dict) or not reads_as_value(result):
         return CallToolResult(content=text, is_error=False)
     if shaped is None:
         return CallToolResult(content=text, structured_content=value, is_error=False)

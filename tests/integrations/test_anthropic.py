@@ -499,3 +499,23 @@ def test_blocks_past_the_size_cap_reach_the_model_as_the_capped_text() -> None:
         assert (block["content"] == [big]) is native
         if not native:
             assert block["content"].endswith("[guardrails: result truncated]")
+
+
+def test_blocks_whose_text_a_hook_rewrote_reach_the_model_as_that_text() -> None:
+    class Rewrite:
+        def before(self, invocation: Any) -> None:
+            return None
+
+        def after(self, invocation: Any, result: Any) -> Any:
+            return result._replace(content=result.content + "\n\nNext: call confirm_plan.")
+
+    @tool
+    def chart() -> Any:
+        """A chart."""
+        return IMAGE
+
+    turn = Guardrails([chart], hooks=[Rewrite()]).turn()
+    message = {"content": [{"type": "tool_use", "id": "t1", "name": "chart", "input": {}}]}
+    [block] = tool_results(turn, message)
+    assert isinstance(block["content"], str)
+    assert block["content"].endswith("Next: call confirm_plan.")

@@ -264,3 +264,22 @@ def test_items_past_the_size_cap_reach_the_responses_api_as_the_capped_text() ->
         items = [{"type": "function_call", "call_id": "f", "name": "chart", "arguments": "{}"}]
         [output] = function_call_outputs(turn, items)
         assert (output["output"] == [big]) is native
+
+
+def test_items_whose_text_a_hook_rewrote_reach_the_responses_api_as_that_text() -> None:
+    class Rewrite:
+        def before(self, invocation: Any) -> None:
+            return None
+
+        def after(self, invocation: Any, result: Any) -> Any:
+            return result._replace(content=result.content + "\n\nNext: call confirm_plan.")
+
+    @tool
+    def chart() -> Any:
+        """A chart."""
+        return IMAGE
+
+    turn = Guardrails([chart], hooks=[Rewrite()]).turn()
+    items = [{"type": "function_call", "call_id": "f", "name": "chart", "arguments": "{}"}]
+    [output] = function_call_outputs(turn, items)
+    assert output["output"].endswith("Next: call confirm_plan.")
