@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from hashlib import blake2b
 from typing import Any
 
-from ._punct import EDGES, URL_STOPS, strip_trailing
+from ._punct import EDGES, TRAILING, URL_STOPS, strip_trailing
 from .kinds import (
     IBAN_LENGTHS,
     Kind,
@@ -327,16 +327,20 @@ def _links(scan: _Scan) -> None:
         scheme_start = at - len(text[start:at].lstrip(_SCHEME_LEAD))
         if at - start > 32 or scheme_start == at or scan.joined_before(start):
             continue
-        link = strip_trailing(text[scheme_start:end])
-        scan.add(link, _url_keys)
-        _cut_link(scan, link, at - scheme_start + 3)
+        _found_link(scan, text[scheme_start:end], at - scheme_start + 3)
 
 
-def _cut_link(scan: _Scan, link: str, host_at: int) -> None:
-    """A link with no path whose host ran into a sentence, read without that sentence's word."""
+def _found_link(scan: _Scan, link: str, host_at: int) -> None:
+    """A link found (its host starts at ``host_at``), and the link without a sentence run into it."""
+    if link[-1] in _TRAILING:
+        link = strip_trailing(link)
+    scan.add(link, _url_keys)
+    dot = link.rfind(".")
+    if dot <= host_at or not link[dot + 1 : dot + 2].isupper():
+        return
     authority = link[host_at:]
     if any(c in authority for c in "/?#:@"):
-        return
+        return  # a path, a port or user information: no sentence ran into the host
     cut = _sentence_cut(authority)
     if cut is not None:
         scan.add(link[:host_at] + cut, _url_keys)
@@ -349,6 +353,7 @@ _DOT_LETTER = re.compile(r"\.(?<=[A-Za-z0-9-]\.)[A-Za-z]")
 _HOST_REV = re.compile(r"[A-Za-z0-9.-]{1,254}")
 _HOST_RUN = re.compile(r"[A-Za-z0-9.-]*")
 _NOT_BEFORE_HOST = "@/:._-"
+_TRAILING = frozenset(TRAILING)
 
 
 def _hosts(scan: _Scan) -> None:
@@ -362,16 +367,16 @@ def _hosts(scan: _Scan) -> None:
         end = pos = _end(_HOST_RUN, text, dot)
         if dot - start > 253 or text[start] in ".-":
             continue
-        if start and (_continues(text[start - 1]) or text[start - 1] in _NOT_BEFORE_HOST):
+        before = text[start - 1] if start else " "
+        if before.isalnum() or before in _NOT_BEFORE_HOST:
             continue  # part of a word, an address or a link
-        if end < size and (_continues(text[end]) or text[end] == "@"):
+        after = text[end] if end < size else " "
+        if after.isalnum() or after in "_@":
             continue  # the local part of an address, or part of a word
-        if end < size and text[end] == "/" and text[end - 1] != ".":
+        if after == "/" and text[end - 1] != ".":
             tail = _URL_TAIL.match(text, end)
             end = pos = end if tail is None else tail.end()
-        link = strip_trailing(text[start:end])
-        scan.add(link, _url_keys)
-        _cut_link(scan, link, 0)
+        _found_link(scan, text[start:end], 0)
 
 
 # -- IBANs and phone numbers, in the text's shape ------------------------------------

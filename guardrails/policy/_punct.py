@@ -11,7 +11,7 @@ one opened inside the link (``https://en.wikipedia.org/wiki/Mercury_(planet)``).
 
 from __future__ import annotations
 
-__all__ = ["EDGES", "QUOTES", "URL_STOPS", "WIDE", "strip_trailing"]
+__all__ = ["EDGES", "QUOTES", "TRAILING", "URL_STOPS", "WIDE", "strip_trailing"]
 
 QUOTES = (
     "\"'\u00ab\u00bb\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f\u2039\u203a\u2e42"
@@ -27,13 +27,14 @@ EDGES = "`.,;:!?()[]{}<>" + QUOTES + WIDE
 # (RFC 3986), and non-ASCII quotes and wide punctuation.
 URL_STOPS = "<>\"'`{}|\\^[]" + QUOTES[2:] + WIDE
 
-_SENTENCE = ".,;:!?" + QUOTES + WIDE
 _OPENS = {")": "(", "]": "[", "}": "{"}
+# What ``strip_trailing`` may take off the end of a link.
+TRAILING = ".,;:!?)]}" + QUOTES + WIDE
 
 
 def strip_trailing(url: str) -> str:
     """``url`` without the punctuation after it, keeping brackets it opened itself."""
-    bare = url.rstrip(_SENTENCE + ")]}")
+    bare = url.rstrip(TRAILING)
     if len(bare) == len(url):
         return url
     # Give back closing brackets, left to right, while each closes one opened inside.

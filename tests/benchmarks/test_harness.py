@@ -78,6 +78,21 @@ def test_pipeline_benchmark_rows_are_well_formed(harness: ModuleType) -> None:
         harness.check_row(r)
 
 
+def test_extract_benchmark_rows_are_well_formed(
+    harness: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bench = importlib.import_module("bench_extract")
+    monkeypatch.setattr(bench, "SIZES", {"1 KB": 1_000, "2 KB": 2_000})
+
+    rows = bench.run(quick=True)
+
+    assert len(rows) == 2 * (len(bench.HOSTILE) + 1)
+    for r in rows:
+        harness.check_row(r)
+        assert r["floor_us"] > 0 and r["ratio"] > 0 and r["us_per_kb"] > 0
+    assert {r["growth"] for r in rows if r["group"] == "extract: 1 KB"} == {1.0}
+
+
 def test_runner_finds_every_bench_module_and_writes_markdown_and_json(
     harness: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
