@@ -48,6 +48,7 @@ HOSTILE = {
     "digits and separators": "0 ",
     "slashes": "/ ",
     "IBAN anchors": "GB00 ",
+    "IBAN groups outside the registry": "DZ05 1234 ",
     "quotes, brackets, @ and dots": "'\u201c@.\u00ab(",
     "mixed": "x://a@b.c/0 ",
 }

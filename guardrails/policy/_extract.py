@@ -34,7 +34,6 @@ from .kinds import (
     Kind,
     domain_of,
     fold,
-    iban_checksum_ok,
     normalise_email,
     normalise_iban,
     normalise_phone,
@@ -228,12 +227,7 @@ def _url_keys(candidate: str) -> tuple[str, ...]:
 
 
 def _iban_keys(candidate: str) -> tuple[str, ...]:
-    compact = candidate.replace(" ", "").replace("-", "").upper()
-    return (_IBAN + compact,) if iban_checksum_ok(compact) else ()
-
-
-def _generic_iban_keys(candidate: str) -> tuple[str, ...]:
-    iban = normalise_iban(candidate)  # the generic shape's own checks
+    iban = normalise_iban(candidate)
     return () if iban is None else (_IBAN + iban,)
 
 
@@ -393,7 +387,9 @@ _SHAPE = str.maketrans(
     }
 )
 _IBAN_BODY = {n: re.compile(f"(?:[ -]?[a0]){{{n - 4}}}") for n in set(IBAN_LENGTHS.values())}
+# Outside the registry (15 to 34 characters): unbroken, or in groups of four.
 _IBAN_RUN = re.compile(r"[a0]{11,30}")
+_IBAN_GROUPS = re.compile(r"(?:[ -][a0]{4}){0,6}([ -][a0]{4})(?:([ -][a0]{1,3}))?")
 _PHONE_SHAPE = re.compile(r"0[0 ().\/-]{5,22}0")
 _WORDISH = frozenset("a0")
 
@@ -405,20 +401,36 @@ def _ibans(scan: _Scan, shape: str) -> None:
     # its characters ("a") are everywhere.
     at = shape.find("aa00")
     while at != -1:
-        if not (at and shape[at - 1] in _WORDISH):
+        if not (at and shape[at - 1] in _WORDISH) and not scan.joined_before(at):
             length = IBAN_LENGTHS.get(text[at : at + 2].upper())
-            # Exactly the country's length, and the token ends there: an
-            # IBAN is not the start of a longer code. A country outside the
-            # registry has no known length: only one run of 15 to 34 letters
-            # and digits is read as its IBAN (``kinds.normalise_iban`` decides).
-            body = (_IBAN_RUN if length is None else _IBAN_BODY[length]).match(shape, at + 4)
-            if (
-                body is not None
-                and not scan.joined_before(at)
-                and not scan.joined_after(body.end())
-            ):
-                scan.add(text[at : body.end()], _iban_keys if length else _generic_iban_keys)
+            for end in _iban_ends(shape, at, length):
+                # The token ends there: an IBAN is not the start of a longer code.
+                if not scan.joined_after(end):
+                    scan.add(text[at:end], _iban_keys)
         at = shape.find("aa00", at + 1)
+
+
+def _iban_ends(shape: str, at: int, length: int | None) -> list[int]:
+    """Where an IBAN starting at ``at`` may end (each one whose checksum holds is found).
+
+    A registered country's IBAN has its length, spaced in any grouping. Any
+    other is unbroken, or printed in groups of four with a shorter last
+    group, which may be a word after it (then the IBAN ends one group before).
+    """
+    if length is not None:
+        body = _IBAN_BODY[length].match(shape, at + 4)
+        return [] if body is None else [body.end()]
+    ends = []
+    run = _IBAN_RUN.match(shape, at + 4)
+    if run is not None:
+        ends.append(run.end())
+    groups = _IBAN_GROUPS.match(shape, at + 4)
+    if groups is not None:
+        ends.append(groups.end())
+        last = max(groups.start(1), groups.start(2))
+        if last - at >= 15:
+            ends.append(last)
+    return ends
 
 
 def _phones(scan: _Scan, shape: str) -> None:

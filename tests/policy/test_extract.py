@@ -17,7 +17,7 @@ from guardrails.policy._punct import QUOTES, WIDE
 from guardrails.policy.kinds import Kind, normalise_email, normalise_url
 
 from . import _extract_before
-from .test_kinds import _spaced, domains, emails, ibans, phones
+from .test_kinds import _iban, _spaced, domains, emails, generic_ibans, ibans, phones
 
 # -- linear in the input ------------------------------------------------------------
 
@@ -53,9 +53,9 @@ def _characters_read(monkeypatch: pytest.MonkeyPatch, text: str) -> int:
             monkeypatch.setattr(_extract, name, _Meter(value, read))
         elif isinstance(value, dict) and all(isinstance(v, re.Pattern) for v in value.values()):
             monkeypatch.setattr(_extract, name, {k: _Meter(v, read) for k, v in value.items()})
-    for name in ("split_url", "normalise_email", "normalise_phone", "normalise_text", "fold"):
+    readers = ("split_url", "normalise_email", "normalise_iban", "normalise_phone")
+    for name in (*readers, "normalise_text", "fold"):
         monkeypatch.setattr(_extract, name, _counted(getattr(_extract, name), read))
-    monkeypatch.setattr(_extract, "iban_checksum_ok", _counted(_extract.iban_checksum_ok, read))
     extract_tokens(text)
     monkeypatch.undo()
     return read[0]
@@ -89,6 +89,8 @@ HOSTILE = [
     "a/",
     "GB00",
     "GB00 ",
+    "DZ05 ",
+    "DZ05 1234 ",
     "GB33BUKB20201555555555",
     "+(0",
     "'\u201c@.\u00ab",
@@ -274,3 +276,13 @@ def test_links_nested_in_a_link_are_each_found() -> None:
     assert key(Kind.URL, text) in found
     assert key(Kind.URL, "https://c.example/y") in found
     assert {key(Kind.HOST, f"{h}.example") for h in "abc"} <= found
+
+
+@given(generic_ibans, st.booleans(), st.sampled_from(["", ".", ", and", " and more", " 12"]))
+@example("DZ" + _iban("DZ", "0002100001113000000570")[2:], True, " and more")
+def test_an_iban_of_a_country_outside_the_registry_is_found_as_printed(
+    iban: str, grouped: bool, after: str
+) -> None:
+    spelled = " ".join(iban[i : i + 4] for i in range(0, len(iban), 4)) if grouped else iban
+    assert key(Kind.IBAN, iban) in extract(f"pay to {spelled}{after}")
+    assert key(Kind.IBAN, iban) not in extract(f"pay to {iban}X9 now")
