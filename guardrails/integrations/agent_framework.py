@@ -19,10 +19,8 @@ tool_call admitted and the bound ones added.
 
 from __future__ import annotations
 
-import base64
 import contextvars
 import functools
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -38,7 +36,8 @@ from ._framework_tools import (
     register,
     watch,
 )
-from ._rich import Rich, binary_note, sent, url_note
+from ._media import agent_framework_text
+from ._rich import Rich, sent
 
 __all__ = ["RUN_KEY", "guard_agent", "tool_from"]
 
@@ -92,32 +91,13 @@ async def _through_framework(**arguments: Any) -> Any:
 
 def _result_value(result: Any, rich: list[Rich]) -> Any:
     """What tool_call renders: the text of text contents; a stand-in for media (kept in ``rich``)."""
-    if not isinstance(result, list) or not all(hasattr(c, "type") for c in result):
-        return result
-    if all(c.type == "text" for c in result):
+    text = agent_framework_text(result)
+    if text is not None:
+        rich.append(Rich(text, result))
+        return text
+    if isinstance(result, list) and all(getattr(c, "type", None) == "text" for c in result):
         return "".join(c.text for c in result)
-    text = "\n".join(_content_text(c) for c in result)
-    rich.append(Rich(text, result))
-    return text
-
-
-def _content_text(content: Any) -> str:
-    if content.type == "text":
-        return str(content.text)
-    if content.type == "data":
-        return binary_note(content.media_type, len(_data_bytes(content.uri)))
-    if content.type == "uri":
-        return url_note(content.media_type, content.uri)
-    # Any other content (a hosted file, an error ...): as the framework would serialise it.
-    return json.dumps(content.to_dict(), default=str)
-
-
-def _data_bytes(uri: str) -> bytes:
-    """The bytes of a ``data:`` URI (the framework keeps data contents as base64 URIs)."""
-    header, _, payload = uri.partition(",")
-    if header.endswith(";base64"):
-        return base64.b64decode(payload, validate=True)
-    return payload.encode()
+    return result
 
 
 def _input_messages(messages: Any) -> list[dict[str, Any]]:

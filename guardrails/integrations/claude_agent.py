@@ -24,7 +24,6 @@ The CLI answers calls of tools that do not exist at all before any hook runs
 
 from __future__ import annotations
 
-import base64
 import contextvars
 import dataclasses
 import functools
@@ -48,7 +47,8 @@ from ._framework_tools import (
     register,
     watch,
 )
-from ._rich import Rich, binary_note, sent
+from ._media import claude_text
+from ._rich import Rich, sent
 
 __all__ = ["ToolReportedError", "guard_options", "tool_from"]
 
@@ -95,18 +95,13 @@ def _rendered(content: Any) -> str:
     from claude_agent_sdk import _convert_tool_content  # what the SDK's own server sends
 
     blocks = _convert_tool_content(list(content))
-    text = "\n".join(_block_text(block) for block in blocks)
+    text = claude_text(blocks)
+    if text is None:
+        return "\n".join(str(block["text"]) for block in blocks)
     found = _RICH.get(None)
-    if found is not None and any(block.get("type") != "text" for block in blocks):
+    if found is not None:
         found.append(Rich(text, blocks))
     return text
-
-
-def _block_text(block: dict[str, Any]) -> str:
-    if block.get("type") == "text":
-        return str(block["text"])
-    # An image whose data is not base64 raises here: the call's outcome is ``error``.
-    return binary_note(block.get("mimeType"), len(base64.b64decode(block["data"], validate=True)))
 
 
 class _Hooks:

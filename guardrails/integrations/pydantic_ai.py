@@ -28,7 +28,6 @@ from typing import Any
 from .._json_depth import deeper_than
 from ..context import TurnContext
 from ..engine import Guardrails, Turn
-from ..middleware._render import render
 from ..middleware.admission import MAX_DEPTH
 from ..middleware.post_run import PostRunReport
 from ..tools import Tool
@@ -43,7 +42,8 @@ from ._framework_tools import (
     register,
     watch,
 )
-from ._rich import Rich, binary_note, sent, url_note
+from ._media import pydantic_ai_text
+from ._rich import Rich, sent
 
 __all__ = ["capability"]
 
@@ -64,47 +64,11 @@ async def _invoke(call: _Call, arguments: dict[str, Any]) -> Any:
     # pydantic-ai's own validation (type conversion, custom validators) on what
     # tool_call admitted, bound values included; then the tool.
     value = await call.execute(await call.validate(arguments))
-    text = _stand_in(value)
+    text = pydantic_ai_text(value)
     if text is None:
         return value
     call.rich = Rich(text, value)
     return text
-
-
-def _stand_in(value: Any) -> str | None:
-    """The text tool_call renders for a multimodal result or a ``ToolReturn``; None for others."""
-    sdk = _sdk()
-    if isinstance(value, sdk.ToolReturn):
-        content = value.content
-        extra = [] if content is None else [content] if isinstance(content, str) else list(content)
-        parts = [value.return_value, *extra]
-    elif isinstance(value, sdk.MULTIMODAL):
-        parts = [value]
-    elif isinstance(value, list | tuple) and any(isinstance(v, sdk.MULTIMODAL) for v in value):
-        parts = list(value)
-    else:
-        return None
-    return "\n".join(_part_text(part, sdk) for part in parts)
-
-
-def _part_text(part: Any, sdk: SimpleNamespace) -> str:
-    if isinstance(part, sdk.BinaryContent):
-        return binary_note(part.media_type, len(part.data))
-    if isinstance(part, sdk.MULTIMODAL):  # a file given by URL, or one uploaded to the provider
-        address = getattr(part, "url", None) or getattr(part, "file_id", None)
-        return url_note(_media_type(part), address)
-    # Text and JSON as tool_call renders any result (a value it cannot render fails the call).
-    return render(part, _UNCAPPED)[0]
-
-
-_UNCAPPED = 1 << 62  # the stand-in is cut by tool_call, as a whole
-
-
-def _media_type(part: Any) -> Any:
-    try:  # a URL with no extension and no media type given: pydantic-ai raises
-        return part.media_type
-    except Exception:
-        return None
 
 
 def _prompt_text(prompt: Any) -> str:
@@ -379,11 +343,9 @@ def _capability_class() -> type:
 @cache
 def _sdk() -> SimpleNamespace:
     """The pydantic-ai names the capability uses, imported on first use."""
-    from pydantic_ai import DeferredToolRequests, ToolReturn
+    from pydantic_ai import DeferredToolRequests
     from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, SkipToolExecution, ToolFailed
     from pydantic_ai.messages import (
-        MULTI_MODAL_CONTENT_TYPES,
-        BinaryContent,
         ModelRequest,
         ModelResponse,
         TextPart,
@@ -397,18 +359,15 @@ def _sdk() -> SimpleNamespace:
 
     return SimpleNamespace(
         ANY_ARGUMENTS=SchemaValidator(core_schema.any_schema()),
-        BinaryContent=BinaryContent,
         CONTROL_FLOW=(ApprovalRequired, CallDeferred, SkipToolExecution),
         DeferredToolRequests=DeferredToolRequests,
         ModelRequest=ModelRequest,
         ModelResponse=ModelResponse,
-        MULTIMODAL=MULTI_MODAL_CONTENT_TYPES,
         NO_TOOLS=FunctionToolset(),
         TextPart=TextPart,
         ToolCallPart=ToolCallPart,
         ToolDefinition=ToolDefinition,
         ToolFailed=ToolFailed,
-        ToolReturn=ToolReturn,
         ToolReturnPart=ToolReturnPart,
         ToolsetTool=ToolsetTool,
     )
