@@ -34,7 +34,6 @@ __all__ = ["MIN_ENCODED", "Spellings", "spellings_of"]
 
 MIN_ENCODED = 6  # bytes: the shortest secret whose base64 and hex forms are looked for
 
-_HEX = "0123456789abcdef"
 # An escape's introducers: a backslash, itself escaped again (more backslashes)
 # or percent-encoded; ``%`` percent-encoded again (``%25``); ``&`` written
 # ``&amp;``. Each repetition is bounded (four levels of escaping: the tool's
@@ -109,8 +108,9 @@ def _backslash_escapes(c: str, code: int, utf8: bytes) -> str:
 
 
 def _token_cores(secret: bytes) -> list[str]:
-    """The base64 and base64url runs that hold all of the secret's bits, at
-    each offset, and its hex: found as they are, then widened to their run."""
+    """The base64 and base64url characters made of the secret's bits only, at
+    each of the three offsets a prefix can put it at: found as they are, then
+    widened to the run of base64 characters around them."""
     cores = []
     for offset in range(3):
         encoded = base64.b64encode(bytes(offset) + secret).decode("ascii")

@@ -47,17 +47,26 @@ APPEND = (
 # head is the hint, otherwise the server hashes after it (in SQL, about a
 # microsecond; a function call costs more than the row's insert). For a store
 # whose hint fell behind (writers taking turns) until the head is back where
-# it left it. Parameters: the hint's id and hash, the client's hash, the row's
-# content, then its columns; answers the row's (id, hash).
+# it left it. The head table is only trusted when it names a row it can see
+# with that hash (or is the empty chain's): a head someone overwrote (the
+# application role may UPDATE it), or one moved by a writer that committed
+# while this one waited for the lock, inserts nothing, and the row goes
+# through the function, which chains after the newest row (migration 6).
+# Parameters: the hint's id and hash, the client's hash, the row's content,
+# then its columns; answers the row's (id, hash), or no row.
 APPEND_AFTER_HEAD = (
-    "WITH head AS (UPDATE guardrails_audit_head SET id = id + 1, hash = CASE "
-    "WHEN id = %s::bigint AND hash = %s THEN %s ELSE encode(sha256(convert_to("
-    "hash || '|' || (id + 1)::text || '|' || %s, 'UTF8')), 'hex') END "
-    "RETURNING id, hash) "
+    "WITH head AS (UPDATE guardrails_audit_head h SET id = h.id + 1, hash = CASE "
+    "WHEN h.id = %s::bigint AND h.hash = %s THEN %s ELSE encode(sha256(convert_to("
+    "h.hash || '|' || (h.id + 1)::text || '|' || %s, 'UTF8')), 'hex') END "
+    "WHERE (h.id = 0 AND h.hash = '') OR EXISTS (SELECT 1 FROM guardrails_audit a "
+    "WHERE a.id = h.id AND a.hash = h.hash) "
+    "RETURNING h.id, h.hash) "
     f"INSERT INTO guardrails_audit (id, {_COLUMNS}, hash) "
     f"SELECT head.id, {_VALUES}, head.hash FROM head "
     "RETURNING id, hash"
 )
+# The chain head table as it is (``verify`` compares it with the newest row).
+HEAD = "SELECT id, hash FROM guardrails_audit_head"
 # Many rows: the function of migration 3 locks the head; the client's hashes
 # go in when it is the hint, otherwise (or when the client sent none, its
 # hint having fallen behind last time) the server hashes after the head it
@@ -200,6 +209,8 @@ def append(row: AuditRow, head: Head = START, *, around: bool = False) -> Steps[
         if done.rowcount == 1:
             return Head(last + 1, digest)
     found = yield Sql(APPEND_AFTER_HEAD, (last, previous, digest, text, *row.values()))
+    if not found.rows:  # the head names no row it can see: the function decides
+        return (yield from _append_rows([row], [text], [], head))
     written, stored = found.rows[0]
     return Head(int(written), str(stored), stored != digest)
 
@@ -230,6 +241,12 @@ def _append_rows(
     found = yield Sql(APPEND_MANY, (head.id, head.hash, hashes, texts, payload))
     last, stored, moved = found.rows[0]
     return Head(int(last), str(stored), bool(moved))
+
+
+def audit_head() -> Steps[tuple[int, str] | None]:
+    """The chain head table's (id, hash), or None when it has no row."""
+    found = yield Sql(HEAD, ())
+    return (int(found.rows[0][0]), str(found.rows[0][1])) if found.rows else None
 
 
 def audit_chain(after_id: int, limit: int) -> Steps[list[tuple[AuditRow, str | None]]]:

@@ -311,6 +311,11 @@ class PostgresStore:
     def audit_rows(self, *, after_id: int = 0, limit: int = 1000, **filters: str) -> list[AuditRow]:
         return self._drive(sql.audit_rows(after_id, limit, filters))
 
+    def audit_head(self) -> tuple[int, str] | None:
+        """The chain head table's (id, hash): what ``verify`` compares with the
+        newest row (not in the ``Store`` protocol: only this store keeps one)."""
+        return self._drive(sql.audit_head())
+
     # -- counters and budgets -----------------------------------------------------
 
     def incr(self, key: str, by: int = 1, /) -> int:
