@@ -235,8 +235,13 @@ JSON_VALUES = st.recursive(
     ),
     max_leaves=8,
 )
+_VALID_LOOKUP = st.fixed_dictionaries(
+    {"order_id": st.text(max_size=8)}, optional={"verbose": st.booleans()}
+)
 LOOKUP_ARGUMENTS = st.one_of(
     st.just({"order_id": "o-1"}),
+    # Valid arguments and one ``lookup`` does not declare: refused, as by a direct call.
+    st.builds(lambda valid, x: {**valid, "x": x}, _VALID_LOOKUP, JSON_VALUES),
     st.dictionaries(st.sampled_from(["order_id", "verbose", "x"]), JSON_VALUES, max_size=3),
 )
 # Where arguments travel as JSON text, the model may also send text that is not JSON.
