@@ -10,10 +10,10 @@ alike (``bench_pipeline.build``), one through each ``run``, are timed in the
 same interleaved rounds. ``python benchmarks/ab_pipeline.py HEAD`` (the same
 code on both sides) shows what is left of the bias: within 1 %.
 
-It works while the other ``run`` calls helpers that this tree still has with
+It works while the two ``run``s call helpers that this tree still has with
 the same signatures (a change to ``run`` itself, not to its pieces).
 
-    python benchmarks/ab_pipeline.py c086810 [--quick] [--passes 3]
+    python benchmarks/ab_pipeline.py OLD [NEW] [--quick] [--passes 3]   # NEW: this tree
 """
 
 from __future__ import annotations
@@ -101,18 +101,21 @@ def one_pass(old: Any, new: Any, guards: int, quick: bool) -> dict[str, float]:
 def main(argv: list[str]) -> None:
     quick = "--quick" in argv
     passes = int(argv[argv.index("--passes") + 1]) if "--passes" in argv else 3
-    commit = next(
+    commits = [
         a for i, a in enumerate(argv) if not a.startswith("--") and argv[i - 1] != "--passes"
-    )
+    ]
     # Both compiled the same way, so that only the code differs.
-    old = run_of(source_at(commit), commit)
-    new = run_of(Path(tool_call.__file__).read_text(), "this tree")
+    old = run_of(source_at(commits[0]), commits[0])
+    if len(commits) > 1:
+        new, name = run_of(source_at(commits[1]), commits[1]), f"{commits[1]}'s"
+    else:
+        new, name = run_of(Path(tool_call.__file__).read_text(), "this tree"), "this tree's"
     found: dict[str, list[float]] = {}
     for _ in range(passes):
         for guards in (2, 0):
             for kind, ratio in one_pass(old, new, guards, quick).items():
                 found.setdefault(f"{kind}, {guards} guards", []).append(ratio)
-    print(f"| this tree's run / {commit}'s run | median of {passes} | each pass |")
+    print(f"| {name} run / {commits[0]}'s run | median of {passes} | each pass |")
     print("| --- | ---: | --- |")
     for name, ratios in found.items():
         each = ", ".join(f"{r:.3f}" for r in ratios)

@@ -110,6 +110,10 @@ class Ticket:
         read-only at every depth, secrets excluded (None when not admitted)."""
         return None if self._held is None else self._held.inv.arguments
 
+    def __repr__(self) -> str:
+        state = "open" if self._state == _OPEN else "settling" if self.open else "settled"
+        return f"<Ticket {self.call_id!r} {self.tool!r} {state}>"
+
     @property
     def open(self) -> bool:
         """True until the ticket is completed, failed or closed with its turn."""

@@ -152,6 +152,15 @@ def test_refused_ticket_carries_what_turn_call_returns(
     assert rows(call_store) == rows(ticket_store) and len(rows(ticket_store)) == 1
 
 
+def test_a_tool_not_offered_in_the_turn_is_refused_at_admission() -> None:
+    engine, store = rails()
+    turn = engine.turn(offered=["publish"])
+    ticket = turn.admit("lookup", {"q": "a"}, "c1")
+    assert not ticket.admitted and ticket.result is not None
+    assert (ticket.result.outcome, ticket.result.reason) == (Outcome.UNAVAILABLE, "not_offered")
+    assert rows(store) == [("c1", "lookup", "unavailable", "reject", "not_offered", None)]
+
+
 def test_a_replayed_call_is_decided_at_admission_with_the_first_result() -> None:
     engine, _ = rails()
     turn = engine.turn()
@@ -471,9 +480,13 @@ def test_stop_in_a_hook_before_the_body_is_decided_at_admission() -> None:
     assert rows(store) == [("c1", "lookup", "unavailable", "pass", "out_of_order", None)]
 
 
-def test_ticket_is_public() -> None:
+def test_ticket_is_public_and_says_what_it_is() -> None:
     engine, _ = rails()
-    assert isinstance(engine.turn().admit("lookup", {"q": "a"}), Ticket)
+    ticket = engine.turn().admit("lookup", {"q": "a"}, "c1")
+    assert isinstance(ticket, Ticket)
+    assert repr(ticket) == "<Ticket 'c1' 'lookup' open>"
+    ticket.complete("x")
+    assert repr(ticket) == "<Ticket 'c1' 'lookup' settled>"
     recorder = MemoryRecorder()
     engine = Guardrails([lookup], recorder=recorder)
     engine.turn().admit("lookup", {"q": "a"}).complete("x")
