@@ -11,7 +11,7 @@ import pytest
 from hypothesis import event, example, given
 from hypothesis import strategies as st
 
-from guardrails.policy import _extract
+from guardrails.policy import _codes, _extract, _links, _scan
 from guardrails.policy._extract import extract, extract_tokens, iter_keys, key
 from guardrails.policy._punct import QUOTES, WIDE
 from guardrails.policy.kinds import Kind, normalise_email, normalise_url
@@ -48,14 +48,19 @@ class _Meter:
 def _characters_read(monkeypatch: pytest.MonkeyPatch, text: str) -> int:
     """Characters the scans' patterns covered and handed to the value readers for ``text``."""
     read = [0]
-    for name, value in list(vars(_extract).items()):
-        if isinstance(value, re.Pattern):
-            monkeypatch.setattr(_extract, name, _Meter(value, read))
-        elif isinstance(value, dict) and all(isinstance(v, re.Pattern) for v in value.values()):
-            monkeypatch.setattr(_extract, name, {k: _Meter(v, read) for k, v in value.items()})
     readers = ("split_url", "normalise_email", "normalise_iban", "normalise_phone")
-    for name in (*readers, "normalise_text", "fold"):
-        monkeypatch.setattr(_extract, name, _counted(getattr(_extract, name), read))
+    for module in (_extract, _links, _codes, _scan):
+        for name, value in list(vars(module).items()):
+            if isinstance(value, re.Pattern):
+                monkeypatch.setattr(module, name, _Meter(value, read))
+            elif (
+                isinstance(value, dict)
+                and value
+                and all(isinstance(v, re.Pattern) for v in value.values())
+            ):
+                monkeypatch.setattr(module, name, {k: _Meter(v, read) for k, v in value.items()})
+            elif name in (*readers, "normalise_text", "fold"):
+                monkeypatch.setattr(module, name, _counted(value, read))
     extract_tokens(text)
     monkeypatch.undo()
     return read[0]
