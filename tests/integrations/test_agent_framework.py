@@ -359,3 +359,11 @@ async def test_a_call_a_person_rejects_at_its_approval_is_audited_and_never_runs
     [refused] = recorder.results
     assert (refused.call_id, refused.outcome, refused.reason) == ("w1", "unavailable", "guard")
     assert [kind for kind, _ in recorder.events].count("pre_turn") == 1
+
+
+def test_no_export_hides_a_name_of_guardrails_when_imported_beside_it() -> None:
+    import guardrails
+    from guardrails.integrations import agent_framework as adapter
+
+    assert not set(adapter.__all__) & set(guardrails.__all__)
+    assert not hasattr(adapter, "guard")  # the old name hid the guard decorator

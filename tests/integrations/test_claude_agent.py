@@ -668,3 +668,11 @@ async def test_a_cli_tool_call_the_application_denies_or_that_fails_is_audited()
     audited = {r.call_id: (r.outcome, r.reason) for r in recorder.results}
     assert audited == {"b1": ("unavailable", "raised"), "b2": ("error", "raised")}
     assert SECRET not in repr([r.content for r in recorder.results])
+
+
+def test_no_export_hides_a_name_of_guardrails_when_imported_beside_it() -> None:
+    import guardrails
+    from guardrails.integrations import claude_agent as adapter
+
+    assert not set(adapter.__all__) & set(guardrails.__all__)
+    assert not hasattr(adapter, "guard")  # the old name hid the guard decorator
