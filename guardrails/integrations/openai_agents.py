@@ -16,8 +16,9 @@ stand-in text (``_rich``). pre_turn also runs as a blocking input guardrail (a
 refused turn trips it), and post_run runs from the agent's ``on_end`` hook, or
 from the ``on_end`` of the agent the run was handed off to.
 ``run_config()`` answers a tool the agent does not have with ``unavailable``
-instead of the SDK's default of ending the run. An agent with ``mcp_servers``
-is refused (their tools would run unguarded).
+instead of the SDK's default of ending the run. The tools of the agent's
+``mcp_servers``, listed at each run, are guarded the same way (the guarded
+agent is then a ``GuardedMCPAgent``, whose ``clone`` keeps them guarded).
 
 One ``Runner.run`` is one turn, unless the run's context is a guardrails
 ``Turn`` (then that turn, across runs).
@@ -29,13 +30,13 @@ import asyncio
 import dataclasses
 import functools
 import inspect
+import sys
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..context import ToolResult, TurnContext
 from ..engine import Guardrails, Turn
-from ..errors import ConfigurationError
 from ..middleware.post_run import PostRunReport
 from ..text import user_text
 from ..verdicts import Outcome, model_sentence
@@ -101,6 +102,8 @@ class _Guard:
         # Calls waiting for a person's approval: call id -> (tool, the run they paused).
         # A resumed run (a copy of the run's context, with new usage) is found by them.
         self.pending: dict[str, tuple[str, _Run]] = {}
+        # The guarded copies of the MCP servers' tools, by name.
+        self.mcp: dict[str, Any] = {}
         _GUARDS.add(self)
 
     def run(self, ctx: Any) -> _Run:
@@ -117,6 +120,19 @@ class _Guard:
                 return run
         return None
 
+    def mcp_tool(self, tool: Any) -> Any:
+        """The guarded copy of an MCP server's tool (made the first time its name is listed:
+        the engine keeps the first definition of a name)."""
+        found = self.mcp.get(tool.name)
+        if found is None:
+            # One source per server and tool name (interned: compared by identity), so that
+            # another guard() of an agent with the same server shares the engine's tool.
+            server = getattr(getattr(tool, "tool_origin", None), "mcp_server_name", None)
+            source = sys.intern(f"mcp:{server}/{tool.name}")
+            found = self.mcp[tool.name] = _guarded(self, tool, None, source)
+            self.names.append(tool.name)
+        return found
+
     def wait(self, ctx: Any, tool: str, call_id: str) -> None:
         """``call_id`` waits for a person: its run is kept for the run that resumes it."""
         run = self.run(ctx)
@@ -132,13 +148,18 @@ class _Guard:
             return self.rails.turn(self.context(ctx))
         return self.rails.turn(context_of(value))
 
-    async def offer(self, ctx: Any, turn_input: Any = None) -> Offer:
-        """pre_turn, once per run, on the run's input."""
+    async def offer(self, ctx: Any, agent: Any, turn_input: Any = None) -> Offer:
+        """pre_turn, once per run, on the run's input (over the MCP servers' tools too)."""
         run = self.run(ctx)
         if run.offer is None:
-            text = _input_text(ctx.turn_input if turn_input is None else turn_input)
-            run.offer = asyncio.ensure_future(aoffer(run.turn, text, self.names))
+            run.offer = asyncio.ensure_future(self._decide(run, ctx, agent, turn_input))
         return await asyncio.shield(run.offer)
+
+    async def _decide(self, run: _Run, ctx: Any, agent: Any, turn_input: Any) -> Offer:
+        if getattr(agent, "guardrails_mcp", None) is self:
+            await agent.get_mcp_tools(ctx)  # their names, listed now, are decided on too
+        text = _input_text(ctx.turn_input if turn_input is None else turn_input)
+        return await aoffer(run.turn, text, self.names)
 
     async def end(self, ctx: Any, output: Any) -> None:
         run = self.runs.pop(_key(ctx))
@@ -178,12 +199,6 @@ def guard(
     """
     from agents import FunctionTool, InputGuardrail
 
-    if agent.mcp_servers:
-        names = ", ".join(repr(getattr(s, "name", type(s).__name__)) for s in agent.mcp_servers)
-        raise ConfigurationError(
-            f"agent {agent.name!r}: the tools of its MCP servers ({names}) would run unguarded; "
-            "serve them through guardrails.integrations.mcp or the gateway instead"
-        )
     check_options([t.name for t in agent.tools if isinstance(t, FunctionTool)], tool_options)
     watch(rails)
     shared = _Guard(rails, context, [], on_report)
@@ -197,12 +212,36 @@ def guard(
     pre_turn = InputGuardrail(
         guardrail_function=_pre_turn(shared), name=PRE_TURN_GUARDRAIL, run_in_parallel=False
     )
-    return agent.clone(
+    guarded = agent.clone(
         tools=tools,
         input_guardrails=[*agent.input_guardrails, pre_turn],
         hooks=_hooks(shared, agent.hooks),
         handoffs=_handoffs(shared, agent.handoffs),
     )
+    return _with_mcp(shared, guarded) if agent.mcp_servers else guarded
+
+
+def _with_mcp(shared: _Guard, agent: Any) -> Any:
+    """``agent`` whose MCP servers' tools, listed at each run, are guarded like its own."""
+    fields = {f.name: getattr(agent, f.name) for f in dataclasses.fields(agent) if f.init}
+    return _mcp_agent_class()(**fields, guardrails_mcp=shared)
+
+
+@functools.cache
+def _mcp_agent_class() -> type:
+    from agents import Agent
+
+    @dataclasses.dataclass
+    class GuardedMCPAgent(Agent):  # type: ignore[type-arg, misc, unused-ignore]
+        """An agent whose MCP servers' tools go through tool_call (kept by ``clone``)."""
+
+        guardrails_mcp: Any = None
+
+        async def get_mcp_tools(self, run_context: Any) -> list[Any]:
+            listed = await super().get_mcp_tools(run_context)
+            return [self.guardrails_mcp.mcp_tool(tool) for tool in listed]
+
+    return GuardedMCPAgent
 
 
 def _optional(tool: Any) -> list[str]:
@@ -217,7 +256,9 @@ def _optional(tool: Any) -> list[str]:
     return [p.name for p in signature.parameters.values() if p.default is not p.empty]
 
 
-def _guarded(shared: _Guard, tool: Any, options: Mapping[str, Any] | None) -> Any:
+def _guarded(
+    shared: _Guard, tool: Any, options: Mapping[str, Any] | None, source: Any = None
+) -> Any:
     import json
 
     # The tool's own invoker with the SDK's error formatting off: exceptions reach
@@ -249,7 +290,8 @@ def _guarded(shared: _Guard, tool: Any, options: Mapping[str, Any] | None) -> An
         direct=direct,
         description=tool.description or "",
     )
-    spec = register(shared.rails, name, build, options, source=tool, clash=Clash.REFUSE)
+    given = tool if source is None else source
+    spec = register(shared.rails, name, build, options, source=given, clash=Clash.REFUSE)
 
     async def invoke(ctx: Any, arguments: str) -> Any:
         call = _Call(ctx)
@@ -300,7 +342,7 @@ def _enabled(shared: _Guard, name: str, enabled: Any) -> Callable[..., Any]:
                 return False
         elif not enabled:
             return False
-        return name in {t.name for t in (await shared.offer(ctx)).tools}
+        return name in {t.name for t in (await shared.offer(ctx, agent)).tools}
 
     return is_enabled
 
@@ -369,7 +411,7 @@ def _pre_turn(shared: _Guard) -> Callable[..., Any]:
     from agents import GuardrailFunctionOutput
 
     async def pre_turn(ctx: Any, agent: Any, turn_input: Any) -> Any:
-        offered = await shared.offer(ctx, turn_input)
+        offered = await shared.offer(ctx, agent, turn_input)
         return GuardrailFunctionOutput(
             output_info=offered.refusal, tripwire_triggered=offered.refusal is not None
         )

@@ -26,7 +26,9 @@ from agents.testing import ScriptedModel, assistant_message, function_call  # no
 from guardrails import ConfigurationError, DuplicateNameError, Guardrails, Turn  # noqa: E402
 from guardrails.integrations import openai_agents  # noqa: E402
 from guardrails.middleware._render import TRUNCATION_MARKER  # noqa: E402
+from guardrails.rules import trigger  # noqa: E402
 from guardrails.testing import MemoryRecorder  # noqa: E402
+from guardrails.verdicts import Outcome, model_sentence  # noqa: E402
 
 set_tracing_disabled(True)
 
@@ -414,14 +416,92 @@ async def test_an_agent_that_hands_off_gets_its_post_run_at_the_runs_end() -> No
     assert notified == fw.NOTIFIED  # the backstop ran on the run's real answer
 
 
-async def test_an_agent_with_mcp_servers_is_refused_naming_them() -> None:
-    class Server:
-        name = "files"
+class Files:
+    """An MCP server of the application's (the SDK's ``MCPServer``, built on first use)."""
 
-    agent = Agent(name="support", tools=tools(), mcp_servers=[Server()])  # type: ignore[list-item]
-    with pytest.raises(ConfigurationError, match=r"'support'.*'files'") as raised:
-        openai_agents.guard(agent, fw.rails())
-    assert "\n" not in str(raised.value)
+    @staticmethod
+    def make(answer: str = "contents of a") -> Any:
+        from agents.mcp import MCPServer
+        from mcp.types import CallToolResult, TextContent
+        from mcp.types import Tool as MCPTool
+
+        class Server(MCPServer):  # type: ignore[misc]
+            def __init__(self) -> None:
+                super().__init__()
+                self.calls: list[tuple[str, Any]] = []
+
+            @property
+            def name(self) -> str:
+                return "files"
+
+            async def connect(self) -> None: ...
+            async def cleanup(self) -> None: ...
+
+            async def list_tools(self, run_context: Any = None, agent: Any = None) -> Any:
+                schema = {
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}},
+                    "required": ["path"],
+                }
+                return [MCPTool(name="read_file", description="Read.", inputSchema=schema)]
+
+            async def call_tool(self, tool_name: str, arguments: Any, meta: Any = None) -> Any:
+                self.calls.append((tool_name, arguments))
+                return CallToolResult(content=[TextContent(type="text", text=answer)])
+
+            async def list_prompts(self) -> Any:
+                raise NotImplementedError
+
+            async def get_prompt(self, name: str, arguments: Any = None) -> Any:
+                raise NotImplementedError
+
+        return Server()
+
+
+async def test_the_tools_of_mcp_servers_go_through_tool_call() -> None:
+    server = Files.make()
+    recorder = MemoryRecorder()
+    calls = [
+        ("m1", "read_file", {"path": "a"}),
+        ("m2", "read_file", {"path": "a", "from_account": "acc-666"}),
+        ("m3", "read_file", {}),
+    ]
+    model = scripted(calls)
+    agent = openai_agents.guard(
+        Agent(name="support", model=model, mcp_servers=[server]), fw.rails(recorder=recorder)
+    )
+    await Runner.run(agent, "read a", run_config=openai_agents.run_config())
+    assert server.calls == [("read_file", {"path": "a"})]  # the refused calls never reach it
+    sent = outputs(model)
+    # The SDK's own form of the server's text content; its text is what was audited.
+    assert sent["m1"] == [{"type": "input_text", "text": "contents of a"}]
+    assert sent["m2"] == fw.UNDECLARED_SENTENCE
+    assert sent["m3"] == model_sentence(Outcome.INVALID_ARGS, ["path"])
+    outcomes = {r.call_id: (r.outcome, r.reason) for r in recorder.results}
+    assert [r.content for r in recorder.results if r.ok] == ["contents of a"]
+    assert outcomes == {
+        "m1": ("ok", None),
+        "m2": ("invalid_args", "undeclared_parameter"),
+        "m3": ("invalid_args", "missing_required"),
+    }
+
+
+async def test_an_mcp_servers_tool_is_offered_by_pre_turn_and_capped() -> None:
+    server = Files.make("x" * 5000)
+    engine = Guardrails(
+        max_result_chars=100, guards=[trigger(["secret"], remove=["read_file"], name="no_files")]
+    )
+    agent = openai_agents.guard(Agent(name="support", mcp_servers=[server]), engine)
+    withheld = scripted([("w1", "read_file", {"path": "a"})])
+    await Runner.run(
+        agent.clone(model=withheld), "the secret file", run_config=openai_agents.run_config()
+    )
+    assert outputs(withheld) == {"w1": model_sentence(Outcome.UNAVAILABLE)}
+    assert server.calls == []
+    capped = scripted([("c1", "read_file", {"path": "a"})])
+    again = openai_agents.guard(Agent(name="support", mcp_servers=[server]), engine)
+    await Runner.run(again.clone(model=capped), "read a")  # another guard(), one engine tool
+    assert outputs(capped)["c1"].endswith(TRUNCATION_MARKER) and len(outputs(capped)["c1"]) == 100
 
 
 async def test_a_run_resumed_after_an_approval_goes_on_in_the_same_turn() -> None:
