@@ -13,6 +13,7 @@ processes (``livesum`` or ``all`` would count or list workers).
 from __future__ import annotations
 
 import os
+import weakref
 from functools import cache
 from typing import Any
 
@@ -58,6 +59,21 @@ def _check(path: str | None) -> None:
             f"{ENV} was set after prometheus_client was imported; "
             "set it in the environment before the process starts"
         )
+
+
+_COLLECTING: weakref.WeakSet[CollectorRegistry] = weakref.WeakSet()
+
+
+def collect_into(registry: CollectorRegistry) -> None:
+    """Give ``registry`` (once) the collector that sums every worker's file."""
+    from prometheus_client import multiprocess
+
+    if registry in _COLLECTING:
+        return
+    path = os.environ.get(ENV)
+    _check(path)
+    multiprocess.MultiProcessCollector(registry, path=path)  # type: ignore[no-untyped-call]
+    _COLLECTING.add(registry)
 
 
 def collecting_registry() -> CollectorRegistry:

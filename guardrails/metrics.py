@@ -112,7 +112,9 @@ class PrometheusRecorder:
     their series are exposed at zero, and so are those of guards and tools the
     engine gets later. ``multiprocess`` defaults to whether
     ``PROMETHEUS_MULTIPROC_DIR`` is set; then the counts are also written to
-    that directory, to be scraped through ``multiprocess_registry()``.
+    that directory, to be scraped through ``multiprocess_registry()``, or
+    through ``registry`` when one is given (it gets the collector that sums
+    every worker's file).
     ``clock`` gives the Unix time written to the last-escape and last-fault
     gauges (``time.time`` unless a test fixes it).
     """
@@ -147,6 +149,12 @@ class PrometheusRecorder:
         self.collector = _Collector(self)
         if self._mirror is None:  # in multiprocess mode the scrape reads the files
             self.registry.register(self.collector)
+        else:
+            self._mirror.failures(self.name, 0)  # its own failure series, from zero
+            if registry is not None:  # asked for: it serves the sum of every worker
+                from ._multiprocess import collect_into
+
+                collect_into(registry)
         if engine is not None:
             self.bind(engine)
 
@@ -169,6 +177,11 @@ class PrometheusRecorder:
                 name, failures = getattr(rec, "name", None), getattr(rec, "failures", None)
                 if rec is not self and isinstance(name, str) and isinstance(failures, int):
                     self.watch(rec, name)
+        return self
+
+    def unbind(self, engine: Any) -> PrometheusRecorder:
+        """Stop reading ``engine`` (one that was replaced); what it counted stays counted."""
+        self._engines = [e for e in self._engines if e is not engine]
         return self
 
     def refresh(self) -> None:
@@ -201,6 +214,8 @@ class PrometheusRecorder:
             series.modes.add(mode)
             if self._mirror is not None:
                 self._mirror.guard(guard, point.value, mode)
+        if self._engines and UNKNOWN_TOOL not in known.tools:
+            found.tools.add(UNKNOWN_TOOL)  # calls of invented tools, from zero
         for tool in found.tools - known.tools:
             known.tools.add(tool)
             for outcome in Outcome:

@@ -129,7 +129,8 @@ class Gateway:
                 detail or type(exc).__name__,
             )
             return
-        self.rails = rails
+        replaced, self.rails = self.rails, rails
+        self.prometheus.unbind(replaced)  # the new engine's guards and tools, not the old's
         for served in self._served:
             served.rails = rails
         await self._changes.publish(ToolsListChanged())
@@ -161,7 +162,11 @@ class Gateway:
             provider_timeout=self.config.secrets.timeout,
             max_result_chars=self.config.max_result_chars,
         )
-        load_policy(rails, self.config.policy, store)
+        try:
+            load_policy(rails, self.config.policy, store)
+        except BaseException:
+            self.prometheus.unbind(rails)  # bound by the engine, never served
+            raise
         return rails
 
     def server(self) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -170,3 +171,16 @@ async def test_a_policy_file_decides_over_mcp_and_its_rules_are_named_in_the_aud
     assert any("policy:lookup.year" in (r.verdicts or "") for r in refused)
     assert any("policy:echo.text" in (r.verdicts or "") for r in refused)
     assert all("2099" not in repr(r) and "money" not in repr(r) for r in refused)
+
+
+async def test_the_gateway_metrics_have_every_series_from_zero(tmp_path: Path) -> None:
+    registry = CollectorRegistry()
+    async with connected(tmp_path, {"PAY_KEY": SECRET}, registry=registry):
+        metrics = generate_latest(registry).decode()  # before any call
+    # The recorder is bound to the gateway's engine: its guards are registered
+    # (the never-ran alert and the dashboard's variables read this gauge) ...
+    assert re.search(r"^guardrails_guard_registered\{[^}]*\} 1\.0$", metrics, re.M)
+    # ... and every tool's outcomes, the invented tools' included, start at zero.
+    assert 'guardrails_tool_outcomes_total{outcome="ok",tool="charge"} 0.0' in metrics
+    assert 'guardrails_tool_outcomes_total{outcome="unavailable",tool="_unknown"} 0.0' in metrics
+    assert 'guardrails_telemetry_failures_total{recorder="prometheus"} 0.0' in metrics

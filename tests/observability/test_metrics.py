@@ -93,7 +93,7 @@ def test_bind_exposes_registered_guards_and_every_outcome_at_zero(
     }
     evaluations = series(text, GUARD_EVALUATIONS)
     assert len(evaluations) == len(Verdict) and set(evaluations.values()) == {0.0}
-    assert len(series(text, TOOL_OUTCOMES)) == len(Outcome)
+    assert len(series(text, TOOL_OUTCOMES)) == 2 * len(Outcome)  # lookup and _unknown
 
 
 def test_every_family_is_exported_with_its_documented_labels(

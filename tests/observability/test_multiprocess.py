@@ -81,6 +81,10 @@ def test_four_workers_give_the_same_summed_series_as_one(expositions: dict[int, 
     assert registered and set(registered.values()) == {1.0}
     # Series exist at zero from bind(): a never-called tool and a never-run guard.
     assert four[("guardrails_tool_outcomes_total", (("outcome", "ok"), ("tool", "unused")))] == 0
+    # ... the recorder's own failures, and the calls of invented tools.
+    assert four[("guardrails_telemetry_failures_total", (("recorder", "prometheus"),))] == 0
+    unknown = (("outcome", "error"), ("tool", "_unknown"))  # never happens here
+    assert four[("guardrails_tool_outcomes_total", unknown)] == 0
 
 
 def test_the_latest_escape_and_fault_times_are_one_series_per_reason_not_per_worker(
@@ -111,3 +115,33 @@ def test_multiprocess_mode_without_the_directory_is_a_configuration_error(
     # Set after prometheus_client was imported: its values are not in files.
     with pytest.raises(ConfigurationError, match="before the process starts"):
         PrometheusRecorder(CollectorRegistry())
+
+
+EXPLICIT = """
+from prometheus_client import CollectorRegistry, generate_latest
+from guardrails import Guardrails, tool
+from guardrails.metrics import PrometheusRecorder
+
+@tool
+def lookup(key: str) -> str:
+    \"\"\"Look a key up.\"\"\"
+    return key
+
+registry = CollectorRegistry()
+metrics = PrometheusRecorder(registry)
+PrometheusRecorder(registry)  # a second recorder on it: one collector, no doubled series
+rails = Guardrails([lookup], recorder=metrics)
+rails.turn().call("lookup", {"key": "k"})
+print(generate_latest(registry).decode())
+"""
+
+
+def test_an_explicit_registry_serves_the_workers_sum_in_multiprocess_mode(tmp_path: Path) -> None:
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", EXPLICIT], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    ok = 'guardrails_tool_outcomes_total{outcome="ok",tool="lookup"} 1.0'
+    assert lines.count(ok) == 1

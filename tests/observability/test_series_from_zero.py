@@ -86,7 +86,9 @@ def test_bind_exposes_every_escape_fault_verdict_outcome_and_backstop_series_at_
         ("shadow", "observe"),
         ("required_notify_human", "enforce"),
     }
-    assert {lbl["tool"] for lbl in labels_of(found, TOOL_OUTCOMES)} == {"lookup", "notify_human"}
+    tools = {lbl["tool"] for lbl in labels_of(found, TOOL_OUTCOMES)}
+    assert tools == {"lookup", "notify_human", "_unknown"}  # invented tools' calls too
+    assert len(labels_of(found, TOOL_OUTCOMES, tool="_unknown")) == 5
     backstop = (
         "guardrails_backstop_actions_total",
         frozenset({("rule", "required_notify_human"), ("tool", "notify_human")}),
