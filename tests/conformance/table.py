@@ -392,7 +392,7 @@ ENTRY_POINTS: dict[str, EntryPoint] = {
         ),
         EntryPoint(
             "claude_agent",
-            "Claude Agent SDK (`guard_options`: `query` through the bundled CLI)",
+            "Claude Agent SDK (`guard_options`: `query` and `ClaudeSDKClient`, through the bundled CLI)",
             "docs/integrations/claude_agent.md",
             error_flag=True,
             differences={

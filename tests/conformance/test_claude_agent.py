@@ -7,9 +7,9 @@ final text. The scenario's tools are the SDK's own ``@tool`` functions,
 served through ``claude_agent.guard_options``. What the model received is read
 from the requests the CLI sent (their ``tool_result`` blocks, by ``tool_use``
 id). The approval row goes through the SDK's permission callback
-(``can_use_tool``), which approves the transfer before it runs. One driver:
-``query`` with a streamed prompt (a CLI session takes seconds, so each row
-runs once).
+(``can_use_tool``), which approves the transfer before it runs. Two drivers
+share the column: ``query`` with a streamed prompt, and a ``ClaudeSDKClient``
+session.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ fw.need("claude_agent_sdk")
 
 from claude_agent_sdk import (  # noqa: E402
     ClaudeAgentOptions,
+    ClaudeSDKClient,
     PermissionResultAllow,
     query,
     tool,
@@ -115,7 +116,19 @@ async def _prompt() -> Any:
     yield {"type": "user", "message": {"role": "user", "content": ASK}}
 
 
-async def arun(row: tb.Row, home: Path) -> hs.Observed:
+async def _query(options: ClaudeAgentOptions) -> None:
+    async for _ in query(prompt=_prompt(), options=options):
+        pass
+
+
+async def _client(options: ClaudeAgentOptions) -> None:
+    async with ClaudeSDKClient(options=options) as client:
+        await client.query(ASK)
+        async for _ in client.receive_response():
+            pass
+
+
+async def arun(row: tb.Row, home: Path, drive: Any = _query) -> hs.Observed:
     instruments, ran = hs.Instruments(), []
     script = [
         *(
@@ -145,8 +158,7 @@ async def arun(row: tb.Row, home: Path) -> hs.Observed:
             tool_options=sc.BIND,
             context=lambda hook_input: sc.context(),
         )
-        async for _ in query(prompt=_prompt(), options=options):
-            pass
+        await drive(options)
     answers, ids = _answers(api, script)
     return instruments.observed(answers, ran, call_ids=tuple(ids))
 
@@ -158,3 +170,12 @@ async def test_claude_agent_query_answers_as_the_table_says(row: tb.Row, tmp_pat
         hs.check_not_applicable(ENTRY, row)
         return
     hs.check(ENTRY, row, await arun(row, tmp_path))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("row", tb.ROWS, ids=lambda row: row.id)
+async def test_claude_agent_client_answers_as_the_table_says(row: tb.Row, tmp_path: Path) -> None:
+    if not hs.applies(ENTRY, row):
+        hs.check_not_applicable(ENTRY, row)
+        return
+    hs.check(ENTRY, row, await arun(row, tmp_path, _client))
