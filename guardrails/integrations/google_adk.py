@@ -30,9 +30,9 @@ from typing import Any
 
 from ..context import ToolResult
 from ..engine import Guardrails, Turn
-from ..middleware._render import FLAG_SECRET_REDACTED, render
+from ..middleware._render import render
 from ..tools import Tool
-from ._common import ContextSource, ReportSink, start_turn
+from ._common import ContextSource, ReportSink, reads_as_value, start_turn
 from ._framework_tools import (
     Clash,
     ToolOptions,
@@ -365,19 +365,14 @@ class _GuardedRun:
 
 def _answer(result: ToolResult, rich: Rich | None) -> Any:
     """What ADK sends the model: ``{"error": ...}`` for refusals; for ``ok`` the tool's own value
-    (a dict or list as it is, media parts as ADK sends them) when tool_call passed its text
-    on unchanged (not cut, nothing redacted), else tool_call's text."""
+    (a dict or list as it is, media parts as ADK sends them) when the model would read exactly
+    its text (not cut, redacted or rewritten by a hook), else tool_call's text."""
     if not result.ok:
         return {"error": result.content}
     if rich is not None:
         return sent(result, rich)
-    value = result.value
-    if (
-        isinstance(value, dict | list)
-        and not result.truncated
-        and FLAG_SECRET_REDACTED not in result.flags
-    ):
-        return value
+    if isinstance(result.value, dict | list) and reads_as_value(result):
+        return result.value
     return result.content
 
 

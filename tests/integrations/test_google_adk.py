@@ -381,3 +381,25 @@ async def test_a_result_with_media_over_the_cap_is_sent_as_its_capped_stand_in()
     sent = tool_results(llm)["i1"]["result"]
     assert sent.startswith("[image/png, 10 bytes]\n") and sent.endswith(TRUNCATION_MARKER)
     assert len(sent) == fw.MAX_RESULT
+
+
+async def test_a_dict_result_a_hook_rewrote_reaches_the_model_as_the_rewritten_text() -> None:
+    from guardrails.context import ToolResult
+
+    class NextStep:
+        """A hook that appends the next step's instructions (as a workflow step does)."""
+
+        def before(self, invocation: Any) -> None:
+            return None
+
+        def after(self, invocation: Any, result: ToolResult) -> ToolResult:
+            return result._replace(content=result.content + "\nNext: confirm_plan")
+
+    def plan(goal: str) -> dict[str, Any]:
+        """Start a plan."""
+        return {"goal": goal}
+
+    llm = adk_model([("p1", "plan", {"goal": "g"})], fw.FINAL)
+    runner, _ = guarded(llm, Guardrails(hooks=[NextStep()]), tools=[plan], tool_options=None)
+    await run(runner)
+    assert tool_results(llm)["p1"] == {"result": '{"goal":"g"}\nNext: confirm_plan'}
