@@ -81,12 +81,15 @@ async def _through_framework(**arguments: Any) -> Any:
     # The admitted arguments (bound ones included) replace the model's, and the
     # framework runs the tool: its own conversion, injection and result parsing.
     call = _CALL.get()
-    if arguments != _arguments(call.context.arguments):
-        # Equal values stay the framework's own (``5`` it holds as ``5.0``): an approved
-        # call's arguments must not change after its approval.
-        call.context.arguments = arguments
+    context = call.context
+    if arguments != _arguments(context.arguments):
+        # What the model sent (and a person approved) stays what the framework shows
+        # and checks an approval against; the bound values are added to what runs,
+        # as the framework's own middleware adds hidden arguments.
+        context.metadata.setdefault("original_arguments_for_messages", context.arguments)
+        context.arguments = arguments
     await call.call_next()
-    return _result_value(call.context.result, call.rich)
+    return _result_value(context.result, call.rich)
 
 
 def _result_value(result: Any, rich: list[Rich]) -> Any:

@@ -367,3 +367,25 @@ def test_no_export_hides_a_name_of_guardrails_when_imported_beside_it() -> None:
 
     assert not set(adapter.__all__) & set(guardrails.__all__)
     assert not hasattr(adapter, "guard")  # the old name hid the guard decorator
+
+
+async def test_an_approved_call_runs_with_its_bound_arguments_added() -> None:
+    @af.tool(approval_mode="always_require")
+    def wire(amount: float, account_id: str) -> str:
+        """Wire money from the customer's account (a person approves each wire)."""
+        return f"wired {amount} from {account_id}"
+
+    client = chat_client([("w1", "wire", {"amount": 5})], fw.FINAL)
+    recorder = MemoryRecorder()
+    options = {"wire": {"bind": {"account_id": "account_id"}}}
+    agent = guarded(client, fw.rails(recorder=recorder), tools=[wire], tool_options=options)
+    session = agent.create_session()
+    paused = await agent.run("wire 5", session=session)
+    [request] = paused.user_input_requests
+    assert "account_id" not in str(request.function_call.arguments)  # what the person approves
+    answer = af.Message(
+        role="user", contents=[request.to_function_approval_response(approved=True)]
+    )
+    await agent.run(answer, session=session)
+    assert tool_results(client) == {"w1": f"wired 5.0 from {fw.ACCOUNT}"}
+    assert [(r.call_id, r.outcome) for r in recorder.results] == [("w1", "ok")]
