@@ -265,9 +265,11 @@ class _Capability:
         self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any
     ) -> Any:
         # Validation happens in tool_call (and pydantic-ai's validator runs
-        # inside it, after bound values are added): keep the raw arguments.
-        self.raw[call.tool_call_id] = (_raw(args), handler)
-        return {}
+        # inside it, after bound values are added): keep the raw arguments. They
+        # are also what pydantic-ai shows of a deferred call (``validated_args``).
+        raw = _raw(args)
+        self.raw[call.tool_call_id] = (raw, handler)
+        return dict(raw) if isinstance(raw, dict) else {}
 
     async def wrap_tool_execute(
         self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any

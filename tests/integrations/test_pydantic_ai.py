@@ -348,6 +348,8 @@ def test_a_deferred_call_resumed_after_approval_continues_the_same_turn(declared
     )
     paused = agent.run_sync("wire 500")
     assert isinstance(paused.output, DeferredToolRequests) and reports == []
+    if declared:  # what a person is shown to approve: the model's arguments
+        assert paused.output.validated_args == {"w1": {"amount": 500}}
     resumed = agent.run_sync(
         message_history=paused.all_messages(),
         deferred_tool_results=DeferredToolResults(approvals={"w1": True}),
