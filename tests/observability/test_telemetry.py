@@ -254,3 +254,21 @@ def test_an_engine_binds_its_span_recorder_so_spans_carry_the_tool_description(
     rails.turn().call("lookup", {"key": "ab"})
     (span,) = exporter.get_finished_spans()
     assert (span.attributes or {})["gen_ai.tool.description"] == lookup.description
+
+
+def test_the_span_records_the_call_id_admission_fixed(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    rails = engine(OpenTelemetryRecorder(provider))
+    turn = rails.turn()
+    cases = {
+        "a" * 128: "a" * 128,  # at the bound: kept
+        "b" * 129: "b" * 128,  # one past it: cut
+        "id\x00x": "id\\x00x",  # a control character: escaped
+    }
+    for given in cases:
+        turn.call("lookup", {"key": "ab"}, call_id=given)
+    turn.call("lookup", {"key": "ab"}, call_id="")
+    ids = [(s.attributes or {})["gen_ai.tool.call.id"] for s in exporter.get_finished_spans()]
+    assert ids[:3] == list(cases.values())
+    assert str(ids[3]).startswith("gr_")
