@@ -11,11 +11,13 @@ in-process MCP server ``server`` (bound parameters hidden), and adds hooks:
 
 - ``UserPromptSubmit`` starts a ``Turn`` for the session and runs pre_turn over
   the prompt (a refused prompt is blocked with the refusal code);
-- ``PreToolUse`` lets each call of a served tool through (no permission
-  prompt) and notes its session and call id; the served tool then runs the
-  call through tool_call in that session's turn and answers with the result's
+- ``PreToolUse`` notes each call of a served tool (its session and call id)
+  and lets it through, or leaves it to the application's ``can_use_tool``
+  (kept, and a call it denies audited); the served tool then runs the call
+  through tool_call in that session's turn and answers with the result's
   content (``isError`` unless ok): the model reads exactly our outcome, never
-  the CLI's or the SDK's words;
+  the CLI's or the SDK's words. The CLI's own tools named in ``cli_tools`` are
+  admitted here and completed at ``PostToolUse`` (``_claude_cli``);
 - ``Stop`` runs post_run over the last assistant message.
 
 The CLI answers calls of tools that do not exist at all before any hook runs
