@@ -248,3 +248,27 @@ def test_the_shape_scan_finds_exactly_the_documents_past_a_bound(
     assert (found is None) == (not kinds)
     if found is not None:
         assert found[0] in kinds
+
+
+def test_the_bounds_table_in_the_docs_names_each_value_and_a_real_test() -> None:
+    import importlib
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "policy.md").read_text()
+    table = doc[doc.index("## Bounds") :]
+    table = table[: table.index("\n\n", table.index("| bound |"))]
+    rows = re.findall(r"^\| [^|]+ \| ([^|]+) \| ([^|]+) \|$", table, re.M)[2:]
+    assert len(rows) == 12
+    for value, test in rows:
+        name = re.search(r"\(`(\w+)\.(MAX_\w+)`\)", value)
+        assert name is not None, value
+        module = importlib.import_module(f"guardrails.policy.{name.group(1)}")
+        bound = getattr(module, name.group(2))
+        shown = f"{bound:,}" if isinstance(bound, int) else f"{bound:g}"
+        assert shown in value, (value, shown)
+        if test.strip() != "the same test":
+            file, function = re.fullmatch(
+                r"`(?:tests/policy/)?(\w+)\.py::(\w+)`", test.strip()
+            ).groups()
+            tests = importlib.import_module(f"tests.policy.{file}")
+            assert callable(getattr(tests, function)), test
