@@ -9,7 +9,7 @@ atomic groups: write ``\\z``). ``\\d``, ``\\w``, ``\\s`` and ``\\b`` are ASCII.
 
 Bounds checked at load: ``MAX_CHARS`` characters, ``MAX_GROUPS`` capture
 groups, ``MAX_PROGRAM`` RE2 instructions (RE2 itself refuses a repetition
-count over 1,000). A match whose worst case (bytes of the value times the
+count over 1,000); RE2 holds at most ``MAX_MEMORY`` bytes for a pattern. A match whose worst case (bytes of the value times the
 program's size) is over ``INLINE_COST`` runs on a worker thread under the
 rule's deadline: RE2 releases the GIL, so the caller is released at the
 deadline (the match itself runs to its end on the worker).
@@ -24,11 +24,14 @@ import re2
 from .._aio import call_with_timeout
 from ..errors import ConfigurationError
 
-__all__ = ["INLINE_COST", "MAX_CHARS", "MAX_GROUPS", "MAX_PROGRAM", "Pattern"]
+__all__ = ["INLINE_COST", "MAX_CHARS", "MAX_GROUPS", "MAX_MEMORY", "MAX_PROGRAM", "Pattern"]
 
 MAX_CHARS = 1_000
 MAX_GROUPS = 100
 MAX_PROGRAM = 10_000
+# RE2's memory for one pattern (its program and the caches of its automata,
+# which fill as values are matched): a thousand rules hold at most 1 GiB.
+MAX_MEMORY = 1 << 20
 # Bytes times instructions matched on the caller's thread: RE2's slowest
 # engine (NFA) takes about 5 ns per unit, so at most about 20 ms.
 INLINE_COST = 1 << 22
@@ -41,13 +44,14 @@ def _options(capture: bool) -> Any:
     options = re2.Options()
     options.log_errors = False  # RE2 would write the parse error to stderr itself
     options.never_capture = not capture
+    options.max_mem = MAX_MEMORY
     return options
 
 
 class Pattern:
     """A compiled policy pattern. ``fullmatch`` never raises."""
 
-    __slots__ = ("_match", "inline_bytes", "inline_chars", "program", "text")
+    __slots__ = ("_match", "compiled", "inline_bytes", "inline_chars", "program", "text")
 
     def __init__(self, text: str) -> None:
         if text.__class__ is not str:
@@ -74,6 +78,7 @@ class Pattern:
                 f"{MAX_PROGRAM:,} are allowed (a smaller repetition count shrinks it)"
             )
         self.text = text
+        self.compiled = compiled
         # The compiled program's own matcher: one call, no match object built.
         self._match = compiled._regexp.Match
         self.inline_bytes = INLINE_COST // max(self.program, 1)

@@ -170,6 +170,13 @@ def test_pattern_bounds_at_the_bound_and_one_past_it(
     assert info.value.key == "pattern" and problem in info.value.problem
 
 
+def test_each_pattern_holds_at_most_1_mib_of_re2_memory() -> None:
+    # docs/policy.md, "Patterns": the automata's caches fill as values are
+    # matched; 1 MiB each keeps a thousand rules under 1 GiB.
+    assert Pattern("[ab]*a[ab]{20}c").compiled.options.max_mem == 1_048_576
+    assert _rule(pattern=_program_of(MAX_PROGRAM))._compiled.pattern is not None
+
+
 def test_a_pattern_of_100000_groups_is_refused_before_it_is_compiled() -> None:
     with pytest.raises(PolicyError, match="at most 1,000 are allowed"):
         loads("[tools.note.params.text]\npattern = '" + "(" * 50_000 + ")" * 50_000 + "'\n")
