@@ -57,6 +57,7 @@ _DOMAIN = re.compile(r"[\w-]{1,63}(?:\.[\w-]{1,63})+")
 
 
 def emails(scan: Scan) -> None:
+    """Addresses: a local part, an ``@`` and a domain, read back and forth from the ``@``."""
     text = scan.text
     for anchor in _AT.finditer(text):
         at = anchor.start()
@@ -92,14 +93,14 @@ def links(scan: Scan) -> None:
     text = scan.text
     anchors = [m.start() for m in _SCHEME_AT.finditer(text)]
     runs = [at - scan.left(_SCHEME_REV, at) for at in anchors]
-    run_end = -1
+    stop = -1  # where the current run of link characters ends
     for i, at in enumerate(anchors):
-        if at >= run_end:
+        if at >= stop:
             tail = _URL_TAIL.match(text, at + 3)
-            run_end = at + 3 if tail is None else tail.end()
-            end = run_end
+            stop = at + 3 if tail is None else tail.end()
+            end = stop
         else:
-            end = runs[i + 1] if i + 1 < len(anchors) and anchors[i + 1] < run_end else run_end
+            end = runs[i + 1] if i + 1 < len(anchors) and anchors[i + 1] < stop else stop
         start = runs[i]
         scheme_start = at - len(text[start:at].lstrip(_SCHEME_LEAD))
         if at - start > 32 or scheme_start == at or scan.joined_before(start):
