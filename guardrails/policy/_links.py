@@ -48,8 +48,9 @@ def _sentence_cut(host: str) -> str | None:
 # The characters RFC 5322 allows in a local part, less "/", "=", "?" and "&",
 # which in text separate a path, a key or a query from an address.
 _LOCAL_CHARS = r"\w.!#$%'*+^`{|}~-"
-# Read back from the "@": one past the limit, to know a longer run.
-_LOCAL_REV = re.compile(f"[{_LOCAL_CHARS}]{{1,65}}")
+# Read back from the "@", at most as far as 64 characters and as many
+# opening marks before them: a run that reaches the bound is too long.
+_LOCAL_REV = re.compile(f"[{_LOCAL_CHARS}]{{1,129}}")
 # Quotes, brackets and dots that open an address in prose: not part of it.
 _LOCAL_OPENERS = "'`{|}."
 _AT = re.compile(f"@(?<=[{_LOCAL_CHARS}]@)(?=[\\w-]{{1,63}}\\.[\\w-])")
@@ -64,7 +65,7 @@ def emails(scan: Scan) -> None:
         run = scan.left(_LOCAL_REV, at)
         local = text[at - run : at].lstrip(_LOCAL_OPENERS)
         domain = _DOMAIN.match(text, at + 1)
-        if run > 64 or not local or domain is None:
+        if run == 129 or not 0 < len(local) <= 64 or domain is None:
             continue
         end = domain.end()
         if scan.joined_after(end) or text[end : end + 1] == "@":

@@ -291,3 +291,36 @@ def test_an_iban_of_a_country_outside_the_registry_is_found_as_printed(
     spelled = " ".join(iban[i : i + 4] for i in range(0, len(iban), 4)) if grouped else iban
     assert key(Kind.IBAN, iban) in extract(f"pay to {spelled}{after}")
     assert key(Kind.IBAN, iban) not in extract(f"pay to {iban}X9 now")
+
+
+# -- the bounds of a token, at the bound and one past it ---------------------------------
+
+
+def _kinds(text: str) -> set[tuple[str, str]]:
+    return set(iter_keys(extract(text)))
+
+
+def test_a_local_part_of_64_characters_is_read_and_one_of_65_is_not() -> None:
+    assert ("email", f"{'a' * 64}@example.com") in _kinds(f"to {'a' * 64}@example.com now")
+    assert not any(k == "email" for k, _ in _kinds(f"to {'a' * 65}@example.com now"))
+    # Quotes that open it do not count, and a longer run is not cut to its end.
+    assert ("email", f"{'a' * 64}@example.com") in _kinds(f"to '{'a' * 64}@example.com' now")
+
+
+def test_a_domain_label_of_63_characters_is_read_and_one_of_64_is_not() -> None:
+    assert ("email", f"ana@{'b' * 63}.com") in _kinds(f"to ana@{'b' * 63}.com now")
+    assert not any(k == "email" for k, _ in _kinds(f"to ana@{'b' * 64}.com now"))
+    assert not any(k == "email" for k, _ in _kinds(f"to ana@example.{'c' * 64} now"))
+
+
+def test_a_scheme_of_32_characters_is_read_and_one_of_33_is_not() -> None:
+    scheme = "s" * 32
+    assert ("host", "x.example") in _kinds(f"see {scheme}://x.example/a now")
+    assert not any(k in ("url", "host") for k, _ in _kinds(f"see s{scheme}://x.example/a now"))
+
+
+def test_a_bare_host_of_253_characters_is_read_and_one_of_254_is_not() -> None:
+    name = ".".join(["a" * 63] * 3 + ["b" * 61])  # 253 characters
+    assert len(name) == 253
+    assert ("host", name) in _kinds(f"see {name} now")
+    assert not any(k == "host" for k, _ in _kinds(f"see a{name} now"))

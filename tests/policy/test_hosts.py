@@ -135,3 +135,16 @@ def test_a_name_found_in_text_has_the_arguments_normal_form() -> None:
     assert key(Kind.EMAIL, "ana@xn--strae-oqa.de") in found
     assert key(Kind.URL, "https://xn--strae-oqa.de/weg") in found
     assert key(Kind.EMAIL, "ana@strasse.de") not in found
+
+
+def test_a_spelling_of_1024_characters_is_read_and_one_of_1025_is_not() -> None:
+    # Soft hyphens map to nothing: the name is short, its spelling long.
+    assert normalise_host("a" + "\u00ad" * 1019 + ".com") == "a.com"
+    assert normalise_host("a" + "\u00ad" * 1020 + ".com") is None
+
+
+def test_a_name_of_253_characters_is_a_host_and_one_of_254_is_not() -> None:
+    name = ".".join(["a" * 63] * 3 + ["b" * 61])
+    assert normalise_host(name) == name
+    assert normalise_host(name + "b") is None
+    assert normalise_host("ä" + name[1:]) is None  # its A-label is longer still
