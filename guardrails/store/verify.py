@@ -25,7 +25,8 @@ __all__ = ["Verified", "verify"]
 
 
 class Verified(NamedTuple):
-    """What ``verify`` found: ``bad`` is the id of the first row that breaks the chain."""
+    """What ``verify`` found: ``bad`` is the id of the first row that breaks the chain
+    (None when the rows hold and the chain head table does not)."""
 
     ok: bool
     rows: int
