@@ -55,6 +55,7 @@ def extract(text: str, found: set[str] | None = None) -> set[str]:
     """The keys of every value of every kind found in ``text``, added to ``found``."""
     if found is None:
         found = set()
+    text = _plain(text)
     scan = Scan(text, found)
     if "@" in text:
         emails(scan)
@@ -70,6 +71,12 @@ def extract(text: str, found: set[str] | None = None) -> set[str]:
     if "/" in text:
         _slashed(scan)
     return found
+
+
+def _plain(text: str) -> str:
+    # A str subclass may override len(), find(), translate()...: only its
+    # characters are read, copied by str's own code.
+    return text if text.__class__ is str else str.__add__(text, "")
 
 
 def extract_value(value: Any, found: set[str] | None = None) -> set[str]:
@@ -117,6 +124,7 @@ def extract_tokens(text: str, found: set[str] | None = None) -> set[str]:
     Used for the user's input and the context (short, trusted texts), so a
     single-word value (a name, a code, an amount) the user typed grounds an argument.
     """
+    text = _plain(text)
     found = extract(text, found)
     # Each distinct word once: a text of one word repeated costs one word.
     for token in set(fold(text).replace("\x00", "").split()):

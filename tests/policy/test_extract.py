@@ -15,6 +15,7 @@ from guardrails.policy import _codes, _extract, _links, _scan
 from guardrails.policy._extract import extract, extract_tokens, iter_keys, key
 from guardrails.policy._punct import QUOTES, WIDE
 from guardrails.policy.kinds import Kind, normalise_email, normalise_url
+from tests._hostile import CALLS, LoudStr, loud
 
 from . import _extract_before
 from .test_kinds import _iban, _spaced, domains, emails, generic_ibans, ibans, phones
@@ -324,3 +325,25 @@ def test_a_bare_host_of_253_characters_is_read_and_one_of_254_is_not() -> None:
     assert len(name) == 253
     assert ("host", name) in _kinds(f"see {name} now")
     assert not any(k == "host" for k, _ in _kinds(f"see a{name} now"))
+
+
+class _HostileText(LoudStr):
+    """Text whose every method a scan could call raises (only ``str``'s own code may read it)."""
+
+    __contains__ = loud("contains")
+    __getitem__ = loud("getitem")
+    __iter__ = loud("iter")
+    find = loud("find")
+    translate = loud("translate")
+    split = loud("split")
+    lower = loud("lower")
+    isascii = loud("isascii")
+    splitlines = loud("splitlines")
+
+
+def test_a_str_subclass_is_read_as_its_characters_without_its_methods() -> None:
+    plain = "mail 'ana@example.com' or see www.example.com.They, IBAN GB33BUKB20201555555555\nx/y"
+    CALLS.clear()
+    assert extract(_HostileText(plain)) == extract(plain)
+    assert extract_tokens(_HostileText(plain)) == extract_tokens(plain)
+    assert not CALLS
