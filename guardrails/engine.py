@@ -14,7 +14,7 @@ from .errors import ConfigurationError, DuplicateNameError
 from .guard import Guard, as_guard
 from .middleware.post_run import PostRunReport, apost_run, post_run
 from .middleware.pre_turn import PreTurnDecision, apre_turn, pre_turn
-from .middleware.ticket import Ticket, aadmit, admit, aend_tickets, end_tickets
+from .middleware.ticket import Ticket, aadmit, admit, aend_tickets, end_tickets, take_turn
 from .middleware.tool_call import CallHook, Plan, ToolCallPipeline
 from .recorder import Recorder, Recorders, combine_recorders
 from .rules.ceiling import TurnCeiling
@@ -98,9 +98,7 @@ class Turn:
 
     async def aadmit(self, name: str, arguments: Any, call_id: str | None = None) -> Ticket:
         """``admit`` for async code."""
-        slice = self.engine.loop_slice
-        if slice is not None and (place := _fair.enter(slice)) is not None:
-            await place
+        await take_turn(self)
         return await aadmit(self, name, arguments, call_id)
 
     def end(self) -> list[ToolResult]:
@@ -112,7 +110,10 @@ class Turn:
     async def aend(self) -> list[ToolResult]:
         """``end`` for async code."""
         self.engine._first_end()
-        return await aend_tickets(self) if self._tickets else []
+        if not self._tickets:
+            return []
+        await take_turn(self)
+        return await aend_tickets(self)
 
     def __enter__(self) -> Turn:
         return self

@@ -26,7 +26,9 @@ from functools import partial
 from time import perf_counter_ns
 from typing import Any, NamedTuple
 
+from .. import _fair
 from .._aio import late as is_late
+from .._aio import to_the_end
 from ..context import Escape, Invocation, ToolResult, VerdictRecord
 from ..errors import TicketClosed, UsageError
 from ..verdicts import Outcome, Reason, Verdict
@@ -34,7 +36,15 @@ from ._hooks import Stop
 from ._results import failure
 from .admission import Plan
 
-__all__ = ["NOT_COMPLETED", "Ticket", "aadmit", "admit", "aend_tickets", "end_tickets"]
+__all__ = [
+    "NOT_COMPLETED",
+    "Ticket",
+    "aadmit",
+    "admit",
+    "aend_tickets",
+    "end_tickets",
+    "take_turn",
+]
 
 NOT_COMPLETED = Stop(Outcome.ERROR, Reason.NOT_COMPLETED)
 """What a ticket still open when its turn ends is settled with."""
@@ -130,12 +140,15 @@ class Ticket:
         return self._settle(self._claim(), stop, None)
 
     async def acomplete(self, output: Any) -> ToolResult:
-        """``complete`` for async code: output guards and hooks awaited."""
+        """``complete`` for async code: output guards and hooks awaited. Once begun,
+        the call is settled to its end even if the caller is cancelled meanwhile."""
+        await take_turn(self.turn)
         return await self._asettle(self._claim(), None, output)
 
     async def afail(self, error: BaseException | str = Reason.RAISED) -> ToolResult:
         """``fail`` for async code."""
         stop = _failure(error)
+        await take_turn(self.turn)
         return await self._asettle(self._claim(), stop, None)
 
     # -- settling -------------------------------------------------------------------
@@ -167,14 +180,19 @@ class Ticket:
         return self._closed(result)
 
     async def _asettle(self, held: _Held, stop: Stop | None, value: Any) -> ToolResult:
+        """The steps after the body, in the ticket's context, run to their end
+        whatever happens to the caller: the body's answer is already in hand."""
         args = self._settle_args(held, stop, value)
-        try:
-            task = asyncio.create_task(held.pipeline.asettle(*args), context=held.context)
-            result: ToolResult = await task
-        except BaseException:
-            self._state = _CLOSED
-            raise
-        return self._closed(result)
+        task = asyncio.create_task(held.pipeline.asettle(*args), context=held.context)
+        task.add_done_callback(self._settled)  # before the caller hears: it sees it closed
+        result: ToolResult = await asyncio.shield(task)
+        return result
+
+    def _settled(self, task: asyncio.Task[ToolResult]) -> None:
+        if task.cancelled() or task.exception() is not None:
+            self._state = _CLOSED  # a stop: the call was recorded as ``interrupted``
+        else:
+            self._closed(task.result())
 
     def _closed(self, result: ToolResult) -> ToolResult:
         self.result = result  # before ``open`` turns False: whoever sees it closed sees this
@@ -260,5 +278,18 @@ def end_tickets(turn: Any) -> list[ToolResult]:
 
 
 async def aend_tickets(turn: Any) -> list[ToolResult]:
-    """``end_tickets`` for async code."""
-    return [await ticket._asettle(held, NOT_COMPLETED, None) for ticket, held in _pending(turn)]
+    """``end_tickets`` for async code: every ticket taken is settled, even if the
+    caller is cancelled meanwhile."""
+    return await to_the_end(_asettle_all(_pending(turn)))
+
+
+async def _asettle_all(taken: list[tuple[Ticket, _Held]]) -> list[ToolResult]:
+    return [await ticket._asettle(held, NOT_COMPLETED, None) for ticket, held in taken]
+
+
+async def take_turn(turn: Any) -> None:
+    """Wait for this call's turn on the event loop (``_fair``), as every async entry
+    point does before any work."""
+    slice = turn.engine.loop_slice
+    if slice is not None and (place := _fair.enter(slice)) is not None:
+        await place

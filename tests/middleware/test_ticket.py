@@ -545,3 +545,45 @@ def test_a_stop_while_completing_is_recorded_once_and_closes_the_ticket() -> Non
     assert turn.end() == []
     assert [r.reason for r in turn.results] == [Reason.INTERRUPTED]
     assert rows(store) == [("c1", "echo", "unavailable", "reject", "interrupted", None)]
+
+
+def test_an_acomplete_whose_caller_is_cancelled_still_settles_with_the_answer() -> None:
+    class SlowAudit:
+        def __init__(self) -> None:
+            self.entered = asyncio.Event()
+            self.release = asyncio.Event()
+            self.seen: list[ToolResult] = []
+
+        def before(self, inv: Invocation) -> None:
+            return None
+
+        def after(self, inv: Invocation, result: ToolResult) -> ToolResult:
+            raise AssertionError("acomplete awaits aafter")
+
+        async def aafter(self, inv: Invocation, result: ToolResult) -> ToolResult:
+            self.entered.set()
+            await self.release.wait()
+            self.seen.append(result)
+            return result
+
+    async def main() -> tuple[Ticket, SlowAudit, list[Any]]:
+        slow = SlowAudit()
+        engine, store = rails(hooks=[slow])
+        turn = engine.turn()
+        ticket = await turn.aadmit("lookup", {"q": "a"}, "c1")
+        caller = asyncio.create_task(ticket.acomplete("found a"))
+        await slow.entered.wait()
+        caller.cancel()  # the caller goes away while the hooks settle the call
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        slow.release.set()
+        for _ in range(10_000):  # a few turns of the loop
+            if not ticket.open:
+                break
+            await asyncio.sleep(0)
+        return ticket, slow, rows(store)
+
+    ticket, slow, written = asyncio.run(main())
+    assert ticket.result is not None and ticket.result.outcome == Outcome.OK
+    assert [r.content for r in slow.seen] == ["found a"]
+    assert written == [("c1", "lookup", "ok", "pass", None, None)]
