@@ -10,7 +10,7 @@ The tool is ``_transfer.transfer`` with valid arguments. The models are
 stateless (they answer from the last message), so one agent serves every run:
 
 - OpenAI Agents SDK: a ``Model`` subclass; ``Runner.run`` (async);
-  ``openai_agents.guard(agent, rails)`` and ``run_config()``.
+  ``openai_agents.guard_agent(agent, rails)`` and ``run_config()``.
 - LangChain v1: a ``BaseChatModel`` subclass; ``create_agent(...).invoke``
   (sync: its tool calls run in threads); ``langchain.middleware(rails)``.
 - pydantic-ai: ``FunctionModel``; ``agent.run`` (async);
@@ -77,7 +77,7 @@ def _openai_agents(calls: int) -> dict[str, Callable[[], Any]]:
             raise NotImplementedError
 
     agent = Agent(name="bench", tools=[function_tool(transfer)], model=Stateless())
-    guarded = openai_agents.guard(agent, _rails())
+    guarded = openai_agents.guard_agent(agent, _rails())
     plain_config = RunConfig()
     guarded_config = openai_agents.run_config()
 

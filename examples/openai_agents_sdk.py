@@ -49,7 +49,7 @@ async def main() -> None:
     )
     agent = Agent(name="support", tools=[get_balance, export_log, close_account], model=model)
     rails = Guardrails(max_result_chars=300)
-    guarded = openai_agents.guard(
+    guarded = openai_agents.guard_agent(
         agent,
         rails,
         tool_options={

@@ -1,8 +1,8 @@
-"""OpenAI Agents SDK: ``guard(agent, rails)`` returns the agent with its tools guarded.
+"""OpenAI Agents SDK: ``guard_agent(agent, rails)`` returns the agent with its tools guarded.
 
 ::
 
-    agent = openai_agents.guard(agent, rails)
+    agent = openai_agents.guard_agent(agent, rails)
     result = await Runner.run(agent, "...", run_config=openai_agents.run_config())
 
 Each ``FunctionTool`` of the agent is replaced by a copy whose invoker runs
@@ -54,12 +54,12 @@ from ._framework_tools import (
 from ._openai_items import output_items
 from ._rich import Rich, sent
 
-__all__ = ["PRE_TURN_GUARDRAIL", "guard", "run_config"]
+__all__ = ["PRE_TURN_GUARDRAIL", "guard_agent", "run_config"]
 
 # The name of the input guardrail that runs pre_turn (its output_info is the refusal code).
 PRE_TURN_GUARDRAIL = "guardrails_pre_turn"
 
-# Every guard() made, so that run_config() can find the run of an unknown tool's call.
+# Every guard_agent() made, so that run_config() can find the run of an unknown tool's call.
 _GUARDS: weakref.WeakSet[_Guard] = weakref.WeakSet()
 
 
@@ -97,7 +97,7 @@ class _Guard:
         self.names = names
         self.on_report = on_report
         # Each guarded agent has its own turn in a run (a handoff's target agent, guarded
-        # by a guard() of its own, starts its own turn).
+        # by a guard_agent() of its own, starts its own turn).
         self.runs = Runs()
         # Calls waiting for a person's approval: call id -> (tool, the run they paused).
         # A resumed run (a copy of the run's context, with new usage) is found by them.
@@ -126,7 +126,7 @@ class _Guard:
         found = self.mcp.get(tool.name)
         if found is None:
             # One source per server and tool name (interned: compared by identity), so that
-            # another guard() of an agent with the same server shares the engine's tool.
+            # another guard_agent() of an agent with the same server shares the engine's tool.
             server = getattr(getattr(tool, "tool_origin", None), "mcp_server_name", None)
             source = sys.intern(f"mcp:{server}/{tool.name}")
             found = self.mcp[tool.name] = _guarded(self, tool, None, source)
@@ -181,7 +181,7 @@ def _input_text(turn_input: Any) -> str:
         return ""
 
 
-def guard(
+def guard_agent(
     agent: Any,
     rails: Guardrails,
     *,

@@ -386,7 +386,7 @@ ENTRY_POINTS: dict[str, EntryPoint] = {
         ),
         EntryPoint(
             "openai_agents",
-            "OpenAI Agents SDK (`openai_agents.guard`: `Runner.run`, `run_sync`, `run_streamed`)",
+            "OpenAI Agents SDK (`openai_agents.guard_agent`: `Runner.run`, `run_sync`, `run_streamed`)",
             "docs/integrations/openai_agents.md",
             error_flag=False,
         ),

@@ -2,7 +2,7 @@
 
 A real ``Agent`` over the SDK's ``ScriptedModel`` (each step of a row is one
 model turn of function calls, then a final message), guarded by
-``openai_agents.guard`` and run with ``openai_agents.run_config()``. What the
+``openai_agents.guard_agent`` and run with ``openai_agents.run_config()``. What the
 model received is read from the ``function_call_output`` items of the last
 request. Three drivers share the column: ``Runner.run``, ``Runner.run_sync``
 and ``Runner.run_streamed``. In the approval row ``transfer`` is declared with
@@ -101,7 +101,7 @@ def _received(output: Any) -> hs.Received:
 def agent(row: tb.Row, ran: list[str], instruments: hs.Instruments) -> tuple[Any, Script]:
     script = Script(row)
     engine = Guardrails(guards=sc.guards(), max_result_chars=sc.MAX_RESULT, **instruments.engine())
-    guarded = openai_agents.guard(
+    guarded = openai_agents.guard_agent(
         Agent(name="bank", tools=tools(ran, row.id == "approval"), model=script.model),
         engine,
         tool_options=sc.BIND,

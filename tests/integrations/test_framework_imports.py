@@ -22,7 +22,7 @@ FRAMEWORKS = (
 # Each adapter's one documented call, made without its framework.
 CALLS = {
     "langchain": "langchain.middleware(rails)",
-    "openai_agents": "openai_agents.guard(object(), rails)",
+    "openai_agents": "openai_agents.guard_agent(object(), rails)",
     "pydantic_ai": "pydantic_ai.capability(rails)",
     "agent_framework": "agent_framework.guard_agent(object(), rails)",
     "google_adk": "google_adk.plugin(object(), rails)",

@@ -1,4 +1,4 @@
-"""OpenAI Agents SDK: real ``Runner`` runs with ``ScriptedModel``, guarded by ``guard()``."""
+"""OpenAI Agents SDK: real ``Runner`` runs with ``ScriptedModel``, guarded by ``guard_agent()``."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ context = fw.context
 async def test_the_model_is_sent_our_outcomes_and_sentences_only() -> None:
     model = scripted(*fw.STEPS)
     reports: list[Any] = []
-    agent = openai_agents.guard(
+    agent = openai_agents.guard_agent(
         Agent(name="support", tools=tools(), model=model),
         fw.rails(),
         tool_options=fw.BIND,
@@ -79,7 +79,7 @@ async def test_the_model_is_sent_our_outcomes_and_sentences_only() -> None:
 
 def test_sync_run_sends_the_same() -> None:
     model = scripted(*fw.STEPS)
-    agent = openai_agents.guard(
+    agent = openai_agents.guard_agent(
         Agent(name="support", tools=tools(), model=model), fw.rails(), tool_options=fw.BIND
     )
     with fw.default_loop_closed():
@@ -100,7 +100,7 @@ async def test_without_guard_an_unknown_tool_ends_the_run_and_the_model_picks_th
 async def test_the_offered_schema_hides_bound_parameters_and_keeps_the_real_required() -> None:
     model = scripted([("c1", "lookup", {"order_id": "o-1"})])
     engine = fw.rails()
-    agent = openai_agents.guard(
+    agent = openai_agents.guard_agent(
         Agent(name="support", tools=tools(), model=model), engine, tool_options=fw.BIND
     )
     await Runner.run(agent, "hi", context=context())
@@ -116,13 +116,13 @@ async def test_pre_turn_withholds_tools_and_refuses_turns_as_an_input_guardrail(
     engine = fw.trigger_rails()
     model = scripted([("d1", "dump", {})])
     mine = tools()
-    agent = openai_agents.guard(Agent(name="support", tools=mine, model=model), engine)
+    agent = openai_agents.guard_agent(Agent(name="support", tools=mine, model=model), engine)
     await Runner.run(agent, fw.LOG_PROMPT, run_config=openai_agents.run_config())
     assert [t.name for t in model.calls[0].tools] == ["lookup", "get_orders", "explode"]
     assert outputs(model)["d1"] == fw.EXPECTED["c4"][0]
 
     refused = scripted()
-    agent = openai_agents.guard(Agent(name="support", tools=mine, model=refused), engine)
+    agent = openai_agents.guard_agent(Agent(name="support", tools=mine, model=refused), engine)
     with pytest.raises(InputGuardrailTripwireTriggered) as raised:
         await Runner.run(agent, fw.REFUSED_PROMPT)
     assert raised.value.guardrail_result.output.output_info == fw.REFUSAL
@@ -140,7 +140,7 @@ async def test_a_turn_given_as_the_run_context_spans_runs() -> None:
             [assistant_message("two")],
         ]
     )
-    agent = openai_agents.guard(Agent(name="support", tools=tools(), model=model), engine)
+    agent = openai_agents.guard_agent(Agent(name="support", tools=tools(), model=model), engine)
     turn = engine.turn(tenant="acme")
     await Runner.run(agent, "first", context=turn)
     await Runner.run(agent, "second", context=turn)
@@ -152,7 +152,7 @@ async def test_each_run_is_its_own_turn_and_every_call_is_recorded() -> None:
     recorder = MemoryRecorder()
     engine = fw.rails(recorder=recorder)
     model = scripted(*fw.STEPS)
-    agent = openai_agents.guard(
+    agent = openai_agents.guard_agent(
         Agent(name="support", tools=tools(), model=model), engine, tool_options=fw.BIND
     )
     config = openai_agents.run_config()
@@ -165,7 +165,7 @@ async def test_each_run_is_its_own_turn_and_every_call_is_recorded() -> None:
 
 async def test_secrets_reach_action_tools_and_never_the_model() -> None:
     model = scripted([("s1", "charge", {"amount": 5})])
-    agent = openai_agents.guard(
+    agent = openai_agents.guard_agent(
         Agent(name="support", tools=[function_tool(fw.charge)], model=model),
         fw.secret_rails(),
         tool_options=fw.SECRETS,
@@ -177,7 +177,7 @@ async def test_secrets_reach_action_tools_and_never_the_model() -> None:
 
 def test_tool_options_for_a_tool_the_agent_lacks_are_refused() -> None:
     with pytest.raises(ConfigurationError, match="'nope'"):
-        openai_agents.guard(
+        openai_agents.guard_agent(
             Agent(name="support", tools=tools()), fw.rails(), tool_options={"nope": {}}
         )
 
@@ -185,7 +185,9 @@ def test_tool_options_for_a_tool_the_agent_lacks_are_refused() -> None:
 def test_any_arguments_get_a_closed_answer() -> None:
     def answer(arguments: Any) -> tuple[str, None]:
         model = scripted([("h1", "lookup", arguments)])
-        agent = openai_agents.guard(Agent(name="support", tools=tools(), model=model), fw.rails())
+        agent = openai_agents.guard_agent(
+            Agent(name="support", tools=tools(), model=model), fw.rails()
+        )
         asyncio.run(Runner.run(agent, "hi"))
         [content] = outputs(model).values()
         return content, None  # this API has no error flag
@@ -196,7 +198,7 @@ def test_any_arguments_get_a_closed_answer() -> None:
 async def test_tenant_and_session_come_from_the_run_context() -> None:
     engine, seen = fw.context_probe()
     model = scripted([fw.FIRST[0]])
-    agent = openai_agents.guard(Agent(name="support", tools=tools(), model=model), engine)
+    agent = openai_agents.guard_agent(Agent(name="support", tools=tools(), model=model), engine)
     await Runner.run(agent, "hi", context={"tenant": "acme", "session": "s-9", "plan": "gold"})
     [ctx] = seen
     assert (ctx.tenant, ctx.session, ctx.get("plan")) == ("acme", "s-9", "gold")
@@ -217,7 +219,7 @@ async def test_the_agents_own_hooks_still_receive_every_event() -> None:
 
     model = scripted([fw.FIRST[0]])
     reports: list[Any] = []
-    agent = openai_agents.guard(
+    agent = openai_agents.guard_agent(
         Agent(name="support", tools=tools(), model=model, hooks=Hooks()),
         fw.rails(),
         on_report=reports.append,
@@ -230,7 +232,7 @@ async def test_the_agents_own_hooks_still_receive_every_event() -> None:
 async def test_a_backstop_action_runs_the_agents_tool() -> None:
     engine, notify_human, notified = fw.backstop()
     reports: list[Any] = []
-    agent = openai_agents.guard(
+    agent = openai_agents.guard_agent(
         Agent(
             name="support",
             tools=[function_tool(notify_human)],
@@ -247,7 +249,7 @@ async def test_a_backstop_action_runs_the_agents_tool() -> None:
 
 async def test_a_streamed_run_is_guarded_the_same() -> None:
     model = scripted(*fw.STEPS)
-    agent = openai_agents.guard(
+    agent = openai_agents.guard_agent(
         Agent(name="support", tools=tools(), model=model), fw.rails(), tool_options=fw.BIND
     )
     streamed = Runner.run_streamed(
@@ -261,11 +263,11 @@ async def test_a_streamed_run_is_guarded_the_same() -> None:
 
 def test_a_tool_registered_in_the_engine_under_the_same_name_is_refused() -> None:
     with pytest.raises(DuplicateNameError, match="'lookup'"):
-        openai_agents.guard(Agent(name="support", tools=tools()), Guardrails([fw.lookup]))
+        openai_agents.guard_agent(Agent(name="support", tools=tools()), Guardrails([fw.lookup]))
     engine = fw.rails()
     agent = Agent(name="support", tools=tools())
-    first = openai_agents.guard(agent, engine)
-    again = openai_agents.guard(agent, engine)  # the same tools: registered once
+    first = openai_agents.guard_agent(agent, engine)
+    again = openai_agents.guard_agent(agent, engine)  # the same tools: registered once
     assert [t.name for t in first.tools] == [t.name for t in again.tools]
     assert sorted(engine.tools) == ["dump", "explode", "get_orders", "lookup"]
 
@@ -278,7 +280,7 @@ async def test_an_undeclared_argument_is_refused_and_audited_like_a_direct_call(
     model = scripted([fw.UNDECLARED])
     recorder = MemoryRecorder()
     lookup = function_tool(fw.lookup, strict_mode=strict)
-    agent = openai_agents.guard(
+    agent = openai_agents.guard_agent(
         Agent(name="support", tools=[lookup], model=model), fw.rails(recorder=recorder)
     )
     await Runner.run(agent, "hi")
@@ -305,7 +307,7 @@ async def test_an_image_output_reaches_the_model_as_an_image_item() -> None:
 
     recorder = MemoryRecorder()
     model = scripted([("i1", "chart", {})])
-    agent = openai_agents.guard(
+    agent = openai_agents.guard_agent(
         Agent(name="support", tools=[chart], model=model), fw.rails(recorder=recorder)
     )
     await Runner.run(agent, "hi")
@@ -326,7 +328,7 @@ async def test_an_image_output_over_the_cap_is_sent_as_its_capped_stand_in() -> 
         return [ToolOutputText(text="s" * 100), ToolOutputImage(image_url=PNG_URL)]
 
     model = scripted([("i1", "chart", {})])
-    agent = openai_agents.guard(
+    agent = openai_agents.guard_agent(
         Agent(name="support", tools=[chart], model=model), Guardrails(max_result_chars=64)
     )
     await Runner.run(agent, "hi")
@@ -344,7 +346,7 @@ async def test_a_call_the_tools_own_input_guardrail_refuses_is_audited() -> None
     dump = function_tool(fw.dump, tool_input_guardrails=[no_dumps])
     recorder = MemoryRecorder()
     model = scripted([fw.FIRST[0], ("c7", "dump", {})])
-    agent = openai_agents.guard(
+    agent = openai_agents.guard_agent(
         Agent(name="support", tools=[function_tool(fw.lookup), dump], model=model),
         fw.rails(recorder=recorder),
     )
@@ -380,7 +382,9 @@ async def test_a_refused_calls_function_span_is_an_error_without_the_exception_t
         model = scripted(
             [fw.FIRST[0], ("c3", "lookup", {"order_id": 7}), ("c6", "explode", {"x": 1})]
         )
-        agent = openai_agents.guard(Agent(name="support", tools=tools(), model=model), fw.rails())
+        agent = openai_agents.guard_agent(
+            Agent(name="support", tools=tools(), model=model), fw.rails()
+        )
         await Runner.run(agent, "hi")
     finally:
         set_tracing_disabled(True)
@@ -398,7 +402,7 @@ async def test_an_agent_that_hands_off_gets_its_post_run_at_the_runs_end() -> No
     engine, notify_human, notified = fw.backstop()
     reports: list[Any] = []
     billing = Agent(name="billing", model=scripted(final=fw.ESCALATE))
-    front = openai_agents.guard(
+    front = openai_agents.guard_agent(
         Agent(
             name="support",
             tools=[function_tool(notify_human)],
@@ -467,7 +471,7 @@ async def test_the_tools_of_mcp_servers_go_through_tool_call() -> None:
         ("m3", "read_file", {}),
     ]
     model = scripted(calls)
-    agent = openai_agents.guard(
+    agent = openai_agents.guard_agent(
         Agent(name="support", model=model, mcp_servers=[server]), fw.rails(recorder=recorder)
     )
     await Runner.run(agent, "read a", run_config=openai_agents.run_config())
@@ -491,7 +495,7 @@ async def test_an_mcp_servers_tool_is_offered_by_pre_turn_and_capped() -> None:
     engine = Guardrails(
         max_result_chars=100, guards=[trigger(["secret"], remove=["read_file"], name="no_files")]
     )
-    agent = openai_agents.guard(Agent(name="support", mcp_servers=[server]), engine)
+    agent = openai_agents.guard_agent(Agent(name="support", mcp_servers=[server]), engine)
     withheld = scripted([("w1", "read_file", {"path": "a"})])
     await Runner.run(
         agent.clone(model=withheld), "the secret file", run_config=openai_agents.run_config()
@@ -499,8 +503,8 @@ async def test_an_mcp_servers_tool_is_offered_by_pre_turn_and_capped() -> None:
     assert outputs(withheld) == {"w1": model_sentence(Outcome.UNAVAILABLE)}
     assert server.calls == []
     capped = scripted([("c1", "read_file", {"path": "a"})])
-    again = openai_agents.guard(Agent(name="support", mcp_servers=[server]), engine)
-    await Runner.run(again.clone(model=capped), "read a")  # another guard(), one engine tool
+    again = openai_agents.guard_agent(Agent(name="support", mcp_servers=[server]), engine)
+    await Runner.run(again.clone(model=capped), "read a")  # another guard_agent(), one engine tool
     assert outputs(capped)["c1"].endswith(TRUNCATION_MARKER) and len(outputs(capped)["c1"]) == 100
 
 
@@ -529,7 +533,7 @@ async def test_a_run_resumed_after_an_approval_goes_on_in_the_same_turn() -> Non
         ]
     )
     reports: list[Any] = []
-    agent = openai_agents.guard(
+    agent = openai_agents.guard_agent(
         Agent(name="support", tools=[function_tool(fw.lookup), refund], model=model),
         engine,
         on_report=reports.append,
@@ -570,7 +574,7 @@ async def test_an_agent_given_as_a_tool_is_guarded_like_any_function_tool() -> N
     model = scripted(
         [("a1", "ask_helper", {"input": "hi", "x": 1}), ("a2", "ask_helper", {"input": "hi"})]
     )
-    agent = openai_agents.guard(
+    agent = openai_agents.guard_agent(
         Agent(name="support", tools=[as_tool], model=model), fw.rails(recorder=recorder)
     )
     await Runner.run(agent, "hi")
@@ -611,3 +615,10 @@ def test_output_items_have_a_stand_in_without_their_bytes(value: Any, stand_in: 
     rich = output_items(value)
     assert (None if rich is None else rich.text) == stand_in
     assert rich is None or rich.native is value
+
+
+def test_no_export_hides_the_guard_decorator() -> None:
+    import guardrails
+
+    assert "guard" not in openai_agents.__all__ and not hasattr(openai_agents, "guard")
+    assert guardrails.guard is not getattr(openai_agents, "guard", None)
