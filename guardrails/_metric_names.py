@@ -18,6 +18,8 @@ BACKSTOP_ACTIONS = "guardrails_backstop_actions_total"
 GUARD_DURATION = "guardrails_guard_duration_seconds"
 GUARD_REGISTERED = "guardrails_guard_registered"
 TELEMETRY_FAILURES = "guardrails_telemetry_failures_total"
+TOOL_CALL_DURATION = "guardrails_tool_call_duration_seconds"
+TOOL_CALL_GUARD_TIME = "guardrails_tool_call_guard_seconds"
 LAST_ESCAPE = "guardrails_fail_open_escape_last_timestamp_seconds"
 LAST_FAULT = "guardrails_fail_closed_fault_last_timestamp_seconds"
 
@@ -50,6 +52,8 @@ EXPORTED: Mapping[str, tuple[str, ...]] = {
     TELEMETRY_FAILURES: (RECORDER,),
     LAST_ESCAPE: (GUARD, CHOKE_POINT, REASON),
     LAST_FAULT: (GUARD, CHOKE_POINT, REASON),
+    TOOL_CALL_DURATION: (TOOL,),
+    TOOL_CALL_GUARD_TIME: (TOOL,),
 }
 
 HELP: Mapping[str, str] = {
@@ -70,6 +74,8 @@ HELP: Mapping[str, str] = {
     GUARD_DURATION: "Time one guard took to decide, by guard and choke-point.",
     GUARD_REGISTERED: "1 for every guard registered at a choke-point.",
     TELEMETRY_FAILURES: "Recorder failures: logged and counted, never raised into a tool call.",
+    TOOL_CALL_DURATION: "Time one tool call took, from admission to its result, by tool.",
+    TOOL_CALL_GUARD_TIME: "Time the guards of one tool call took together, by tool.",
     LAST_ESCAPE: (
         "Unix time of the latest fail-open escape, by guard, choke-point and reason "
         "(absent until the first one)."
@@ -123,3 +129,6 @@ DURATION_BUCKETS = (
     5.0,
     10.0,
 )
+
+# A whole tool call may wait on a network: up to a minute.
+CALL_BUCKETS = (*DURATION_BUCKETS, 30.0, 60.0)

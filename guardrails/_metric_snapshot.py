@@ -18,6 +18,7 @@ from prometheus_client.core import (
 
 from ._metric_names import (
     BACKSTOP_ACTIONS,
+    CALL_BUCKETS,
     DURATION_BUCKETS,
     ENFORCE,
     EXPORTED,
@@ -32,6 +33,8 @@ from ._metric_names import (
     LAST_FAULT,
     OBSERVE,
     TELEMETRY_FAILURES,
+    TOOL_CALL_DURATION,
+    TOOL_CALL_GUARD_TIME,
     TOOL_OUTCOMES,
 )
 from .verdicts import ChokePoint, EscapeReason, Outcome, Verdict
@@ -87,6 +90,27 @@ class GuardSeries:
         return new
 
 
+class ToolSeries:
+    """The latency of one tool's calls: the whole call and the time in its guards.
+
+    Counted in place by the recorder (``metrics.py``), under its lock.
+    """
+
+    __slots__ = ("call_buckets", "call_nanos", "guard_buckets", "guard_nanos")
+
+    def __init__(self) -> None:
+        self.call_buckets = [0] * (len(CALL_BUCKETS) + 1)  # the last one is +Inf
+        self.guard_buckets = [0] * (len(CALL_BUCKETS) + 1)
+        self.call_nanos = 0
+        self.guard_nanos = 0
+
+    def copy(self) -> ToolSeries:
+        new = ToolSeries()
+        new.call_buckets, new.guard_buckets = self.call_buckets.copy(), self.guard_buckets.copy()
+        new.call_nanos, new.guard_nanos = self.call_nanos, self.guard_nanos
+        return new
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     guards: list[tuple[tuple[str, ChokePoint], GuardSeries]]
@@ -94,6 +118,7 @@ class Snapshot:
     backstop: list[tuple[tuple[str, str], int]]
     registered: list[tuple[str, ChokePoint]]
     failures: list[tuple[str, int]]
+    calls: list[tuple[str, ToolSeries]]
 
 
 def build_families(s: Snapshot) -> list[Metric]:
@@ -143,6 +168,11 @@ def build_families(s: Snapshot) -> list[Metric]:
     failures = _counter(TELEMETRY_FAILURES)
     for name, count in s.failures:
         failures.add_metric((name,), count)
+    call_time = _histogram(TOOL_CALL_DURATION)
+    guard_time = _histogram(TOOL_CALL_GUARD_TIME)
+    for tool, calls in s.calls:
+        call_time.add_metric((tool,), *_cumulative(calls.call_buckets, calls.call_nanos))
+        guard_time.add_metric((tool,), *_cumulative(calls.guard_buckets, calls.guard_nanos))
     return [
         evaluations,
         escapes,
@@ -154,11 +184,26 @@ def build_families(s: Snapshot) -> list[Metric]:
         failures,
         last_escape,
         last_fault,
+        call_time,
+        guard_time,
     ]
 
 
 def _counter(name: str) -> CounterMetricFamily:
     return CounterMetricFamily(name, HELP[name], labels=EXPORTED[name])
+
+
+def _histogram(name: str) -> HistogramMetricFamily:
+    return HistogramMetricFamily(name, HELP[name], labels=EXPORTED[name])
+
+
+def _cumulative(buckets: list[int], nanos: int) -> tuple[list[tuple[str, float]], float]:
+    cumulative: list[tuple[str, float]] = []
+    total = 0
+    for bound, count in zip((*CALL_BUCKETS, float("inf")), buckets, strict=True):
+        total += count
+        cumulative.append((_le(bound), total))
+    return cumulative, nanos / 1e9
 
 
 def _gauge(name: str) -> GaugeMetricFamily:

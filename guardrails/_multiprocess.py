@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, valu
 
 from ._metric_names import (
     BACKSTOP_ACTIONS,
+    CALL_BUCKETS,
     DURATION_BUCKETS,
     EXPORTED,
     FAIL_CLOSED_FAULTS,
@@ -32,6 +33,8 @@ from ._metric_names import (
     LAST_ESCAPE,
     LAST_FAULT,
     TELEMETRY_FAILURES,
+    TOOL_CALL_DURATION,
+    TOOL_CALL_GUARD_TIME,
     TOOL_OUTCOMES,
 )
 from .errors import ConfigurationError
@@ -120,6 +123,10 @@ def _metrics() -> dict[str, Any]:
             name: Gauge(name, HELP[name], EXPORTED[name], multiprocess_mode="max", registry=None)
             for name in (LAST_ESCAPE, LAST_FAULT)
         },
+        **{
+            name: Histogram(name, HELP[name], EXPORTED[name], buckets=CALL_BUCKETS, registry=None)
+            for name in (TOOL_CALL_DURATION, TOOL_CALL_GUARD_TIME)
+        },
     }
 
 
@@ -165,6 +172,16 @@ class Mirror:
     def escape(self, guard: str, point: str, reason: str, fault: bool, at: float) -> None:
         self._child(FAIL_CLOSED_FAULTS if fault else FAIL_OPEN_ESCAPES, guard, point, reason).inc()
         self._child(LAST_FAULT if fault else LAST_ESCAPE, guard, point, reason).set(at)
+
+    def call_time(self, tool: str, call: float | None = None, guards: float = 0.0) -> None:
+        """A tool call's latency (or, without ``call``, the tool's histograms at zero)."""
+        whole, in_guards = (
+            self._child(TOOL_CALL_DURATION, tool),
+            self._child(TOOL_CALL_GUARD_TIME, tool),
+        )
+        if call is not None:
+            whole.observe(call)
+            in_guards.observe(guards)
 
     def outcome(self, tool: str, outcome: str, n: int) -> None:
         self._child(TOOL_OUTCOMES, tool, outcome).inc(n)

@@ -29,6 +29,7 @@ from prometheus_client.registry import Collector
 from ._faults import fault_escapes
 from ._metric_names import (
     BACKSTOP_ACTIONS,
+    CALL_BUCKETS,
     CHOKE_POINT,
     DURATION_BUCKETS,
     ENFORCE,
@@ -52,13 +53,15 @@ from ._metric_names import (
     RULE,
     TELEMETRY_FAILURES,
     TOOL,
+    TOOL_CALL_DURATION,
+    TOOL_CALL_GUARD_TIME,
     TOOL_OUTCOMES,
     UNKNOWN,
     UNKNOWN_TOOL,
     VERDICT,
 )
 from ._metric_registry import Registration, registered, registered_guards
-from ._metric_snapshot import GuardSeries, Snapshot, build_families
+from ._metric_snapshot import GuardSeries, Snapshot, ToolSeries, build_families
 from ._payload import backstop_rule as _backstop_rule
 from ._payload import field as _field
 from ._payload import performed as _performed
@@ -91,6 +94,8 @@ __all__ = [
     "RULE",
     "TELEMETRY_FAILURES",
     "TOOL",
+    "TOOL_CALL_DURATION",
+    "TOOL_CALL_GUARD_TIME",
     "TOOL_OUTCOMES",
     "UNKNOWN",
     "UNKNOWN_TOOL",
@@ -101,6 +106,7 @@ __all__ = [
 ]
 
 _BUCKETS_NS = tuple(round(b * 1e9) for b in DURATION_BUCKETS)
+_CALL_NS = tuple(round(b * 1e9) for b in CALL_BUCKETS)
 _REFRESH_NS = 1_000_000_000
 
 
@@ -138,6 +144,7 @@ class PrometheusRecorder:
         self._lock = threading.RLock()
         self._guards: dict[tuple[str, ChokePoint], GuardSeries] = {}
         self._outcomes: dict[tuple[str, Outcome], int] = {}
+        self._calls: dict[str, ToolSeries] = {}  # latency by tool
         self._backstop: dict[tuple[str, str], int] = {}
         self._known = Registration()
         self._engines: list[Any] = []
@@ -218,6 +225,9 @@ class PrometheusRecorder:
             found.tools.add(UNKNOWN_TOOL)  # calls of invented tools, from zero
         for tool in found.tools - known.tools:
             known.tools.add(tool)
+            self._calls.setdefault(tool, ToolSeries())
+            if self._mirror is not None:
+                self._mirror.call_time(tool)
             for outcome in Outcome:
                 self._outcomes.setdefault((tool, outcome), 0)
                 if self._mirror is not None:
@@ -246,10 +256,18 @@ class PrometheusRecorder:
                     key = self._outcome_key(*key)
                     count = outcomes.get(key, 0)
                 outcomes[key] = count + 1
+                guard_ns = self._count_verdicts(verdicts) if verdicts else 0
+                call_ns = result.duration_ns
+                calls = self._calls.get(key[0])
+                if calls is None:
+                    calls = self._calls[key[0]] = ToolSeries()
+                calls.call_buckets[bisect_left(_CALL_NS, call_ns)] += 1
+                calls.call_nanos += call_ns
+                calls.guard_buckets[bisect_left(_CALL_NS, guard_ns)] += 1
+                calls.guard_nanos += guard_ns
                 if mirror is not None:
                     mirror.outcome(key[0], key[1].value, 1)
-                if verdicts:
-                    self._count_verdicts(verdicts)
+                    mirror.call_time(key[0], call_ns / 1e9, guard_ns / 1e9)
                 if escapes:
                     self._count_escapes(escapes, verdicts, result.reason)
             finally:
@@ -282,9 +300,11 @@ class PrometheusRecorder:
 
     # -- counting (under the lock) ----------------------------------------------
 
-    def _count_verdicts(self, records: Iterable[VerdictRecord]) -> None:
+    def _count_verdicts(self, records: Iterable[VerdictRecord]) -> int:
+        """Count the verdicts; return the nanoseconds their guards took together."""
         guards = self._guards
         mirror = self._mirror
+        spent = 0
         for record in records:
             series = guards.get((record.guard, record.choke_point))
             if series is None:
@@ -294,10 +314,12 @@ class PrometheusRecorder:
             nanos = record.duration_ns
             series.buckets[bisect_left(_BUCKETS_NS, nanos)] += 1
             series.nanos += nanos
+            spent += nanos
             if mirror is not None:
                 mode = ENFORCE if record.enforced is True else OBSERVE
                 mirror.verdict(record.guard, record.choke_point.value, record.verdict.value, mode)
                 mirror.duration(record.guard, record.choke_point.value, nanos / 1e9)
+        return spent
 
     def _count_escapes(
         self,
@@ -385,6 +407,7 @@ class PrometheusRecorder:
                 backstop=sorted(self._backstop.items()),
                 registered=sorted(self._known.guards),
                 failures=sorted((k, _failures_of(v)) for k, v in self._watched.items()),
+                calls=[(tool, c.copy()) for tool, c in sorted(self._calls.items())],
             )
         return build_families(snapshot)
 

@@ -16,7 +16,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from guardrails import ChokePoint, Escape, EscapeReason, Guardrails, Verdict, guard, tool
 from guardrails.context import VerdictRecord
-from guardrails.metrics import EXPORTED, GUARD_DURATION, PrometheusRecorder
+from guardrails.metrics import (
+    EXPORTED,
+    GUARD_DURATION,
+    TOOL_CALL_DURATION,
+    TOOL_CALL_GUARD_TIME,
+    PrometheusRecorder,
+)
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "dashboards" / "guardrails-coverage.json"
 
@@ -135,7 +141,8 @@ def identifiers(expr: str) -> list[str]:
 def test_the_dashboard_has_queries_for_every_family() -> None:
     used = {i for q in queries() for i in identifiers(q) if i.startswith("guardrails_")}
     # The histogram is queried through its buckets.
-    families = {f"{n}_bucket" if n == GUARD_DURATION else n for n in EXPORTED}
+    histograms = {GUARD_DURATION, TOOL_CALL_DURATION, TOOL_CALL_GUARD_TIME}
+    families = {f"{n}_bucket" if n in histograms else n for n in EXPORTED}
     assert families <= used
 
 
@@ -204,8 +211,8 @@ def test_guard_panels_follow_the_variables_and_count_guards_not_instances() -> N
         if "label_values(" in expr:
             continue
         if "guard" in expr and "guardrails_tool_outcomes" not in expr:
-            if "backstop" in expr or "telemetry_failures" in expr:
-                continue
+            if "backstop" in expr or "telemetry_failures" in expr or "tool_call_" in expr:
+                continue  # by rule, recorder or tool: no guard label
             assert 'guard=~"$guard"' in expr and 'choke_point=~"$choke_point"' in expr, expr
         if "guardrails_guard_registered" in expr:
             assert "max by (guard, choke_point)" in expr, expr
