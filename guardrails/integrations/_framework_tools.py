@@ -24,6 +24,7 @@ from __future__ import annotations
 import enum
 import inspect
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any
@@ -104,17 +105,19 @@ def register(
         if existing is None:
             settings = dict(options or {})
             settings["options"] = {**(settings.get("options") or {}), SOURCE: source}
-            return rails.add_tool(build(**settings))
+            added = rails.add_tool(build(**settings))
+            _covers(rails, name)
+            return added
     if clash is Clash.REFUSE:
-        if existing.options.get(SOURCE) is source:
-            return existing
-        raise DuplicateNameError(
-            f"tool {name!r} is registered twice: once in the Guardrails and once in the agent"
-        )
-    if options is not None:
+        if existing.options.get(SOURCE) is not source:
+            raise DuplicateNameError(
+                f"tool {name!r} is registered twice: once in the Guardrails and once in the agent"
+            )
+    elif options is not None:
         raise ConfigurationError(
             f"tool {name!r} is already registered in the engine: give its options there"
         )
+    _covers(rails, name)  # the application's own tool, run for the framework
     return existing
 
 
@@ -201,19 +204,52 @@ def _framework_check(invocation: Any) -> Verdict:
     return Verdict.REJECT if _REFUSED.get() else Verdict.PASS
 
 
-_CHECK = Guard(_framework_check, name=FRAMEWORK_CHECK)
+# The tools each engine's ``framework_check`` covers: those adapters registered. A guard
+# costs every call it applies to (about a direct call's own time again), so it is scoped
+# to them and the application's other tools, called directly, do not pay for it.
+_COVERED: weakref.WeakKeyDictionary[Guardrails, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
 def watch(rails: Guardrails) -> None:
-    """Add the ``framework_check`` guard to ``rails`` (once)."""
+    """Add the ``framework_check`` guard to ``rails`` (once), over the tools adapters
+    registered there; ``register`` and ``refused`` extend it to the tools they meet."""
     with _REGISTERING:
-        if rails.guards.get(FRAMEWORK_CHECK) is not _CHECK:
-            rails.add_guard(_CHECK)
+        if rails not in _COVERED:
+            mine = frozenset(n for n, t in rails.tools.items() if SOURCE in t.options)
+            _cover(rails, mine)
+
+
+def _cover(rails: Guardrails, names: frozenset[str]) -> None:
+    """``framework_check`` over ``names`` (and the tools it covered already)."""
+    covered = _COVERED.get(rails)
+    wanted = names if covered is None else covered | names
+    if covered is not None and wanted == covered:
+        return
+    existing = rails.guards.get(FRAMEWORK_CHECK)
+    check = Guard(_framework_check, name=FRAMEWORK_CHECK, tools=sorted(wanted))
+    if existing is None or existing.fn is not _framework_check:
+        rails.add_guard(check)  # (an application's guard of that name: DuplicateNameError)
+    else:
+        # The engine has no call for a guard whose scope grows: put the wider one in its
+        # place and plan again, as add_guard does.
+        rails._guards[FRAMEWORK_CHECK] = check
+        rails._replan()
+    _COVERED[rails] = wanted
+
+
+def _covers(rails: Guardrails, name: str) -> None:
+    """``framework_check`` covers the engine's tool ``name``, once the engine is watched."""
+    with _REGISTERING:
+        covered = _COVERED.get(rails)
+        if covered is not None and name not in covered and name in rails.tools:
+            _cover(rails, frozenset((name,)))
 
 
 def refused(turn: Turn, name: str, arguments: Any, call_id: str | None) -> ToolResult:
     """Audit a call the framework's own checks answered without the tool: ``unavailable``
     (``framework_check`` rejected it), or what an earlier step decided; nothing runs."""
+    if isinstance(name, str):
+        _covers(turn.engine, name)
     token = _REFUSED.set(True)
     try:
         return turn.call(name, arguments, call_id)
@@ -223,6 +259,8 @@ def refused(turn: Turn, name: str, arguments: Any, call_id: str | None) -> ToolR
 
 async def arefused(turn: Turn, name: str, arguments: Any, call_id: str | None) -> ToolResult:
     """``refused`` for the async path."""
+    if isinstance(name, str):
+        _covers(turn.engine, name)
     token = _REFUSED.set(True)
     try:
         return await turn.acall(name, arguments, call_id)

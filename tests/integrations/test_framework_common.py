@@ -325,3 +325,40 @@ def test_a_guard_of_the_applications_named_framework_check_is_refused() -> None:
 
     with pytest.raises(DuplicateNameError, match=FRAMEWORK_CHECK):
         watch(Guardrails(guards=[mine]))
+
+
+def test_framework_check_covers_only_the_tools_adapters_registered_or_refused() -> None:
+    @tool
+    def direct(a: str) -> str:
+        return a
+
+    rails = Guardrails([direct])
+    adopt(rails, "early", ONE, _run, source=1, is_async=False)
+    watch(rails)
+    adopt(rails, "late", ONE, _run, source=2, is_async=False)  # after watch: covered too
+    assert rails.guards[FRAMEWORK_CHECK].tools == frozenset({"early", "late"})
+    # A direct call of the application's own tool does not evaluate it ...
+    turn = rails.turn()
+    assert turn.call("direct", {"a": "x"}).verdicts == ()
+    # ... until a framework's check refuses a call of it.
+    assert refused(turn, "direct", {"a": "x"}, None).reason == "guard"
+    assert rails.guards[FRAMEWORK_CHECK].tools == frozenset({"early", "late", "direct"})
+
+
+def test_threads_registering_framework_tools_at_once_are_all_covered() -> None:
+    rails = Guardrails()
+    watch(rails)
+    start = threading.Barrier(8)
+
+    def one(i: int) -> None:
+        start.wait()
+        adopt(rails, f"t{i}", ONE, _run, source=i, is_async=False)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert rails.guards[FRAMEWORK_CHECK].tools == frozenset(f"t{i}" for i in range(8))
+    turn = rails.turn()
+    assert all(refused(turn, f"t{i}", {"a": "x"}, None).reason == "guard" for i in range(8))
