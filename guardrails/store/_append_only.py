@@ -6,7 +6,9 @@ it refuses, at prepare time, every statement that would update, delete,
 drop or alter ``guardrails_audit``, create or drop any trigger, and the
 pragmas that would switch off the schema's defences. The triggers refuse the rest (``REPLACE``
 and upserts on an existing id). Another program opening the file is not
-bound by this: the hash chain makes its edits visible (``guardrails audit verify``).
+bound by this: the hash chain makes its edits visible (``guardrails audit verify``),
+and the store puts back the triggers it dropped or changed the next time it
+opens a connection (``_sqlite_triggers``).
 """
 
 from __future__ import annotations
