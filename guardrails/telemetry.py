@@ -28,6 +28,7 @@ from opentelemetry.trace import (
     TracerProvider,
 )
 
+from ._evaluation_logs import EvaluationLog
 from ._metric_names import UNKNOWN_TOOL
 from ._payload import backstop_rule as _backstop_rule
 from ._payload import field as _field
@@ -121,7 +122,10 @@ class OpenTelemetryRecorder:
     """A recorder that writes one span per tool call, pre_turn, post_run and backstop.
 
     ``tracer_provider`` defaults to the global one. Guard verdicts, fail-open
-    escapes and fail-closed faults are span events. Spans are children of
+    escapes and fail-closed faults are span events; each verdict is also a
+    ``gen_ai.evaluation.result`` log record through ``logger_provider`` (the
+    global one by default), in the span's context. ``span_events=False``
+    leaves the verdicts' span events out, ``log_events=False`` the records. Spans are children of
     whatever span is current when the call is recorded (the agent's turn, for
     example). ``bind(engine)`` (or ``engine=``) lets the spans carry each
     tool's description.
@@ -130,10 +134,20 @@ class OpenTelemetryRecorder:
     name = "opentelemetry"
 
     def __init__(
-        self, tracer_provider: TracerProvider | None = None, *, engine: Any = None
+        self,
+        tracer_provider: TracerProvider | None = None,
+        *,
+        engine: Any = None,
+        logger_provider: Any = None,
+        span_events: bool = True,
+        log_events: bool = True,
     ) -> None:
         self.failures = 0
         self._provider = tracer_provider
+        # Verdicts as span events (the default while OpenTelemetry retires
+        # them) and as log-based events through the logs API.
+        self._span_events = span_events
+        self._log = EvaluationLog(logger_provider) if log_events else None
         self._tracer: Tracer | None = None
         self._next_check = 0
         self._engines: list[Any] = []
@@ -216,7 +230,7 @@ class OpenTelemetryRecorder:
                     attributes.pop(key, None)
                 span.set_attributes(attributes)
             if span.is_recording():
-                _add_events(span, result.verdicts, result.escapes, start, end, result.reason)
+                self._events(span, result.verdicts, result.escapes, start, end, result.reason)
                 if fault is not None:
                     span.set_status(Status(StatusCode.ERROR, result.outcome.value))
             span.end(end_time=end)
@@ -277,7 +291,7 @@ class OpenTelemetryRecorder:
                 attributes[ATTR_REFUSED] = refused
             span = tracer.start_span(name, start_time=start, attributes=attributes)
             if span.is_recording():
-                _add_events(span, verdicts, escapes, start, end)
+                self._events(span, verdicts, escapes, start, end)
                 if fail_closed_faults(verdicts, escapes):  # a fail-closed guard stopped it
                     span.set_status(Status(StatusCode.ERROR, kind))
             span.end(end_time=end)
@@ -307,6 +321,17 @@ class OpenTelemetryRecorder:
         self.failures += 1
         log_failure(self.name, self.failures)
 
+    def _events(
+        self,
+        span: Span,
+        verdicts: Iterable[VerdictRecord],
+        escapes: Iterable[Escape],
+        start: int,
+        end: int,
+        stopped_by: object = None,
+    ) -> None:
+        _add_events(span, verdicts, escapes, start, end, stopped_by, self._span_events, self._log)
+
 
 def _add_events(
     span: Span,
@@ -315,6 +340,8 @@ def _add_events(
     start: int,
     end: int,
     stopped_by: object = None,
+    span_events: bool = True,
+    log: EvaluationLog | None = None,
 ) -> None:
     # Guards run one after the other, so a verdict's time is about the start
     # plus the durations of the guards before it and its own.
@@ -339,7 +366,10 @@ def _add_events(
             attributes[ERROR_TYPE] = error_type(cause.exception)  # the evaluation failed
         elif cause is not None and cause.reason in _ERROR_REASONS:
             attributes[ERROR_TYPE] = cause.reason.value
-        span.add_event(EVENT_VERDICT, attributes, timestamp=at)
+        if span_events:
+            span.add_event(EVENT_VERDICT, attributes, timestamp=at)
+        if log is not None:
+            log.emit(span, attributes, at)
         decided[key] = record.verdict
     for escape in escapes:
         attributes = {
