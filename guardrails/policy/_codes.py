@@ -51,13 +51,15 @@ def ibans(scan: Scan, shape: str) -> None:
     # its characters ("a") are everywhere.
     at = shape.find("aa00")
     while at != -1:
+        after = at + 1
         if not (at and shape[at - 1] in _WORDISH) and not scan.joined_before(at):
             length = IBAN_LENGTHS.get(text[at : at + 2].upper())
             for end in _iban_ends(shape, at, length):
                 # The token ends there: an IBAN is not the start of a longer code.
-                if not scan.joined_after(end):
-                    scan.add(text[at:end], _iban_keys)
-        at = shape.find("aa00", at + 1)
+                if not scan.joined_after(end) and scan.add(text[at:end], _iban_keys):
+                    # Nor is a group of a spaced IBAN the start of another.
+                    after = max(after, end)
+        at = shape.find("aa00", after)
 
 
 def _iban_ends(shape: str, at: int, length: int | None) -> list[int]:

@@ -43,8 +43,8 @@ class Scan:
         match = pattern.match(self._rev, self.size - at)
         return 0 if match is None else match.end() - (self.size - at)
 
-    def add(self, candidate: str, read: Reader) -> None:
-        """The keys ``read`` makes of ``candidate`` (each candidate read once per text)."""
+    def add(self, candidate: str, read: Reader) -> bool:
+        """The keys ``read`` makes of ``candidate`` (each read once per text); whether any."""
         tried = self.tried.get(read)
         if tried is None:
             tried = self.tried[read] = {}
@@ -52,6 +52,7 @@ class Scan:
         if keys is None:
             keys = tried[candidate] = read(candidate)
         self.found.update(keys)
+        return bool(keys)
 
     def joined_before(self, at: int) -> bool:
         """Whether the token at ``at`` continues to its left (a word character, a joining hyphen)."""
