@@ -105,7 +105,6 @@ NOT_OBJECTS: dict[str, Any] = {
     "json_bytes_list": b"[1, 2]",
     "json_invalid_utf8": b'{"q": "\xff\xfe"}',
     "json_bom": "\ufeff{}",
-    "json_huge_int": '{"q": ' + "9" * 5_000 + "}",
     "exploding_mapping": ExplodingMapping(),
 }
 
@@ -124,6 +123,19 @@ def test_arguments_that_are_not_an_object_are_refused_before_schema_work(
     assert result.reason == Reason.NOT_AN_OBJECT
     assert impl.runs == 0 and spy.calls == 0
     assert recorder.results == [result]
+
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+@pytest.mark.parametrize("digits", [309, 5_000])
+def test_an_integer_beyond_a_doubles_range_is_not_json_and_never_runs(
+    digits: int, driver: str, spy_rails: Any, impl: Counting
+) -> None:
+    # docs/tool_call.md: an integer that rounds to infinity as a double is not
+    # a finite number: `not_json` on both paths, whatever the schema.
+    rails, spy, _ = spy_rails
+    result = call(rails, driver, '{"q": ' + "9" * digits + "}")
+    assert (result.outcome, result.reason) == (Outcome.INVALID_ARGS, Reason.NOT_JSON)
+    assert impl.runs == 0 and spy.calls == 0
 
 
 # -- size ------------------------------------------------------------------------

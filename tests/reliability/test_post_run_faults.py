@@ -150,10 +150,13 @@ STRUCTURED: dict[str, tuple[Any, str | None]] = {
     "json_list": ("[1, 2, 3]", "not_an_object"),
     "json_number": ("42", "not_an_object"),
     "bytes": (b'{"score": 1}', None),
-    "nested_200": (nested_json(200), None),
+    # The object and 128 levels inside it (docs/post_run.md): at the bound and one past it.
+    "nested_129": (nested_json(129), None),
+    "nested_130": (nested_json(130), "too_deep"),
+    "nested_200": (nested_json(200), "too_deep"),
     "nested_600": (nested_json(600), "too_deep"),
     "nested_950": (nested_json(950), "too_deep"),
-    "nested_100000": (nested_json(100_000), "not_json"),
+    "nested_100000": (nested_json(100_000), "too_deep"),  # found before the parser recurses
     "huge_text": ('{"note": "' + "x" * 10_000_000 + '"}', None),
     "object": (object(), "not_an_object"),
 }
