@@ -15,9 +15,10 @@ a deadline), ``_judge`` (step 5 decided), ``_hooks`` (step 6 and the wrap-up),
 ``_results`` (the result of steps 7-9), ``_render`` (step 8).
 
 ``run`` is the call's two halves with the body between them: steps 1-6, then
-``settle`` (steps 7-9 and the wrap-up) from the body's answer. A call whose
-body runs elsewhere stops after step 6 (``hold``) and is settled later by its
-``Ticket`` (``ticket.py``), through the same ``settle``.
+the body's answer made a result (``_results.complete``) and concluded
+(``conclude``: step 9, the hooks' ``after``, the recorders). A call whose body
+runs elsewhere stops after step 6 (``hold``) and is settled later by its
+``Ticket`` (``ticket.py``) through ``settle``: the same two steps.
 
 Whatever the callables do, a call ends in a ``ToolResult``. The exceptions
 that still reach the caller are deliberate stops: ``KeyboardInterrupt``,
@@ -185,12 +186,14 @@ class ToolCallPipeline:
                         late = is_late(began, deadline)
                 except BaseException as exc:
                     stop = failure(exc)
+            cap = self.max_result_chars
+            result = complete(
+                inv, records, escapes, verdict, stop, value, start, cap, late, secrets
+            )
         except BaseException:
             self._interrupt(turn, inv, start)
             raise
-        return self.settle(
-            turn, plan, inv, records, escapes, verdict, stop, value, start, late, secrets
-        )
+        return self.conclude(turn, plan, inv, result, start)
 
     def settle(
         self,
@@ -206,22 +209,24 @@ class ToolCallPipeline:
         late: bool,
         secrets: dict[str, Any] | None,
     ) -> ToolResult:
-        """Steps 7-9 and the wrap-up, from the body's answer (``stop`` or ``value``):
-        the result rendered and capped, the output guards, the hooks' ``after``, the
-        recorders. ``run`` ends here, and so does a ticket's ``complete``."""
+        """Steps 7-9 and the wrap-up, from the body's answer (``stop`` or ``value``),
+        as ``run`` ends: what a ticket's ``complete`` runs."""
         try:
+            cap = self.max_result_chars
             result = complete(
-                inv,
-                records,
-                escapes,
-                verdict,
-                stop,
-                value,
-                start,
-                self.max_result_chars,
-                late,
-                secrets,
+                inv, records, escapes, verdict, stop, value, start, cap, late, secrets
             )
+        except BaseException:
+            self._interrupt(turn, inv, start)
+            raise
+        return self.conclude(turn, plan, inv, result, start)
+
+    def conclude(
+        self, turn: Any, plan: Plan, inv: Invocation, result: ToolResult, start: int
+    ) -> ToolResult:
+        """Step 9 and the wrap-up of a result: the output guards, the hooks' ``after``,
+        the recorders."""
+        try:
             if result.outcome is _OK and plan.output_guards:
                 checked = [g.evaluate((inv, result), _TOOL_CALL) for g in plan.output_guards]
                 result = after_output(plan, inv, result, checked)
@@ -322,12 +327,12 @@ class ToolCallPipeline:
                         late = is_late(began, deadline)
                 except BaseException as exc:
                     stop = failure(exc)
+            cap = self.max_result_chars
+            result = complete(inv, records, found, verdict, stop, value, start, cap, late, secrets)
         except BaseException as exc:
             await self._ainterrupt(turn, inv, start, exc)
             raise
-        return await self.asettle(
-            turn, plan, inv, records, found, verdict, stop, value, start, late, secrets
-        )
+        return await self.aconclude(turn, plan, inv, result, start)
 
     async def asettle(
         self,
@@ -343,20 +348,22 @@ class ToolCallPipeline:
         late: bool,
         secrets: dict[str, Any] | None,
     ) -> ToolResult:
-        """``settle`` for ``arun``: output guards and hooks awaited."""
+        """``settle`` for async code: output guards and hooks awaited."""
         try:
+            cap = self.max_result_chars
             result = complete(
-                inv,
-                records,
-                escapes,
-                verdict,
-                stop,
-                value,
-                start,
-                self.max_result_chars,
-                late,
-                secrets,
+                inv, records, escapes, verdict, stop, value, start, cap, late, secrets
             )
+        except BaseException as exc:
+            await self._ainterrupt(turn, inv, start, exc)
+            raise
+        return await self.aconclude(turn, plan, inv, result, start)
+
+    async def aconclude(
+        self, turn: Any, plan: Plan, inv: Invocation, result: ToolResult, start: int
+    ) -> ToolResult:
+        """``conclude`` for ``arun``: output guards, hooks and recorders awaited."""
+        try:
             if result.outcome is _OK and plan.output_guards:
                 checked = await _aevaluate(plan.output_guards, (inv, result))
                 result = after_output(plan, inv, result, checked)
