@@ -29,6 +29,7 @@ from ..rules import _paths
 from ..store import offloop
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
 from ._quick import quick_guard
+from .defaults import default_guards
 from .gates import CeilingCheck, Counts, IntentCheck, Intents, PreTurnCheck
 from .policy import Policy
 from .provenance import USER, Ledgers, Sources
@@ -103,6 +104,7 @@ def install(
     guards: list[Guard] = [
         _param_guard(p, tools[p.tool], ledgers, policy.fail_closed) for p in policy.params
     ]
+    guards.extend(default_guards(policy, tools, ledgers))
     if policy.intents or policy.sources_used:
         # Labels the user's input, and applies the intent gates.
         pre_turn = Guard(

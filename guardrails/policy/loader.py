@@ -37,7 +37,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ._toml_shape import first_excess
-from .policy import Ceiling, Policy, PolicyError
+from .policy import Ceiling, Policy, PolicyError, free_key
 from .rules import MAX_PATH_PARTS, Param
 
 __all__ = [
@@ -92,7 +92,7 @@ _TOOL_KEYS = {
     "max_per_session": "integer",
     "params": "table",
 }
-_TOP = {"policy", "sources", "tools"}
+_TOP = {"defaults", "policy", "sources", "tools"}
 
 
 def load(path: str | os.PathLike[str]) -> Policy:
@@ -127,6 +127,12 @@ def loads(text: str, *, origin: str = "<string>") -> Policy:
     _known(origin, "sources", sources, {"trusted", "untrusted"})
     trusted = _typed(origin, "sources", "trusted", sources.get("trusted", []), _STRINGS)
     untrusted = _typed(origin, "sources", "untrusted", sources.get("untrusted", []), _STRINGS)
+    defaults = _table(origin, "defaults", data.get("defaults", {}))
+    _known(origin, "defaults", defaults, {"grounded_in"})
+    default = defaults.get("grounded_in")
+    if default is not None:
+        _typed(origin, "defaults", "grounded_in", default, _STRINGS)
+    free: set[tuple[str, str]] = set()
     params: list[Param] = []
     where: dict[str, tuple[str, str]] = {}
     intents: dict[str, tuple[str, ...]] = {}
@@ -166,9 +172,14 @@ def loads(text: str, *, origin: str = "<string>") -> Policy:
                     None,
                     f"the path {_shown(path)} has more than {MAX_PATH_PARTS} parts",
                 )
-            param = _param(origin, f"{table}.params.{_quoted(path)}", tool, path, rule)
+            at = f"{table}.params.{_quoted(path)}"
+            if _is_free(origin, at, rule):
+                free.add((tool, path))
+                where[free_key(tool, path)] = (origin, at)
+                continue
+            param = _param(origin, at, tool, path, rule)
             params.append(param)
-            where[param.rule_name] = (origin, f"{table}.params.{_quoted(path)}")
+            where[param.rule_name] = (origin, at)
     try:
         return Policy(
             params=tuple(params),
@@ -179,6 +190,8 @@ def loads(text: str, *, origin: str = "<string>") -> Policy:
             fail_closed=fail_closed,
             origin=origin,
             where=where,
+            default_grounded_in=None if default is None else frozenset(default),
+            free=frozenset(free),
         )
     except PolicyError:
         raise
@@ -200,6 +213,18 @@ def _param(origin: str, table: str, tool: str, path: str, rule: Any) -> Param:
         message = str(exc).split(": ", 1)[-1]
         first = message.split(" ")[0].rstrip(":")
         raise PolicyError(origin, table, first if first in _PARAM_KEYS else None, message) from None
+
+
+def _is_free(origin: str, table: str, rule: Any) -> bool:
+    """Whether a parameter's table declares it free of the default (``free = true``, alone)."""
+    if not isinstance(rule, Mapping) or "free" not in rule:
+        return False
+    if rule["free"] is not True:
+        raise PolicyError(origin, table, "free", f"must be true, not {_shown(rule['free'])}")
+    if len(rule) > 1:
+        other = sorted(k for k in rule if k != "free")[0]
+        raise PolicyError(origin, table, other, "a free parameter has no other check")
+    return True
 
 
 def _quoted(key: str) -> str:

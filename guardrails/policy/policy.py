@@ -17,7 +17,8 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..rules.triggers import TermSet
-from .provenance import CONTEXT, USER
+from .defaults import default_rule_name
+from .provenance import CONTEXT, TRUSTED, USER
 from .rules import Param
 from .schema_paths import resolve
 
@@ -75,6 +76,10 @@ class Policy:
     origin: str = "<python>"
     # Where each rule was declared: rule name -> (origin, table).
     where: Mapping[str, tuple[str, str]] = field(default_factory=lambda: _EMPTY)
+    # The safe default: the sources every string argument of a tool with an
+    # effect must be grounded in, and the (tool, path) pairs declared free of it.
+    default_grounded_in: frozenset[str] | None = None
+    free: frozenset[tuple[str, str]] = frozenset()
 
     def __post_init__(self) -> None:
         params = tuple(self.params)
@@ -113,6 +118,7 @@ class Policy:
             raise ConfigurationError("policy ceilings must be Ceiling values")
         object.__setattr__(self, "ceilings", MappingProxyType(ceilings))
         object.__setattr__(self, "where", MappingProxyType(dict(self.where)))
+        _check_default(self)
         names: dict[str, Param] = {}
         for p in params:
             if p.rule_name in names:
@@ -154,25 +160,34 @@ class Policy:
             if self.origin == other.origin
             else f"{self.origin} + {other.origin}",
             where={**self.where_all(), **other.where_all()},
+            default_grounded_in=_merged_default(self, other),
+            free=self.free | other.free,
         )
 
     def where_all(self) -> dict[str, tuple[str, str]]:
-        return {
-            p.rule_name: self.where.get(p.rule_name, (self.origin, f"rule {p.rule_name}"))
-            for p in self.params
-        }
+        names = [p.rule_name for p in self.params] + [free_key(*f) for f in self.free]
+        return {name: self.where.get(name, (self.origin, f"rule {name}")) for name in names}
 
     @property
     def sources_used(self) -> bool:
-        return any(p.grounded_in is not None or p.not_only_untrusted for p in self.params)
+        return self.default_grounded_in is not None or any(
+            p.grounded_in is not None or p.not_only_untrusted for p in self.params
+        )
+
+    def _names_source(self, name: str) -> bool:
+        if name != TRUSTED:
+            return self.sources_used
+        return name in (self.default_grounded_in or ()) or any(
+            name in (p.grounded_in or ()) for p in self.params
+        )
 
     # -- checked against the registered tools ---------------------------------------
 
     def check(self, tools: Mapping[str, Any]) -> None:
         """Raise ``PolicyError`` at the first mistake against ``tools`` (name -> Tool)."""
-        known_sources = {USER, CONTEXT, *tools}
-        for reserved in (USER, CONTEXT):
-            if reserved in tools and self.sources_used:
+        known_sources = {USER, CONTEXT, TRUSTED, *tools}
+        for reserved in (USER, CONTEXT, TRUSTED):
+            if reserved in tools and self._names_source(reserved):
                 raise PolicyError(
                     self.origin,
                     "sources",
@@ -203,7 +218,7 @@ class Policy:
                         origin,
                         table,
                         "grounded_in",
-                        f"unknown source {source!r}; use 'user', 'context' or a tool name",
+                        f"unknown source {source!r}; use 'user', 'context', 'trusted' or a tool name",
                     )
             try:
                 types = resolve(spec, rule.path)
@@ -214,6 +229,86 @@ class Policy:
             problem = _type_mismatch(rule, types)
             if problem is not None:
                 raise PolicyError(origin, table, problem[0], problem[1])
+        check_default(self, tools, known_sources)
+
+
+def free_key(tool: str, path: str) -> str:
+    """The key of a free path in ``Policy.where`` (never a rule's name: it has a space)."""
+    return f"{tool}.{path} free"
+
+
+def _check_default(policy: Policy) -> None:
+    given = policy.default_grounded_in
+    if given is not None:
+        if isinstance(given, str) or not all(isinstance(s, str) for s in given):
+            raise PolicyError(policy.origin, "defaults", "grounded_in", "must be a list of strings")
+        if not given:
+            raise PolicyError(
+                policy.origin, "defaults", "grounded_in", "must name at least one source"
+            )
+        object.__setattr__(policy, "default_grounded_in", frozenset(given))
+    free = frozenset(policy.free)
+    for item in free:
+        if not (
+            isinstance(item, tuple) and len(item) == 2 and all(isinstance(x, str) for x in item)
+        ):
+            raise ConfigurationError("policy free must be a set of (tool, path) pairs")
+    object.__setattr__(policy, "free", free)
+
+
+def _merged_default(a: Policy, b: Policy) -> frozenset[str] | None:
+    one, two = a.default_grounded_in, b.default_grounded_in
+    if one is not None and two is not None and one != two:
+        raise PolicyError(
+            f"{a.origin} + {b.origin}",
+            "defaults",
+            "grounded_in",
+            f"two policies give different defaults ({sorted(one)} and {sorted(two)}); give one",
+        )
+    return one if one is not None else two
+
+
+def check_default(policy: Policy, tools: Mapping[str, Any], known: set[str]) -> None:
+    """Raise ``PolicyError`` at the first mistake of the safe default or a free path."""
+    for source in sorted(policy.default_grounded_in or ()):
+        if source not in known:
+            raise PolicyError(
+                policy.origin,
+                "defaults",
+                "grounded_in",
+                f"unknown source {source!r}; use 'user', 'context', 'trusted' or a tool name",
+            )
+    names = {p.rule_name for p in policy.params}
+    if policy.default_grounded_in is None and policy.free:
+        tool, path = min(policy.free)
+        origin, table = policy.where.get(free_key(tool, path), (policy.origin, f"tools.{tool}"))
+        raise PolicyError(origin, table, "free", "needs [defaults] grounded_in to be free of")
+    for tool, path in sorted(policy.free):
+        origin, table = policy.where.get(
+            free_key(tool, path), (policy.origin, f"tools.{tool}.params.{path}")
+        )
+        spec = tools.get(tool)
+        if spec is None:
+            raise PolicyError(origin, table, None, f"unknown tool {tool!r}")
+        if not getattr(spec, "effect", False):
+            raise PolicyError(
+                origin, table, "free", f"tool {tool!r} has no effect; the default does not apply"
+            )
+        try:
+            resolve(spec, path)
+        except LookupError as exc:
+            raise PolicyError(
+                origin, table, None, f"tool {tool!r} has no parameter {exc.args[0]!r}"
+            ) from None
+    if policy.default_grounded_in is not None:
+        for tool in sorted(tools):
+            if getattr(tools[tool], "effect", False) and default_rule_name(tool) in names:
+                raise PolicyError(
+                    policy.origin,
+                    f"tools.{tool}",
+                    "name",
+                    f"the rule name {default_rule_name(tool)!r} is the safe default's guard",
+                )
 
 
 def _type_mismatch(rule: Param, types: frozenset[str] | None) -> tuple[str, str] | None:

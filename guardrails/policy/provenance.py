@@ -36,6 +36,7 @@ __all__ = ["Ledger", "Ledgers", "SessionView", "Sources"]
 
 USER = "user"
 CONTEXT = "context"
+TRUSTED = "trusted"
 _KEY_PREFIX = "guardrails:provenance:"
 
 
@@ -61,7 +62,10 @@ class Sources:
         if mask is None:
             mask = 0
             for name in names:
-                mask |= self.bits.get(name, 0)
+                bit = self.bits.get(name)
+                if bit is None and name == TRUSTED:
+                    bit = self.trusted  # the user, the context and every trusted tool
+                mask |= bit or 0
             self.masks[names] = mask
         return mask
 

@@ -62,7 +62,36 @@ def test_the_guard_names_shown_are_the_real_ones() -> None:
     for name in (
         "`policy:TOOL.PATH`",
         "`policy:TOOL.intent`",
+        "`policy:TOOL.defaults`",
         "`policy:TOOL.ceiling`",
         "`policy:intent`",
     ):
         assert name in DOC
+
+
+@tool(effect=True)
+def send_mail(to: str, subject: str, body: str) -> str:
+    """Send an email."""
+    return "sent"
+
+
+@tool
+def search_web(query: str) -> str:
+    """Search the web."""
+    return "results"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[defaults]\ngrounded_in = []\n",
+        "[tools.send_mail.params.body]\nfree = true\n",
+        "[defaults]\ngrounded_in = ['user']\n[tools.search_web.params.query]\nfree = true\n",
+        "[defaults]\ngrounded_in = ['user']\n[tools.send_mail.params.body]\nfree = true\n"
+        "pattern = 'x'\n",
+    ],
+)
+def test_the_safe_default_errors_shown_are_the_real_ones(text: str) -> None:
+    with pytest.raises(PolicyError) as info:
+        loads(text, origin="policy.toml").check({"send_mail": send_mail, "search_web": search_web})
+    assert f"\n{info.value}\n" in DOC
