@@ -103,4 +103,5 @@ def test_a_reject_that_could_not_decide_is_a_fault_and_other_escapes_on_a_reject
     assert [(e.guard, e.reason) for e in result.escapes] == [("cannot_say", "not_configured")]
     labels = {"guard": "cannot_say", "choke_point": "tool_call", "reason": "not_configured"}
     assert registry.get_sample_value("guardrails_fail_closed_faults_total", labels) == 1.0
-    assert registry.get_sample_value("guardrails_fail_open_escapes_total", labels) is None
+    # The engine binds its recorders: the guard's escape series is exposed, at zero.
+    assert registry.get_sample_value("guardrails_fail_open_escapes_total", labels) == 0.0
