@@ -165,7 +165,8 @@ def test_a_flood_refused_by_untrusted_only_is_a_counted_fault_not_an_escape() ->
     assert _faults(injected) == [("policy:pay.iban", EscapeReason.NOT_CONFIGURED.value)]
     labels = {"guard": "policy:pay.iban", "choke_point": "tool_call", "reason": "not_configured"}
     assert registry.get_sample_value("guardrails_fail_closed_faults_total", labels) == 1.0
-    assert registry.get_sample_value("guardrails_fail_open_escapes_total", labels) is None
+    # From zero since the engine binds its recorder: never counted as an escape.
+    assert registry.get_sample_value("guardrails_fail_open_escapes_total", labels) == 0.0
     assert _pay(turn, USER_IBAN).ok
 
 
