@@ -19,6 +19,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
 from .context import Invocation, ToolResult
+from .effects._state import state_for
 
 if TYPE_CHECKING:
     from .telemetry import OpenTelemetryRecorder
@@ -42,6 +43,15 @@ def take_open_span(call_id: str) -> Span | None:
             _OPEN.set(stack[:i] + stack[i + 1 :])
             return span
     return None
+
+
+def _note_ids(invocation: Invocation, span: Span) -> None:
+    """Put the span's trace and span ids in the call's audit detail (W3C hex form)."""
+    ids = span.get_span_context()
+    if ids.is_valid:
+        detail = state_for(invocation).detail
+        detail["trace_id"] = format(ids.trace_id, "032x")
+        detail["span_id"] = format(ids.span_id, "016x")
 
 
 def _detach(token: Token[Context]) -> None:
@@ -71,6 +81,7 @@ class ToolSpans:
             span = rec._start_hook_span(tracer, invocation)
             token = context.attach(trace.set_span_in_context(span))
             _OPEN.set((*stack, (invocation.call_id, span, token)))
+            _note_ids(invocation, span)
         except Exception:  # telemetry never breaks a call
             rec._failed()
         return None

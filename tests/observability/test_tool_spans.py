@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from opentelemetry import trace
@@ -150,3 +151,38 @@ def test_a_ticket_gets_the_span_turn_call_gets(
     assert "error.type" not in (ok.attributes or {})
     assert (failed.attributes or {})["error.type"] == "ValueError"  # as for a tool that raised
     assert spans.failures == 0 and not open_spans()
+
+
+def test_the_audit_row_keeps_the_trace_and_span_ids_of_its_call() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from guardrails import Guardrails, tool
+    from guardrails.audit import AuditLog
+    from guardrails.store import MemoryStore
+    from guardrails.telemetry import OpenTelemetryRecorder
+
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    spans = OpenTelemetryRecorder(provider)
+    audit = AuditLog(MemoryStore())
+    rails = Guardrails([lookup], hooks=[audit, spans.hook()], recorder=[audit, spans])
+    turn = rails.turn()
+    turn.call("lookup", {"key": "a"}, call_id="c-1")
+    turn.call("lookup", {"key": "b"}, call_id="c-2")
+    rows = {r.call_id: json.loads(r.detail or "{}") for r in audit.rows(kind="tool_call")}
+    for span in exporter.get_finished_spans():
+        ids = span.get_span_context()
+        call_id = (span.attributes or {})["gen_ai.tool.call.id"]
+        assert rows[call_id] == {
+            "trace_id": format(ids.trace_id, "032x"),
+            "span_id": format(ids.span_id, "016x"),
+        }
+    assert len(rows) == 2 and rows["c-1"] != rows["c-2"]

@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
 
 from guardrails import Guardrails, GuardResult, Invocation, Verdict, guard, tool
 from guardrails.audit import AuditLog
 from guardrails.effects import Idempotency, PaidCall, Snapshots, Usage
 from guardrails.store import AuditRow, PostgresStore, SQLiteStore, Store
+from guardrails.telemetry import OpenTelemetryRecorder
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "postmortem.md"
 QUERIES = re.findall(r"```sql\n(.*?)```", PAGE.read_text(), re.S)
@@ -46,11 +48,12 @@ def _populate(store: Store) -> None:
         return str(paid(lambda: "published"))
 
     audit = AuditLog(store)
+    spans = OpenTelemetryRecorder(TracerProvider())  # rows keep their span's ids
     rails = Guardrails(
         [publish],
         [flaky, no_drafts],
-        hooks=[audit, Idempotency(store), Snapshots(store)],
-        recorder=[audit],
+        hooks=[audit, spans.hook(), Idempotency(store), Snapshots(store)],
+        recorder=[audit, spans],
     )
     turn = rails.turn(tenant="acme", session="s-1", agent="writer", workflow="wf-1")
     for brief in ["b-1", "b-1", "b-2", "b-3", "draft"]:
