@@ -79,6 +79,12 @@ def _build_parser() -> argparse.ArgumentParser:
     from .policy.cli import add_arguments as policy_arguments
 
     policy_arguments(sub.add_parser("policy", help="check or explain an argument policy file"))
+
+    from .approvals.cli import add_arguments as approvals_arguments
+
+    approvals_arguments(
+        sub.add_parser("approvals", help="list, show, approve or deny calls waiting for a person")
+    )
     return parser
 
 

@@ -212,6 +212,8 @@ class Guardrails:
             secrets=secrets,
             provider_timeout=provider_timeout,
         )
+        for t in self._tools.values():
+            self._check_approval(t)
         self._replan()
         if policy is not None:
             self.load_policy(policy)
@@ -260,10 +262,24 @@ class Guardrails:
             raise DuplicateNameError(f"tool {spec.name!r} is registered twice")
         for g in (*spec.guards, *spec.output_guards):
             self._check_guard_name(g)
+        if hasattr(self, "_pipeline"):  # at construction, checked once the hooks are known
+            self._check_approval(spec)
         self._tools[spec.name] = spec
         if self._pending:
             self._arrived(spec.name)
         return spec
+
+    def _check_approval(self, spec: Tool) -> None:
+        """A tool that needs approval is refused unless a hook grants approvals: without
+        one its calls would run unasked (docs/approvals.md)."""
+        rule = spec.approval
+        if rule is None or rule.never:
+            return
+        if not any(getattr(h, "grants_approval", False) is True for h in self._pipeline.hooks):
+            raise ConfigurationError(
+                f"tool {spec.name!r} needs approval ({rule.source!r}) but no hook grants "
+                "approvals: add hooks=[ApprovalGate(store)] (guardrails.approvals)"
+            )
 
     def _add_guard(self, g: Guard | Callable[[Any], Any]) -> Guard:
         spec = as_guard(g)

@@ -19,6 +19,7 @@ from typing import Any, Literal, Union, overload
 
 import pydantic
 
+from ._conditions import ApprovalRule, parse_approval
 from .context import TurnContext
 from .errors import ConfigurationError, SchemaError
 from .guard import Guard, _is_async, as_guard
@@ -60,6 +61,7 @@ class Tool:
 
     __slots__ = (
         "__wrapped__",
+        "approval",
         "bind",
         "bound",
         "compiled",
@@ -98,6 +100,7 @@ class Tool:
         options: Mapping[str, Any] | None = None,
         convert: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
         extra: Extra | None = None,
+        approval: str | ApprovalRule | None = None,
     ) -> None:
         if not isinstance(name, str) or not _NAME.match(name):
             raise ConfigurationError(
@@ -130,6 +133,11 @@ class Tool:
                     f"tool {name!r}: secret {source.name!r} can only be bound into a tool "
                     "declared as an action (effect=True)"
                 )
+        # When a call needs a person's approval (docs/approvals.md): parsed here, so a
+        # misspelled setting or a parameter the tool lacks fails at registration.
+        self.approval = parse_approval(approval, f"tool {name!r}")
+        if self.approval is not None:
+            self.approval.check_names(props, f"tool {name!r}")
         self.name = name
         self.description = description
         self.fn = fn
@@ -258,6 +266,7 @@ def tool(
     output_guards: Iterable[Guard | Callable[[Any], Any]] = (),
     options: Mapping[str, Any] | None = None,
     extra: Extra | None = None,
+    approval: str | ApprovalRule | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None, /, **options: Any

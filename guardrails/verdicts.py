@@ -92,6 +92,9 @@ class Reason(StrEnum):
     IN_PROGRESS = "in_progress"
     INTERRUPTED = "interrupted"
     NOT_COMPLETED = "not_completed"
+    APPROVAL_PENDING = "approval_pending"
+    APPROVAL_DENIED = "approval_denied"
+    APPROVAL_EXPIRED = "approval_expired"
 
 
 # Members read once: on Python 3.11 each ``Enum.MEMBER`` read costs a class

@@ -138,6 +138,23 @@ class WithDeadline:
     def snapshot(self, key: str, version: int | None = None, /) -> Snapshot | None:
         return self._call(self.store.snapshot, key, version)
 
+    # -- approval requests: passed through when the wrapped store keeps them --
+
+    def approval_admit(self, request: Any, now: float, /) -> Any:
+        return self._call(self.store.approval_admit, request, now)  # type: ignore[attr-defined]
+
+    def approval_decide(
+        self, request_id: str, status: str, by: str, reason: str | None, now: float, /
+    ) -> Any:
+        method = self.store.approval_decide  # type: ignore[attr-defined]
+        return self._call(method, request_id, status, by, reason, now)
+
+    def approval(self, request_id: str, /) -> Any:
+        return self._call(self.store.approval, request_id)  # type: ignore[attr-defined]
+
+    def approvals(self, status: str | None, now: float, limit: int, /) -> Any:
+        return self._call(self.store.approvals, status, now, limit)  # type: ignore[attr-defined]
+
     def close(self) -> None:
         with self._lock:
             pool, self._pool = self._pool, None

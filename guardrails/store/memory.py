@@ -7,6 +7,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._tuples import replaced
+from ._approval_rows import (
+    Admission,
+    ApprovalRecord,
+    admission,
+    check_decision,
+    check_listed,
+    listed,
+)
 from ._base import AuditRow, Claim, Snapshot, check_filters, check_times
 from ._chain import GENESIS, content, link
 from ._storable import storable
@@ -32,6 +40,8 @@ class MemoryStore:
         self._kv: dict[str, str] = {}
         self._idem: dict[str, tuple[str, str, str | None, float]] = {}
         self._snapshots: dict[str, list[Snapshot]] = {}
+        self._approvals: dict[str, ApprovalRecord] = {}
+        self._scopes: dict[str, list[str]] = {}  # scope -> request ids, oldest first
         self.closed = False
 
     def append(self, row: AuditRow, /) -> int:
@@ -198,6 +208,47 @@ class MemoryStore:
             if version is None:
                 return versions[-1]
             return versions[version - 1] if 0 < version <= len(versions) else None
+
+    # -- approval requests (docs/approvals.md) --
+
+    def approval_admit(self, request: ApprovalRecord, now: float, /) -> Admission:
+        """Consume a live approval of ``request``'s scope, report a live request, or open it."""
+        check_times(now, request.requested_at, request.expires_at)
+        with self._lock:
+            ids = self._scopes.setdefault(request.scope, [])
+            state, found = admission((self._approvals[i] for i in ids), now)
+            if found is None:
+                self._approvals[request.id] = found = request
+                ids.append(request.id)
+            elif state == "run":
+                self._approvals[found.id] = found
+            return Admission(state, found)
+
+    def approval_decide(
+        self, request_id: str, status: str, by: str, reason: str | None, now: float, /
+    ) -> ApprovalRecord | None:
+        """Decide a live pending request; the request as it stands after (None: no such id)."""
+        check_times(now)
+        check_decision(status)
+        with self._lock:
+            found = self._approvals.get(request_id)
+            if found is not None and found.status == "pending" and found.expires_at > now:
+                found = found._replace(status=status, decided_by=by, decided_at=now, reason=reason)
+                self._approvals[request_id] = found
+            return found
+
+    def approval(self, request_id: str, /) -> ApprovalRecord | None:
+        with self._lock:
+            return self._approvals.get(request_id)
+
+    def approvals(self, status: str | None, now: float, limit: int, /) -> list[ApprovalRecord]:
+        """Requests under ``status`` (effective: ``expired`` included), newest first."""
+        check_times(now)
+        check_listed(status)
+        with self._lock:
+            rows = list(self._approvals.values())
+        rows.sort(key=lambda r: (r.requested_at, r.id), reverse=True)
+        return [r for r in rows if listed(r, status, now)][:limit]
 
     def close(self) -> None:
         self.closed = True

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from . import _pg_sql as sql
 from ._base import AuditRow, Claim, Snapshot, StoreUnavailable
 from ._group_commit import Batcher
+from ._pg_approvals import PostgresApprovals
 from ._pg_migrate import migrate as _migrate
 from ._pg_sql import START, Head, Result, Sql
 
@@ -59,7 +60,7 @@ __all__ = ["PostgresStore"]
 T = TypeVar("T")
 
 
-class PostgresStore:
+class PostgresStore(PostgresApprovals):
     """A store in one PostgreSQL database, reached through a psycopg connection pool."""
 
     def __init__(

@@ -6,7 +6,7 @@ with gets only what the store's methods need: ``SELECT``/``INSERT`` on the
 audit log (no ``UPDATE``, ``DELETE`` or ``TRUNCATE``, and, not being the
 owner, no ``ALTER TABLE``, ``DISABLE TRIGGER`` or ``DROP``), the chain head it
 advances, read-write access to the counters, budgets, leases, keys and
-phases, and the functions the store calls. ``application_grants`` gives the statements to run as the owner.
+phases, reading, opening and deciding approval requests (never deleting them), and the functions the store calls. ``application_grants`` gives the statements to run as the owner.
 """
 
 from __future__ import annotations
@@ -21,11 +21,13 @@ _READ_WRITE = (
     "guardrails_idempotency",
 )
 
-# The functions the store calls (migrations 3 and 4), with their argument types.
+# The functions the store calls (migrations 3, 4 and 7), with their argument types.
 _FUNCTIONS = (
     "guardrails_audit_append(bigint, text, text[], text[], json)",
     "guardrails_reserve_leased(text, text, bigint, bigint, double precision, double precision)",
     "guardrails_put_snapshot(text, double precision, bytea)",
+    "guardrails_approval_admit(text, text, text, text, text, text, text, text, "
+    "double precision, double precision, double precision)",
 )
 
 
@@ -42,6 +44,8 @@ def application_grants(role: str, schema: str = "public") -> list[str]:
         f"GRANT SELECT, INSERT ON {on('guardrails_audit', 'guardrails_snapshots')} TO {who}",
         f"GRANT SELECT, UPDATE ON {on('guardrails_audit_head')} TO {who}",
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON {on(*_READ_WRITE)} TO {who}",
+        # Approval requests are decided and used in place, never deleted.
+        f"GRANT SELECT, INSERT, UPDATE ON {on('guardrails_approvals')} TO {who}",
         # Granted by name, not left to PUBLIC: a database may revoke that default.
         f"GRANT EXECUTE ON FUNCTION {', '.join(f'{where}.{f}' for f in _FUNCTIONS)} TO {who}",
     ]

@@ -51,6 +51,7 @@ from ._base import (
 )
 from ._chain import GENESIS, content, link, sealed
 from ._migrations import migrations, split_statements
+from ._sqlite_approvals import SQLiteApprovals
 from ._sqlite_insert import INSERT, insert
 from ._sqlite_triggers import restore_triggers
 
@@ -105,7 +106,7 @@ class _Local(threading.local):
     parked: sqlite3.Connection | None = None
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteApprovals):
     """A store in one SQLite file. ``path`` is created (with its schema) on first use."""
 
     def __init__(

@@ -1,0 +1,117 @@
+"""The hook that holds a call until a person approves it, and runs an approved call once.
+
+``ApprovalGate(store)`` in an engine's ``hooks``: a call whose tool declares
+``approval=`` (or whose tool the policy file gives an ``approval``), and whose
+arguments the rule says need it, does not run. Its request is put in the store
+(or found there) and the model reads ``unavailable`` with a fixed sentence
+(reason ``approval_pending``, ``approval_denied`` or ``approval_expired``).
+When a person has approved it, the same call (same tenant, session, tool and
+digest of the exact arguments) consumes the approval atomically and runs,
+once. When the store cannot say, the call does not run
+(``store_unavailable``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .._conditions import ApprovalRule, parse_approval
+from ..context import Invocation, ToolResult
+from ..effects._state import enter, leave
+from ..errors import ConfigurationError
+from ..middleware.tool_call import Stop
+from ..store import offloop
+from ..store._approval_rows import Admission
+from ..verdicts import Outcome, Reason
+from ._request import request_for
+from ._sentences import SENTENCES
+from .book import book_of
+
+__all__ = ["ApprovalGate"]
+
+_STOPS: dict[str, Stop] = {
+    "pending": Stop(Outcome.UNAVAILABLE, Reason.APPROVAL_PENDING),
+    "requested": Stop(Outcome.UNAVAILABLE, Reason.APPROVAL_PENDING),
+    "denied": Stop(Outcome.UNAVAILABLE, Reason.APPROVAL_DENIED),
+    "expired": Stop(Outcome.UNAVAILABLE, Reason.APPROVAL_EXPIRED),
+}
+DETAIL = "approval_request"
+
+
+class ApprovalGate:
+    """A CallHook: calls that need approval wait for a stored decision and run once."""
+
+    __slots__ = ("book", "clock", "name", "rules", "ttl")
+
+    # The engine refuses a tool that declares ``approval=`` when no hook says this.
+    grants_approval = True
+
+    def __init__(
+        self,
+        store: Any,
+        *,
+        ttl: float = 3_600.0,
+        rules: Mapping[str, str | ApprovalRule] | None = None,
+        clock: Callable[[], float] = time.time,
+        name: str = "approvals",
+    ) -> None:
+        if not (type(ttl) in (int, float) and 0 < ttl < float("inf")):
+            raise ConfigurationError(f"{name}: ttl must be a positive number of seconds")
+        self.book = book_of(store, name)
+        self.ttl = float(ttl)
+        self.clock = clock
+        self.name = name
+        self.rules: dict[str, ApprovalRule] = {}
+        for tool, spec in dict(rules or {}).items():
+            rule = parse_approval(spec, f"{name}: tool {tool!r}")
+            if rule is not None:
+                self.rules[tool] = rule
+
+    def rule_for(self, invocation: Invocation) -> ApprovalRule | None:
+        """The tool's own rule, else the one given here (from the policy file)."""
+        own = getattr(invocation.tool, "approval", None)
+        return own if own is not None else self.rules.get(invocation.name)
+
+    def needs_approval(self, invocation: Invocation) -> bool:
+        rule = self.rule_for(invocation)
+        return rule is not None and rule.needs_approval(invocation.arguments)
+
+    def before(self, invocation: Invocation, /) -> Stop | None:
+        if not self.needs_approval(invocation):
+            return None
+        now = self.clock()
+        request = request_for(invocation, now, self.ttl)
+        try:
+            found = self.book.approval_admit(request, now)
+        except Exception as exc:  # StoreUnavailable, or a store's own driver error
+            return Stop(Outcome.UNAVAILABLE, Reason.STORE_UNAVAILABLE, None, exc)
+        return self._decided(invocation, found)
+
+    async def abefore(self, invocation: Invocation, /) -> Stop | None:
+        """``before`` for ``acall``: the store is asked off the event loop."""
+        if not self.needs_approval(invocation):
+            return None
+        now = self.clock()
+        request = request_for(invocation, now, self.ttl)
+        try:
+            found = await offloop.run(self.book, self.book.approval_admit, request, now)
+        except Exception as exc:  # StoreUnavailable, or a store's own driver error
+            return Stop(Outcome.UNAVAILABLE, Reason.STORE_UNAVAILABLE, None, exc)
+        return self._decided(invocation, found)
+
+    def _decided(self, invocation: Invocation, found: Admission) -> Stop | None:
+        # The request's id goes to the call's audit row, never to the model.
+        enter(invocation, self).detail[DETAIL] = found.record.id
+        return None if found.state == "run" else _STOPS[found.state]
+
+    def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+        leave(invocation, self)
+        sentence = SENTENCES.get(result.reason) if result.reason is not None else None
+        if sentence is None or result.outcome is not Outcome.UNAVAILABLE:
+            return result
+        return result._replace(content=sentence)
+
+    async def aafter(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
+        return self.after(invocation, result)
