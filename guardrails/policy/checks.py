@@ -15,6 +15,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ConfigurationError
+from ._extract import extract
+from .embedded import Embedded
 from .kinds import (
     Kind,
     domain_of,
@@ -51,6 +53,7 @@ class Check(StrEnum):
     GROUNDED = "not_grounded"
     UNTRUSTED = "untrusted_only"
     UNKNOWN = "provenance_unknown"
+    EMBEDDED = "embedded_not_grounded"
     TIMEOUT = "timeout"
 
 
@@ -108,6 +111,7 @@ class Compiled:
         "deny",
         "deny_domains",
         "domains",
+        "embedded",
         "grounded",
         "kind",
         "max",
@@ -160,6 +164,11 @@ class Compiled:
         if self.grounded is not None and not self.grounded:
             raise ConfigurationError("grounded_in must name at least one source")
         self.untrusted = p.not_only_untrusted
+        self.embedded = (
+            None
+            if p.embedded is None
+            else Embedded(p.embedded, self.domains, self.deny_domains, self.grounded)
+        )
         # Of the keys the ledger holds (``_extract.key``): a text value is its own key.
         self.prefix = "" if kind in (None, Kind.TEXT) else f"{kind.value}\x00"
         self.steps = self._steps()
@@ -227,7 +236,9 @@ class Compiled:
             steps.append(self._matches)
         if self.min is not None or self.max is not None or self.min_from or self.max_from:
             steps.append(self._bounds)
-        if self.grounded is not None or self.untrusted:
+        if self.embedded is not None:
+            steps.append(self._embedded)  # grounded_in and domains apply to what it finds
+        elif self.grounded is not None or self.untrusted:
             steps.append(self._provenance)
         return tuple(steps)
 
@@ -307,6 +318,15 @@ class Compiled:
         ):
             failed.append(Check.PREFIX)
 
+    def _embedded(
+        self, value: Any, norm: Any, context: Any, seen: Seen | None, failed: list[Check]
+    ) -> None:
+        if value.__class__ is not str:
+            failed.append(Check.TYPE)
+            return
+        found = extract(value)
+        failed.extend(Check(code) for code in self.embedded.failures(found, seen))  # type: ignore[union-attr]
+
     def _in_context(self, norm: Any, context: Any) -> bool:
         allowed = context.get(self.values_from) if context is not None else None
         if allowed is None:
@@ -379,6 +399,11 @@ class Compiled:
                 lines.append(f"{key} = {shown!r}")
         if self.kind is Kind.URL:
             lines.append(f"schemes = {sorted(self.schemes or ())!r}")
+        if self.embedded is not None:
+            lines.append(
+                f"embedded = {sorted(self.embedded.kinds)!r}: each one found in the text "
+                "must be grounded or on domains"
+            )
         if self.grounded is not None:
             lines.append(f"grounded_in = {sorted(self.grounded)!r}")
         if self.untrusted:

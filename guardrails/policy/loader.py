@@ -85,6 +85,7 @@ _PARAM_KEYS: dict[str, str] = {
     "outcome": "string",
     "name": "string",
     "timeout": "number",
+    "embedded": _STRINGS,
 }
 _TOOL_KEYS = {
     "intent": _STRINGS,

@@ -44,7 +44,7 @@ _KIND_OPTIONS = {
 }
 _LISTS = (
     "values", "deny_values", "domains", "deny_domains", "schemes", "countries", "prefixes",
-    "grounded_in",
+    "grounded_in", "embedded",
 )  # fmt: skip
 _REJECT_OUTCOMES = (Outcome.INVALID_ARGS, Outcome.LIMIT, Outcome.UNAVAILABLE)
 
@@ -75,6 +75,7 @@ class Param:
     outcome: Outcome | str = Outcome.INVALID_ARGS
     name: str | None = None
     timeout: float | None = None
+    embedded: Iterable[str] | None = None
     _compiled: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -116,8 +117,16 @@ def _validate(p: Param, label: str) -> None:
                 f"kind must be one of {[k.value for k in Kind]}, not {p.kind!r}"
             ) from None
     object.__setattr__(p, "kind", kind)
+    if p.embedded is not None:
+        if kind not in (None, Kind.TEXT):
+            raise ConfigurationError("embedded needs a text parameter (no kind, or kind text)")
+        if p.not_only_untrusted:
+            raise ConfigurationError(
+                "not_only_untrusted does not apply to embedded values; use grounded_in"
+            )
     for option, kinds in _KIND_OPTIONS.items():
-        if getattr(p, option) is not None and kind not in kinds:
+        hosts = option in ("domains", "deny_domains") and p.embedded is not None
+        if getattr(p, option) is not None and kind not in kinds and not hosts:
             raise ConfigurationError(
                 f"{option} needs kind {' or '.join(sorted(k.value for k in kinds))}"
             )

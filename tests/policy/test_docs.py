@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,4 +95,18 @@ def search_web(query: str) -> str:
 def test_the_safe_default_errors_shown_are_the_real_ones(text: str) -> None:
     with pytest.raises(PolicyError) as info:
         loads(text, origin="policy.toml").check({"send_mail": send_mail, "search_web": search_web})
+    assert f"\n{info.value}\n" in DOC
+
+
+@pytest.mark.parametrize(
+    ("text", "tools"),
+    [
+        ("[tools.send_mail.params.body]\nembedded = ['url']\nkind = 'email'\n", {}),
+        ("[tools.send_mail.params.body]\nembedded = ['link']\n", {}),
+        ("[tools.pay.params.amount]\nembedded = ['url']\n", {"pay": pay}),
+    ],
+)
+def test_the_embedded_errors_shown_are_the_real_ones(text: str, tools: dict[str, Any]) -> None:
+    with pytest.raises(PolicyError) as info:
+        loads(text, origin="policy.toml").check(tools)
     assert f"\n{info.value}\n" in DOC
