@@ -1,47 +1,68 @@
 """``guardrails policy check FILE`` and ``guardrails policy explain FILE``.
 
-``--tools MODULE[:NAME]`` imports the application's tools: ``NAME`` may be a
-``Guardrails`` engine, a mapping or a list of tools; without it, the module's
-engine (if it has exactly one) or every ``Tool`` it defines.
+``--tools SOURCE`` names the application's tools: a JSON tools list, an
+importable ``MODULE[:NAME]`` or ``mcp:COMMAND ARGS...`` (see ``tool_sources``).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-from typing import Any
 
 from ..errors import ConfigurationError
 from .explain import explain
 from .loader import load
-from .policy import _tool_map
+from .tool_sources import load_tools
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "add_tools_argument", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="policy_command", metavar="ACTION", required=True)
     for action, text in (
-        ("check", "check a policy file against the tools of an importable module"),
+        ("check", "check a policy file against the tools"),
         ("explain", "print, per tool and parameter, which rule decides"),
     ):
         cmd = sub.add_parser(action, help=text)
         cmd.add_argument("file", help="the policy file (TOML)")
-        cmd.add_argument(
-            "--tools",
-            metavar="MODULE[:NAME]",
-            required=action == "check",
-            help="where the registered tools are: a Guardrails engine, a mapping or list of tools",
-        )
+        add_tools_argument(cmd, required=action == "check")
     parser.set_defaults(func=run)
+
+
+def add_tools_argument(cmd: argparse.ArgumentParser, *, required: bool) -> None:
+    """``--tools SOURCE`` and ``--tools-timeout SECONDS``, shared by every policy action."""
+    cmd.add_argument(
+        "--tools",
+        metavar="SOURCE",
+        required=required,
+        help="the tools: a JSON tools list (Anthropic, OpenAI or MCP shape), "
+        "MODULE[:NAME] (a Guardrails engine, a mapping or list of tools) "
+        "or 'mcp:COMMAND ARGS...' (an MCP server started over stdio)",
+    )
+    cmd.add_argument(
+        "--tools-timeout",
+        metavar="SECONDS",
+        type=_positive,
+        default=30.0,
+        help="how long an MCP server may take to list its tools (default 30)",
+    )
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 3600: {text!r}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
     """0: the policy is sound; 2: it is not (one line on stderr naming file, table and key)."""
     try:
         policy = load(args.file)
-        tools = _import_tools(args.tools) if args.tools else None
+        tools = load_tools(args.tools, timeout=args.tools_timeout) if args.tools else None
         if tools is not None:
             policy.check(tools)
     except ConfigurationError as exc:
@@ -52,25 +73,3 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(explain(policy, tools))
     return 0
-
-
-def _import_tools(spec: str) -> dict[str, Any]:
-    module_name, _, attr = spec.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:
-        raise ConfigurationError(f"cannot import {module_name!r}: {type(exc).__name__}") from None
-    if attr:
-        if not hasattr(module, attr):
-            raise ConfigurationError(f"module {module_name!r} has no {attr!r}")
-        return _tool_map(getattr(module, attr))
-    from ..engine import Guardrails
-    from ..tools import Tool
-
-    engines = [v for v in vars(module).values() if isinstance(v, Guardrails)]
-    if len(engines) == 1:
-        return dict(engines[0].tools)
-    found = {v.name: v for v in vars(module).values() if isinstance(v, Tool)}
-    if not found:
-        raise ConfigurationError(f"module {module_name!r} defines no tools; name them MODULE:NAME")
-    return found
