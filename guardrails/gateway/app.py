@@ -28,7 +28,8 @@ from ..telemetry import OpenTelemetryRecorder
 from ..verdicts import Outcome, model_sentence
 from .catalog import catalog
 from .config import GatewayConfig
-from .metrics import GatewayCounters
+from .metrics import GatewayCounters, PinCounters
+from .pinning import Pinning
 from .policy import load_policy
 from .rules import StoreCounter, session_ceiling, tenant_allow_list, workflows
 from .secrets import SecretProvider, secret_provider
@@ -75,6 +76,11 @@ class Gateway:
         for upstream in self.upstreams:
             upstream.on_tools_changed = self._republish
         self.sessions = Sessions(config.tenants, config.stdio_tenant)
+        names = tuple(u.name for u in config.upstreams)
+        self.pinning = Pinning(PinCounters(names, self.registry))
+        # (upstream, tool) pairs whose definition changed from its pin: not published.
+        self.withheld: frozenset[tuple[str, str]] = frozenset()
+        self._rebuilding: Any = None  # an anyio.Lock, while running
         self.store: Store | None = None
         self.rails: Guardrails | None = None
         # One recorder for every engine built (the registry takes each series once).
@@ -89,12 +95,15 @@ class Gateway:
 
         self._changes = InMemorySubscriptionBus()
         self._listen = ListenHandler(self._changes)
+        self._rebuilding = anyio.Lock()
         self.store = open_store(_store_url(self.config.store))
         try:
             async with anyio.create_task_group() as tg:
                 for upstream in self.upstreams:
                     await _start(tg, upstream)
+                self.withheld = await self.pinning.withheld(self.store, self.upstreams)
                 self.rails = self.engine(self.store)
+                tg.start_soon(self._watch_pins)
                 try:
                     yield self
                 finally:
@@ -113,22 +122,55 @@ class Gateway:
         gone, a bound parameter left its schema) is logged, and the tools
         published before stay published.
         """
-        from mcp.server.subscriptions import ToolsListChanged
-
         before, upstream.tools = upstream.tools, tools
         if self.store is None or self.rails is None:
             return  # still starting: the engine is built from every listing once all are in
+        async with self._rebuilding:
+            try:
+                rails = await self._rebuilt(self.store)
+            except Exception as exc:
+                rails = None
+                upstream.tools = before
+                log.warning(
+                    "upstream %r: its new tool list is not published (%s)",
+                    upstream.name,
+                    _detail(exc),
+                )
+            if rails is not None:
+                await self._serve(rails)
+
+    async def _watch_pins(self) -> None:
+        """Every ``pin_interval``: publish again when the tools withheld changed (an approval)."""
+        while True:
+            await anyio.sleep(self.config.pin_interval)
+            async with self._rebuilding:
+                assert self.store is not None
+                try:
+                    rails = await self._rebuilt(self.store, unless=self.withheld)
+                except Exception as exc:
+                    log.warning("tool pins: the tools are not published again (%s)", _detail(exc))
+                    continue
+                if rails is not None:
+                    await self._serve(rails)
+
+    async def _rebuilt(
+        self, store: Store, *, unless: frozenset[tuple[str, str]] | None = None
+    ) -> Guardrails | None:
+        """A new engine over the listings as the pins allow (None: the pins withhold ``unless``)."""
+        withheld = await self.pinning.withheld(store, self.upstreams)
+        if withheld == unless:
+            return None
+        before, self.withheld = self.withheld, withheld
         try:
-            rails = self.engine(self.store)
-        except Exception as exc:
-            upstream.tools = before
-            detail = str(exc).splitlines()[0] if isinstance(exc, GuardrailsError) else ""
-            log.warning(
-                "upstream %r: its new tool list is not published (%s)",
-                upstream.name,
-                detail or type(exc).__name__,
-            )
-            return
+            return self.engine(store)
+        except BaseException:
+            self.withheld = before
+            raise
+
+    async def _serve(self, rails: Guardrails) -> None:
+        """Serve ``rails`` from now on, and tell listening clients."""
+        from mcp.server.subscriptions import ToolsListChanged
+
         replaced, self.rails = self.rails, rails
         self.prometheus.unbind(replaced)  # the new engine's guards and tools, not the old's
         for served in self._served:
@@ -141,7 +183,7 @@ class Gateway:
         Hooks run in this order: the audit log (its ``after`` last), spans, the
         session ceiling, workflows, idempotency, then the policy's.
         """
-        tools = {t.name: t for t in catalog(self.upstreams, store)}
+        tools = {t.name: t for t in catalog(self.upstreams, store, self.withheld)}
         audit = AuditLog(store)
         spans = OpenTelemetryRecorder(self.tracer_provider)
         flow_guards, flow_hooks = workflows(self.config.workflows, tools, store)
@@ -216,6 +258,12 @@ async def _start(tg: Any, upstream: Upstream) -> None:
         raise UpstreamStartError(
             f"upstreams.{upstream.name}: not listed within {upstream.config.connect_timeout:g}s"
         ) from None
+
+
+def _detail(exc: Exception) -> str:
+    """Our first line of a library error, else only the exception's type."""
+    detail = str(exc).splitlines()[0] if isinstance(exc, GuardrailsError) else ""
+    return detail or type(exc).__name__
 
 
 def _failed_call() -> Any:

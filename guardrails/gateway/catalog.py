@@ -51,10 +51,15 @@ def published_names(upstreams: Iterable[Upstream]) -> dict[tuple[str, str], str]
     return names
 
 
-def catalog(upstreams: Iterable[Upstream], store: Store | None = None) -> list[Tool]:
+def catalog(
+    upstreams: Iterable[Upstream],
+    store: Store | None = None,
+    withheld: frozenset[tuple[str, str]] = frozenset(),
+) -> list[Tool]:
     """Guarded tools for every listed upstream tool; configured tools that were not listed fail.
 
     ``store`` keeps the budgets of tools with a ``cost`` (none: budgets are not counted).
+    ``withheld``: ``(upstream, tool)`` pairs left out (their definition changed from its pin).
     """
     upstreams = list(upstreams)
     names = published_names(upstreams)
@@ -66,6 +71,8 @@ def catalog(upstreams: Iterable[Upstream], store: Store | None = None) -> list[T
                 f"upstreams.{u.name}.tools.{missing}: the upstream does not list this tool"
             )
         for remote, definition in listed.items():
+            if (u.name, remote) in withheld:
+                continue
             name = names[u.name, remote]
             if not _NAME.match(name):
                 log.warning(

@@ -1,4 +1,5 @@
-"""``guardrails gateway --config FILE [--http HOST:PORT | --stdio] [--metrics HOST:PORT]``."""
+"""``guardrails gateway --config FILE [--http HOST:PORT | --stdio] [--metrics HOST:PORT]``,
+and ``guardrails gateway pins ...`` (``pins_cli.py``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, metavar="FILE", help="the gateway's TOML file")
+    from .pins_cli import add_arguments as pins_arguments
+
+    # Required unless a subcommand runs instead (checked in ``run``).
+    parser.add_argument("--config", metavar="FILE", help="the gateway's TOML file (required)")
     how = parser.add_mutually_exclusive_group()
     how.add_argument(
         "--http", metavar="HOST:PORT", help="serve streamable HTTP at http://HOST:PORT/mcp"
@@ -21,10 +25,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help="serve Prometheus metrics at HOST:PORT/metrics (over HTTP: instead of the clients' port)",
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, parser=parser)
+    sub = parser.add_subparsers(dest="gateway_command", metavar="COMMAND")
+    pins_arguments(
+        sub.add_parser("pins", help="list, compare and approve changed upstream tool definitions")
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.config is None:
+        args.parser.error("the following arguments are required: --config")
     try:
         import mcp  # noqa: F401
     except ImportError:

@@ -72,6 +72,7 @@ def parse_config(
         max_calls_per_session=r.count(gw, "gateway.max_calls_per_session"),
         max_result_chars=r.result_chars(gw),
         stdio_tenant=r.text(gw, "gateway.stdio_tenant", "local"),
+        pin_interval=r.seconds(gw, "gateway.pin_interval", 10.0) or 10.0,
         upstreams=tuple(r.upstream(name, upstreams[name]) for name in upstreams),
         tenants={name: r.tenant(name, value) for name, value in r.table(data, "tenants").items()},
         workflows=tuple(
@@ -145,6 +146,13 @@ class _Reader:
             raise self.error(key, f"must be true or false, not {value!r}")
         return value
 
+    def choice(self, data: Mapping[str, Any], key: str, choices: tuple[str, ...]) -> str:
+        """One of ``choices`` (the first is the default)."""
+        value = data.get(key.rsplit(".", 1)[-1], choices[0])
+        if not isinstance(value, str) or value not in choices:
+            raise self.error(key, f"must be one of {list(choices)}, not {value!r}")
+        return value
+
     def store(self, gw: Mapping[str, Any]) -> str:
         if "store" in gw and "store_env" in gw:
             raise self.error("gateway.store_env", "give store or store_env, not both")
@@ -201,6 +209,7 @@ class _Reader:
             backoff_initial=self.seconds(data, f"{where}.backoff_initial", 0.25) or 0.25,
             backoff_max=self.seconds(data, f"{where}.backoff_max", 30.0) or 30.0,
             prefix=self.flag(data, f"{where}.prefix"),
+            pin=self.choice(data, f"{where}.pin", ("strict", "auto")),
             tools={tool: self.tool(f"{where}.tools.{tool}", tools[tool]) for tool in tools},
         )
 

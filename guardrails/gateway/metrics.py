@@ -15,8 +15,12 @@ from prometheus_client.registry import Collector
 
 __all__ = [
     "AUTH_REFUSALS",
+    "CHANGES",
     "FAILURES",
     "GatewayCounters",
+    "PinCounters",
+    "TOOL_CHANGES",
+    "TOOLS_WITHHELD",
     "UPSTREAM_FAILURES",
     "UPSTREAM_RESTARTS",
     "UPSTREAM_UP",
@@ -89,6 +93,56 @@ class GatewayCounters(Collector):
         for upstream, value in sorted(up.items()):
             live.add_metric([upstream], value)
         yield live
+
+    def describe(self) -> Iterator[Metric]:
+        return self.collect()
+
+
+TOOL_CHANGES = "guardrails_gateway_tool_changes_total"
+TOOLS_WITHHELD = "guardrails_gateway_tools_withheld"
+
+CHANGES = ("withheld", "updated")
+"""What became of a changed tool definition: withheld until approved (``pin = "strict"``),
+or published as the new pin (``pin = "auto"``)."""
+
+
+class PinCounters(Collector):
+    """Changed tool definitions per upstream, and how many tools are withheld now."""
+
+    def __init__(self, upstreams: tuple[str, ...], registry: CollectorRegistry | None = None):
+        self._lock = threading.Lock()
+        self.changes = {(u, c): 0 for u in upstreams for c in CHANGES}
+        self.withheld = dict.fromkeys(upstreams, 0)
+        if registry is not None:
+            registry.register(self)
+
+    def changed(self, upstream: str, change: str) -> None:
+        with self._lock:
+            self.changes[upstream, change] += 1
+
+    def set_withheld(self, counts: dict[str, int]) -> None:
+        with self._lock:
+            for upstream in self.withheld:
+                self.withheld[upstream] = counts.get(upstream, 0)
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            changes = dict(self.changes)
+            withheld = dict(self.withheld)
+        changed = CounterMetricFamily(
+            TOOL_CHANGES[: -len("_total")],
+            "Upstream tools whose definition changed from its pin",
+            labels=["upstream", "action"],
+        )
+        for (upstream, action), value in sorted(changes.items()):
+            changed.add_metric([upstream, action], value)
+        yield changed
+        held = GaugeMetricFamily(
+            TOOLS_WITHHELD, "Tools withheld until a change is approved", labels=["upstream"]
+        )
+        for upstream, value in sorted(withheld.items()):
+            held.add_metric([upstream], value)
+        yield held
 
     def describe(self) -> Iterator[Metric]:
         return self.collect()

@@ -25,7 +25,7 @@ __all__ = [
 KEYS: Mapping[str, frozenset[str]] = {
     "": frozenset({"gateway", "auth", "secrets", "tenants", "upstreams", "workflows"}),
     "gateway": frozenset({"name", "store", "store_env", "policy", "max_calls_per_session",
-                          "max_result_chars", "stdio_tenant"}),
+                          "max_result_chars", "stdio_tenant", "pin_interval"}),
     "auth": frozenset({"tokens_file", "tokens_env"}),
     "secrets": frozenset({"provider", "prefix", "directory", "timeout"}),
     "tenants.NAME": frozenset({"tools", "values"}),
@@ -33,7 +33,7 @@ KEYS: Mapping[str, frozenset[str]] = {
     "workflows.NAME.steps": frozenset({"tool", "instructions"}),
     "upstreams.NAME": frozenset({"command", "url", "env", "cwd", "headers", "timeout",
                                  "connect_timeout", "backoff_initial", "backoff_max", "prefix",
-                                 "tools"}),
+                                 "pin", "tools"}),
     "upstreams.NAME.tools.TOOL": frozenset({"action", "bind", "secrets", "timeout",
                                             "idempotency_key", "cost", "daily_cap",
                                             "instance_cap"}),
@@ -69,6 +69,7 @@ class UpstreamConfig:
     backoff_initial: float = 0.25
     backoff_max: float = 30.0
     prefix: bool = False
+    pin: str = "strict"
     tools: Mapping[str, ToolConfig] = field(default_factory=dict)
 
 
@@ -117,6 +118,7 @@ class GatewayConfig:
     max_calls_per_session: int | None = None
     max_result_chars: int = 16_000
     stdio_tenant: str = "local"
+    pin_interval: float = 10.0
     upstreams: tuple[UpstreamConfig, ...] = ()
     tenants: Mapping[str, TenantConfig] = field(default_factory=dict)
     workflows: tuple[WorkflowConfig, ...] = ()

@@ -38,6 +38,7 @@ def test_a_full_configuration_is_read_with_paths_from_the_files_folder() -> None
     assert billing.tools["charge"].idempotency_key == ("amount",)
     assert web.url == "https://tools.example/mcp" and web.headers == {"X-Team": "a"}
     assert config.tenants["acme"].tools == frozenset({"lookup"})  # type: ignore[attr-defined]
+    assert billing.pin == "strict" and config.pin_interval == 10.0  # type: ignore[attr-defined]
 
 
 def test_a_postgresql_store_is_kept_as_a_url_and_store_env_names_a_variable() -> None:
@@ -85,6 +86,9 @@ def test_a_postgresql_store_is_kept_as_a_url_and_store_env_names_a_variable() ->
         ('[secrets]\nprovider = "file"\n' + UPSTREAM, "secrets.directory: the file provider"),
         ('[tenants.a]\ntools = "lookup"\n' + UPSTREAM, "tenants.a.tools: must be a list"),
         ("[auth]\ntokens = 1\n" + UPSTREAM, "auth.tokens: unknown key"),
+        (UPSTREAM + 'pin = "Strict"\n', "upstreams.billing.pin: must be one of ['strict', 'auto']"),
+        (UPSTREAM + "pin = true\n", "upstreams.billing.pin: must be one of"),
+        ("[gateway]\npin_interval = 0\n" + UPSTREAM, "gateway.pin_interval: must be positive"),
         ("[gateway]\nmax_result_chars = 10\n" + UPSTREAM, "gateway.max_result_chars: must be at"),
         ('[gateway]\nstore = "a"\nstore_env = "B"\n' + UPSTREAM, "gateway.store_env: give store"),
         ('[gateway]\nstore = "redis://x"\n' + UPSTREAM, "gateway.store: use a file path"),

@@ -18,9 +18,11 @@ def test_the_series_table_names_every_gateway_series_and_its_reasons() -> None:
         metrics.UPSTREAM_FAILURES,
         metrics.UPSTREAM_RESTARTS,
         metrics.UPSTREAM_UP,
+        metrics.TOOL_CHANGES,
+        metrics.TOOLS_WITHHELD,
     }
     assert documented == exported
-    for reason in metrics.FAILURES:
+    for reason in (*metrics.FAILURES, *metrics.CHANGES):
         assert f"`{reason}`" in PAGE
 
 
@@ -85,3 +87,11 @@ def test_the_logged_sentences_are_the_ones_the_page_quotes() -> None:
     assert "`upstream 'NAME': its tool list changed; publishing it again`" in PAGE
     assert "`upstream 'NAME': its new tool list is not published (...)`" in PAGE
     assert '`_meta["guardrails/user"]`' in PAGE
+    pins = PAGE.split("## Pinned tools", 1)[1].split("\n## ", 1)[0]
+    for sentence in (
+        "`upstream 'NAME': tool 'TOOL' pinned (HASH)`",
+        "`upstream 'NAME': tool 'TOOL' changed (HASH); withheld until approved "
+        "(guardrails gateway pins approve)`",
+        "`upstream 'NAME': tool 'TOOL' changed (HASH); published as its new pin (pin = auto)`",
+    ):
+        assert sentence in pins.replace("\n  ", " ")

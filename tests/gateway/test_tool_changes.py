@@ -1,4 +1,7 @@
-"""An upstream whose tools change between two starts: published again, clients told."""
+"""An upstream whose tools change between two starts: published again, clients told.
+
+The upstreams here say ``pin = "auto"`` (a changed definition is published); what
+``strict`` withholds is in ``test_pins.py``."""
 
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ store = "audit.db"
 [upstreams.changing]
 command = {command}
 backoff_initial = 0.05
+pin = "auto"
 {extra}
 """
 
@@ -112,7 +116,7 @@ async def test_over_http_a_listening_client_is_told_and_lists_the_new_tools(
     generation = tmp_path / "generation"
     generation.write_text("1")
     command = command_toml([PY, str(SERVERS / "changing.py"), str(generation)])
-    body = f"[upstreams.changing]\ncommand = {command}\nbackoff_initial = 0.05\n"
+    body = f'[upstreams.changing]\ncommand = {command}\nbackoff_initial = 0.05\npin = "auto"\n'
     async with (
         http_gateway(write_config(tmp_path, body)) as (url, _),
         http_client(url, TOKENS["acme"]) as client,
