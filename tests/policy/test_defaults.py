@@ -245,11 +245,13 @@ def test_exactly_the_strings_under_no_exempt_path_are_checked(value: Any, data: 
 
 
 def test_the_property_reaches_both_branches() -> None:
+    REACHED.update(exempt=0, checked=0, examples=0, both=0)
     test_exactly_the_strings_under_no_exempt_path_are_checked()
     # Of 300 examples, about one in ten has both a string exempt and one
-    # checked (measured: 31); the rest exercise one branch or none.
-    assert REACHED["exempt"] > 50 and REACHED["checked"] > 50
-    assert REACHED["both"] * 20 > REACHED["examples"]
+    # checked (measured: 10 to 25 in ten runs); the rest exercise one branch or
+    # none. The bounds are far below the means, so the test does not flake.
+    assert REACHED["exempt"] > 30 and REACHED["checked"] > 30
+    assert REACHED["both"] >= 3
 
 
 # -- load-time mistakes: one line each, naming the file, the table and the key ------------

@@ -174,9 +174,11 @@ TURN = session()
 
 
 def test_the_property_reaches_both_outcomes() -> None:
+    SHARE.update(refused=0, passed=0)
     test_refused_exactly_when_an_injected_value_is_written_in()
-    # measured: about two in three examples hold an injected value
-    assert SHARE["refused"] > 40 and SHARE["passed"] > 40
+    # measured: about two in three of the 200 examples hold an injected value
+    # (136 refused, 64 passed); the bounds are far below both
+    assert SHARE["refused"] > 30 and SHARE["passed"] > 20
 
 
 # -- load-time mistakes ------------------------------------------------------------------
