@@ -43,7 +43,7 @@ DETAIL = "approval_request"
 class ApprovalGate:
     """A CallHook: calls that need approval wait for a stored decision and run once."""
 
-    __slots__ = ("book", "clock", "name", "rules", "ttl")
+    __slots__ = ("book", "clock", "from_policy", "name", "rules", "ttl")
 
     # The engine refuses a tool that declares ``approval=`` when no hook says this.
     grants_approval = True
@@ -68,15 +68,27 @@ class ApprovalGate:
             rule = parse_approval(spec, f"{name}: tool {tool!r}")
             if rule is not None:
                 self.rules[tool] = rule
+        self.from_policy: Mapping[str, tuple[ApprovalRule, ...]] = {}
 
-    def rule_for(self, invocation: Invocation) -> ApprovalRule | None:
-        """The tool's own rule, else the one given here (from the policy file)."""
+    def use_policy(self, approvals: Mapping[str, tuple[ApprovalRule, ...]]) -> None:
+        """The ``approval`` rules of the engine's policy file (set when it is loaded)."""
+        self.from_policy = approvals
+
+    def rules_for(self, invocation: Invocation) -> tuple[ApprovalRule, ...]:
+        """Every rule on this tool: its own, the one given here, the policy's."""
+        name = invocation.name
         own = getattr(invocation.tool, "approval", None)
-        return own if own is not None else self.rules.get(invocation.name)
+        given = self.rules.get(name)
+        return (
+            *(() if own is None else (own,)),
+            *(() if given is None else (given,)),
+            *self.from_policy.get(name, ()),
+        )
 
     def needs_approval(self, invocation: Invocation) -> bool:
-        rule = self.rule_for(invocation)
-        return rule is not None and rule.needs_approval(invocation.arguments)
+        """Whether any rule says this call needs approval (an unreadable condition does)."""
+        arguments = invocation.arguments
+        return any(rule.needs_approval(arguments) for rule in self.rules_for(invocation))
 
     def before(self, invocation: Invocation, /) -> Stop | None:
         if not self.needs_approval(invocation):

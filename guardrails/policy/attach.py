@@ -16,7 +16,7 @@ from ..errors import ConfigurationError
 from ..guard import Guard
 from ..tools import Tool
 from .install import Installed, install
-from .policy import Policy
+from .policy import Policy, PolicyError
 
 __all__ = ["attach", "installed"]
 
@@ -64,6 +64,7 @@ def attach(engine: Engine, source: Any, *, store: Any = None, **limits: Any) -> 
     if store is None and previous is not None:
         store = previous.ledgers.store
     made = install(merged, dict(engine.tools), store=store, carry=previous, **limits)
+    gates = _approval_gates(engine, merged)
     taken = {g.name for g in previous.guards} if previous is not None else set()
     clash = sorted(g.name for g in made.guards if g.name in engine.guards and g.name not in taken)
     if clash:
@@ -84,6 +85,28 @@ def attach(engine: Engine, source: Any, *, store: Any = None, **limits: Any) -> 
                 guards[g.name] = g
         raise
     pipeline.hooks = hooks if made.hook is None else (*hooks, made.hook)
+    for gate in gates:
+        gate.use_policy(merged.approvals)
     engine._policy = made  # type: ignore[attr-defined]
     engine._replan()
     return made
+
+
+def _approval_gates(engine: Engine, policy: Policy) -> list[Any]:
+    """The hooks that take the policy's approval rules; a policy that asks for approval
+    in an engine without one is refused (its calls would run unasked)."""
+    gates = [
+        h
+        for h in engine._pipeline.hooks
+        if getattr(h, "grants_approval", False) is True and callable(getattr(h, "use_policy", None))
+    ]
+    asking = sorted(t for t, rules in policy.approvals.items() if any(not r.never for r in rules))
+    if asking and not gates:
+        raise PolicyError(
+            policy.origin,
+            f"tools.{asking[0]}",
+            "approval",
+            "needs approval but no hook grants approvals: add hooks=[ApprovalGate(store)] "
+            "(guardrails.approvals) to the engine",
+        )
+    return gates

@@ -12,6 +12,7 @@
     intent = ["pay", "transfer"]   # offered only when the user's input says so
     max_per_turn = 1
     max_per_session = 3
+    approval = "amount > 500"      # a person approves these calls first (docs/approvals.md)
 
     [tools.pay.params.iban]
     kind = "iban"
@@ -35,6 +36,7 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
+from .._conditions import ApprovalRule, parse_approval
 from ..errors import ConfigurationError
 from ._toml_shape import first_excess
 from .policy import Ceiling, Policy, PolicyError, free_key
@@ -92,6 +94,7 @@ _TOOL_KEYS = {
     "max_per_turn": "integer",
     "max_per_session": "integer",
     "params": "table",
+    "approval": "string",
 }
 _TOP = {"defaults", "policy", "sources", "tools"}
 
@@ -138,6 +141,7 @@ def loads(text: str, *, origin: str = "<string>") -> Policy:
     where: dict[str, tuple[str, str]] = {}
     intents: dict[str, tuple[str, ...]] = {}
     ceilings: dict[str, Ceiling] = {}
+    approvals: dict[str, tuple[ApprovalRule, ...]] = {}
     tools = _table(origin, "tools", data.get("tools", {}))
     if len(tools) > MAX_TOOLS:
         raise PolicyError(origin, "tools", None, f"has {len(tools):,} tools; at most {MAX_TOOLS:,}")
@@ -158,6 +162,8 @@ def loads(text: str, *, origin: str = "<string>") -> Policy:
             except ConfigurationError as exc:
                 key = "max_per_turn" if str(exc).startswith("per_turn") else "max_per_session"
                 raise PolicyError(origin, table, key, str(exc)) from None
+        if "approval" in spec:
+            approvals[tool] = _approval(origin, table, tool, spec["approval"])
         if len(params) + len(spec.get("params", {})) > MAX_RULES:
             raise PolicyError(
                 origin,
@@ -188,6 +194,7 @@ def loads(text: str, *, origin: str = "<string>") -> Policy:
             untrusted=frozenset(untrusted),
             intents=intents,
             ceilings=ceilings,
+            approvals=approvals,
             fail_closed=fail_closed,
             origin=origin,
             where=where,
@@ -198,6 +205,15 @@ def loads(text: str, *, origin: str = "<string>") -> Policy:
         raise
     except ConfigurationError as exc:
         raise PolicyError(origin, "tools", None, str(exc)) from None
+
+
+def _approval(origin: str, table: str, tool: str, spec: str) -> tuple[ApprovalRule, ...]:
+    """``approval`` parsed now: a misspelled setting is refused at load, never approved."""
+    try:
+        rule = parse_approval(spec, f"tool {tool!r}")
+    except ConfigurationError as exc:
+        raise PolicyError(origin, table, "approval", str(exc)) from None
+    return () if rule is None else (rule,)
 
 
 def _param(origin: str, table: str, tool: str, path: str, rule: Any) -> Param:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from .._conditions import ApprovalRule
 from ..errors import ConfigurationError
 from ..rules.triggers import TermSet
 from .defaults import default_rule_name
@@ -80,6 +81,9 @@ class Policy:
     # effect must be grounded in, and the (tool, path) pairs declared free of it.
     default_grounded_in: frozenset[str] | None = None
     free: frozenset[tuple[str, str]] = frozenset()
+    # When a tool's calls need a person's approval (docs/approvals.md): the rules of
+    # every file that set one; a call needs approval when any of them says so.
+    approvals: Mapping[str, tuple[ApprovalRule, ...]] = field(default_factory=lambda: _EMPTY)
 
     def __post_init__(self) -> None:
         params = tuple(self.params)
@@ -117,6 +121,10 @@ class Policy:
         if not all(isinstance(c, Ceiling) for c in ceilings.values()):
             raise ConfigurationError("policy ceilings must be Ceiling values")
         object.__setattr__(self, "ceilings", MappingProxyType(ceilings))
+        approvals = {tool: tuple(rules) for tool, rules in dict(self.approvals).items()}
+        if not all(type(r) is ApprovalRule for rules in approvals.values() for r in rules):
+            raise ConfigurationError("policy approvals must be ApprovalRule values")
+        object.__setattr__(self, "approvals", MappingProxyType(approvals))
         object.__setattr__(self, "where", MappingProxyType(dict(self.where)))
         _check_default(self)
         names: dict[str, Param] = {}
@@ -162,6 +170,10 @@ class Policy:
             where={**self.where_all(), **other.where_all()},
             default_grounded_in=_merged_default(self, other),
             free=self.free | other.free,
+            approvals={
+                tool: tuple(dict.fromkeys((*self.approvals.get(tool, ()), *rules)))
+                for tool, rules in {**self.approvals, **other.approvals}.items()
+            },
         )
 
     def where_all(self) -> dict[str, tuple[str, str]]:
@@ -207,6 +219,16 @@ class Policy:
                 raise PolicyError(
                     self.origin, f"tools.{tool}", "max_per_turn", f"unknown tool {tool!r}"
                 )
+        for tool in sorted(self.approvals):
+            if tool not in tools:
+                raise PolicyError(
+                    self.origin, f"tools.{tool}", "approval", f"unknown tool {tool!r}"
+                )
+            for approval in self.approvals[tool]:
+                try:
+                    approval.check_names(_parameters(tools[tool]), f"tool {tool!r}")
+                except ConfigurationError as exc:
+                    raise PolicyError(self.origin, f"tools.{tool}", "approval", str(exc)) from None
         for rule in self.params:
             origin, table, _ = self.locate(rule)
             spec = tools.get(rule.tool)
@@ -230,6 +252,12 @@ class Policy:
             if problem is not None:
                 raise PolicyError(origin, table, problem[0], problem[1])
         check_default(self, tools, known_sources)
+
+
+def _parameters(tool: Any) -> Iterable[str]:
+    schema = getattr(tool, "source_schema", None) or {}
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    return properties.keys() if isinstance(properties, Mapping) else ()
 
 
 def free_key(tool: str, path: str) -> str:
