@@ -192,7 +192,17 @@ def test_generated_secrets_are_replaced_in_every_covered_spelling(
     for name, spell in COVERED.items():
         form = spell(secret)
         out = spellings.replace(before + " " + form + " " + after, REDACTED)
-        assert form not in out and REDACTED in out, name
+        # The marker itself may hold the form (a secret "[redac"): look past it.
+        assert form not in out.replace(REDACTED, "\x00") and REDACTED in out, name
+
+
+@pytest.mark.parametrize("secret", ["[redac", "redacted", "[redacted]", "acted]"])
+def test_a_secret_that_is_part_of_the_marker_is_still_replaced(secret: str) -> None:
+    spellings = Spellings([secret])
+    for name, spell in COVERED.items():
+        form = spell(secret)
+        out = spellings.replace("x " + form + " y", REDACTED)
+        assert form not in out.replace(REDACTED, "\x00") and REDACTED in out, name
 
 
 def test_the_generated_secrets_need_escapes_often() -> None:
