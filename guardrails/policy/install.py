@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from time import perf_counter_ns
 from typing import Any
 
@@ -30,6 +31,7 @@ from ..store import offloop
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
 from ._quick import quick_guard
 from .defaults import default_guards
+from .fields import field_sources, values_at
 from .gates import CeilingCheck, Counts, IntentCheck, Intents, PreTurnCheck
 from .policy import Policy
 from .provenance import USER, Ledgers, Sources
@@ -90,7 +92,10 @@ def install(
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ConfigurationError(f"policy: {name} must be a positive integer, not {limit!r}")
     policy.check(tools)
-    sources = Sources(tools, policy.trusted)
+    fields = field_sources(policy.source_names(), tools)
+    sources = Sources(
+        tools, policy.trusted, ((tool, name) for tool, items in fields.items() for _, name in items)
+    )
     ledgers = Ledgers(sources, store=store, **limits)
     intents = Intents(policy.intents)
     counts = Counts(store, dict(policy.ceilings))
@@ -133,7 +138,7 @@ def install(
         )
     hook = None
     if policy.ceilings or policy.sources_used:
-        hook = PolicyHook(ledgers, counts, intents, label=policy.sources_used)
+        hook = PolicyHook(ledgers, counts, intents, label=policy.sources_used, fields=fields)
     return Installed(policy, guards, hook, ledgers, intents)
 
 
@@ -265,10 +270,19 @@ class _ParamCheck:
 class PolicyHook:
     """Step 6: count calls for ceilings (atomically); after a call: label its result."""
 
-    __slots__ = ("counts", "intents", "label", "ledgers", "name")
+    __slots__ = ("counts", "fields", "intents", "label", "ledgers", "name")
 
-    def __init__(self, ledgers: Ledgers, counts: Counts, intents: Intents, *, label: bool) -> None:
+    def __init__(
+        self,
+        ledgers: Ledgers,
+        counts: Counts,
+        intents: Intents,
+        *,
+        label: bool,
+        fields: Mapping[str, tuple[tuple[Any, str], ...]] | None = None,
+    ) -> None:
         self.name = "policy"
+        self.fields = dict(fields or {})  # tool -> (path, field source) pairs
         self.ledgers = ledgers
         self.counts = counts
         self.intents = intents
@@ -322,5 +336,8 @@ class PolicyHook:
                 pass
             else:
                 self.ledgers.label_value(turn, context, source, shown)
+                for path, field in self.fields.get(source, ()):
+                    for value in values_at(shown, path):
+                        self.ledgers.label_value(turn, context, field, value)
                 return
         self.ledgers.label_text(turn, context, source, content)

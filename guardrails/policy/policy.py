@@ -19,6 +19,7 @@ from .._conditions import ApprovalRule
 from ..errors import ConfigurationError
 from ..rules.triggers import TermSet
 from .defaults import default_rule_name
+from .fields import split_source
 from .provenance import CONTEXT, TRUSTED, USER
 from .rules import Param
 from .schema_paths import resolve
@@ -186,6 +187,13 @@ class Policy:
             p.grounded_in is not None or p.not_only_untrusted for p in self.params
         )
 
+    def source_names(self) -> set[str]:
+        """Every source named in a ``grounded_in`` (the rules' and the default's)."""
+        names = set(self.default_grounded_in or ())
+        for p in self.params:
+            names.update(p.grounded_in or ())
+        return names
+
     def _names_source(self, name: str) -> bool:
         if name != TRUSTED:
             return self.sources_used
@@ -235,12 +243,12 @@ class Policy:
             if spec is None:
                 raise PolicyError(origin, table, None, f"unknown tool {rule.tool!r}")
             for source in sorted(rule.grounded_in or ()):
-                if source not in known_sources:
+                if source not in known_sources and split_source(source, tools) is None:
                     raise PolicyError(
                         origin,
                         table,
                         "grounded_in",
-                        f"unknown source {source!r}; use 'user', 'context', 'trusted' or a tool name",
+                        f"unknown source {source!r}; use 'user', 'context', 'trusted', a tool name or a tool's field (TOOL.PATH)",
                     )
             try:
                 types = resolve(spec, rule.path)
@@ -299,12 +307,12 @@ def _merged_default(a: Policy, b: Policy) -> frozenset[str] | None:
 def check_default(policy: Policy, tools: Mapping[str, Any], known: set[str]) -> None:
     """Raise ``PolicyError`` at the first mistake of the safe default or a free path."""
     for source in sorted(policy.default_grounded_in or ()):
-        if source not in known:
+        if source not in known and split_source(source, tools) is None:
             raise PolicyError(
                 policy.origin,
                 "defaults",
                 "grounded_in",
-                f"unknown source {source!r}; use 'user', 'context', 'trusted' or a tool name",
+                f"unknown source {source!r}; use 'user', 'context', 'trusted', a tool name or a tool's field (TOOL.PATH)",
             )
     names = {p.rule_name for p in policy.params}
     if policy.default_grounded_in is None and policy.free:

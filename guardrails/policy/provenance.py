@@ -45,15 +45,26 @@ class Sources:
 
     __slots__ = ("all", "bits", "masks", "other", "trusted")
 
-    def __init__(self, tools: Iterable[str], trusted_tools: Iterable[str]) -> None:
-        names = [USER, CONTEXT, *sorted(set(tools))]
+    def __init__(
+        self,
+        tools: Iterable[str],
+        trusted_tools: Iterable[str],
+        fields: Iterable[tuple[str, str]] = (),
+    ) -> None:
+        """``fields``: ``(tool, source name)`` of each field source (``fields.py``)."""
+        fields = sorted(set(fields))
+        names = [USER, CONTEXT, *sorted(set(tools)), *(name for _, name in fields)]
         self.bits = {name: 1 << i for i, name in enumerate(names)}
         # Labels read from the store under a name this policy does not know.
         self.other = 1 << len(names)
         self.all = (self.other << 1) - 1
         trusted = self.bits[USER] | self.bits[CONTEXT]
+        trusted_tools = set(trusted_tools)
         for name in trusted_tools:
             trusted |= self.bits[name]
+        for tool, name in fields:
+            if tool in trusted_tools:
+                trusted |= self.bits[name]  # a field of a trusted tool's results
         self.trusted = trusted
         self.masks: dict[frozenset[str], int] = {}
 

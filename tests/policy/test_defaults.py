@@ -275,7 +275,7 @@ def test_the_property_reaches_both_branches() -> None:
         (
             '[defaults]\ngrounded_in = ["usr"]\n',
             "p.toml: [defaults] grounded_in: unknown source 'usr'; "
-            "use 'user', 'context', 'trusted' or a tool name",
+            "use 'user', 'context', 'trusted', a tool name or a tool's field (TOOL.PATH)",
         ),
         (
             '[defaults]\ngrounded_in = ["user"]\n[tools.send_mail.params.body]\nfree = false\n',
