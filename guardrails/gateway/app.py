@@ -26,8 +26,9 @@ from ..metrics import PrometheusRecorder
 from ..store import Store, open_store
 from ..telemetry import OpenTelemetryRecorder
 from ..verdicts import Outcome, model_sentence
-from .catalog import catalog
+from .catalog import Names, catalog, published_names
 from .config import GatewayConfig
+from .limits import TenantLimits
 from .metrics import GatewayCounters, PinCounters
 from .pinning import Pinning
 from .policy import load_policy
@@ -35,7 +36,7 @@ from .rules import StoreCounter, session_ceiling, tenant_allow_list, workflows
 from .secrets import SecretProvider, secret_provider
 from .sessions import Sessions
 from .turns import GatewayTools
-from .upstream import Upstream, innermost
+from .upstream import Upstream, UpstreamExited, innermost
 
 __all__ = ["Gateway", "StoreCounter", "UpstreamStartError"]
 
@@ -56,7 +57,7 @@ class Gateway:
         registry: CollectorRegistry | None = None,
         secrets: SecretProvider | None = None,
         tracer_provider: Any = None,
-        health_interval: float = 15.0,
+        health_interval: float | None = None,
     ) -> None:
         self.config = config
         self.registry = registry if registry is not None else CollectorRegistry()
@@ -73,8 +74,18 @@ class Gateway:
             )
             for u in config.upstreams
         ]
+        # The transport holds at most the largest answer any tenant may be sent.
+        largest = max(
+            [config.limits.max_result_bytes]
+            + [t.limits.max_result_bytes for t in config.tenants.values() if t.limits is not None]
+        )
         for upstream in self.upstreams:
             upstream.on_tools_changed = self._republish
+            upstream.max_bytes = largest
+        self.limits = TenantLimits(config.limits_of, self.counters.limit)
+        # Every published name's upstream, for as long as the gateway runs.
+        self.owners: dict[str, str] = {}
+        self._clashes: set[tuple[str, str, str]] = set()
         self.sessions = Sessions(config.tenants, config.stdio_tenant)
         names = tuple(u.name for u in config.upstreams)
         self.pinning = Pinning(PinCounters(names, self.registry))
@@ -96,13 +107,13 @@ class Gateway:
         self._changes = InMemorySubscriptionBus()
         self._listen = ListenHandler(self._changes)
         self._rebuilding = anyio.Lock()
-        self.store = open_store(_store_url(self.config.store))
+        self.store = _open(self.config)
         try:
             async with anyio.create_task_group() as tg:
                 for upstream in self.upstreams:
                     await _start(tg, upstream)
                 self.withheld = await self.pinning.withheld(self.store, self.upstreams)
-                self.rails = self.engine(self.store)
+                self.rails = _named(self.config.source, lambda: self.engine(self.store))
                 tg.start_soon(self._watch_pins)
                 try:
                     yield self
@@ -110,7 +121,7 @@ class Gateway:
                     tg.cancel_scope.cancel()
         except BaseExceptionGroup as group:
             # The task group wraps what went wrong; a single error is raised as itself.
-            raise innermost(group) from None
+            raise _with_source(self.config.source, innermost(group)) from None
         finally:
             self._listen.close()
             self.store.close()
@@ -183,13 +194,24 @@ class Gateway:
         Hooks run in this order: the audit log (its ``after`` last), spans, the
         session ceiling, workflows, idempotency, then the policy's.
         """
-        tools = {t.name: t for t in catalog(self.upstreams, store, self.withheld)}
+        names = self._names()
+        tools = {
+            t.name: t
+            for t in catalog(
+                self.upstreams,
+                store,
+                self.withheld,
+                names,
+                lambda tenant: self.config.limits_of(tenant).max_result_bytes,
+            )
+        }
         audit = AuditLog(store)
         spans = OpenTelemetryRecorder(self.tracer_provider)
         flow_guards, flow_hooks = workflows(self.config.workflows, tools, store)
         hooks = [
             audit,
             spans.hook(),
+            self.limits,
             *session_ceiling(self.config.max_calls_per_session, store),
             *flow_hooks,
             Idempotency(store),
@@ -209,7 +231,26 @@ class Gateway:
         except BaseException:
             self.prometheus.unbind(rails)  # bound by the engine, never served
             raise
+        self.owners.update(names.owners)  # kept only once the engine is built
         return rails
+
+    def _names(self) -> Names:
+        """The published names, given those already owned; new clashes logged and counted."""
+        names = published_names(self.upstreams, self.owners)
+        for clash in names.clashes:
+            key = (clash.upstream, clash.tool, clash.owner)
+            if key in self._clashes:
+                continue
+            self._clashes.add(key)
+            self.counters.clash(clash.upstream)
+            log.warning(
+                "upstream %r: tool %r is not published: the name %r is upstream %r's",
+                clash.upstream,
+                clash.tool,
+                clash.name,
+                clash.owner,
+            )
+        return names
 
     def server(self) -> Any:
         """The low-level MCP ``Server`` answering tools/list and tools/call through the engine."""
@@ -254,6 +295,8 @@ async def _start(tg: Any, upstream: Upstream) -> None:
     try:
         with anyio.fail_after(upstream.config.connect_timeout):
             await tg.start(upstream.run)
+    except UpstreamExited as exc:
+        raise UpstreamStartError(str(exc)) from None
     except TimeoutError:
         raise UpstreamStartError(
             f"upstreams.{upstream.name}: not listed within {upstream.config.connect_timeout:g}s"
@@ -264,6 +307,41 @@ def _detail(exc: Exception) -> str:
     """Our first line of a library error, else only the exception's type."""
     detail = str(exc).splitlines()[0] if isinstance(exc, GuardrailsError) else ""
     return detail or type(exc).__name__
+
+
+def _open(config: GatewayConfig) -> Store:
+    """The configured store; a store that cannot be opened is a configuration error."""
+    url = _with_source_call(config.source, lambda: _store_url(config.store))
+    try:
+        return open_store(url)
+    except ImportError:
+        raise ConfigurationError(
+            f"{config.source}: gateway.store: a postgresql:// store needs the postgres extra: "
+            "pip install 'guardrails-kit[postgres]'"
+        ) from None
+    except Exception as exc:
+        raise ConfigurationError(
+            f"{config.source}: gateway.store: cannot open the store ({type(exc).__name__})"
+        ) from None
+
+
+def _with_source(source: str, exc: BaseException) -> BaseException:
+    """A start-time error that names a key gets the file's name in front, once."""
+    if isinstance(exc, GuardrailsError) and not str(exc).startswith(f"{source}: "):
+        renamed = type(exc)(f"{source}: {exc}")
+        renamed.__cause__ = exc.__cause__
+        return renamed
+    return exc
+
+
+def _with_source_call(source: str, make: Any) -> Any:
+    try:
+        return make()
+    except GuardrailsError as exc:
+        raise _with_source(source, exc) from None
+
+
+_named = _with_source_call
 
 
 def _failed_call() -> Any:

@@ -5,12 +5,18 @@ skipped. A token may be written as ``sha256:<hex digest>`` so that the file
 holds no usable credential. Tokens are compared by their SHA-256 digest in
 constant time; a token that maps to no tenant is refused by the MCP SDK's
 bearer middleware with HTTP 401 and ``WWW-Authenticate: Bearer``, and counted.
+
+The table is read again, without a restart, when ``auth.tokens_file``
+changes (checked at each request) and on ``reload()`` (SIGHUP): a revoked
+token stops working at the next request. A file that cannot be read or
+parsed then is logged and leaves the table as it was.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import os
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
@@ -20,6 +26,8 @@ from ..errors import ConfigurationError
 from .config import AuthConfig
 
 __all__ = ["CountRefusals", "TokenTable", "load_tokens", "parse_tokens"]
+
+log = logging.getLogger("guardrails.gateway")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -83,8 +91,38 @@ class TokenTable:
     principal that client-chosen session keys are scoped by.
     """
 
-    def __init__(self, tokens: dict[bytes, str]) -> None:
+    def __init__(self, tokens: dict[bytes, str], config: AuthConfig | None = None) -> None:
         self._tokens = list(tokens.items())
+        self.config = config
+        self._stamp = self._file_stamp()
+
+    def _file_stamp(self) -> tuple[int, int, int] | None:
+        path = None if self.config is None else self.config.tokens_file
+        if path is None:
+            return None
+        try:
+            status = os.stat(path)
+        except OSError:
+            return None
+        return (status.st_mtime_ns, status.st_size, status.st_ino)
+
+    def reload(self) -> bool:
+        """Read the configuration's tokens again; False (and logged) when they cannot be."""
+        if self.config is None:
+            return False
+        self._stamp = self._file_stamp()
+        try:
+            tokens = load_tokens(self.config)
+        except ConfigurationError as exc:
+            log.warning("tokens not reloaded: %s", str(exc).splitlines()[0])
+            return False
+        self._tokens = list(tokens.items())
+        return True
+
+    def _refresh(self) -> None:
+        watched = self.config is not None and self.config.tokens_file is not None
+        if watched and self._file_stamp() != self._stamp:
+            self.reload()
 
     @property
     def tenants(self) -> frozenset[str]:
@@ -102,6 +140,7 @@ class TokenTable:
     async def verify_token(self, token: str) -> Any:
         from mcp.server.auth.provider import AccessToken
 
+        self._refresh()
         tenant = self.tenant_of(token)
         if tenant is None:
             return None

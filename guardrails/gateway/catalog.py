@@ -1,8 +1,12 @@
-"""The gateway's tools: every upstream's listing, namespaced where names clash.
+"""The gateway's tools: every upstream's listing, under names that never change hands.
 
-A tool keeps its upstream name unless another upstream lists the same name or
-its upstream says ``prefix = true``; then it is published as
-``<upstream>__<tool>``. Each becomes a guarded ``Tool`` whose implementation
+A tool is published under its upstream's name for it, or as
+``<upstream>__<tool>`` when its upstream says ``prefix = true``. A published
+name belongs to the first upstream that took it for as long as the gateway
+runs (``Names.owners``): an upstream listing a name another upstream holds,
+or a name in another upstream's ``<upstream>__`` space, at start or at any
+later listing, has that tool refused (logged and counted by the gateway),
+and the owner keeps it. Each becomes a guarded ``Tool`` whose implementation
 forwards the call: bound values and secrets from the configuration are added
 by tool_call (secrets only into action tools), the upstream's own error text
 is dropped, and the value of every injected secret is cut out of its answer.
@@ -13,56 +17,102 @@ compile is left out (and logged), unless the configuration names it.
 from __future__ import annotations
 
 import logging
-from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from .._secret_spellings import spellings_of
+from ..effects._state import current
 from ..errors import ConfigurationError, SchemaError
-from ..integrations._framework_tools import extra_of
 from ..integrations._mcp_results import Forwarded, forwarded
 from ..store import Store
 from ..tools import _NAME, Binding, Secret, Tool
 from .budgets import budgeted
 from .config import ToolConfig
+from .stderr import REDACTED, redact
 from .upstream import Upstream
 
-__all__ = ["REDACTED", "SEPARATOR", "UpstreamToolError", "catalog", "published_names"]
+__all__ = [
+    "REDACTED",
+    "SEPARATOR",
+    "Clash",
+    "Names",
+    "UpstreamToolError",
+    "catalog",
+    "published_names",
+]
 
 log = logging.getLogger("guardrails.gateway")
 
 SEPARATOR = "__"
-REDACTED = "[redacted]"
 
 
 class UpstreamToolError(RuntimeError):
     """The upstream answered ``isError``; its text stays in the gateway."""
 
 
-def published_names(upstreams: Iterable[Upstream]) -> dict[tuple[str, str], str]:
-    """``(upstream, tool) -> published name``."""
+@dataclass(frozen=True, slots=True)
+class Clash:
+    """A listed tool refused: its name is ``owner``'s."""
+
+    upstream: str
+    tool: str
+    name: str
+    owner: str
+
+
+@dataclass(frozen=True, slots=True)
+class Names:
+    """``(upstream, tool) -> published name``, the refused tools, and every name's owner."""
+
+    published: Mapping[tuple[str, str], str]
+    clashes: tuple[Clash, ...] = ()
+    owners: Mapping[str, str] = field(default_factory=dict)
+
+
+def published_names(upstreams: Iterable[Upstream], owners: Mapping[str, str] = {}) -> Names:
+    """The names of every listed tool, given the names already owned (``owners``).
+
+    Upstreams are taken in order: at a tie the first keeps the name. A name
+    ``<other>__tool`` belongs to the upstream ``other`` even before it lists it.
+    """
     upstreams = list(upstreams)
-    counts = Counter(t.name for u in upstreams for t in u.tools)
-    names: dict[tuple[str, str], str] = {}
+    spaces = {u.name for u in upstreams}
+    taken = dict(owners)
+    published: dict[tuple[str, str], str] = {}
+    clashes: list[Clash] = []
     for u in upstreams:
         for t in u.tools:
-            clash = counts[t.name] > 1 or u.config.prefix
-            names[u.name, t.name] = f"{u.name}{SEPARATOR}{t.name}" if clash else t.name
-    return names
+            name = f"{u.name}{SEPARATOR}{t.name}" if u.config.prefix else t.name
+            space = name.split(SEPARATOR, 1)[0] if SEPARATOR in name else None
+            owner = taken.get(name)
+            if owner is None and space in spaces and space != u.name:
+                owner = space
+            if owner is not None and owner != u.name:
+                clashes.append(Clash(u.name, t.name, name, owner))
+                continue
+            taken[name] = u.name
+            published[u.name, t.name] = name
+    return Names(published, tuple(clashes), taken)
 
 
 def catalog(
     upstreams: Iterable[Upstream],
     store: Store | None = None,
     withheld: frozenset[tuple[str, str]] = frozenset(),
+    names: Names | None = None,
+    max_bytes: Callable[[str | None], int] | None = None,
 ) -> list[Tool]:
     """Guarded tools for every listed upstream tool; configured tools that were not listed fail.
 
-    ``store`` keeps the budgets of tools with a ``cost`` (none: budgets are not counted).
-    ``withheld``: ``(upstream, tool)`` pairs left out (their definition changed from its pin).
+    ``store`` keeps the budgets of tools with a ``cost`` (none: budgets are not
+    counted); ``withheld``: ``(upstream, tool)`` pairs left out (their definition
+    changed from its pin); ``names`` are the published names (default:
+    ``published_names``); ``max_bytes(tenant)`` bounds the answer read for the
+    calling tenant.
     """
     upstreams = list(upstreams)
-    names = published_names(upstreams)
+    names = names if names is not None else published_names(upstreams)
+    refused = {(c.upstream, c.tool): c for c in names.clashes}
     tools: list[Tool] = []
     for u in upstreams:
         listed = {t.name: t for t in u.tools}
@@ -71,9 +121,17 @@ def catalog(
                 f"upstreams.{u.name}.tools.{missing}: the upstream does not list this tool"
             )
         for remote, definition in listed.items():
+            clash = refused.get((u.name, remote))
+            if clash is not None:
+                if remote in u.config.tools:
+                    raise ConfigurationError(
+                        f"upstreams.{u.name}.tools.{remote}: the name {clash.name!r} is "
+                        f"published by upstream {clash.owner!r} (set prefix = true)"
+                    )
+                continue
             if (u.name, remote) in withheld:
                 continue
-            name = names[u.name, remote]
+            name = names.published[u.name, remote]
             if not _NAME.match(name):
                 log.warning(
                     "upstream %r: tool name %r cannot be published; skipped", u.name, remote
@@ -81,7 +139,9 @@ def catalog(
                 continue
             configured = u.config.tools.get(remote)
             try:
-                tools.append(_tool(u, remote, name, definition, configured or ToolConfig(), store))
+                tools.append(
+                    _tool(u, remote, name, definition, configured or ToolConfig(), store, max_bytes)
+                )
             except SchemaError:
                 if configured is not None:
                     raise
@@ -98,6 +158,7 @@ def _tool(
     definition: Any,
     config: ToolConfig,
     store: Store | None,
+    max_bytes: Callable[[str | None], int] | None = None,
 ) -> Tool:
     where = f"upstreams.{upstream.name}.tools.{remote}"
     bind: dict[str, Binding] = dict(config.bind)
@@ -109,33 +170,42 @@ def _tool(
     if config.idempotency_key is not None:
         options["idempotency_key"] = config.idempotency_key
     timeout = config.timeout or upstream.config.timeout
-    forward = _forward(upstream, remote, timeout, tuple(config.secrets))
+    forward = _forward(upstream, remote, timeout, tuple(config.secrets), max_bytes)
     forward = budgeted(forward, config, store, f"{upstream.name}.{remote}")
     listed = {**definition.model_dump(by_alias=True, exclude_none=True), "name": name}
     try:
-        # The forwarding function takes **arguments; the upstream's schema says
-        # whether undeclared arguments are welcome (an open additionalProperties).
+        # The forwarding function takes **arguments; the upstream's ``extra``
+        # says what becomes of undeclared ones (refused unless it says otherwise).
         return Tool.from_definition(
             listed,
             forward,
             bind=bind,
             effect=config.action,
             options=options,
-            extra=extra_of(listed.get("inputSchema")),
+            extra=upstream.config.extra,
         )
     except ConfigurationError as exc:
         raise type(exc)(f"{where}: {exc}") from exc
 
 
 def _forward(
-    upstream: Upstream, remote: str, timeout: float, secrets: tuple[str, ...]
+    upstream: Upstream,
+    remote: str,
+    timeout: float,
+    secrets: tuple[str, ...],
+    max_bytes: Callable[[str | None], int] | None,
 ) -> Callable[..., Awaitable[Forwarded | str]]:
     async def call(**arguments: Any) -> Forwarded | str:
-        result = await upstream.call(remote, arguments, timeout)
+        given = [arguments.get(p) for p in secrets]
+        upstream.stderr.know(given)
+        state = current()
+        tenant = None if state is None else state.context.tenant
+        bound = None if max_bytes is None else max_bytes(tenant)
+        result = await upstream.call(remote, arguments, timeout, bound)
         if getattr(result, "is_error", None) is not False:
             raise UpstreamToolError(f"upstream {upstream.name!r} tool {remote!r} answered an error")
         answer = forwarded(result)
-        redacted = _redact(answer.text, [arguments.get(p) for p in secrets])
+        redacted = _redact(answer.text, given)
         # An answer that held a secret is sent as its redacted text, without its blocks.
         return answer if redacted == answer.text else redacted
 
@@ -144,10 +214,6 @@ def _forward(
 
 
 def _redact(text: str, values: Iterable[Any]) -> str:
-    """``text`` with every value replaced, in each spelling ``_secret_spellings`` knows
-    (percent-encoded, JSON- or HTML-escaped, base64 as in a Basic header, hex)."""
-    secrets = frozenset(v if isinstance(v, str) else str(v) for v in values if v is not None)
-    secrets = frozenset(s for s in secrets if s)
-    if not secrets:
-        return text
-    return spellings_of(secrets).replace(text, REDACTED)
+    """``text`` with every value replaced (``stderr.redact``: each spelling the
+    redactor knows, upper- and lower-cased copies too)."""
+    return redact(text, [v if isinstance(v, str) else str(v) for v in values if v is not None])

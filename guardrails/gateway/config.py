@@ -18,6 +18,7 @@ from .settings import (
     KEYS,
     AuthConfig,
     GatewayConfig,
+    Limits,
     SecretsConfig,
     TenantConfig,
     ToolConfig,
@@ -28,6 +29,7 @@ from .settings import (
 __all__ = [
     "AuthConfig",
     "GatewayConfig",
+    "Limits",
     "SecretsConfig",
     "TenantConfig",
     "ToolConfig",
@@ -50,7 +52,7 @@ def load_config(path: str | Path) -> GatewayConfig:
         ) from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"{path}: not valid TOML ({exc})") from exc
-    return parse_config(data, base=path.parent, source=str(path))
+    return parse_config(data, base=path.absolute().parent, source=str(path))
 
 
 def parse_config(
@@ -65,6 +67,8 @@ def parse_config(
     upstreams = r.table(data, "upstreams")
     if not upstreams:
         raise r.error("upstreams", "declare at least one upstream ([upstreams.NAME])")
+    limits = r.limits(r.table(data, "limits"), "limits", Limits())
+    r.limits_default = limits
     return GatewayConfig(
         name=r.text(gw, "gateway.name", "guardrails-gateway"),
         store=store,
@@ -81,6 +85,11 @@ def parse_config(
         auth=r.auth(r.table(data, "auth")),
         secrets=r.secrets(r.table(data, "secrets")),
         source=source,
+        limits=limits,
+        max_sessions=r.count(gw, "gateway.max_sessions", least=1) or 10_000,
+        session_idle_timeout=r.seconds(gw, "gateway.session_idle_timeout", 1800.0) or 1800.0,
+        allowed_hosts=r.names(gw, "gateway.allowed_hosts"),
+        allowed_origins=r.names(gw, "gateway.allowed_origins"),
     )
 
 
@@ -90,6 +99,7 @@ class _Reader:
     def __init__(self, source: str, base: Path) -> None:
         self.source = source
         self.base = base
+        self.limits_default = Limits()
 
     def error(self, key: str, message: str) -> ConfigurationError:
         return ConfigurationError(f"{self.source}: {key}: {message}")
@@ -122,13 +132,42 @@ class _Reader:
     def path(self, value: str) -> str:
         return str(self.base / Path(value).expanduser())
 
-    def count(self, data: Mapping[str, Any], key: str) -> int | None:
+    def count(self, data: Mapping[str, Any], key: str, *, least: int = 0) -> int | None:
         value = data.get(key.rsplit(".", 1)[-1])
         if value is None:
             return None
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise self.error(key, f"must be a non-negative integer, not {value!r}")
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            what = "a non-negative" if least == 0 else f"an integer of at least {least}, not"
+            if least == 0:
+                raise self.error(key, f"must be {what} integer, not {value!r}")
+            raise self.error(key, f"must be {what} {value!r}")
         return value
+
+    def names(self, data: Mapping[str, Any], key: str) -> tuple[str, ...]:
+        value = data.get(key.rsplit(".", 1)[-1], [])
+        if not (isinstance(value, list) and all(isinstance(v, str) and v for v in value)):
+            raise self.error(key, "must be a list of non-empty strings")
+        return tuple(value)
+
+    def limits(self, data: Mapping[str, Any], where: str, base: Limits) -> Limits:
+        """A ``[limits]`` table; each key it leaves out is ``base``'s."""
+        self.keys(data, where, KEYS["limits"])
+
+        def rate(key: str, old: float | None) -> float | None:
+            return self.seconds(data, f"{where}.{key}", old) if key in data else old
+
+        def count(key: str, old: int | None, least: int) -> int | None:
+            return self.count(data, f"{where}.{key}", least=least) if key in data else old
+
+        result_bytes = count("max_result_bytes", base.max_result_bytes, 1024)
+        assert result_bytes is not None
+        return Limits(
+            max_sessions=count("max_sessions", base.max_sessions, 0),
+            calls_per_second=rate("calls_per_second", base.calls_per_second),
+            tool_calls_per_second=rate("tool_calls_per_second", base.tool_calls_per_second),
+            max_in_flight=count("max_in_flight", base.max_in_flight, 0),
+            max_result_bytes=result_bytes,
+        )
 
     def seconds(self, data: Mapping[str, Any], key: str, default: float | None) -> float | None:
         value = data.get(key.rsplit(".", 1)[-1], default)
@@ -197,12 +236,18 @@ class _Reader:
             raise self.error(f"{where}.url", "must be an http:// or https:// URL")
         tools = self.table(data, f"{where}.tools")
         cwd = data.get("cwd")
+        extra = data.get("extra", "reject")
+        if extra not in ("reject", "drop", "allow"):
+            raise self.error(f"{where}.extra", f"must be reject, drop or allow, not {extra!r}")
         return UpstreamConfig(
             name=name,
-            command=None if command is None else tuple(command),
+            command=None if command is None else self.command(command),
             url=url,
             env=self.texts(data, f"{where}.env"),
-            cwd=None if cwd is None else self.path(self.text(data, f"{where}.cwd")),
+            # A stdio upstream runs in the file's folder unless told otherwise.
+            cwd=None
+            if command is None
+            else self.path(self.text(data, f"{where}.cwd") if cwd is not None else "."),
             headers=self.texts(data, f"{where}.headers"),
             timeout=self.seconds(data, f"{where}.timeout", 30.0) or 30.0,
             connect_timeout=self.seconds(data, f"{where}.connect_timeout", 30.0) or 30.0,
@@ -211,7 +256,17 @@ class _Reader:
             prefix=self.flag(data, f"{where}.prefix"),
             pin=self.choice(data, f"{where}.pin", ("strict", "auto")),
             tools={tool: self.tool(f"{where}.tools.{tool}", tools[tool]) for tool in tools},
+            extra=extra,
+            health_interval=self.seconds(data, f"{where}.health_interval", 15.0) or 15.0,
         )
+
+    def command(self, command: list[str]) -> tuple[str, ...]:
+        """A program written as a relative path (``./server``, ``bin/server``) is the
+        file's folder's; a bare name is looked up on PATH."""
+        program = command[0]
+        if "/" in program and not Path(program).expanduser().is_absolute():
+            program = self.path(program)
+        return (program, *command[1:])
 
     def tool(self, where: str, data: Any) -> ToolConfig:
         if not isinstance(data, Mapping):
@@ -274,9 +329,15 @@ class _Reader:
             isinstance(tools, list) and all(isinstance(t, str) for t in tools)
         ):
             raise self.error(f"{where}.tools", "must be a list of tool names")
+        limits = data.get("limits")
         return TenantConfig(
             tools=None if tools is None else frozenset(tools),
             values=dict(self.table(data, f"{where}.values")),
+            limits=None
+            if limits is None
+            else self.limits(
+                self.table(data, f"{where}.limits"), f"{where}.limits", self.limits_default
+            ),
         )
 
     def workflow(self, name: str, data: Any) -> WorkflowConfig:

@@ -21,6 +21,11 @@ __all__ = [
     "PinCounters",
     "TOOL_CHANGES",
     "TOOLS_WITHHELD",
+    "HTTP_REFUSALS",
+    "LIMITS",
+    "REFUSED_REQUESTS",
+    "TENANT_REFUSALS",
+    "TOOL_CLASHES",
     "UPSTREAM_FAILURES",
     "UPSTREAM_RESTARTS",
     "UPSTREAM_UP",
@@ -30,10 +35,20 @@ AUTH_REFUSALS = "guardrails_gateway_auth_refusals_total"
 UPSTREAM_FAILURES = "guardrails_gateway_upstream_failures_total"
 UPSTREAM_RESTARTS = "guardrails_gateway_upstream_restarts_total"
 UPSTREAM_UP = "guardrails_gateway_upstream_up"
+TENANT_REFUSALS = "guardrails_gateway_tenant_limit_refusals_total"
+HTTP_REFUSALS = "guardrails_gateway_http_refusals_total"
+TOOL_CLASHES = "guardrails_gateway_tool_name_clashes_total"
 
-FAILURES = ("disconnected", "timeout", "unavailable")
+FAILURES = ("disconnected", "timeout", "unavailable", "too_large")
 """Why an upstream failed: its connection broke or it exited; a call or a health
-check outlived its timeout; a call came while it was down (answered ``unavailable``)."""
+check outlived its timeout; a call came while it was down (answered
+``unavailable``); an answer was longer than its bound (discarded unread)."""
+
+LIMITS = ("sessions", "calls_per_second", "tool_calls_per_second", "in_flight")
+"""Which per-tenant limit refused a request."""
+
+REFUSED_REQUESTS = ("host", "origin")
+"""Why an HTTP request was refused before its token was read: its Host, its Origin."""
 
 
 class GatewayCounters(Collector):
@@ -45,6 +60,9 @@ class GatewayCounters(Collector):
         self.failures = {(u, f): 0 for u in upstreams for f in FAILURES}
         self.restarts = dict.fromkeys(upstreams, 0)
         self.up = dict.fromkeys(upstreams, 0)
+        self.limited = dict.fromkeys(LIMITS, 0)
+        self.requests = dict.fromkeys(REFUSED_REQUESTS, 0)
+        self.clashes = dict.fromkeys(upstreams, 0)
         if registry is not None:
             registry.register(self)
 
@@ -60,6 +78,18 @@ class GatewayCounters(Collector):
         with self._lock:
             self.restarts[upstream] += 1
 
+    def limit(self, limit: str) -> None:
+        with self._lock:
+            self.limited[limit] += 1
+
+    def refused_request(self, reason: str) -> None:
+        with self._lock:
+            self.requests[reason] += 1
+
+    def clash(self, upstream: str) -> None:
+        with self._lock:
+            self.clashes[upstream] += 1
+
     def set_up(self, upstream: str, up: bool) -> None:
         with self._lock:
             self.up[upstream] = int(up)
@@ -70,6 +100,9 @@ class GatewayCounters(Collector):
             failures = dict(self.failures)
             restarts = dict(self.restarts)
             up = dict(self.up)
+            limited = dict(self.limited)
+            requests = dict(self.requests)
+            clashes = dict(self.clashes)
         refused = CounterMetricFamily(
             AUTH_REFUSALS[: -len("_total")], "HTTP clients refused for a missing or unknown token"
         )
@@ -93,6 +126,16 @@ class GatewayCounters(Collector):
         for upstream, value in sorted(up.items()):
             live.add_metric([upstream], value)
         yield live
+        yield _family(TENANT_REFUSALS, "Requests refused by a tenant's limit", "limit", limited)
+        yield _family(
+            HTTP_REFUSALS, "HTTP requests refused for their Host or Origin", "reason", requests
+        )
+        yield _family(
+            TOOL_CLASHES,
+            "Listed tools refused for a name another upstream publishes",
+            "upstream",
+            clashes,
+        )
 
     def describe(self) -> Iterator[Metric]:
         return self.collect()
@@ -146,3 +189,10 @@ class PinCounters(Collector):
 
     def describe(self) -> Iterator[Metric]:
         return self.collect()
+
+
+def _family(name: str, doc: str, label: str, values: dict[str, int]) -> Metric:
+    family = CounterMetricFamily(name[: -len("_total")], doc, labels=[label])
+    for key, value in sorted(values.items()):
+        family.add_metric([key], value)
+    return family

@@ -20,6 +20,8 @@ from ..errors import ConfigurationError
 from ._stdin import stdin_lines
 from .app import Gateway
 from .auth import CountRefusals, TokenTable, load_tokens
+from .origin import LOOPBACK, HostCheck
+from .sessions import SessionIdsCut, tenant_sessions
 
 __all__ = ["http_app", "http_tokens", "serve_http", "serve_stdio"]
 
@@ -38,6 +40,7 @@ def http_app(
     ``metrics=False`` leaves ``/metrics`` out (they are served on their own address).
     """
     from mcp.server.auth.settings import AuthSettings
+    from mcp.server.transport_security import TransportSecuritySettings
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
     from starlette.requests import Request
     from starlette.responses import Response
@@ -51,19 +54,31 @@ def http_app(
 
     routes = [Route("/metrics", scrape, methods=["GET"])] if metrics else []
 
+    config = gateway.config
     server = gateway.server()
     app = server.streamable_http_app(
         # One JSON answer per request rather than an event stream: the gateway
         # sends nothing before the result, and this is several times faster.
         json_response=True,
         host=host,
+        # Host and Origin are checked by HostCheck, counted apart from tokens.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        max_sessions=config.max_sessions,
+        session_idle_timeout=config.session_idle_timeout,
         auth=AuthSettings.model_validate(
             {"issuer_url": f"http://{_url_host(host)}", "resource_server_url": None}
         ),
         token_verifier=tokens,
         custom_starlette_routes=routes,
     )
-    return CountRefusals(app, gateway.counters.refused)
+    tenant_sessions(server, config.limits_of, gateway.counters.limit)
+    return HostCheck(
+        CountRefusals(app, gateway.counters.refused),
+        hosts=config.allowed_hosts,
+        origins=config.allowed_origins,
+        loopback=host in LOOPBACK,
+        refused=gateway.counters.refused_request,
+    )
 
 
 def http_tokens(gateway: Gateway) -> TokenTable:
@@ -73,7 +88,7 @@ def http_tokens(gateway: Gateway) -> TokenTable:
         raise ConfigurationError(
             "auth: serving over HTTP needs bearer tokens (auth.tokens_file or auth.tokens_env)"
         )
-    return TokenTable(tokens)
+    return TokenTable(tokens, gateway.config.auth)
 
 
 async def serve_http(gateway: Gateway, host: str, port: int, *, metrics: bool = True) -> None:
@@ -110,7 +125,7 @@ async def serve_http(gateway: Gateway, host: str, port: int, *, metrics: bool = 
         # uvicorn handles SIGTERM/SIGINT: it stops accepting and lets requests
         # finish, then re-raises the signal to the handler that was there before
         # it: ours notes it, so that the upstreams and the store close too.
-        with _signals_noted():
+        with _signals_noted(), _reload_on_hangup(tokens), SessionIdsCut.installed():
             await server.serve(sockets=[sock])
 
 
@@ -146,6 +161,20 @@ def _signals_noted() -> Iterator[None]:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+@contextmanager
+def _reload_on_hangup(tokens: TokenTable) -> Iterator[None]:
+    """SIGHUP reads the tokens again (where the platform has it)."""
+    hangup = getattr(signal, "SIGHUP", None)
+    if hangup is None:
+        yield
+        return
+    previous = signal.signal(hangup, lambda *_: tokens.reload())
+    try:
+        yield
+    finally:
+        signal.signal(hangup, previous)
 
 
 def _url_host(host: str) -> str:

@@ -15,14 +15,20 @@ Session strings hold digests, never what the client sent.
 from __future__ import annotations
 
 import hashlib
+import logging
+import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from ..context import TurnContext
 from .config import TenantConfig
+from .settings import Limits
 
-__all__ = ["META_KEY", "SESSION_HEADER", "Sessions"]
+__all__ = ["META_KEY", "SESSION_HEADER", "SessionIdsCut", "Sessions", "tenant_sessions"]
+
+log = logging.getLogger("guardrails.gateway")
 
 META_KEY = "guardrails/session"
 SESSION_HEADER = "guardrails-session"
@@ -81,3 +87,60 @@ def _access_token(request: Any) -> Any:
         return token
     user = getattr(request, "scope", {}).get("user")
     return getattr(user, "access_token", None)
+
+
+def tenant_sessions(
+    server: Any, limits_of: Callable[[str | None], Limits], refused: Callable[[str], None]
+) -> None:
+    """Each tenant opens at most its ``max_sessions`` stateful MCP sessions in this replica.
+
+    The SDK's session manager admits a session under its lock; the tenant's
+    count is checked there too, so concurrent openings cannot pass the bound.
+    A tenant at its bound is answered HTTP 503 like a full gateway; the
+    others are not affected.
+    """
+    manager = server.session_manager
+    admit = manager._admit_session
+
+    def admitted(requestor: Any) -> Any:
+        tenant = None if requestor is None else requestor.get("client_id")
+        limit = limits_of(tenant).max_sessions
+        if limit is not None:
+            owners = manager._session_owners.values()
+            held = sum(1 for owner in owners if owner.get("client_id") == tenant)
+            if held >= limit:
+                refused("sessions")
+                log.warning("a tenant reached its max_sessions (%d); a session refused", limit)
+                return None
+        return admit(requestor)
+
+    manager._admit_session = admitted
+
+
+_SESSION_ID = re.compile(r"\b[0-9a-f]{32}\b")
+
+
+class SessionIdsCut(logging.Filter):
+    """Cuts MCP session ids (32 hex digits) to their first 8 in the SDK's log lines."""
+
+    LOGGERS = ("mcp.server.streamable_http_manager", "mcp.server.streamable_http")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cut = _SESSION_ID.sub(lambda m: m.group(0)[:8] + "...", message)
+        if cut != message:
+            record.msg, record.args = cut, None
+        return True
+
+    @classmethod
+    @contextmanager
+    def installed(cls) -> Iterator[None]:
+        cut = cls()
+        loggers = [logging.getLogger(name) for name in cls.LOGGERS]
+        for logger in loggers:
+            logger.addFilter(cut)
+        try:
+            yield
+        finally:
+            for logger in loggers:
+                logger.removeFilter(cut)

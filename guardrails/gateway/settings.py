@@ -13,6 +13,7 @@ __all__ = [
     "KEYS",
     "AuthConfig",
     "GatewayConfig",
+    "Limits",
     "SecretsConfig",
     "TenantConfig",
     "ToolConfig",
@@ -23,21 +24,39 @@ __all__ = [
 # Every key each table accepts (any other is an error); docs/gateway.md's
 # reference documents exactly these.
 KEYS: Mapping[str, frozenset[str]] = {
-    "": frozenset({"gateway", "auth", "secrets", "tenants", "upstreams", "workflows"}),
+    "": frozenset({"gateway", "auth", "secrets", "tenants", "upstreams", "workflows",
+                   "limits"}),
     "gateway": frozenset({"name", "store", "store_env", "policy", "max_calls_per_session",
-                          "max_result_chars", "stdio_tenant", "pin_interval"}),
+                          "max_result_chars", "stdio_tenant", "pin_interval", "max_sessions",
+                          "session_idle_timeout", "allowed_hosts", "allowed_origins"}),
+    "limits": frozenset({"max_sessions", "calls_per_second", "tool_calls_per_second",
+                         "max_in_flight", "max_result_bytes"}),
     "auth": frozenset({"tokens_file", "tokens_env"}),
     "secrets": frozenset({"provider", "prefix", "directory", "timeout"}),
-    "tenants.NAME": frozenset({"tools", "values"}),
+    "tenants.NAME": frozenset({"tools", "values", "limits"}),
     "workflows.NAME": frozenset({"steps"}),
     "workflows.NAME.steps": frozenset({"tool", "instructions"}),
     "upstreams.NAME": frozenset({"command", "url", "env", "cwd", "headers", "timeout",
                                  "connect_timeout", "backoff_initial", "backoff_max", "prefix",
-                                 "pin", "tools"}),
+                                 "pin", "tools", "extra", "health_interval"}),
     "upstreams.NAME.tools.TOOL": frozenset({"action", "bind", "secrets", "timeout",
                                             "idempotency_key", "cost", "daily_cap",
                                             "instance_cap"}),
 }  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one tenant may take of a replica: the bounds that keep tenants apart.
+
+    ``None``: no bound. Rates are token buckets holding one second of calls.
+    """
+
+    max_sessions: int | None = 1000
+    calls_per_second: float | None = None
+    tool_calls_per_second: float | None = None
+    max_in_flight: int | None = 64
+    max_result_bytes: int = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +90,8 @@ class UpstreamConfig:
     prefix: bool = False
     pin: str = "strict"
     tools: Mapping[str, ToolConfig] = field(default_factory=dict)
+    extra: str = "reject"
+    health_interval: float = 15.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +100,7 @@ class TenantConfig:
 
     tools: frozenset[str] | None = None
     values: Mapping[str, Any] = field(default_factory=dict)
+    limits: Limits | None = None  # None: the gateway's [limits]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,3 +147,13 @@ class GatewayConfig:
     auth: AuthConfig = field(default_factory=AuthConfig)
     secrets: SecretsConfig = field(default_factory=SecretsConfig)
     source: str = "<config>"
+    limits: Limits = field(default_factory=Limits)
+    max_sessions: int = 10_000
+    session_idle_timeout: float = 1800.0
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+
+    def limits_of(self, tenant: str | None) -> Limits:
+        """The limits of ``tenant``: its own table, else the gateway's."""
+        config = None if tenant is None else self.tenants.get(tenant)
+        return self.limits if config is None or config.limits is None else config.limits

@@ -2,21 +2,27 @@
 
 A supervisor task owns the ``mcp.Client`` (it is entered and left in that
 task). Calls borrow it. A call to an upstream that is down fails at once with
-``UpstreamUnavailable`` (the model sees ``unavailable``); a broken connection
-or a crash during a call raises ``UpstreamFailed`` (``error``); a call that
-outlives its timeout raises ``TimeoutError`` (``error``) and makes the
-supervisor check the upstream at once (a ``tools/list`` within the timeout),
-restarting it if the check fails too. The same check runs every
-``health_interval`` seconds. Each listing (at a restart, at a health check)
-is compared with the one before; a change is handed to ``on_tools_changed``
-(the gateway publishes it again). Nothing the upstream says travels in these
-exceptions.
+``UpstreamUnavailable`` (the model sees ``unavailable``); a call whose answer
+does not come (the connection broke, a crash, an answer too long) raises
+``UpstreamFailed`` (``error``); a call that outlives its timeout raises
+``TimeoutError`` (``error``). An error the upstream answers is its answer:
+whatever its code, it fails that call only. After a timeout or an answer
+that may mean a closed connection, the supervisor checks the upstream at
+once (a ``tools/list`` within the timeout); only a check that fails, or a
+stdio child that exits (noticed at once, busy or idle), restarts it, and
+every restart is logged with its reason. A restart first lets the calls the
+upstream already accepted end (each within its own timeout): it never cuts
+another caller's call short. The same check runs every ``health_interval``
+seconds. Each listing is compared with the one before; a change is handed to
+``on_tools_changed``. Nothing the upstream says travels in these exceptions;
+what a stdio child writes on stderr is redacted and logged (``stderr.py``).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -26,8 +32,17 @@ import anyio
 from ..errors import StopRun
 from .config import UpstreamConfig
 from .metrics import GatewayCounters
+from .stderr import StderrLog
+from .stdio import TOO_LARGE, Launch, bounded, release, stdio_transport
 
-__all__ = ["Backoff", "Upstream", "UpstreamFailed", "UpstreamUnavailable", "innermost"]
+__all__ = [
+    "Backoff",
+    "Upstream",
+    "UpstreamExited",
+    "UpstreamFailed",
+    "UpstreamUnavailable",
+    "innermost",
+]
 
 log = logging.getLogger("guardrails.gateway")
 
@@ -41,6 +56,10 @@ class UpstreamUnavailable(StopRun):
 
 class UpstreamFailed(RuntimeError):
     """The upstream's connection broke, or it answered something that is not a result."""
+
+
+class UpstreamExited(UpstreamFailed):
+    """A stdio upstream's process exited before it was listed, or could not be started."""
 
 
 class Backoff:
@@ -61,14 +80,31 @@ class Backoff:
 
 
 class _Connection:
-    """One connection's client and state: a failure of this connection never marks the next."""
+    """One connection's client and state: a failure of this connection never marks the next.
 
-    __slots__ = ("broken", "client", "wake")
+    ``broken`` holds the reason it is being left (logged at the restart);
+    ``calls`` counts the calls it accepted that have not ended.
+    """
+
+    __slots__ = ("broken", "calls", "client", "idle", "reason", "wake")
 
     def __init__(self, client: Any) -> None:
         self.client = client
         self.broken = anyio.Event()
         self.wake = anyio.Event()
+        self.idle = anyio.Event()
+        self.idle.set()
+        self.calls = 0
+        self.reason = ""
+
+    def fail(self, reason: str) -> bool:
+        """Mark the connection to be left; False when it already was."""
+        if self.broken.is_set():
+            return False
+        self.reason = reason
+        self.broken.set()
+        self.wake.set()
+        return True
 
 
 class Upstream:
@@ -80,7 +116,7 @@ class Upstream:
         counters: GatewayCounters,
         *,
         backoff: Backoff | None = None,
-        health_interval: float = 15.0,
+        health_interval: float | None = None,
         secrets: Callable[[str], Any] | None = None,
         secrets_timeout: float = 5.0,
     ) -> None:
@@ -90,26 +126,51 @@ class Upstream:
         self.name = config.name
         self.counters = counters
         self.backoff = backoff or Backoff(config.backoff_initial, config.backoff_max)
-        self.health_interval = health_interval
+        self.health_interval = (
+            config.health_interval if health_interval is None else health_interval
+        )
         self.tools: list[Any] = []
         # The listing last read (``tools`` is what is published; they differ
         # while a new listing does not fit the configuration).
         self.listed: list[Any] = []
         # Called with this upstream and its new listing when the listing changed.
         self.on_tools_changed: Callable[[Upstream, list[Any]], Awaitable[None]] | None = None
+        self.stderr = StderrLog(self.name)
+        # The longest answer read whole (the gateway sets it from the tenants' limits).
+        self.max_bytes = 4 * 1024 * 1024
         self._live: _Connection | None = None
+        self._exit: int | None = None
 
     # -- calls ----------------------------------------------------------------
 
-    async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
-        """The upstream's ``CallToolResult``; raises as the module docstring says."""
-        from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED
+    async def call(
+        self, tool: str, arguments: dict[str, Any], timeout: float, max_bytes: int | None = None
+    ) -> Any:
+        """The upstream's ``CallToolResult``; raises as the module docstring says.
 
+        ``max_bytes`` bounds the answer read for this call (stdio upstreams).
+        """
         live = self._live
         if live is None or live.broken.is_set():
             self.counters.failed(self.name, "unavailable")
             raise UpstreamUnavailable(f"upstream {self.name!r} is down")
+        live.calls += 1
+        live.idle = anyio.Event() if live.calls == 1 else live.idle
+        token = bounded(max_bytes)
+        try:
+            return await self._call(live, tool, arguments, timeout)
+        finally:
+            release(token)
+            live.calls -= 1
+            if live.calls == 0:
+                live.idle.set()
+
+    async def _call(
+        self, live: _Connection, tool: str, arguments: dict[str, Any], timeout: float
+    ) -> Any:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
         try:
             with anyio.fail_after(timeout):
                 return await live.client.call_tool(tool, arguments)
@@ -118,29 +179,35 @@ class Upstream:
             live.wake.set()  # the supervisor checks it now
             raise
         except MCPError as exc:
+            if exc.code == TOO_LARGE:
+                self.counters.failed(self.name, "too_large")
+                log.warning("upstream %r: an answer longer than its bound was discarded", self.name)
+                raise UpstreamFailed(f"upstream {self.name!r}: answer too large") from None
             if exc.code == CONNECTION_CLOSED:
-                self._break(live)
+                # The same code an upstream may answer: the supervisor finds out which.
+                live.wake.set()
             raise UpstreamFailed(f"upstream {self.name!r} answered an error ({exc.code})") from exc
         except Exception as exc:
-            self._break(live)
+            self._break(live, f"its connection failed ({type(exc).__name__})")
             raise UpstreamFailed(f"upstream {self.name!r} failed ({type(exc).__name__})") from exc
 
-    def _break(self, live: _Connection) -> None:
-        if not live.broken.is_set():
+    def _break(self, live: _Connection, reason: str) -> None:
+        if live.fail(reason):
             self.counters.failed(self.name, "disconnected")
-        live.broken.set()
-        live.wake.set()
 
     # -- supervision ----------------------------------------------------------
 
     async def run(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Connect, list, watch; on failure wait the backoff and start again. Runs until cancelled.
 
-        ``task_status.started()`` is called after the first successful listing.
+        ``task_status.started()`` is called after the first successful listing;
+        a stdio child that cannot be started, or exits before its first
+        listing, raises ``UpstreamExited`` at once.
         """
         started = False
         while True:
             live: _Connection | None = None
+            self._exit = None
             try:
                 async with await self._connect() as client:
                     with anyio.fail_after(self.config.connect_timeout):
@@ -148,6 +215,8 @@ class Upstream:
                     if not started:
                         self.tools = self.listed = tools
                     live = self._live = _Connection(client)
+                    if self._exit is not None:
+                        live.fail(f"exited with status {self._exit}")
                     await self._relisted(tools)
                     self.counters.set_up(self.name, True)
                     self.backoff.reset()
@@ -155,20 +224,41 @@ class Upstream:
                         started = True
                         task_status.started()
                     await self._watch(live)
+                    await self._drain(live)
+                    reason = live.reason
             except Exception as exc:
-                if live is None or not live.broken.is_set():
+                if not started and (self._exit is not None or isinstance(innermost(exc), OSError)):
+                    raise self._start_failure(exc) from None
+                if live is None or live.fail("failed"):
                     self.counters.failed(self.name, "disconnected")
-                # The exception's own text may come from the upstream: only ours is logged.
-                cause = innermost(exc)
-                detail = str(cause) if isinstance(cause, UpstreamFailed) else type(cause).__name__
-                log.warning("upstream %r failed (%s); restarting", self.name, detail)
+                reason = self._failure(exc)
             finally:
                 self._live = None
                 if live is not None:
                     live.broken.set()
                 self.counters.set_up(self.name, False)
-            await anyio.sleep(self.backoff.next())
+            delay = self.backoff.next()
+            log.warning("upstream %r: %s; restarting in %gs", self.name, reason, delay)
+            await anyio.sleep(delay)
             self.counters.restarted(self.name)
+
+    def _failure(self, exc: BaseException) -> str:
+        """Why a connection ended, in the gateway's words (never the upstream's text)."""
+        if self._exit is not None:
+            return f"exited with status {self._exit}"
+        cause = innermost(exc)
+        if isinstance(cause, UpstreamFailed):
+            return str(cause)
+        return f"failed ({type(cause).__name__})"
+
+    def _start_failure(self, exc: BaseException) -> UpstreamExited:
+        where = f"upstreams.{self.name}"
+        cause = innermost(exc)
+        if self._exit is None and isinstance(cause, OSError):
+            program = self.config.command[0] if self.config.command else "?"
+            why = cause.strerror or type(cause).__name__
+            return UpstreamExited(f"{where}.command: cannot start {program!r} ({why})")
+        return UpstreamExited(f"{where}: exited with status {self._exit} before it was listed")
 
     async def _watch(self, live: _Connection) -> None:
         """Returns when the connection is broken or a health check fails."""
@@ -184,12 +274,17 @@ class Upstream:
                 with anyio.fail_after(self.config.timeout):
                     tools = await _list_all(live.client)
             except TimeoutError:
-                self.counters.failed(self.name, "timeout")
-                live.broken.set()
-            except Exception:
-                self._break(live)
+                if live.fail("did not answer its health check in time"):
+                    self.counters.failed(self.name, "timeout")
+            except Exception as exc:
+                self._break(live, f"failed its health check ({type(innermost(exc)).__name__})")
             else:
                 await self._relisted(tools)
+
+    async def _drain(self, live: _Connection) -> None:
+        """Let the calls the connection accepted end (each is bounded by its timeout)."""
+        if live.calls and self._exit is None:
+            await live.idle.wait()
 
     async def _relisted(self, tools: list[Any]) -> None:
         """Tell the gateway when a listing differs from the one read before."""
@@ -200,16 +295,24 @@ class Upstream:
         if self.on_tools_changed is not None:
             await self.on_tools_changed(self, tools)
 
+    def _exited(self, status: int | None) -> None:
+        self._exit = status
+        live = self._live
+        if live is not None:
+            self._break(live, f"exited with status {status}")
+
     async def _connect(self) -> Any:
-        from mcp import Client, StdioServerParameters
+        from mcp import Client
+        from mcp.client.stdio import get_default_environment
 
         config = self.config
         if config.command is not None:
-            target: Any = StdioServerParameters(
-                command=config.command[0],
-                args=list(config.command[1:]),
-                env=await self._resolved(config.env) or None,
-                cwd=config.cwd,
+            env = await self._resolved(config.env)
+            target: Any = stdio_transport(
+                Launch(_argv(config.command), get_default_environment() | env, config.cwd),
+                max_bytes=self.max_bytes,
+                on_stderr=self.stderr,
+                on_exit=self._exited,
             )
         else:
             assert config.url is not None
@@ -231,6 +334,7 @@ class Upstream:
             if value is None:
                 raise UpstreamFailed(f"upstream {self.name!r}: secret {name!r} is missing")
             found[name] = str(value)
+        self.stderr.know(found.values())
         return {
             key: _PLACEHOLDER.sub(lambda m: found[m.group(1)], value)
             for key, value in values.items()
@@ -263,6 +367,14 @@ async def _http(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams
+
+
+def _argv(command: tuple[str, ...]) -> list[str]:
+    """``python`` (or ``python3``) is the gateway's own interpreter, not the first on PATH."""
+    program = (
+        sys.executable if command[0] in ("python", "python3") and sys.executable else command[0]
+    )
+    return [program, *command[1:]]
 
 
 def _signature(tools: list[Any]) -> list[str]:

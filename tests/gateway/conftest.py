@@ -56,23 +56,29 @@ def write_config(tmp_path: Path, body: str, *, store: str | None = None, gateway
     return path
 
 
-async def _drain(stream: Any) -> None:
+async def _drain(stream: Any, sink: list[str] | None = None) -> None:
     try:
-        async for _ in stream:
-            pass
+        async for chunk in stream:
+            if sink is not None:
+                sink.append(chunk.decode(errors="replace"))
     except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
         pass
 
 
-async def _announced(process: Process, stream: Any, pattern: str, tg: Any) -> str:
-    """The first match of ``pattern`` in what the process writes; the rest is drained."""
+async def _announced(
+    process: Process, stream: Any, pattern: str, tg: Any, sink: list[str] | None = None
+) -> str:
+    """The first match of ``pattern`` in what the process writes; the rest is drained
+    (into ``sink``, with what came before, when one is given)."""
     buffered = ""
     with anyio.fail_after(STARTUP):
         async for chunk in stream:
             buffered += chunk.decode(errors="replace")
             found = re.search(pattern, buffered)
             if found:
-                tg.start_soon(_drain, stream)
+                if sink is not None:
+                    sink.append(buffered)
+                tg.start_soon(_drain, stream, sink)
                 return found.group(1)
     raise AssertionError(f"process exited ({process.returncode}) before announcing: {buffered}")
 
@@ -88,7 +94,12 @@ async def _stop(process: Process) -> int:
 
 @asynccontextmanager
 async def started(
-    command: list[str], pattern: str, *, stderr: bool, env: Mapping[str, str] | None = None
+    command: list[str],
+    pattern: str,
+    *,
+    stderr: bool,
+    env: Mapping[str, str] | None = None,
+    log: list[str] | None = None,
 ) -> AsyncIterator[tuple[str, Process]]:
     """Starts ``command``; yields what it announced and the process; SIGTERMs it at the end."""
     full_env = {**os.environ, **(env or {})}
@@ -98,7 +109,7 @@ async def started(
             watched = process.stderr if stderr else process.stdout
             other = process.stdout if stderr else process.stderr
             tg.start_soon(_drain, other)
-            announced = await _announced(process, watched, pattern, tg)
+            announced = await _announced(process, watched, pattern, tg, log)
             yield announced, process
         finally:
             await _stop(process)
@@ -114,14 +125,20 @@ async def billing_over_http() -> AsyncIterator[str]:
 
 @asynccontextmanager
 async def http_gateway(
-    config: Path, env: Mapping[str, str] | None = None
+    config: Path,
+    env: Mapping[str, str] | None = None,
+    *,
+    log: list[str] | None = None,
+    host: str = "127.0.0.1",
 ) -> AsyncIterator[tuple[str, Process]]:
+    """A gateway over HTTP on a free port; what it writes on stderr goes to ``log``."""
     command = [PY, "-m", "guardrails.cli", "gateway", "--config", str(config)]
     async with started(
-        [*command, "--http", "127.0.0.1:0"],
+        [*command, "--http", f"{host}:0"],
         r"listening on (http://\S+/mcp)",
         stderr=True,
         env={**GATEWAY_ENV, **(env or {})},
+        log=log,
     ) as found:
         yield found
 

@@ -20,9 +20,17 @@ def test_the_series_table_names_every_gateway_series_and_its_reasons() -> None:
         metrics.UPSTREAM_UP,
         metrics.TOOL_CHANGES,
         metrics.TOOLS_WITHHELD,
+        metrics.TENANT_REFUSALS,
+        metrics.HTTP_REFUSALS,
+        metrics.TOOL_CLASHES,
     }
     assert documented == exported
-    for reason in (*metrics.FAILURES, *metrics.CHANGES):
+    for reason in (
+        *metrics.FAILURES,
+        *metrics.CHANGES,
+        *metrics.LIMITS,
+        *metrics.REFUSED_REQUESTS,
+    ):
         assert f"`{reason}`" in PAGE
 
 
@@ -56,6 +64,21 @@ def test_the_pages_complete_configurations_are_valid() -> None:
         parse_config(tomllib.loads(block))
 
 
+def test_the_fault_table_quotes_the_logged_lines() -> None:
+    section = PAGE.split("## Faults:", 1)[1].split("\n## ", 1)[0]
+    for line in (
+        "exited with status N; restarting in Ds",
+        "did not answer its health check in time; restarting in Ds",
+        "an answer longer than its bound was discarded",
+        "is not published: the name 'TOOL' is upstream 'OWNER''s",
+        "a tenant reached its max_sessions (N); a session refused",
+        "refused an HTTP request for its Host header",
+        "refused an HTTP request for its Origin header",
+        "exited with status N before it was listed",
+    ):
+        assert line in section, line
+
+
 def _reference() -> dict[str, set[str]]:
     """``table -> keys`` as the configuration reference documents them."""
     section = PAGE.split("## Configuration reference", 1)[1].split("\n## ", 1)[0]
@@ -66,6 +89,9 @@ def _reference() -> dict[str, set[str]]:
         if heading:
             table = heading.group(1)
             documented[table] = set()
+            if line.startswith("`[limits]` and `[tenants.NAME.limits]`"):
+                table = "limits"  # one table of keys for both
+                documented[table] = set()
         elif table is not None and line.startswith("| `"):
             first = line.split("|")[1]
             documented[table] |= set(re.findall(r"`(\w+)`", first))

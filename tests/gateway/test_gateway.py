@@ -155,18 +155,24 @@ async def test_upstream_over_streamable_http(transport: str, tmp_path: Path) -> 
     assert text(failed) == model_sentence(Outcome.ERROR)
 
 
-async def test_clashing_tool_names_are_namespaced(transport: str, tmp_path: Path) -> None:
+async def test_a_clashing_name_stays_the_first_upstreams_and_prefix_publishes_both(
+    transport: str, tmp_path: Path
+) -> None:
     body = (
         f"[upstreams.one]\ncommand = {command_toml(BILLING)}\n"
-        f"[upstreams.two]\ncommand = {command_toml(BILLING)}\n"
+        f"[upstreams.two]\ncommand = {command_toml(BILLING)}\nprefix = true\n"
+        f"[upstreams.three]\ncommand = {command_toml(BILLING)}\n"
     )
     async with gateway_client(transport, write_config(tmp_path, body)) as client:
         listed = await client.list_tools()
-        result = await client.call_tool("two__echo", {"text": "routed"})
+        first = await client.call_tool("pid", {})
+        second = await client.call_tool("two__pid", {})
+        routed = await client.call_tool("two__echo", {"text": "routed"})
     names = {t.name for t in listed.tools}
-    assert {"one__echo", "two__echo", "one__pid", "two__pid"} <= names
-    assert "echo" not in names
-    assert text(result) == "routed"
+    # one keeps the plain names, two publishes its own space, three's are refused.
+    assert {"echo", "pid", "two__echo", "two__pid"} <= names
+    assert not any(name.startswith(("one__", "three__")) for name in names)
+    assert text(routed) == "routed" and text(first) != text(second)
 
 
 @pytest.mark.parametrize("token", [None, "not-a-token"])

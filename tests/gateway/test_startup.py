@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import anyio
 import pytest
 
 from guardrails.errors import ConfigurationError
@@ -59,7 +60,7 @@ async def test_a_policy_file_that_does_not_match_the_published_tools_fails_at_st
 async def test_an_upstream_that_never_starts_is_named() -> None:
     text = (
         '[gateway]\nstore = "memory:"\n[upstreams.broken]\n'
-        f"command = {command_toml([PY, '-c', 'raise SystemExit(1)'])}\n"
+        f"command = {command_toml([PY, '-c', 'import time; time.sleep(60)'])}\n"
         "connect_timeout = 1\nbackoff_initial = 0.05\n"
     )
     with pytest.raises(UpstreamStartError, match=r"upstreams.broken: not listed within 1s"):
@@ -67,23 +68,73 @@ async def test_an_upstream_that_never_starts_is_named() -> None:
             pass
 
 
-def test_clashing_names_are_prefixed_and_others_kept() -> None:
-    def upstream(name: str, tools: list[str], prefix: bool = False) -> Any:
-        return SimpleNamespace(
-            name=name,
-            config=UpstreamConfig(name=name, command=("x",), prefix=prefix),
-            tools=[SimpleNamespace(name=t) for t in tools],
-        )
-
-    names = published_names(
-        [upstream("a", ["read", "only_a"]), upstream("b", ["read"]), upstream("c", ["x"], True)]
+async def test_a_child_that_exits_at_once_is_reported_at_once_with_its_status() -> None:
+    # A connect_timeout far longer than the test may take: the report cannot be its expiry.
+    text = (
+        '[gateway]\nstore = "memory:"\n[upstreams.broken]\n'
+        f"command = {command_toml([PY, '-c', 'raise SystemExit(7)'])}\n"
+        "connect_timeout = 600\n"
     )
-    assert names == {
-        ("a", "read"): "a__read",
+    with anyio.fail_after(60):
+        with pytest.raises(UpstreamStartError) as raised:
+            async with gateway(text).running():
+                pass
+    assert (
+        str(raised.value) == "<config>: upstreams.broken: exited with status 7 before it was listed"
+    )
+
+
+async def test_a_command_that_cannot_be_started_is_named_with_its_key() -> None:
+    text = (
+        '[gateway]\nstore = "memory:"\n[upstreams.broken]\n'
+        'command = ["/nonexistent/server"]\nconnect_timeout = 600\n'
+    )
+    with anyio.fail_after(60), pytest.raises(UpstreamStartError) as raised:
+        async with gateway(text).running():
+            pass
+    assert str(raised.value) == (
+        "<config>: upstreams.broken.command: cannot start '/nonexistent/server' "
+        "(No such file or directory)"
+    )
+
+
+def _upstream(name: str, tools: list[str], prefix: bool = False) -> Any:
+    return SimpleNamespace(
+        name=name,
+        config=UpstreamConfig(name=name, command=("x",), prefix=prefix),
+        tools=[SimpleNamespace(name=t) for t in tools],
+    )
+
+
+def test_a_clash_is_refused_and_the_first_owner_keeps_its_name() -> None:
+    names = published_names(
+        [
+            _upstream("a", ["read", "only_a"]),
+            _upstream("b", ["read", "a__write", "b__own"]),
+            _upstream("c", ["x"], True),
+        ]
+    )
+    assert dict(names.published) == {
+        ("a", "read"): "read",
         ("a", "only_a"): "only_a",
-        ("b", "read"): "b__read",
+        ("b", "b__own"): "b__own",
         ("c", "x"): "c__x",
     }
+    assert [(c.upstream, c.tool, c.owner) for c in names.clashes] == [
+        ("b", "read", "a"),
+        ("b", "a__write", "a"),  # another upstream's space, even before it lists the name
+    ]
+
+
+def test_a_published_name_never_moves_to_another_upstream() -> None:
+    first = published_names([_upstream("a", ["read"]), _upstream("b", [])])
+    # At a later listing, a no longer lists it and b does, first in order: b is refused.
+    later = published_names([_upstream("b", ["read"]), _upstream("a", [])], first.owners)
+    assert dict(later.published) == {}
+    assert [(c.upstream, c.name, c.owner) for c in later.clashes] == [("b", "read", "a")]
+    # A name nobody held goes to the first to list it; the near-miss "read_" is another name.
+    fresh = published_names([_upstream("b", ["read_", "write"])], first.owners)
+    assert dict(fresh.published) == {("b", "read_"): "read_", ("b", "write"): "write"}
 
 
 def _ctx(headers: dict[str, str] | None, meta: Any = None, subject: str = "p1") -> Any:
@@ -138,7 +189,7 @@ def test_without_mcp_the_command_says_which_extra_to_install(tmp_path: Path) -> 
         (["--config", "absent.toml"], "cannot read the gateway config"),
         (["--config", "gw.toml", "--http", "nowhere"], "--http 'nowhere': expected HOST:PORT"),
         (["--config", "gw.toml", "--http", "127.0.0.1:0"], "auth: serving over HTTP needs"),
-        (["--config", "dead.toml", "--stdio"], "upstreams.dead: not listed within 1s"),
+        (["--config", "dead.toml", "--stdio"], "dead.toml: upstreams.dead: exited with status 1"),
         (["--config", "gw.toml", "--stdio", "--metrics", "TAKEN"], "cannot listen"),
     ],
 )

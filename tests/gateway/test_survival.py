@@ -198,7 +198,10 @@ async def test_tools_that_cannot_be_checked_are_left_out_and_other_blocks_forwar
         image = await client.call_tool("image", {})
         unlisted = await client.call_tool("broken_schema", {"x": 1})
     names = {t.name for t in listed.tools}
-    assert names == {"ok", "crash", "hang", "slow", "garbage", "leak", "image", "key_digest"}
+    assert names == {
+        "ok", "crash", "hang", "slow", "garbage", "leak", "image", "key_digest",
+        "refuse", "huge", "stderr", "shout", "open", "exit_idle",
+    }  # fmt: skip
     # An image block reaches the client as the upstream sent it.
     assert not image.is_error
     assert [(b.type, getattr(b, "mime_type", None)) for b in image.content] == [

@@ -1,0 +1,207 @@
+"""Upstream faults, in-process with real upstream processes: what the client sees and what is logged.
+
+Each test attacks one row of the fault table in docs/gateway.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import tomllib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from guardrails.gateway import Gateway, parse_config
+from guardrails.gateway.stderr import StderrLog
+from guardrails.verdicts import Outcome, model_sentence
+
+from .conftest import BILLING, MISBEHAVING, SECRET, command_toml, text
+
+ERROR = model_sentence(Outcome.ERROR)
+UNAVAILABLE = model_sentence(Outcome.UNAVAILABLE)
+
+
+def bad(options: str = "") -> str:
+    return f"[upstreams.bad]\ncommand = {command_toml(MISBEHAVING)}\ntimeout = 10\n{options}\n"
+
+
+@asynccontextmanager
+async def connected(tmp_path: Path, body: str) -> AsyncIterator[tuple[Gateway, Client]]:
+    config = parse_config(tomllib.loads('[gateway]\nstore = "memory:"\n' + body), base=tmp_path)
+    gateway = Gateway(config, secrets={"PAY_KEY": SECRET}.get)
+    async with gateway.running(), Client(gateway.server(), cache=None) as client:
+        yield gateway, client
+
+
+async def until(predicate: Any) -> None:
+    """Polls ``predicate`` (bounded; no fixed sleep)."""
+    with anyio.fail_after(30):
+        while not predicate():
+            await anyio.sleep(0.02)
+
+
+async def test_a_minus_32000_error_is_the_upstreams_answer_not_a_broken_connection(
+    tmp_path: Path,
+) -> None:
+    async with connected(tmp_path, bad()) as (gateway, client):
+        before = text(await client.call_tool("ok", {}))
+        async with anyio.create_task_group() as tg:
+            slow: list[Any] = []
+
+            async def in_flight() -> None:
+                slow.append(await client.call_tool("slow", {"seconds": 1}))
+
+            tg.start_soon(in_flight)
+            refused = await client.call_tool("refuse", {})
+        after = text(await client.call_tool("ok", {}))
+        restarts = gateway.counters.restarts["bad"]
+    assert text(refused) == ERROR
+    assert text(slow[0]) == "slow done"  # the call the upstream had accepted ends well
+    assert before == after and restarts == 0  # the same process: never restarted
+
+
+async def test_an_upstream_that_dies_idle_is_unavailable_at_once_and_its_restart_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, "guardrails.gateway")
+    body = bad("backoff_initial = 60\nbackoff_max = 60\nhealth_interval = 600\n")
+    async with connected(tmp_path, body) as (gateway, client):
+        assert text(await client.call_tool("exit_idle", {})) == "bye"
+        await until(lambda: gateway.counters.up["bad"] == 0)
+        down = await client.call_tool("ok", {})
+    assert text(down) == UNAVAILABLE
+    assert "upstream 'bad': exited with status 4; restarting in 60s" in caplog.messages
+
+
+async def test_a_crash_during_a_call_is_logged_with_its_status(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, "guardrails.gateway")
+    async with connected(tmp_path, bad("backoff_initial = 60\nbackoff_max = 60\n")) as (_, c):
+        crashed = await c.call_tool("crash", {})
+    assert text(crashed) == ERROR
+    assert "upstream 'bad': exited with status 3; restarting in 60s" in caplog.messages
+
+
+@pytest.mark.parametrize(("size", "outcome"), [(3000, "ok"), (6000, "error")])
+async def test_an_answer_past_the_byte_bound_is_an_error_and_the_upstream_stays(
+    tmp_path: Path, size: int, outcome: str
+) -> None:
+    # The message holds the text plus about 80 bytes of JSON-RPC around it.
+    body = "[limits]\nmax_result_bytes = 5000\n" + bad()
+    async with connected(tmp_path, body) as (gateway, client):
+        before = text(await client.call_tool("ok", {}))
+        answer = await client.call_tool("huge", {"size": size})
+        after = text(await client.call_tool("ok", {}))
+        too_large = gateway.counters.failures["bad", "too_large"]
+    assert (text(answer) == ERROR) == (outcome == "error")
+    assert too_large == (outcome == "error")
+    assert before == after
+
+
+async def test_a_50_mb_answer_is_cut_unread(tmp_path: Path) -> None:
+    import tracemalloc
+
+    async with connected(tmp_path, bad()) as (_, client):
+        tracemalloc.start()
+        try:
+            answer = await client.call_tool("huge", {"size": 50_000_000})
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        still = await client.call_tool("ok", {})
+    assert text(answer) == ERROR and not still.is_error
+    assert peak < 20_000_000  # the 50 MB never held whole (4 MiB is the default bound)
+
+
+async def test_stderr_is_redacted_and_logged_under_the_upstreams_name(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    caplog.set_level(logging.WARNING, "guardrails.gateway")
+    body = bad('env = { UPSTREAM_KEY = "${PAY_KEY}" }')
+    async with connected(tmp_path, body) as (_, client):
+        assert text(await client.call_tool("stderr", {})) == "logged"
+        await until(lambda: any("Traceback" in m for m in caplog.messages))
+    line = next(m for m in caplog.messages if "Traceback" in m)
+    assert line == (
+        "upstream 'bad': Traceback: auth failed with key=[redacted] KEY=[redacted] b64=[redacted]"
+    )
+    encoded = base64.b64encode(SECRET.encode()).decode()
+    for spelling in (SECRET, SECRET.upper(), encoded):
+        assert spelling not in "\n".join(caplog.messages)
+    assert "Traceback" not in capfd.readouterr().err  # not inherited by the gateway's stderr
+
+
+def test_stderr_lines_are_logged_at_a_bounded_rate(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, "guardrails.gateway")
+    now = [0.0]
+    stderr = StderrLog("bad", rate=2.0, burst=3, clock=lambda: now[0])
+    for number in range(4):  # the burst, and one past it
+        stderr(f"line {number}")
+    assert caplog.messages == ["upstream 'bad': line 0", "upstream 'bad': line 1",
+                               "upstream 'bad': line 2"]  # fmt: skip
+    now[0] = 0.5  # one line's worth of time later
+    stderr("line 4")
+    stderr("line 5")
+    assert caplog.messages[3:] == ["upstream 'bad': 1 stderr lines not logged",
+                                   "upstream 'bad': line 4"]  # fmt: skip
+    assert stderr.dropped == 1
+
+
+async def test_an_upper_cased_secret_never_reaches_the_client(tmp_path: Path) -> None:
+    body = bad('[upstreams.bad.tools.shout]\naction = true\nsecrets = { api_key = "PAY_KEY" }\n')
+    async with connected(tmp_path, body) as (_, client):
+        shouted = await client.call_tool("shout", {})
+    assert text(shouted) == "[redacted]"
+    assert SECRET.upper() not in shouted.model_dump_json()
+
+
+@pytest.mark.parametrize(
+    ("extra", "answer"), [("", None), ('extra = "allow"', "a,b"), ('extra = "drop"', "a")]
+)
+async def test_undeclared_arguments_are_refused_unless_the_upstream_says_otherwise(
+    tmp_path: Path, extra: str, answer: str | None
+) -> None:
+    async with connected(tmp_path, bad(extra)) as (_, client):
+        result = await client.call_tool("open", {"a": "x", "b": "model-chosen"})
+    if answer is None:
+        assert text(result) == (
+            "The arguments were not accepted. Send only the parameters that the tool declares."
+        )
+    else:
+        assert text(result) == answer
+
+
+async def test_an_upstream_cannot_take_another_upstreams_name_at_start_or_at_a_relist(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, "guardrails.gateway")
+    names = tmp_path / "names"
+    names.write_text("billing__charge\n")
+    body = (
+        bad(f'env = {{ MISBEHAVING_TOOLS_FILE = "{names}" }}\nhealth_interval = 0.1')
+        + f"[upstreams.billing]\ncommand = {command_toml(BILLING)}\nprefix = true\n"
+        + '[upstreams.billing.tools.charge]\naction = true\nsecrets = { api_key = "PAY_KEY" }\n'
+    )
+    async with connected(tmp_path, body) as (gateway, client):
+        charged = await client.call_tool("billing__charge", {"account_id": "a", "amount": 1})
+        names.write_text("billing__charge\nbilling__lookup\nfresh\n")  # a later listing
+        await until(lambda: "fresh" in gateway.owners)
+        looked = await client.call_tool("billing__lookup", {"account_id": "a", "year": 2024})
+        listed = {t.name for t in (await client.list_tools()).tools}
+        clashes = gateway.counters.clashes["bad"]
+    assert text(charged) == "charged 1 to a with key [redacted]"
+    assert text(looked) == "invoices of a for 2024: 2"
+    assert {"billing__charge", "billing__lookup", "fresh"} <= listed
+    assert gateway.owners["billing__charge"] == gateway.owners["billing__lookup"] == "billing"
+    assert clashes == 2
+    assert (
+        "upstream 'bad': tool 'billing__charge' is not published: the name 'billing__charge' "
+        "is upstream 'billing''s"
+    ) in caplog.messages
