@@ -11,6 +11,7 @@ import sys
 
 from ..errors import ConfigurationError
 from .explain import explain
+from .init import REVIEW, draft
 from .loader import load
 from .tool_sources import load_tools
 
@@ -26,6 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         cmd = sub.add_parser(action, help=text)
         cmd.add_argument("file", help="the policy file (TOML)")
         add_tools_argument(cmd, required=action == "check")
+    init = sub.add_parser("init", help="write a draft policy from the tools, guesses marked")
+    add_tools_argument(init, required=True)
+    init.add_argument(
+        "-o", "--output", metavar="FILE", help="write the draft here (a new file); default stdout"
+    )
     parser.set_defaults(func=run)
 
 
@@ -60,6 +66,8 @@ def _positive(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     """0: the policy is sound; 2: it is not (one line on stderr naming file, table and key)."""
+    if args.policy_command == "init":
+        return _init(args)
     try:
         policy = load(args.file)
         tools = load_tools(args.tools, timeout=args.tools_timeout) if args.tools else None
@@ -72,4 +80,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.file}: ok ({len(policy.params)} parameter rules, {len(tools or {})} tools)")
     else:
         print(explain(policy, tools))
+    return 0
+
+
+def _init(args: argparse.Namespace) -> int:
+    """0: the draft is written; 2: the tools or the output file cannot be used."""
+    try:
+        tools = load_tools(args.tools, timeout=args.tools_timeout)
+        text = draft(tools, args.tools)
+        if args.output is None:
+            sys.stdout.write(text)
+            return 0
+        with open(args.output, "x", encoding="utf-8") as file:
+            file.write(text)
+    except ConfigurationError as exc:
+        sys.stderr.write(f"guardrails policy init: {exc}\n")
+        return 2
+    except OSError as exc:
+        reason = "it exists" if isinstance(exc, FileExistsError) else exc.strerror or str(exc)
+        sys.stderr.write(f"guardrails policy init: {args.output}: cannot write it ({reason})\n")
+        return 2
+    guesses = text.count(REVIEW)
+    print(f"{args.output}: a draft for {len(tools)} tools, {guesses} lines to review")
     return 0

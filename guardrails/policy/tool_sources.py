@@ -12,6 +12,8 @@
   ``Tool`` it defines).
 
 Tools read from a definition have no implementation: calling one raises.
+Each counts as having an effect unless its MCP annotations say
+``readOnlyHint: true`` (MCP's own reading of a tool without annotations).
 Every mistake is a ``ConfigurationError`` of one line.
 """
 
@@ -91,13 +93,19 @@ def _build(origin: str, entries: list[Any]) -> dict[str, Tool]:
         where = f"{origin}: tool [{index}]"
         try:
             definition_shape(entry)
-            tool = Tool.from_definition(entry, _no_implementation(where))
+            tool = Tool.from_definition(entry, _no_implementation(where), effect=_effect(entry))
         except ConfigurationError as exc:
             raise ConfigurationError(f"{where}: {_first_line(exc)}") from None
         if tool.name in tools:
             raise ConfigurationError(f"{where}: a second tool named {tool.name!r}")
         tools[tool.name] = tool
     return tools
+
+
+def _effect(entry: Mapping[str, Any]) -> bool:
+    """False only when the definition's MCP annotations say the tool only reads."""
+    annotations = entry.get("annotations")
+    return not (isinstance(annotations, Mapping) and annotations.get("readOnlyHint") is True)
 
 
 def _no_implementation(where: str) -> Any:

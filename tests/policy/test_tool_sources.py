@@ -245,3 +245,24 @@ def test_the_timeout_bound_itself_is_accepted(tmp_path: Path) -> None:
     policy.write_text("[tools.a]\nmax_per_turn = 1\n")
     assert main(["policy", "explain", str(policy), "--tools", path, "--tools-timeout", "3600"]) == 0
     assert tools_from_json(path)["a"].name == "a"
+
+
+@pytest.mark.parametrize(
+    ("annotations", "effect"),
+    [
+        (None, True),
+        ({}, True),
+        ({"readOnlyHint": False}, True),
+        ({"readOnlyHint": "true"}, True),
+        ({"readOnlyHint": 1}, True),
+        ({"readOnlyHint": True, "destructiveHint": False}, False),
+        ({"readOnlyHint": True}, False),
+    ],
+)
+def test_a_definition_has_an_effect_unless_its_annotations_say_read_only(
+    annotations: Any, effect: bool
+) -> None:
+    entry: dict[str, Any] = {"name": "t", "inputSchema": SCHEMA}
+    if annotations is not None:
+        entry["annotations"] = annotations
+    assert tools_from_json_entries([entry])["t"].effect is effect
