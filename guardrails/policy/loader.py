@@ -39,6 +39,7 @@ from typing import Any
 from .._conditions import ApprovalRule, parse_approval
 from ..errors import ConfigurationError
 from ._toml_shape import first_excess
+from .groups import check_group, expand
 from .policy import Ceiling, Policy, PolicyError, free_key
 from .rules import MAX_PATH_PARTS, Param
 
@@ -128,7 +129,8 @@ def loads(text: str, *, origin: str = "<string>") -> Policy:
     _known(origin, "policy", head, {"fail_closed"})
     fail_closed = _typed(origin, "policy", "fail_closed", head.get("fail_closed", False), "boolean")
     sources = _table(origin, "sources", data.get("sources", {}))
-    _known(origin, "sources", sources, {"trusted", "untrusted"})
+    _known(origin, "sources", sources, {"groups", "trusted", "untrusted"})
+    groups = _groups(origin, sources.get("groups", {}))
     trusted = _typed(origin, "sources", "trusted", sources.get("trusted", []), _STRINGS)
     untrusted = _typed(origin, "sources", "untrusted", sources.get("untrusted", []), _STRINGS)
     defaults = _table(origin, "defaults", data.get("defaults", {}))
@@ -136,6 +138,7 @@ def loads(text: str, *, origin: str = "<string>") -> Policy:
     default = defaults.get("grounded_in")
     if default is not None:
         _typed(origin, "defaults", "grounded_in", default, _STRINGS)
+        default = expand(origin, "defaults", "grounded_in", default, groups)
     free: set[tuple[str, str]] = set()
     params: list[Param] = []
     where: dict[str, tuple[str, str]] = {}
@@ -184,7 +187,7 @@ def loads(text: str, *, origin: str = "<string>") -> Policy:
                 free.add((tool, path))
                 where[free_key(tool, path)] = (origin, at)
                 continue
-            param = _param(origin, at, tool, path, rule)
+            param = _param(origin, at, tool, path, rule, groups)
             params.append(param)
             where[param.rule_name] = (origin, at)
     try:
@@ -200,6 +203,7 @@ def loads(text: str, *, origin: str = "<string>") -> Policy:
             where=where,
             default_grounded_in=None if default is None else frozenset(default),
             free=frozenset(free),
+            groups=groups,
         )
     except PolicyError:
         raise
@@ -216,7 +220,22 @@ def _approval(origin: str, table: str, tool: str, spec: str) -> tuple[ApprovalRu
     return () if rule is None else (rule,)
 
 
-def _param(origin: str, table: str, tool: str, path: str, rule: Any) -> Param:
+def _groups(origin: str, given: Any) -> dict[str, tuple[str, ...]]:
+    table = _table(origin, "sources.groups", given)
+    return {
+        name: check_group(origin, name, _typed(origin, "sources.groups", name, members, _STRINGS))
+        for name, members in table.items()
+    }
+
+
+def _param(
+    origin: str,
+    table: str,
+    tool: str,
+    path: str,
+    rule: Any,
+    groups: Mapping[str, tuple[str, ...]],
+) -> Param:
     rule = _table(origin, table, rule)
     _known(origin, table, rule, set(_PARAM_KEYS))
     if not rule:
@@ -224,6 +243,10 @@ def _param(origin: str, table: str, tool: str, path: str, rule: Any) -> Param:
     options = {
         key: _typed(origin, table, key, value, _PARAM_KEYS[key]) for key, value in rule.items()
     }
+    if "grounded_in" in options:
+        options["grounded_in"] = expand(
+            origin, table, "grounded_in", options["grounded_in"], groups
+        )
     try:
         return Param(tool, path, **options)
     except ConfigurationError as exc:

@@ -82,6 +82,8 @@ class Policy:
     # effect must be grounded in, and the (tool, path) pairs declared free of it.
     default_grounded_in: frozenset[str] | None = None
     free: frozenset[tuple[str, str]] = frozenset()
+    # [sources.groups] of the file(s), already expanded in the rules: kept to be checked.
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _EMPTY)
     # When a tool's calls need a person's approval (docs/approvals.md): the rules of
     # every file that set one; a call needs approval when any of them says so.
     approvals: Mapping[str, tuple[ApprovalRule, ...]] = field(default_factory=lambda: _EMPTY)
@@ -128,6 +130,7 @@ class Policy:
         object.__setattr__(self, "approvals", MappingProxyType(approvals))
         object.__setattr__(self, "where", MappingProxyType(dict(self.where)))
         _check_default(self)
+        object.__setattr__(self, "groups", MappingProxyType(dict(self.groups)))
         names: dict[str, Param] = {}
         for p in params:
             if p.rule_name in names:
@@ -171,6 +174,7 @@ class Policy:
             where={**self.where_all(), **other.where_all()},
             default_grounded_in=_merged_default(self, other),
             free=self.free | other.free,
+            groups=_merged_groups(self, other),
             approvals={
                 tool: tuple(dict.fromkeys((*self.approvals.get(tool, ()), *rules)))
                 for tool, rules in {**self.approvals, **other.approvals}.items()
@@ -215,6 +219,10 @@ class Policy:
                     f"a tool is named {reserved!r}, which is also the name of a trusted source; "
                     "rename the tool",
                 )
+        for group, members in sorted(self.groups.items()):
+            for source in members:
+                if source not in known_sources and split_source(source, tools) is None:
+                    raise PolicyError(self.origin, "sources.groups", group, _unknown_source(source))
         for name in sorted(self.trusted | self.untrusted):
             if name not in tools:
                 which = "trusted" if name in self.trusted else "untrusted"
@@ -248,7 +256,7 @@ class Policy:
                         origin,
                         table,
                         "grounded_in",
-                        f"unknown source {source!r}; use 'user', 'context', 'trusted', a tool name or a tool's field (TOOL.PATH)",
+                        _unknown_source(source),
                     )
             try:
                 types = resolve(spec, rule.path)
@@ -292,6 +300,22 @@ def _check_default(policy: Policy) -> None:
     object.__setattr__(policy, "free", free)
 
 
+def _unknown_source(source: str) -> str:
+    return (
+        f"unknown source {source!r}; "
+        "use 'user', 'context', 'trusted', a tool name or a tool's field (TOOL.PATH)"
+    )
+
+
+def _merged_groups(a: Policy, b: Policy) -> dict[str, tuple[str, ...]]:
+    for name in sorted(set(a.groups) & set(b.groups)):
+        if a.groups[name] != b.groups[name]:
+            raise PolicyError(
+                f"{a.origin} + {b.origin}", "sources.groups", name, "defined twice, differently"
+            )
+    return {**a.groups, **b.groups}
+
+
 def _merged_default(a: Policy, b: Policy) -> frozenset[str] | None:
     one, two = a.default_grounded_in, b.default_grounded_in
     if one is not None and two is not None and one != two:
@@ -312,7 +336,7 @@ def check_default(policy: Policy, tools: Mapping[str, Any], known: set[str]) -> 
                 policy.origin,
                 "defaults",
                 "grounded_in",
-                f"unknown source {source!r}; use 'user', 'context', 'trusted', a tool name or a tool's field (TOOL.PATH)",
+                _unknown_source(source),
             )
     names = {p.rule_name for p in policy.params}
     if policy.default_grounded_in is None and policy.free:
