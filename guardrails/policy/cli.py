@@ -7,12 +7,14 @@ importable ``MODULE[:NAME]`` or ``mcp:COMMAND ARGS...`` (see ``tool_sources``).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ..errors import ConfigurationError
 from .explain import explain
 from .init import REVIEW, draft
 from .loader import load
+from .shadow import read_turns, replay, report
 from .tool_sources import load_tools
 
 __all__ = ["add_arguments", "add_tools_argument", "run"]
@@ -31,6 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_tools_argument(init, required=True)
     init.add_argument(
         "-o", "--output", metavar="FILE", help="write the draft here (a new file); default stdout"
+    )
+    test = sub.add_parser("test", help="replay recorded calls through a policy, running no tool")
+    test.add_argument("--policy", required=True, metavar="FILE", help="the policy file (TOML)")
+    add_tools_argument(test, required=True)
+    test.add_argument(
+        "--calls", required=True, metavar="RECORDED.jsonl", help="recorded turns, one per line"
     )
     parser.set_defaults(func=run)
 
@@ -68,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
     """0: the policy is sound; 2: it is not (one line on stderr naming file, table and key)."""
     if args.policy_command == "init":
         return _init(args)
+    if args.policy_command == "test":
+        return _test(args)
     try:
         policy = load(args.file)
         tools = load_tools(args.tools, timeout=args.tools_timeout) if args.tools else None
@@ -103,3 +113,35 @@ def _init(args: argparse.Namespace) -> int:
     guesses = text.count(REVIEW)
     print(f"{args.output}: a draft for {len(tools)} tools, {guesses} lines to review")
     return 0
+
+
+def _test(args: argparse.Namespace) -> int:
+    """0: nothing would be refused; 1: something would; 2: unusable input."""
+    try:
+        _refuse_audit_store(args.calls)
+        policy = load(args.policy)
+        tools = load_tools(args.tools, timeout=args.tools_timeout)
+        policy.check(tools)
+        done = replay(policy, tools, read_turns(args.calls))
+    except ConfigurationError as exc:
+        sys.stderr.write(f"guardrails policy test: {exc}\n")
+        return 2
+    print(report(done, args.calls))
+    return 1 if done.refusals else 0
+
+
+def _refuse_audit_store(calls: str) -> None:
+    """An audit store records no argument values or results: nothing to replay."""
+    store = calls.startswith(("postgresql:", "postgres:", "sqlite:"))
+    if not store and os.path.isfile(calls):
+        try:
+            with open(calls, "rb") as file:
+                store = file.read(16) == b"SQLite format 3\x00"
+        except OSError:
+            pass  # read_turns says why it cannot be read
+    if store:
+        raise ConfigurationError(
+            f"{calls}: an audit store keeps no argument values and no results, so replaying "
+            "it cannot tell what a policy's rules would refuse; record turns as JSONL "
+            "(docs/policy.md, 'Shadow mode')"
+        )
