@@ -20,6 +20,7 @@ from ..context import GuardResult, Invocation
 from ..rules.effects import Restrict
 from ..rules.triggers import TermSet
 from ..verdicts import EscapeReason, Verdict
+from .inflect import inflected
 from .policy import Ceiling
 from .provenance import USER, Ledgers
 
@@ -37,7 +38,8 @@ class Intents:
     __slots__ = ("gates", "lock", "mentions", "turns")
 
     def __init__(self, intents: Any) -> None:
-        self.gates = {tool: TermSet(terms) for tool, terms in intents.items()}
+        # Each term also matches its regular English forms (``inflect.py``).
+        self.gates = {tool: TermSet(inflected(terms)) for tool, terms in intents.items()}
         self.turns: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
         # turn -> (how many inputs it had, the gated tools they mention)
         self.mentions: weakref.WeakKeyDictionary[Any, tuple[int, frozenset[str]]] = (
