@@ -253,8 +253,7 @@ def test_a_bad_ttl_is_refused(ttl: Any) -> None:
         ApprovalGate(MemoryStore(), ttl=ttl)
 
 
-def test_sync_and_async_calls_decide_the_same() -> None:
-    store = MemoryStore()
+def test_sync_and_async_calls_decide_the_same(store: Store) -> None:
     bench = Bench(store)
 
     async def acall(arguments: dict[str, Any]) -> Any:

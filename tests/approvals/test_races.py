@@ -56,7 +56,11 @@ def test_threads_retrying_one_approved_call_run_it_once(store: Store) -> None:
 
 
 def _open(url: str) -> Store:
-    return SQLiteStore(url) if url.endswith(".db") else PostgresStore(url, max_size=2)
+    # Bounds far above any wait on a loaded machine: a wait that ran out would be
+    # store_unavailable, which says nothing about the property under test.
+    if url.endswith(".db"):
+        return SQLiteStore(url, busy_timeout=120.0)
+    return PostgresStore(url, max_size=2, timeout=120.0, connect_timeout=60)
 
 
 def _retry_in_a_process(url: str, barrier: Any, queue: Any) -> None:
