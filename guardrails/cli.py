@@ -78,7 +78,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
     from .policy.cli import add_arguments as policy_arguments
 
-    policy_arguments(sub.add_parser("policy", help="check or explain an argument policy file"))
+    policy_arguments(
+        sub.add_parser("policy", help="check, explain, draft (init) or shadow-test (test) a policy")
+    )
 
     from .approvals.cli import add_arguments as approvals_arguments
 

@@ -44,6 +44,10 @@ def load_tools(source: str, *, timeout: float = 30.0) -> dict[str, Tool]:
     """The tools named by ``source`` (see the module text), by name."""
     if source.startswith(MCP_PREFIX):
         return _from_mcp(source[len(MCP_PREFIX) :], timeout)
+    if source.endswith(".py"):
+        raise ConfigurationError(
+            f"{source}: name a Python module as MODULE[:NAME] (importable), not as a file"
+        )
     if source.endswith(".json") or os.path.isfile(source):
         return tools_from_json(source)
     return _from_module(source)

@@ -122,6 +122,14 @@ def test_a_file_that_is_not_json_is_one_line(
     assert err.startswith(f"guardrails policy explain: {path}: not JSON (") and err.count("\n") == 1
 
 
+def test_a_python_file_path_is_refused_naming_the_module_form(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    source = str(ROOT / "examples" / "policy_mail_payments.py")
+    assert main(["policy", "check", str(MAIL), "--tools", source]) == 2
+    assert "name a Python module as MODULE[:NAME] (importable)" in capsys.readouterr().err
+
+
 def test_a_missing_json_file_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -201,6 +209,7 @@ def test_an_mcp_server_is_started_listed_and_stopped() -> None:
     assert sorted(tools) == ["list_contacts", "send_mail"]
     assert set(tools["send_mail"].compiled.properties) == {"body", "subject", "to"}
     assert tools["send_mail"].description == "Send an email."
+    assert tools["send_mail"].effect and not tools["list_contacts"].effect  # readOnlyHint
 
 
 def test_check_reads_an_mcp_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,6 +7,7 @@ if "--hang" in sys.argv:
     time.sleep(600)
 
 from mcp.server import MCPServer
+from mcp.types import ToolAnnotations
 
 app = MCPServer("policy-tools")
 
@@ -17,7 +18,7 @@ def send_mail(to: str, subject: str, body: str) -> str:
     return "sent"
 
 
-@app.tool()
+@app.tool(annotations=ToolAnnotations(readOnlyHint=True))
 def list_contacts(query: str = "") -> list[str]:
     """List the user's contacts."""
     return []
