@@ -63,6 +63,8 @@ class Tally:
         self.tools: dict[str, dict[str, int]] = defaultdict(dict)
         self.backstop: dict[tuple[str, str], int] = defaultdict(int)
         self.failures: dict[str, int] = defaultdict(int)
+        # Approvals by tool (audit log only): see APPROVAL_COUNTS.
+        self.approvals: dict[str, dict[str, int]] = defaultdict(dict)
         self.seen = False  # any guardrails series at all
 
 
@@ -204,10 +206,38 @@ def tally_audit(rows: Iterable[Any]) -> Tally:
     return t
 
 
+# What ``guardrails coverage --audit`` counts of approvals, per tool: the answers the
+# model read while a call waited (its reasons), the people's decisions (audit rows
+# of kind ``approval``), and the calls that ran on an approval.
+APPROVAL_COUNTS = (
+    "approval_pending",
+    "approval_denied",
+    "approval_expired",
+    "approved",
+    "denied",
+    "ran_approved",
+)
+
+
+def _approval_call(t: Tally, row: Any, tool: str) -> None:
+    if row.reason in APPROVAL_COUNTS[:3]:
+        add(t.approvals[tool], row.reason, 1)
+    elif (
+        row.outcome == "ok"
+        and row.detail
+        and '"approval_request"' in row.detail
+        and json.loads(row.detail).get("approval_request") is not None
+    ):
+        add(t.approvals[tool], "ran_approved", 1)
+
+
 def _audit_action(t: Tally, row: Any) -> None:
     if row.kind == "tool_call" and row.outcome is not None:
         tool = UNKNOWN_TOOL if row.reason == Reason.UNKNOWN_TOOL else row.tool
         add(t.tools[tool or UNKNOWN_TOOL], row.outcome, 1)
+        _approval_call(t, row, tool or UNKNOWN_TOOL)
+    elif row.kind == "approval" and row.outcome in ("approved", "denied"):
+        add(t.approvals[row.tool or UNKNOWN_TOOL], row.outcome, 1)
     elif row.kind == "backstop":
         detail = json.loads(row.detail) if row.detail else {}
         if detail.get("outcome") is not None:  # None: declined to call again

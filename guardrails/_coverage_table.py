@@ -53,6 +53,13 @@ def render(report: CoverageReport, out: TextIO, violations: list[str]) -> None:
         back_rows: list[tuple[str, ...]] = [("BACKSTOP RULE", "TOOL", "ACTIONS")]
         back_rows += [(r, t, str(n)) for (r, t), n in report.backstop.items()]
         _table(out, back_rows, numeric=(2,))
+    if report.approvals:
+        out.write("\n")
+        kinds = list(next(iter(report.approvals.values())))
+        approval_rows: list[tuple[str, ...]] = [("TOOL (APPROVALS)", *(k.upper() for k in kinds))]
+        for tool, tally in report.approvals.items():
+            approval_rows.append((tool, *(str(tally[k]) for k in kinds)))
+        _table(out, approval_rows, numeric=range(1, len(kinds) + 1))
     failures = {k: v for k, v in report.telemetry_failures.items() if v}
     if failures:
         out.write("\nrecorder failures: ")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from ._coverage_read import (
+    APPROVAL_COUNTS,
     CoverageError,
     Tally,
     audit_rows,
@@ -103,6 +104,8 @@ class CoverageReport:
     tools: Mapping[str, Mapping[str, int]]
     backstop: Mapping[tuple[str, str], int]
     telemetry_failures: Mapping[str, int]
+    # By tool: the counts of ``APPROVAL_COUNTS`` (read from the audit log only).
+    approvals: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def violations(
         self,
@@ -158,8 +161,12 @@ class CoverageReport:
                 for (rule, tool), n in self.backstop.items()
             ],
             "telemetry_failures": dict(self.telemetry_failures),
+            **({"approvals": self._approvals_json()} if self.approvals else {}),
             "violations": list(violations),
         }
+
+    def _approvals_json(self) -> list[dict[str, Any]]:
+        return [{"tool": tool, **counts} for tool, counts in self.approvals.items()]
 
     def render_table(self, out: TextIO, violations: Iterable[str] = ()) -> None:
         from ._coverage_table import render
@@ -216,6 +223,10 @@ def _report(t: Tally) -> CoverageReport:
         },
         backstop=dict(sorted(t.backstop.items())),
         telemetry_failures=dict(sorted(t.failures.items())),
+        approvals={
+            tool: {name: counts.get(name, 0) for name in APPROVAL_COUNTS}
+            for tool, counts in sorted(t.approvals.items())
+        },
     )
 
 

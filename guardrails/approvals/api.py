@@ -40,8 +40,9 @@ class Approvals:
         self.book = book_of(store, "Approvals")
         self.clock = clock
 
-    def list(self, status: str | None = None, *, limit: int = 100) -> list[ApprovalRecord]:
-        """Requests, newest first; ``status`` one of pending, approved, denied, used, expired."""
+    def list(self, status: str | None = "pending", *, limit: int = 100) -> list[ApprovalRecord]:
+        """Requests, newest first: pending ones, or those of ``status`` (approved, denied,
+        used, expired), or every one (``None``)."""
         if status is not None and status not in APPROVAL_STATUSES:
             raise UsageError(f"unknown status {status!r}; use one of {sorted(APPROVAL_STATUSES)}")
         if type(limit) is not int or limit < 1:
