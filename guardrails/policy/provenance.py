@@ -31,6 +31,7 @@ from typing import Any
 
 from ._extract import extract, extract_tokens, extract_value, fingerprint, key
 from ._ledger import FORGOTTEN_PER_KEPT, Forgotten, Ledger, Tenant
+from ._phrases import phrases
 
 __all__ = ["Ledger", "Ledgers", "SessionView", "Sources"]
 
@@ -240,6 +241,8 @@ class Ledgers:
 
         With ``words``, each word is a ``text`` value too (the user's input)."""
         found = extract_tokens(text) if words else extract(text)
+        if words:
+            found |= phrases(text)  # quoted spans and runs of capitalised words
         return self._label(turn, context, source, found)
 
     def label_value(self, turn: Any, context: Any, source: str, value: Any) -> int:
@@ -266,6 +269,7 @@ class Ledgers:
         found = extract_value(dict(getattr(context, "values", {}) or {}))
         for value in _strings(getattr(context, "values", {})):
             extract_tokens(value, found)
+            found |= phrases(value)
         keys: Iterable[Any] = found
         if self.store is not None:
             keys = [fingerprint(item) for item in found]
