@@ -27,6 +27,7 @@ from .kinds import (
     split_url,
 )
 from .patterns import Pattern
+from .words import Words
 
 if TYPE_CHECKING:
     from .rules import Param
@@ -54,6 +55,7 @@ class Check(StrEnum):
     UNTRUSTED = "untrusted_only"
     UNKNOWN = "provenance_unknown"
     EMBEDDED = "embedded_not_grounded"
+    WORDS = "word_not_grounded"
     TIMEOUT = "timeout"
 
 
@@ -129,6 +131,7 @@ class Compiled:
         "untrusted",
         "values",
         "values_from",
+        "words",
     )
 
     def __init__(self, p: Param, kind: Kind | None) -> None:
@@ -169,6 +172,7 @@ class Compiled:
             if p.embedded is None
             else Embedded(p.embedded, self.domains, self.deny_domains, self.grounded)
         )
+        self.words = None if p.words is None else Words(p.words, self.grounded)
         # Of the keys the ledger holds (``_extract.key``): a text value is its own key.
         self.prefix = "" if kind in (None, Kind.TEXT) else f"{kind.value}\x00"
         self.steps = self._steps()
@@ -238,6 +242,8 @@ class Compiled:
             steps.append(self._bounds)
         if self.embedded is not None:
             steps.append(self._embedded)  # grounded_in and domains apply to what it finds
+        elif self.words is not None:
+            steps.append(self._words)  # grounded_in applies to each word
         elif self.grounded is not None or self.untrusted:
             steps.append(self._provenance)
         return tuple(steps)
@@ -327,6 +333,14 @@ class Compiled:
         found = extract(value)
         failed.extend(Check(code) for code in self.embedded.failures(found, seen))  # type: ignore[union-attr]
 
+    def _words(
+        self, value: Any, norm: Any, context: Any, seen: Seen | None, failed: list[Check]
+    ) -> None:
+        if value.__class__ is not str:
+            failed.append(Check.TYPE)
+            return
+        failed.extend(Check(code) for code in self.words.failures(value, seen))  # type: ignore[union-attr]
+
     def _in_context(self, norm: Any, context: Any) -> bool:
         allowed = context.get(self.values_from) if context is not None else None
         if allowed is None:
@@ -403,6 +417,10 @@ class Compiled:
             lines.append(
                 f"embedded = {sorted(self.embedded.kinds)!r}: each one found in the text "
                 "must be grounded or on domains"
+            )
+        if self.words is not None:
+            lines.append(
+                f"words = {sorted(self.words.literal)!r}: every other word must be grounded"
             )
         if self.grounded is not None:
             lines.append(f"grounded_in = {sorted(self.grounded)!r}")

@@ -89,6 +89,7 @@ _PARAM_KEYS: dict[str, str] = {
     "name": "string",
     "timeout": "number",
     "embedded": _STRINGS,
+    "words": _STRINGS,
 }
 _TOOL_KEYS = {
     "intent": _STRINGS,

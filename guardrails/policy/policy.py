@@ -378,6 +378,8 @@ def _type_mismatch(rule: Param, types: frozenset[str] | None) -> tuple[str, str]
     number = bool(types & {"number", "integer"})
     if rule.kind is not None and not text:
         return "kind", f"kind {rule.kind} needs a string parameter; the schema says {sorted(types)}"
+    if rule.words is not None and not text:
+        return "words", f"words needs a string parameter; the schema says {sorted(types)}"
     if rule.embedded is not None and not text:
         return "embedded", f"embedded needs a string parameter; the schema says {sorted(types)}"
     if rule.pattern is not None and not text:

@@ -44,7 +44,7 @@ _KIND_OPTIONS = {
 }
 _LISTS = (
     "values", "deny_values", "domains", "deny_domains", "schemes", "countries", "prefixes",
-    "grounded_in", "embedded",
+    "grounded_in", "embedded", "words",
 )  # fmt: skip
 _REJECT_OUTCOMES = (Outcome.INVALID_ARGS, Outcome.LIMIT, Outcome.UNAVAILABLE)
 
@@ -76,6 +76,7 @@ class Param:
     name: str | None = None
     timeout: float | None = None
     embedded: Iterable[str] | None = None
+    words: Iterable[str] | None = None
     _compiled: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -124,6 +125,11 @@ def _validate(p: Param, label: str) -> None:
             raise ConfigurationError(
                 "not_only_untrusted does not apply to embedded values; use grounded_in"
             )
+    if p.words is not None:
+        if kind not in (None, Kind.TEXT):
+            raise ConfigurationError("words needs a text parameter (no kind, or kind text)")
+        if p.embedded is not None or p.not_only_untrusted:
+            raise ConfigurationError("words cannot be combined with embedded or not_only_untrusted")
     for option, kinds in _KIND_OPTIONS.items():
         hosts = option in ("domains", "deny_domains") and p.embedded is not None
         if getattr(p, option) is not None and kind not in kinds and not hosts:

@@ -253,7 +253,7 @@ def test_kinds_enum_holds_the_policy_file_strings() -> None:
         "wrong_type", "not_a_valid_value", "not_allowed", "denied", "pattern",
         "below_minimum", "above_maximum", "domain_not_allowed", "scheme_not_allowed",
         "country_not_allowed", "prefix_not_allowed", "not_grounded", "untrusted_only",
-        "provenance_unknown", "timeout", "embedded_not_grounded",
+        "provenance_unknown", "timeout", "embedded_not_grounded", "word_not_grounded",
     }  # fmt: skip
 
 
