@@ -33,6 +33,7 @@ from .metrics import GatewayCounters, PinCounters
 from .pinning import Pinning
 from .policy import load_policy
 from .rules import StoreCounter, session_ceiling, tenant_allow_list, workflows
+from .scopes import scope_allow_list
 from .secrets import SecretProvider, secret_provider
 from .sessions import Sessions
 from .turns import GatewayTools
@@ -216,7 +217,12 @@ class Gateway:
             *flow_hooks,
             Idempotency(store),
         ]
-        guards = [*tenant_allow_list(self.config.tenants, tools), *flow_guards]
+        oauth = self.config.auth.oauth
+        guards = [
+            *tenant_allow_list(self.config.tenants, tools),
+            *scope_allow_list(None if oauth is None else oauth.scopes, tools),
+            *flow_guards,
+        ]
         rails = Guardrails(
             tools.values(),
             guards,

@@ -15,10 +15,12 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from .settings import (
+    ASYMMETRIC_ALGORITHMS,
     KEYS,
     AuthConfig,
     GatewayConfig,
     Limits,
+    OAuthConfig,
     SecretsConfig,
     TenantConfig,
     ToolConfig,
@@ -368,7 +370,63 @@ class _Reader:
             tokens_env=None
             if data.get("tokens_env") is None
             else self.text(data, "auth.tokens_env"),
+            oauth=None if "oauth" not in data else self.oauth(self.table(data, "auth.oauth")),
         )
+
+    def oauth(self, data: Mapping[str, Any]) -> OAuthConfig:
+        self.keys(data, "auth.oauth", KEYS["auth.oauth"])
+        if ("jwks_url" in data) == ("jwks_file" in data):
+            raise self.error("auth.oauth", "give exactly one of jwks_url or jwks_file")
+        url = data.get("jwks_url")
+        if url is not None and not _jwks_url(url):
+            raise self.error(
+                "auth.oauth.jwks_url", "must be an https:// URL (http:// only on this host)"
+            )
+        for key in ("issuer", "resource"):
+            value = self.text(data, f"auth.oauth.{key}")
+            if not value.startswith(("https://", "http://")):
+                raise self.error(f"auth.oauth.{key}", "must be an https:// URL")
+        algorithms = data.get("algorithms", list(ASYMMETRIC_ALGORITHMS))
+        if not (
+            isinstance(algorithms, list)
+            and algorithms
+            and all(isinstance(a, str) and a in ASYMMETRIC_ALGORITHMS for a in algorithms)
+        ):
+            raise self.error(
+                "auth.oauth.algorithms", f"must be a list of {list(ASYMMETRIC_ALGORITHMS)}"
+            )
+        scopes = data.get("scopes")
+        return OAuthConfig(
+            issuer=data["issuer"],
+            resource=data["resource"],
+            jwks_url=url,
+            jwks_file=None
+            if "jwks_file" not in data
+            else self.path(self.text(data, "auth.oauth.jwks_file")),
+            tenant_claim=self.text(data, "auth.oauth.tenant_claim", "tenant"),
+            algorithms=tuple(algorithms),
+            leeway=self.leeway(data),
+            jwks_refetch_interval=self.seconds(data, "auth.oauth.jwks_refetch_interval", 60.0)
+            or 60.0,
+            scopes=None if scopes is None else self.scopes(self.table(data, "auth.oauth.scopes")),
+        )
+
+    def leeway(self, data: Mapping[str, Any]) -> float:
+        """Seconds of clock skew allowed on ``exp`` and ``nbf``: 0 to 300, default 30."""
+        value = self.amount(data, "auth.oauth.leeway", zero=True)
+        if value is None:
+            return 30.0
+        if value > 300:
+            raise self.error("auth.oauth.leeway", f"must be at most 300 seconds, not {value:g}")
+        return value
+
+    def scopes(self, data: Mapping[str, Any]) -> dict[str, frozenset[str]]:
+        table: dict[str, frozenset[str]] = {}
+        for scope, tools in data.items():
+            if not (isinstance(tools, list) and all(isinstance(t, str) and t for t in tools)):
+                raise self.error(f"auth.oauth.scopes.{scope}", "must be a list of tool names")
+            table[scope] = frozenset(tools)
+        return table
 
     def secrets(self, data: Mapping[str, Any]) -> SecretsConfig:
         self.keys(data, "secrets", KEYS["secrets"])
@@ -389,3 +447,18 @@ class _Reader:
             else self.path(self.text(data, "secrets.directory")),
             timeout=self.seconds(data, "secrets.timeout", 5.0) or 5.0,
         )
+
+
+def _jwks_url(url: object) -> bool:
+    """An https:// URL, or an http:// one on a loopback address (a local issuer)."""
+    from urllib.parse import urlparse
+
+    if not isinstance(url, str):
+        return False
+    if url.startswith("https://"):
+        return True
+    try:
+        host = urlparse(url).hostname
+    except ValueError:
+        return False
+    return url.startswith("http://") and host in ("127.0.0.1", "localhost", "::1")

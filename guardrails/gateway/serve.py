@@ -20,6 +20,7 @@ from ..errors import ConfigurationError
 from ._stdin import stdin_lines
 from .app import Gateway
 from .auth import CountRefusals, TokenTable, load_tokens
+from .oauth import AnyOf, JwtVerifier, auth_settings, metadata_routes
 from .origin import LOOPBACK, HostCheck
 from .sessions import SessionIdsCut, tenant_sessions
 
@@ -31,15 +32,15 @@ GRACE_SECONDS = 10
 def http_app(
     gateway: Gateway,
     host: str = "127.0.0.1",
-    tokens: TokenTable | None = None,
+    tokens: Any = None,
     *,
     metrics: bool = True,
 ) -> Any:
-    """The ASGI app: ``/mcp`` behind bearer auth (refusals counted), ``/metrics`` open.
+    """The ASGI app: ``/mcp`` behind bearer auth (refusals counted), ``/metrics`` open;
+    with OAuth, the protected-resource metadata (``oauth.py``).
 
     ``metrics=False`` leaves ``/metrics`` out (they are served on their own address).
     """
-    from mcp.server.auth.settings import AuthSettings
     from mcp.server.transport_security import TransportSecuritySettings
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
     from starlette.requests import Request
@@ -53,6 +54,7 @@ def http_app(
         return Response(generate_latest(gateway.registry), media_type=CONTENT_TYPE_LATEST)
 
     routes = [Route("/metrics", scrape, methods=["GET"])] if metrics else []
+    oauth = gateway.config.auth.oauth
 
     config = gateway.config
     server = gateway.server()
@@ -65,12 +67,11 @@ def http_app(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         max_sessions=config.max_sessions,
         session_idle_timeout=config.session_idle_timeout,
-        auth=AuthSettings.model_validate(
-            {"issuer_url": f"http://{_url_host(host)}", "resource_server_url": None}
-        ),
+        auth=auth_settings(oauth, f"http://{_url_host(host)}"),
         token_verifier=tokens,
         custom_starlette_routes=routes,
     )
+    app.router.routes[:0] = metadata_routes(oauth)  # before the SDK's own metadata route
     tenant_sessions(server, config.limits_of, gateway.counters.limit)
     return HostCheck(
         CountRefusals(app, gateway.counters.refused),
@@ -81,14 +82,26 @@ def http_app(
     )
 
 
-def http_tokens(gateway: Gateway) -> TokenTable:
-    """The tokens of the configuration; serving over HTTP without any is refused."""
+def http_tokens(gateway: Gateway) -> Any:
+    """The verifier of the configuration's static tokens and OAuth JWTs (either may be
+    absent); serving over HTTP without either is refused."""
     tokens = load_tokens(gateway.config.auth)
-    if not tokens:
+    oauth = gateway.config.auth.oauth
+    if not tokens and oauth is None:
         raise ConfigurationError(
             "auth: serving over HTTP needs bearer tokens (auth.tokens_file or auth.tokens_env)"
         )
-    return TokenTable(tokens, gateway.config.auth)
+    table = TokenTable(tokens, gateway.config.auth)
+    if oauth is None:
+        return table
+    try:
+        import jwt  # noqa: F401
+    except ImportError:
+        raise ConfigurationError(
+            "auth.oauth: needs the gateway-oauth extra: pip install 'guardrails-kit[gateway-oauth]'"
+        ) from None
+    # Static tokens first (reloaded as ever), then the issuer's JWTs.
+    return AnyOf(table, JwtVerifier(oauth))
 
 
 async def serve_http(gateway: Gateway, host: str, port: int, *, metrics: bool = True) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..context import TurnContext
 from .config import TenantConfig
+from .scopes import SCOPES_KEY
 from .settings import Limits
 
 __all__ = ["META_KEY", "SESSION_HEADER", "SessionIdsCut", "Sessions", "tenant_sessions"]
@@ -61,6 +62,8 @@ class Sessions:
         session = self._session(ctx, headers, principal)
         config = self.tenants.get(tenant) if tenant is not None else None
         values = _NO_VALUES if config is None else config.values
+        if headers is not None:
+            values = _with_scopes(values, _access_token(request))
         return TurnContext(tenant=tenant, session=session, values=values)
 
     def _session(self, ctx: Any, headers: Any, principal: str) -> str | None:
@@ -77,6 +80,16 @@ class Sessions:
             return None
         # Over stdio the process serves one client: its connection is the session.
         return self._stdio
+
+
+def _with_scopes(values: Mapping[str, Any], token: Any) -> Mapping[str, Any]:
+    """``values`` with the scopes of an issuer's token, a bearer JWT (static tokens
+    have no ``claims``); never a value of that name the configuration set."""
+    values = {k: v for k, v in values.items() if k != SCOPES_KEY}
+    claims = getattr(token, "claims", None)
+    if isinstance(claims, Mapping) and "iss" in claims:
+        values[SCOPES_KEY] = frozenset(token.scopes)
+    return values
 
 
 def _access_token(request: Any) -> Any:

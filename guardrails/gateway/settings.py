@@ -11,9 +11,11 @@ from typing import Any
 
 __all__ = [
     "KEYS",
+    "ASYMMETRIC_ALGORITHMS",
     "AuthConfig",
     "GatewayConfig",
     "Limits",
+    "OAuthConfig",
     "SecretsConfig",
     "TenantConfig",
     "ToolConfig",
@@ -31,7 +33,9 @@ KEYS: Mapping[str, frozenset[str]] = {
                           "session_idle_timeout", "allowed_hosts", "allowed_origins"}),
     "limits": frozenset({"max_sessions", "calls_per_second", "tool_calls_per_second",
                          "max_in_flight", "max_result_bytes"}),
-    "auth": frozenset({"tokens_file", "tokens_env"}),
+    "auth": frozenset({"tokens_file", "tokens_env", "oauth"}),
+    "auth.oauth": frozenset({"issuer", "resource", "jwks_url", "jwks_file", "tenant_claim",
+                             "algorithms", "leeway", "jwks_refetch_interval", "scopes"}),
     "secrets": frozenset({"provider", "prefix", "directory", "timeout"}),
     "tenants.NAME": frozenset({"tools", "values", "limits"}),
     "workflows.NAME": frozenset({"steps"}),
@@ -111,12 +115,37 @@ class WorkflowConfig:
     steps: tuple[tuple[str, str], ...]
 
 
+ASYMMETRIC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512",
+                         "ES256", "ES384", "ES512", "EdDSA")  # fmt: skip
+"""The JWS algorithms a bearer JWT may be signed with (never ``none``, never HMAC)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OAuthConfig:
+    """Bearer JWTs of one issuer, for this gateway's resource URL; scopes mapped to tools.
+
+    ``scopes``: scope -> published tool names (``*``: every tool); None: scopes
+    do not restrict the tools.
+    """
+
+    issuer: str
+    resource: str
+    jwks_url: str | None = None
+    jwks_file: str | None = None
+    tenant_claim: str = "tenant"
+    algorithms: tuple[str, ...] = ASYMMETRIC_ALGORITHMS
+    leeway: float = 30.0
+    jwks_refetch_interval: float = 60.0
+    scopes: Mapping[str, frozenset[str]] | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class AuthConfig:
-    """Where bearer tokens come from: a file, an environment variable, or both."""
+    """Where bearer tokens come from: a file, an environment variable, both; or OAuth JWTs."""
 
     tokens_file: str | None = None
     tokens_env: str | None = None
+    oauth: OAuthConfig | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,6 +113,7 @@ def test_the_logged_sentences_are_the_ones_the_page_quotes() -> None:
     assert "`upstream 'NAME': its tool list changed; publishing it again`" in PAGE
     assert "`upstream 'NAME': its new tool list is not published (...)`" in PAGE
     assert '`_meta["guardrails/user"]`' in PAGE
+    assert "`oauth: the JWKS could not be read (TYPE)`" in PAGE
     pins = PAGE.split("## Pinned tools", 1)[1].split("\n## ", 1)[0]
     for sentence in (
         "`upstream 'NAME': tool 'TOOL' pinned (HASH)`",
