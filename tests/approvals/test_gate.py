@@ -267,3 +267,21 @@ def test_sync_and_async_calls_decide_the_same(store: Store) -> None:
     assert asyncio.run(acall(BIG)).outcome is Outcome.OK
     assert asyncio.run(acall(BIG)).reason == "approval_pending"
     assert len(bench.ran) == 1
+
+
+def test_a_tenant_whose_string_methods_raise_is_scoped_by_its_characters(bench: Bench) -> None:
+    class Hostile(str):
+        def __eq__(self, other: object) -> bool:
+            raise AssertionError("compared")
+
+        def __hash__(self) -> int:
+            raise AssertionError("hashed")
+
+        def encode(self, *args: Any, **kwargs: Any) -> bytes:
+            raise AssertionError("encoded")
+
+    held = bench.call(BIG, tenant=Hostile("acme"))
+    assert held.reason == "approval_pending"
+    bench.people.approve(bench.only_pending(), by="alice")
+    assert bench.call(BIG, tenant="acme").outcome is Outcome.OK  # the same characters: one scope
+    assert bench.ran == [{"amount": 900, "to": "bob", "account": "acme"}]
