@@ -75,6 +75,8 @@ def test_the_fault_table_quotes_the_logged_lines() -> None:
         "refused an HTTP request for its Host header",
         "refused an HTTP request for its Origin header",
         "exited with status N before it was listed",
+        "tool 'TOOL' changed (HASH); withheld until approved (guardrails gateway pins approve)",
+        "oauth: the JWKS could not be read (TYPE)",
     ):
         assert line in section, line
 
