@@ -160,3 +160,39 @@ def test_scopes_are_read_from_scope_or_scp() -> None:
     assert scopes_of({"scope": "a  b"}) == {"a", "b"}
     assert scopes_of({"scp": ["a", 3, "", "b"]}) == {"a", "b"}
     assert scopes_of({"scope": 7, "scp": "a"}) == frozenset()
+
+
+async def test_many_requests_with_a_rotated_kid_at_once_read_the_jwks_once() -> None:
+    import anyio
+
+    issuer = Issuer()
+    with jwks_server(issuer) as url:
+        settings = OAuthConfig(issuer=ISSUER, resource=RESOURCE, jwks_url=url)
+        verifier = JwtVerifier(settings)
+        tokens = [issuer.token() for _ in range(20)]
+        found: list[object] = []
+
+        async def verify(token: str) -> None:
+            found.append(await verifier.verify_token(token))
+
+        async with anyio.create_task_group() as tg:
+            for token in tokens:
+                tg.start_soon(verify, token)
+    assert issuer.fetches == 1
+    assert len(found) == 20 and all(f is not None for f in found)
+
+
+async def test_static_tokens_beside_oauth_are_reloaded(issuer: Issuer, tmp_path: Path) -> None:
+    from guardrails.gateway.auth import TokenTable, load_tokens
+    from guardrails.gateway.oauth import AnyOf
+    from guardrails.gateway.settings import AuthConfig
+
+    tokens = tmp_path / "tokens.txt"
+    tokens.write_text("acme tok-old-000\n")
+    auth = AuthConfig(tokens_file=str(tokens))
+    either = AnyOf(TokenTable(load_tokens(auth), auth), JwtVerifier(config(tmp_path / "j")))
+    assert (await either.verify_token("tok-old-000")).client_id == "acme"
+    tokens.write_text("globex tok-new-111\n")
+    assert either.reload() is True
+    assert await either.verify_token("tok-old-000") is None
+    assert (await either.verify_token("tok-new-111")).client_id == "globex"
