@@ -330,3 +330,20 @@ def test_a_tool_named_trusted_clashes_only_when_trusted_is_used_as_a_source() ->
     Guardrails([trusted_tool], policy=Policy(params=(Param("trusted", "x", grounded_in=["user"]),)))
     with pytest.raises(PolicyError, match="rename the tool"):
         Guardrails([trusted_tool], policy=Policy(default_grounded_in=frozenset({"trusted"})))
+
+
+def test_explain_says_which_parameters_the_default_decides() -> None:
+    from guardrails.policy.explain import explain
+
+    policy = loads(POLICY, origin="policy.toml")
+    text = explain(policy, {t.name: t for t in TOOLS})
+    assert (
+        "  safe default: every string argument of a tool with an effect must be grounded in "
+        "['context', 'trusted', 'user'], unless free or ruled (policy:TOOL.defaults)"
+    ) in text.splitlines()
+    assert "  body: free of the safe default (the schema alone decides)" in text.splitlines()
+    assert (
+        "  to: the safe default (policy:send_mail.defaults): its strings must be grounded"
+        in text.splitlines()
+    )
+    assert "  query: no rule (the schema alone decides)" in text.splitlines()  # no effect
