@@ -10,6 +10,12 @@
   untrusted results, in a session that has already seen 10,000 untrusted
   values; ``added µs`` is the provenance check of one argument (both engines
   label every result, so labelling the tool's small result is in the floor).
+- ``policy: safe default and embedded values``: a ``post`` call of a tool
+  with an effect (a recipient, a subject, a 16,000-character body of
+  mail-like text holding two links and two addresses the user gave) with no
+  policy (the floor), with ``[defaults] grounded_in`` (the body free), and
+  with the body's links, addresses, IBANs and phone numbers required to be
+  grounded (``embedded``).
 - ``policy: labelling``: labelling a 1 MB untrusted tool result (mail-like
   text with addresses, links and numbers) into a new session record, and the
   value extraction alone; ``MB/s`` over the text's size. Floor: one
@@ -159,6 +165,58 @@ def _provenance(quick: bool) -> list[dict[str, Any]]:
     )
 
 
+@tool(effect=True)
+def post(to: str, subject: str, body: str) -> str:
+    """Send a message (an effect)."""
+    return "sent"
+
+
+SAFE_DEFAULT = """
+[defaults]
+grounded_in = ["user", "trusted"]
+[tools.post.params.body]
+free = true
+"""
+EMBEDDED = """
+[defaults]
+grounded_in = ["user", "trusted"]
+[tools.post.params.body]
+embedded = ["url", "email", "iban", "phone"]
+grounded_in = ["user", "trusted"]
+"""
+
+
+def _safe_default(quick: bool) -> list[dict[str, Any]]:
+    from guardrails.policy import loads
+
+    links = "https://docs.example/plan bob@work.example https://wiki.example/q3 ana@home.example"
+    text = mail_text(random.Random(20_261_207), 16_000 - len(links) - 2)
+    # mail_text's addresses, links and numbers are not the user's: keep its words only
+    words = " ".join(w for w in text.split(" ") if w.replace(".", "").replace("\n", "").isalpha())
+    body = f"{words[: 16_000 - len(links) - 1]} {links}"
+    args = {"to": "bob@work.example", "subject": "plan", "body": body}
+    turns = {}
+    for label, policy in (("none", None), ("default", SAFE_DEFAULT), ("embedded", EMBEDDED)):
+        rails = Guardrails([post], policy=loads(policy) if policy else None)
+        turn = rails.turn(session="bench")
+        turn.pre_turn(f"post the plan to bob@work.example, {links}")
+        assert turn.call("post", args).ok, label
+        turns[label] = turn
+    return compare(
+        "policy: safe default and embedded values (16,000-character body)",
+        {
+            "post, no policy": lambda: turns["none"].call("post", args),
+            "post, safe default (body free)": lambda: turns["default"].call("post", args),
+            "post, safe default + embedded values in the body": lambda: turns["embedded"].call(
+                "post", args
+            ),
+        },
+        floor="post, no policy",
+        quick=quick,
+        between_rounds=lambda: [t.results.clear() for t in turns.values()],
+    )
+
+
 LABEL = "label an untrusted result, 1MB (new session record)"
 
 
@@ -197,7 +255,7 @@ def _labelling(quick: bool) -> list[dict[str, Any]]:
 
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
-    return [*_rules(quick), *_provenance(quick), *_labelling(quick)]
+    return [*_rules(quick), *_provenance(quick), *_safe_default(quick), *_labelling(quick)]
 
 
 if __name__ == "__main__":  # pragma: no cover
