@@ -18,6 +18,7 @@ BACKSTOP_ACTIONS = "guardrails_backstop_actions_total"
 GUARD_DURATION = "guardrails_guard_duration_seconds"
 GUARD_REGISTERED = "guardrails_guard_registered"
 TELEMETRY_FAILURES = "guardrails_telemetry_failures_total"
+POLICY_REVISION = "guardrails_policy_revision_info"
 TOOL_CALL_DURATION = "guardrails_tool_call_duration_seconds"
 TOOL_CALL_GUARD_TIME = "guardrails_tool_call_guard_seconds"
 LAST_ESCAPE = "guardrails_fail_open_escape_last_timestamp_seconds"
@@ -32,6 +33,7 @@ TOOL = "tool"
 OUTCOME = "outcome"
 RULE = "rule"
 RECORDER = "recorder"
+REVISION = "revision"
 
 ENFORCE = "enforce"
 """``mode`` of a verdict that was enforced."""
@@ -54,6 +56,7 @@ EXPORTED: Mapping[str, tuple[str, ...]] = {
     LAST_FAULT: (GUARD, CHOKE_POINT, REASON),
     TOOL_CALL_DURATION: (TOOL,),
     TOOL_CALL_GUARD_TIME: (TOOL,),
+    POLICY_REVISION: (REVISION,),
 }
 
 HELP: Mapping[str, str] = {
@@ -74,6 +77,10 @@ HELP: Mapping[str, str] = {
     GUARD_DURATION: "Time one guard took to decide, by guard and choke-point.",
     GUARD_REGISTERED: "1 for every guard registered at a choke-point.",
     TELEMETRY_FAILURES: "Recorder failures: logged and counted, never raised into a tool call.",
+    POLICY_REVISION: (
+        "1 for the revision (a content hash of guards, tools and policy) of each engine "
+        "bound to the recorder."
+    ),
     TOOL_CALL_DURATION: "Time one tool call took, from admission to its result, by tool.",
     TOOL_CALL_GUARD_TIME: "Time the guards of one tool call took together, by tool.",
     LAST_ESCAPE: (

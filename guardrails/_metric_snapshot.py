@@ -32,6 +32,7 @@ from ._metric_names import (
     LAST_ESCAPE,
     LAST_FAULT,
     OBSERVE,
+    POLICY_REVISION,
     TELEMETRY_FAILURES,
     TOOL_CALL_DURATION,
     TOOL_CALL_GUARD_TIME,
@@ -119,6 +120,7 @@ class Snapshot:
     registered: list[tuple[str, ChokePoint]]
     failures: list[tuple[str, int]]
     calls: list[tuple[str, ToolSeries]]
+    revisions: list[str]
 
 
 def build_families(s: Snapshot) -> list[Metric]:
@@ -173,6 +175,9 @@ def build_families(s: Snapshot) -> list[Metric]:
     for tool, calls in s.calls:
         call_time.add_metric((tool,), *_cumulative(calls.call_buckets, calls.call_nanos))
         guard_time.add_metric((tool,), *_cumulative(calls.guard_buckets, calls.guard_nanos))
+    revisions = _gauge(POLICY_REVISION)
+    for revision in s.revisions:
+        revisions.add_metric((revision,), 1)
     return [
         evaluations,
         escapes,
@@ -186,6 +191,7 @@ def build_families(s: Snapshot) -> list[Metric]:
         last_fault,
         call_time,
         guard_time,
+        revisions,
     ]
 
 

@@ -32,6 +32,7 @@ from ._metric_names import (
     HELP,
     LAST_ESCAPE,
     LAST_FAULT,
+    POLICY_REVISION,
     TELEMETRY_FAILURES,
     TOOL_CALL_DURATION,
     TOOL_CALL_GUARD_TIME,
@@ -42,7 +43,12 @@ from .errors import ConfigurationError
 ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 # The mode of every gauge, chosen for what the panels and alerts ask.
-GAUGE_MODES = {GUARD_REGISTERED: "max", LAST_ESCAPE: "max", LAST_FAULT: "max"}
+GAUGE_MODES = {
+    GUARD_REGISTERED: "max",
+    LAST_ESCAPE: "max",
+    LAST_FAULT: "max",
+    POLICY_REVISION: "max",
+}
 
 
 def multiprocess_enabled() -> bool:
@@ -121,7 +127,7 @@ def _metrics() -> dict[str, Any]:
         ),
         **{
             name: Gauge(name, HELP[name], EXPORTED[name], multiprocess_mode="max", registry=None)
-            for name in (LAST_ESCAPE, LAST_FAULT)
+            for name in (LAST_ESCAPE, LAST_FAULT, POLICY_REVISION)
         },
         **{
             name: Histogram(name, HELP[name], EXPORTED[name], buckets=CALL_BUCKETS, registry=None)
@@ -182,6 +188,10 @@ class Mirror:
         if call is not None:
             whole.observe(call)
             in_guards.observe(guards)
+
+    def revision(self, revision: str) -> None:
+        """A revision this process runs (it stays listed until the process ends)."""
+        self._child(POLICY_REVISION, revision).set(1)
 
     def outcome(self, tool: str, outcome: str, n: int) -> None:
         self._child(TOOL_OUTCOMES, tool, outcome).inc(n)

@@ -51,7 +51,7 @@ _EVENT_DETAIL = ("offered", "withheld", "refusal", "guard", "tool", "outcome")
 class AuditLog:
     """Writes audit rows to a ``Store``. Holds configuration only."""
 
-    __slots__ = ("clock", "exception_text", "name", "store")
+    __slots__ = ("_engine", "clock", "exception_text", "name", "store")
 
     def __init__(
         self,
@@ -65,6 +65,15 @@ class AuditLog:
         self.clock = clock
         self.exception_text = exception_text
         self.name = name
+        self._engine: Any = None  # the engine this log records for (bind)
+
+    def bind(self, engine: Any) -> AuditLog:
+        """Record ``engine``'s revision on the rows of events that carry no turn.
+
+        The engine calls it when it is given the log as a recorder.
+        """
+        self._engine = engine
+        return self
 
     # -- CallHook ---------------------------------------------------------------
 
@@ -121,7 +130,8 @@ class AuditLog:
     def _final(self, invocation: Invocation, result: ToolResult) -> AuditRow:
         state = closed(invocation, self)
         try:
-            return self.tool_row(result, invocation.context, state)
+            revision = _revision(invocation.turn)
+            return self.tool_row(result, invocation.context, state, revision=revision)
         except Exception:  # a value nothing could encode: keep the row, without it
             return self._minimal_row(result, invocation.context)
 
@@ -139,7 +149,7 @@ class AuditLog:
     def on_turn_result(self, turn: Any, result: ToolResult, /) -> None:
         """What ``Recorders`` calls: the turn gives refused calls their tenant and session."""
         if AUDITED not in result.flags:
-            self.store.append(self._row_of(result, getattr(turn, "context", None)))
+            self.store.append(self._row_of(result, getattr(turn, "context", None), turn))
 
     def on_event(self, kind: str, payload: Any, /) -> None:
         self.store.append(self._event(kind, payload))
@@ -147,7 +157,8 @@ class AuditLog:
     async def aon_turn_result(self, turn: Any, result: ToolResult, /) -> None:
         """``on_turn_result`` for the async entry points: written off the event loop."""
         if AUDITED not in result.flags:
-            await offloop.append(self.store, self._row_of(result, getattr(turn, "context", None)))
+            row = self._row_of(result, getattr(turn, "context", None), turn)
+            await offloop.append(self.store, row)
 
     async def aon_event(self, kind: str, payload: Any, /) -> None:
         """``on_event`` for the async entry points: written off the event loop."""
@@ -159,9 +170,11 @@ class AuditLog:
         except Exception:
             return AuditRow(kind, self.clock(), detail=_INCOMPLETE)
 
-    def _row_of(self, result: ToolResult, context: TurnContext | None) -> AuditRow:
+    def _row_of(
+        self, result: ToolResult, context: TurnContext | None, turn: Any = None
+    ) -> AuditRow:
         try:
-            return self.tool_row(result, context, None)
+            return self.tool_row(result, context, None, revision=_revision(turn))
         except Exception:
             return self._minimal_row(result, context)
 
@@ -178,9 +191,17 @@ class AuditLog:
     # -- rows -------------------------------------------------------------------------
 
     def tool_row(
-        self, result: ToolResult, context: TurnContext | None, state: CallState | None
+        self,
+        result: ToolResult,
+        context: TurnContext | None,
+        state: CallState | None,
+        *,
+        revision: str | None = None,
     ) -> AuditRow:
-        """The row of one tool call. No argument values; exception text only if opted in."""
+        """The row of one tool call. No argument values; exception text only if opted in.
+
+        ``revision`` (the engine's rules, ``Guardrails.revision``) goes into ``detail``.
+        """
         ctx = context or _NO_CONTEXT
         exc = result.exception
         verdicts, escapes = result.verdicts, result.escapes
@@ -194,6 +215,9 @@ class AuditLog:
                 tokens_in, tokens_out, cost = state.tokens_in, state.tokens_out, state.cost
             if state.detail:
                 detail = dict(state.detail)
+        if revision is not None:
+            detail = {} if detail is None else detail
+            detail["revision"] = revision
         if result.truncated or result.flags:
             detail = {} if detail is None else detail
             if result.truncated:
@@ -242,6 +266,9 @@ class AuditLog:
         verdict = getattr(payload, "verdict", None)
         records = getattr(payload, "verdicts", None) or getattr(payload, "records", None) or ()
         detail = {k: v for k in _EVENT_DETAIL if (v := _read(payload, k)) is not _ABSENT}
+        revision = _revision(payload, via_turn=True) or _revision(self)
+        if revision is not None:
+            detail["revision"] = revision
         result = getattr(payload, "result", None)
         return AuditRow(
             kind,
@@ -281,6 +308,21 @@ _NO_CONTEXT = TurnContext()
 _INCOMPLETE = '{"row": "incomplete: a value could not be encoded"}'
 _type_qualname = type.__dict__["__qualname__"].__get__
 _FLAGS = ToolResult._fields.index("flags")
+
+
+def _revision(turn: Any, *, via_turn: bool = False) -> str | None:
+    """The revision of the turn's engine (``via_turn``: of the payload's turn), or None.
+
+    An ``AuditLog`` passed as ``turn`` gives its bound engine's.
+    """
+    try:
+        if via_turn:
+            turn = getattr(turn, "turn", None)
+        engine = turn._engine if type(turn) is AuditLog else getattr(turn, "engine", None)
+        found = getattr(engine, "revision", None)
+    except Exception:  # a hostile object: the row is written without it
+        return None
+    return found if type(found) is str else None
 
 
 def _not_started(invocation: Invocation, exc: Exception) -> Stop:

@@ -203,6 +203,7 @@ class Guardrails:
             ):
                 raise ConfigurationError(f"hook {hook!r}: needs before() and after() methods")
         self.recorder: Recorders | None = combine_recorders(recorder)
+        self._revision: str | None = None
         self._pipeline = ToolCallPipeline(
             {},
             hooks=tuple(hook_list),
@@ -354,7 +355,22 @@ class Guardrails:
         cp = ChokePoint(point)
         return tuple(g for g in self._guards.values() if cp in g.choke_points)
 
+    @property
+    def revision(self) -> str:
+        """A content hash of the guards, tools and policy (16 hex digits).
+
+        The same rules give the same revision in every process; audit rows,
+        spans and ``guardrails_policy_revision_info`` carry it.
+        """
+        found: str | None = self._revision
+        if found is None:
+            from ._revision import revision_of
+
+            found = self._revision = revision_of(self)
+        return found
+
     def _replan(self) -> None:
+        self._revision = None  # the rules changed: hash them again when asked
         shared = self.guards_at(ChokePoint.TOOL_CALL)
         plans = {}
         for name, t in self._tools.items():

@@ -48,6 +48,7 @@ from ._metric_names import (
     MODES,
     OBSERVE,
     OUTCOME,
+    POLICY_REVISION,
     REASON,
     RECORDER,
     RULE,
@@ -89,6 +90,7 @@ __all__ = [
     "MODES",
     "OBSERVE",
     "OUTCOME",
+    "POLICY_REVISION",
     "REASON",
     "RECORDER",
     "RULE",
@@ -191,6 +193,17 @@ class PrometheusRecorder:
         self._engines = [e for e in self._engines if e is not engine]
         return self
 
+    def _revisions(self) -> list[str]:
+        """The revisions of the bound engines (``Guardrails.revision``)."""
+        found = set()
+        for engine in tuple(self._engines):
+            revision = getattr(engine, "revision", None)
+            if type(revision) is str:
+                found.add(revision)
+                if self._mirror is not None:
+                    self._mirror.revision(revision)
+        return sorted(found)
+
     def refresh(self) -> None:
         """Read the bound engines' registrations again; new ones are exposed at zero."""
         found = Registration()
@@ -198,6 +211,8 @@ class PrometheusRecorder:
             found.add(registered(engine))
         with self._lock:
             self._register(found)
+            if self._mirror is not None:
+                self._revisions()  # written to this process's file
 
     def watch(self, recorder: Any, name: str) -> None:
         """Export ``recorder.failures`` as ``guardrails_telemetry_failures_total{recorder=name}``.
@@ -408,6 +423,7 @@ class PrometheusRecorder:
                 registered=sorted(self._known.guards),
                 failures=sorted((k, _failures_of(v)) for k, v in self._watched.items()),
                 calls=[(tool, c.copy()) for tool, c in sorted(self._calls.items())],
+                revisions=self._revisions(),
             )
         return build_families(snapshot)
 

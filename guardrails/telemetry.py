@@ -48,6 +48,7 @@ __all__ = [
     "ATTR_OUTCOME",
     "ATTR_REASON",
     "ATTR_REFUSED",
+    "ATTR_REVISION",
     "ATTR_RULE",
     "ATTR_SECRET_REDACTED",
     "ATTR_TRUNCATED",
@@ -100,6 +101,8 @@ ATTR_ENFORCED = "guardrails.enforced"
 ATTR_EXCEPTION_TYPE = "exception.type"
 ATTR_RULE = "guardrails.rule"
 ATTR_REFUSED = "guardrails.refused"
+ATTR_REVISION = "guardrails.revision"
+"""The engine's ``Guardrails.revision``: the rules that made the decision."""
 
 EVENT_VERDICT = "gen_ai.evaluation.result"
 """One guard's verdict: the GenAI conventions' evaluation event."""
@@ -198,6 +201,14 @@ class OpenTelemetryRecorder:
         self._tracer = provider.get_tracer("guardrails", __version__)
         return self._tracer
 
+    def _revision_for(self, tool: str) -> str | None:
+        """The revision of the bound engine that has ``tool`` (else of the first bound)."""
+        engines = self._engines
+        for engine in engines:
+            if tool in getattr(engine, "tools", {}):
+                return _revision(engine)
+        return _revision(engines[0]) if engines else None
+
     def description(self, tool: str) -> str | None:
         for engine in self._engines:
             spec = getattr(engine, "tools", {}).get(tool)
@@ -253,6 +264,9 @@ class OpenTelemetryRecorder:
             text = self.description(tool)
             if text is not None:
                 attributes[GEN_AI_TOOL_DESCRIPTION] = text
+        revision = self._revision_for(tool)
+        if revision is not None:
+            attributes[ATTR_REVISION] = revision
         if result.reason is not None:
             attributes[ATTR_REASON] = str(result.reason)
         if result.truncated:
@@ -289,6 +303,11 @@ class OpenTelemetryRecorder:
             refused = getattr(payload, "refused", None)
             if isinstance(refused, bool):
                 attributes[ATTR_REFUSED] = refused
+            revision = _revision(getattr(getattr(payload, "turn", None), "engine", None))
+            if revision is None and self._engines:
+                revision = _revision(self._engines[0])
+            if revision is not None:
+                attributes[ATTR_REVISION] = revision
             span = tracer.start_span(name, start_time=start, attributes=attributes)
             if span.is_recording():
                 self._events(span, verdicts, escapes, start, end)
@@ -331,6 +350,11 @@ class OpenTelemetryRecorder:
         stopped_by: object = None,
     ) -> None:
         _add_events(span, verdicts, escapes, start, end, stopped_by, self._span_events, self._log)
+
+
+def _revision(engine: Any) -> str | None:
+    found = getattr(engine, "revision", None)
+    return found if type(found) is str else None
 
 
 def _add_events(

@@ -211,8 +211,8 @@ def test_guard_panels_follow_the_variables_and_count_guards_not_instances() -> N
         if "label_values(" in expr:
             continue
         if "guard" in expr and "guardrails_tool_outcomes" not in expr:
-            if "backstop" in expr or "telemetry_failures" in expr or "tool_call_" in expr:
-                continue  # by rule, recorder or tool: no guard label
+            if any(k in expr for k in ("backstop", "telemetry_failures", "tool_call_", "revision")):
+                continue  # by rule, recorder, tool or revision: no guard label
             assert 'guard=~"$guard"' in expr and 'choke_point=~"$choke_point"' in expr, expr
         if "guardrails_guard_registered" in expr:
             assert "max by (guard, choke_point)" in expr, expr

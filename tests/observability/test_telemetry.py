@@ -69,6 +69,7 @@ def test_tool_span_follows_the_genai_conventions(
         "gen_ai.tool.call.id": "toolu_01",
         "gen_ai.tool.type": "function",
         "gen_ai.tool.description": "Look a key up.",  # the engine bound its recorder
+        "guardrails.revision": rails.revision,
         "guardrails.outcome": "ok",
         "guardrails.verdict": "pass",
     }

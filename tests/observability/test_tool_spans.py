@@ -184,5 +184,6 @@ def test_the_audit_row_keeps_the_trace_and_span_ids_of_its_call() -> None:
         assert rows[call_id] == {
             "trace_id": format(ids.trace_id, "032x"),
             "span_id": format(ids.span_id, "016x"),
+            "revision": rails.revision,
         }
     assert len(rows) == 2 and rows["c-1"] != rows["c-2"]

@@ -324,7 +324,8 @@ def test_a_stop_with_a_hostile_reason_is_audited_and_flagged(tmp_path: Path) -> 
         result = rails.turn(tenant="t").call("lookup", {"order_id": "o-1"})
         assert result.flags == (AUDITED,) and result.outcome is Outcome.LIMIT
         (row,) = store.audit_rows()
-        assert (row.outcome, row.reason, row.detail) == ("limit", "no", None)
+        assert (row.outcome, row.reason) == ("limit", "no")
+        assert json.loads(row.detail or "{}") == {"revision": rails.revision}
 
 
 def test_the_flag_is_added_to_every_other_field_unchanged() -> None:
