@@ -15,6 +15,7 @@ from prometheus_client.core import (
     HistogramMetricFamily,
     Metric,
 )
+from prometheus_client.samples import Exemplar
 
 from ._metric_names import (
     BACKSTOP_ACTIONS,
@@ -53,6 +54,7 @@ class GuardSeries:
         "enforced",
         "escape_last",
         "escapes",
+        "exemplars",
         "fault_last",
         "faults",
         "modes",
@@ -71,6 +73,8 @@ class GuardSeries:
         # Unix time of the latest escape and fault by reason (no entry: none yet).
         self.escape_last: dict[EscapeReason, float] = {}
         self.fault_last: dict[EscapeReason, float] = {}
+        # The trace id of the latest escape or fault by (fault?, reason), if traced.
+        self.exemplars: dict[tuple[bool, EscapeReason], str] = {}
 
     @property
     def verdicts(self) -> dict[str, dict[Verdict, int]]:
@@ -88,6 +92,7 @@ class GuardSeries:
         new.faults = self.faults.copy()
         new.escape_last = self.escape_last.copy()
         new.fault_last = self.fault_last.copy()
+        new.exemplars = self.exemplars.copy()
         return new
 
 
@@ -143,11 +148,13 @@ def build_families(s: Snapshot) -> list[Metric]:
         for reason in EscapeReason:
             count = series.escapes.get(reason, 0)
             if zero or count:
-                escapes.add_metric((guard, cp, reason.value), count)
+                exemplar = _exemplar(series, False, reason, series.escape_last)
+                escapes.add_metric((guard, cp, reason.value), count, exemplar=exemplar)
         for reason in sorted(FAULT_REASONS | series.faults.keys()):
             count = series.faults.get(reason, 0)
             if zero or count:
-                faults.add_metric((guard, cp, reason.value), count)
+                exemplar = _exemplar(series, True, reason, series.fault_last)
+                faults.add_metric((guard, cp, reason.value), count, exemplar=exemplar)
         for family, latest in ((last_escape, series.escape_last), (last_fault, series.fault_last)):
             for reason, at in sorted(latest.items()):
                 family.add_metric((guard, cp, reason.value), at)
@@ -197,6 +204,16 @@ def build_families(s: Snapshot) -> list[Metric]:
 
 def _counter(name: str) -> CounterMetricFamily:
     return CounterMetricFamily(name, HELP[name], labels=EXPORTED[name])
+
+
+def _exemplar(
+    series: GuardSeries, fault: bool, reason: EscapeReason, last: dict[EscapeReason, float]
+) -> Exemplar | None:
+    """The latest event's trace id, as an OpenMetrics exemplar (None when it was not traced)."""
+    trace_id = series.exemplars.get((fault, reason))
+    if trace_id is None:
+        return None
+    return Exemplar({"trace_id": trace_id}, 1.0, last.get(reason))
 
 
 def _histogram(name: str) -> HistogramMetricFamily:

@@ -348,6 +348,7 @@ class PrometheusRecorder:
         faults = fault_escapes(verdicts, escapes, stopped_by)
         guards = self._guards
         now = self._clock()
+        trace_id = _current_trace_id()
         for escape in escapes:
             point = ChokePoint(escape.choke_point)
             series = guards.get((escape.guard, point))
@@ -358,6 +359,8 @@ class PrometheusRecorder:
             counts = series.faults if fault else series.escapes
             counts[reason] = counts.get(reason, 0) + 1
             (series.fault_last if fault else series.escape_last)[reason] = now
+            if trace_id is not None:
+                series.exemplars[(fault, reason)] = trace_id
             if self._mirror is not None:
                 self._mirror.escape(escape.guard, point.value, reason.value, fault, now)
 
@@ -436,6 +439,14 @@ def multiprocess_registry() -> CollectorRegistry:
     from ._multiprocess import collecting_registry
 
     return collecting_registry()
+
+
+def _current_trace_id() -> str | None:
+    """The trace id of the span current at the call (W3C hex), or None: no trace."""
+    from opentelemetry import trace
+
+    ids = trace.get_current_span().get_span_context()
+    return format(ids.trace_id, "032x") if ids.is_valid else None
 
 
 def _failures_of(recorders: Iterable[Any]) -> int:
