@@ -7,7 +7,7 @@ fails is reported and the others still run; the exit status is then 1.
 
 Options: ``--quick`` (short rounds, for iterating), ``--only NAME`` (run the
 modules whose name contains NAME; repeatable), ``--out DIR``, ``--readme``
-(also replace the tables in ``benchmarks/README.md``).
+(also replace the tables at the end of ``benchmarks/HISTORY.md``).
 """
 
 from __future__ import annotations
@@ -222,7 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=HERE / "results", help="where to write results")
     parser.add_argument(
-        "--readme", action="store_true", help="also put the tables into benchmarks/README.md"
+        "--readme",
+        action="store_true",
+        help="also put the tables at the end of benchmarks/HISTORY.md",
     )
     args = parser.parse_args(argv)
 
@@ -258,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     stem.with_suffix(".md").write_text(text)
     if args.readme:
-        readme = HERE / "README.md"
+        readme = HERE / "HISTORY.md"
         readme.write_text(splice(readme.read_text(), "results", text))
     print(text)
     print(f"[bench] wrote {stem}.md and {stem}.json", file=sys.stderr)

@@ -12,7 +12,7 @@ already running cannot be stopped: it finishes in the background, so a late
 audit row may still appear (a ``call_started`` row with no ``tool_call``
 row, for a tool that did not run), and a late leased reservation is given back
 when its lease expires. Waiting costs a thread hand-off on every call (see
-``benchmarks/README.md``); use it where a hung store is likelier than a slow one
+``benchmarks/HISTORY.md``); use it where a hung store is likelier than a slow one
 is costly, or rely on the backends' own bounds (SQLite ``busy_timeout``,
 PostgreSQL ``timeout`` and ``connect_timeout``).
 """
