@@ -15,7 +15,6 @@ exits. This transport, built from the same parts:
 
 from __future__ import annotations
 
-import contextvars
 import re
 import subprocess
 from collections.abc import AsyncIterator, Callable
@@ -24,10 +23,9 @@ from typing import Any
 
 import anyio
 
-__all__ = ["TOO_LARGE", "Launch", "bounded", "release", "stdio_transport"]
+from .bounds import BoundedWriter, Bounds, too_large
 
-TOO_LARGE = -32099
-"""The code of the error a request is answered with when its answer was too long."""
+__all__ = ["Launch", "stdio_transport"]
 
 _CHUNK = 65536
 _ID_WINDOW = 4096  # the id of an oversized answer is looked for in its first bytes
@@ -35,19 +33,6 @@ _ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
 _STDERR_LINE = 4096
 _EXIT_POLL = 0.02
 _EXIT_GRACE = 2.0  # longer stderr lines are cut (the rest is not read into one string)
-
-# The bound of the answer to the request being sent from this task (None: the transport's).
-_BOUND: contextvars.ContextVar[int | None] = contextvars.ContextVar("bound", default=None)
-
-
-def bounded(limit: int | None) -> contextvars.Token[int | None]:
-    """Requests sent from this context accept answers of at most ``limit`` bytes."""
-    return _BOUND.set(limit)
-
-
-def release(token: contextvars.Token[int | None]) -> None:
-    """Undo ``bounded``."""
-    _BOUND.reset(token)
 
 
 class Launch:
@@ -59,58 +44,6 @@ class Launch:
         self.argv = argv
         self.env = env
         self.cwd = cwd
-
-
-class _Bounds:
-    """Per-request bounds, noted when a request is sent, read when its answer arrives."""
-
-    def __init__(self, default: int) -> None:
-        self.default = default
-        self.by_id: dict[Any, int] = {}
-
-    def note(self, message: Any) -> None:
-        limit = _BOUND.get()
-        message = getattr(message, "root", message)
-        rid = getattr(message, "id", None)
-        if limit is None or rid is None or not hasattr(message, "method"):
-            return
-        if len(self.by_id) < 10_000:
-            self.by_id[rid] = min(limit, self.default)
-
-    def of(self, rid: Any) -> int:
-        return self.by_id.pop(rid, self.default)
-
-
-class _Writer:
-    """The session's write stream: notes each request's bound in the sender's context."""
-
-    def __init__(self, inner: Any, bounds: _Bounds) -> None:
-        self.inner = inner
-        self.bounds = bounds
-
-    async def send(self, item: Any) -> None:
-        self.bounds.note(item.message)
-        await self.inner.send(item)
-
-    def close(self) -> None:
-        self.inner.close()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-    async def __aenter__(self) -> _Writer:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-def _too_large(rid: Any) -> Any:
-    from mcp.shared.message import SessionMessage
-    from mcp_types import ErrorData, JSONRPCError
-
-    error = ErrorData(code=TOO_LARGE, message="answer too large")
-    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=rid, error=error))
 
 
 def _message_id(head: bytes) -> Any:
@@ -125,7 +58,7 @@ def _message_id(head: bytes) -> Any:
         return None
 
 
-def _parsed(line: bytes, bounds: _Bounds) -> Any:
+def _parsed(line: bytes, bounds: Bounds) -> Any:
     """A ``SessionMessage`` (or the parse error, as the SDK's reader gives it)."""
     from mcp.shared.message import SessionMessage
     from mcp_types import jsonrpc_message_adapter
@@ -136,11 +69,11 @@ def _parsed(line: bytes, bounds: _Bounds) -> Any:
         return exc
     rid = getattr(message, "id", None)
     if rid is not None and not hasattr(message, "method") and len(line) > bounds.of(rid):
-        return _too_large(rid)
+        return too_large(rid)
     return SessionMessage(message)
 
 
-async def _lines(stream: Any, bounds: _Bounds, send: Callable[[Any], Any]) -> None:
+async def _lines(stream: Any, bounds: Bounds, send: Callable[[Any], Any]) -> None:
     """Messages from ``stream``, each at most ``bounds.default`` bytes held."""
     buffer = bytearray()
     head: bytes | None = None  # set while an oversized line is being skipped
@@ -159,7 +92,7 @@ async def _lines(stream: Any, bounds: _Bounds, send: Callable[[Any], Any]) -> No
                 head = None
                 if rid is not None:
                     bounds.of(rid)
-                    await send(_too_large(rid))
+                    await send(too_large(rid))
                 continue
             line, buffer = bytes(buffer), bytearray()
             if line.strip():
@@ -205,7 +138,7 @@ async def stdio_transport(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    bounds = _Bounds(max_bytes)
+    bounds = Bounds(max_bytes)
     to_session, read_stream = anyio.create_memory_object_stream[Any](0)
     write_stream, from_session = anyio.create_memory_object_stream[Any](0)
 
@@ -251,7 +184,7 @@ async def stdio_transport(
         for task in (reader, writer, errors, exited):
             tg.start_soon(task)
         try:
-            yield read_stream, _Writer(write_stream, bounds)
+            yield read_stream, BoundedWriter(write_stream, bounds)
         finally:
             watching.cancel()  # a stop the gateway asked for is not an exit to report
             with anyio.CancelScope(shield=True):

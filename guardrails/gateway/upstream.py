@@ -23,17 +23,18 @@ from __future__ import annotations
 import logging
 import re
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
 
 from ..errors import StopRun
+from .bounds import TOO_LARGE, bounded, release
 from .config import UpstreamConfig
+from .http_upstream import http_transport
 from .metrics import GatewayCounters
 from .stderr import StderrLog
-from .stdio import TOO_LARGE, Launch, bounded, release, stdio_transport
+from .stdio import Launch, stdio_transport
 
 __all__ = [
     "Backoff",
@@ -316,7 +317,8 @@ class Upstream:
             )
         else:
             assert config.url is not None
-            target = _http(config.url, await self._resolved(config.headers))
+            headers = await self._resolved(config.headers)
+            target = http_transport(config.url, headers, self.max_bytes)
         return Client(target, cache=None)
 
     async def _resolved(self, values: Mapping[str, str]) -> dict[str, str]:
@@ -357,16 +359,9 @@ class Upstream:
             ) from None
 
 
-@asynccontextmanager
-async def _http(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    async with (
-        create_mcp_http_client(headers=headers) as http,
-        streamable_http_client(url, http_client=http) as streams,
-    ):
-        yield streams
+def _http(url: str, headers: dict[str, str]) -> Any:
+    """A streamable-HTTP transport without a bound (what a test's own client uses)."""
+    return http_transport(url, headers)
 
 
 def _argv(command: tuple[str, ...]) -> list[str]:

@@ -205,3 +205,45 @@ async def test_an_upstream_cannot_take_another_upstreams_name_at_start_or_at_a_r
         "upstream 'bad': tool 'billing__charge' is not published: the name 'billing__charge' "
         "is upstream 'billing''s"
     ) in caplog.messages
+
+
+# The answer holds the text twice (a text block and structured content).
+@pytest.mark.parametrize(("size", "outcome"), [(2000, "ok"), (6000, "error")])
+async def test_an_http_upstreams_answer_past_the_byte_bound_is_an_error(
+    tmp_path: Path, size: int, outcome: str
+) -> None:
+    from .conftest import billing_over_http
+
+    async with billing_over_http() as url:
+        body = f'[limits]\nmax_result_bytes = 5000\n[upstreams.billing]\nurl = "{url}"\n'
+        async with connected(tmp_path, body) as (gateway, client):
+            answer = await client.call_tool("echo", {"text": "y" * size})
+            still = await client.call_tool("echo", {"text": "small"})
+            too_large = gateway.counters.failures["billing", "too_large"]
+    assert (text(answer) == ERROR) == (outcome == "error")
+    assert text(still) == "small" and too_large == (outcome == "error")
+
+
+async def test_a_restart_lets_the_calls_the_upstream_accepted_end_first(tmp_path: Path) -> None:
+    # `hang` stops the upstream answering anything new: the health check after
+    # its timeout fails and the upstream is restarted, while `slow` (accepted
+    # before, answered by the upstream 2 s later) is still running.
+    marker = tmp_path / "received"
+    body = (
+        f"[upstreams.bad]\ncommand = {command_toml([*MISBEHAVING, '--hang-all'])}\n"
+        f'timeout = 0.5\nbackoff_initial = 0.05\nenv = {{ MISBEHAVING_MARKER = "{marker}" }}\n'
+        "[upstreams.bad.tools.slow]\ntimeout = 20\n"
+    )
+    async with connected(tmp_path, body) as (gateway, client):
+        slow: list[Any] = []
+        async with anyio.create_task_group() as tg:
+
+            async def in_flight() -> None:
+                slow.append(await client.call_tool("slow", {"seconds": 2}))
+
+            tg.start_soon(in_flight)
+            await until(marker.exists)
+            hung = await client.call_tool("hang", {})
+        await until(lambda: gateway.counters.restarts["bad"] >= 1)
+    assert text(hung) == ERROR
+    assert text(slow[0]) == "slow done"
