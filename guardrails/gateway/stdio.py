@@ -191,4 +191,7 @@ async def stdio_transport(
                 write_stream.close()
                 read_stream.close()
                 await _stop_server_process(process)
+                if process.stderr is not None:  # ours: the SDK's stop leaves it open
+                    with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        await process.stderr.aclose()
             tg.cancel_scope.cancel()
