@@ -244,6 +244,7 @@ async def test_a_restart_lets_the_calls_the_upstream_accepted_end_first(tmp_path
             tg.start_soon(in_flight)
             await until(marker.exists)
             hung = await client.call_tool("hang", {})
-        await until(lambda: gateway.counters.restarts["bad"] >= 1)
+        # Restarted and listed again (never left while a child is being started).
+        await until(lambda: gateway.counters.restarts["bad"] >= 1 and gateway.counters.up["bad"])
     assert text(hung) == ERROR
     assert text(slow[0]) == "slow done"
