@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, TextIO
+from typing import Protocol, TextIO
 
-if TYPE_CHECKING:
-    from .coverage import CoverageReport
+from ._coverage_guard import GuardCoverage
+
+
+class Report(Protocol):
+    """What the tables read of a ``coverage.CoverageReport``."""
+
+    @property
+    def guards(self) -> tuple[GuardCoverage, ...]: ...
+    @property
+    def tools(self) -> Mapping[str, Mapping[str, int]]: ...
+    @property
+    def backstop(self) -> Mapping[tuple[str, str], int]: ...
+    @property
+    def telemetry_failures(self) -> Mapping[str, int]: ...
+    @property
+    def approvals(self) -> Mapping[str, Mapping[str, int]]: ...
+
 
 HEADER = (
     "GUARD",
@@ -22,7 +37,7 @@ HEADER = (
 )
 
 
-def render(report: CoverageReport, out: TextIO, violations: list[str]) -> None:
+def render(report: Report, out: TextIO, violations: list[str]) -> None:
     rows: list[tuple[str, ...]] = [(*HEADER, "")]
     for g in report.guards:
         share = g.not_evaluated_share

@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
+from ._demo_scene import Scene
 from ._metric_names import FAIL_OPEN_ESCAPES
 from .context import ToolResult
 from .coverage import CoverageReport
 from .verdicts import Reason, Verdict
-
-if TYPE_CHECKING:
-    from .demo import Scene
 
 _WHY: Mapping[str, str] = {
     Reason.MISSING_REQUIRED: "a required argument is missing; the tool did not run",

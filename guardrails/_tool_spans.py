@@ -12,17 +12,25 @@ from __future__ import annotations
 
 from contextlib import suppress
 from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from opentelemetry import context, trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span
+from opentelemetry.trace import Span, Tracer
 
 from .context import Invocation, ToolResult
 from .effects._state import state_for
 
-if TYPE_CHECKING:
-    from .telemetry import OpenTelemetryRecorder
+
+class SpanRecorder(Protocol):
+    """What the call hook uses of ``telemetry.OpenTelemetryRecorder``."""
+
+    @property
+    def _tracer(self) -> Tracer | None: ...
+    def _resolve(self) -> Tracer | None: ...
+    def _start_hook_span(self, tracer: Tracer, invocation: Invocation) -> Span: ...
+    def _failed(self) -> None: ...
+
 
 # (call id, span, context token or None once detached), innermost last.
 _Entry = tuple[str, Span, "Token[Context] | None"]
@@ -68,7 +76,7 @@ class ToolSpans:
 
     __slots__ = ("_recorder",)
 
-    def __init__(self, recorder: OpenTelemetryRecorder) -> None:
+    def __init__(self, recorder: SpanRecorder) -> None:
         self._recorder = recorder
 
     def before(self, invocation: Invocation, /) -> None:

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from prometheus_client import CollectorRegistry, generate_latest
 
 from ._demo_print import INTRO, Printer, reading, wrapped
+from ._demo_scene import Scene
 from .audit import AuditLog
 from .context import Invocation, TurnContext
 from .coverage import from_exposition
@@ -56,16 +57,6 @@ class Bank:
     def pay_out(self, account_id: str, amount: float) -> dict[str, Any]:
         self.balance += amount
         return {"refunded": amount, "account": account_id}
-
-
-@dataclass(frozen=True)
-class Scene:
-    """One user turn: what the user wrote, the model's scripted calls, and its reply."""
-
-    title: str
-    user: str
-    calls: tuple[tuple[str, dict[str, Any]], ...]
-    reply: str
 
 
 SCENES = (

@@ -1,8 +1,17 @@
-"""The engine and the choke-points import each other in one direction only.
+"""No module of ``guardrails`` reaches itself through its imports.
 
-The import graph is read from the source (every import: module level, inside
-functions, and under ``TYPE_CHECKING``), so a cycle hidden in a lazy import
-counts too.
+The import graph is read from the source with ``ast``. What counts as an edge:
+
+- every ``import`` and ``from ... import``, wherever it is: at module level,
+  inside functions (a lazy import is still a circle) and under
+  ``TYPE_CHECKING`` (two modules that name each other's types are one tangle
+  to read, even when only the type checker follows the import);
+- ``from package import name`` is an edge to ``package.name`` when that is a
+  module (compiled ones included), to ``package`` otherwise;
+- importing ``a.b.c`` also runs the ``__init__`` of ``a.b``: an edge to it,
+  unless that package encloses the importing module (its ``__init__`` has
+  already run by then, so a submodule importing a sibling does not loop
+  through the package that re-exports it).
 """
 
 from __future__ import annotations
@@ -10,6 +19,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,35 +29,75 @@ import guardrails
 ROOT = Path(guardrails.__file__).parent
 
 
-def module_name(path: Path) -> str:
-    parts = ("guardrails", *path.relative_to(ROOT).with_suffix("").parts)
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = (root.name, *path.relative_to(root).parts)
+    parts = (*parts[:-1], parts[-1].split(".")[0])
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def import_graph() -> dict[str, set[str]]:
-    modules = {module_name(p): p for p in ROOT.rglob("*.py")}
+def _imported(node: ast.AST, package: str, modules: set[str]) -> Iterator[str]:
+    if isinstance(node, ast.Import):
+        yield from (alias.name for alias in node.names)
+    elif isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+            base = ".".join([*anchor, base] if base else anchor)
+        for alias in node.names:
+            sub = f"{base}.{alias.name}"
+            yield sub if sub in modules else base
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    sources = {module_name(p, root): p for p in root.rglob("*.py")}
+    compiled = {module_name(p, root) for p in [*root.rglob("*.pyi"), *root.rglob("*.so")]}
+    modules = set(sources) | compiled
     graph: dict[str, set[str]] = {name: set() for name in modules}
-    for name, path in modules.items():
+    for name, path in sources.items():
         package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
         for node in ast.walk(ast.parse(path.read_text())):
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join([*anchor, base] if base else anchor)
-                targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
-            for target in targets:
-                # A submodule import runs its packages' __init__ too (the root excepted:
-                # every module would otherwise depend on everything).
+            for target in _imported(node, package, modules):
                 parts = target.split(".")
-                for i in range(2, len(parts) + 1):
+                for i in range(1, len(parts) + 1):
                     candidate = ".".join(parts[:i])
-                    if candidate in modules and candidate != name:
+                    enclosing = i < len(parts) and name.startswith(candidate + ".")
+                    if candidate in modules and candidate != name and not enclosing:
                         graph[name].add(candidate)
     return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One circle (``a, b, ..., a``) through each tangle of modules that reach each other."""
+    found: list[list[str]] = []
+    done: set[str] = set()
+    for start in sorted(graph):
+        if start in done:
+            continue
+        tangle = {m for m in reachable(graph, start) if start in reachable(graph, m)}
+        done |= tangle | {start}
+        if start in tangle:
+            found.append(_path_back(graph, start))
+    return found
+
+
+def _path_back(graph: dict[str, set[str]], start: str) -> list[str]:
+    """The shortest import path from ``start`` back to ``start``."""
+    came: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for nxt in sorted(graph.get(node, ())):
+                if nxt == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(came[path[-1]])
+                    return [start, *reversed(path[:-1]), start]
+                if nxt not in came:
+                    came[nxt] = node
+                    following.append(nxt)
+        frontier = following
+    raise AssertionError(f"{start} is not on a circle")
 
 
 def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
@@ -101,3 +151,58 @@ def test_each_module_imports_first_in_a_fresh_interpreter(module: str) -> None:
         [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_no_module_reaches_itself_through_its_imports() -> None:
+    found = circles(import_graph())
+    assert not found, "import circles:\n" + "\n".join(" -> ".join(c) for c in found)
+
+
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "pkg"
+    for rel, text in {"__init__.py": "", **files}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+@pytest.mark.parametrize(
+    "b_imports_a",
+    [
+        "from . import a\n",
+        "def f():\n    from .a import X\n",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import X\n",
+        "import pkg.a\n",
+    ],
+)
+def test_a_circle_is_found_whatever_kind_of_import_closes_it(
+    tmp_path: Path, b_imports_a: str
+) -> None:
+    root = _package(tmp_path, {"a.py": "from .b import Y\n", "b.py": b_imports_a})
+    assert circles(import_graph(root)) == [["pkg.a", "pkg.b", "pkg.a"]]
+
+
+def test_a_circle_through_a_package_that_re_exports_is_found(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path,
+        {
+            "low/__init__.py": "from .x import X\nfrom .y import Y\n",
+            "low/x.py": "X = 1\n",
+            "low/y.py": "from ..top import T\nY = 2\n",
+            "top.py": "from .low.x import X\nT = 3\n",
+        },
+    )
+    assert circles(import_graph(root)) == [["pkg.low", "pkg.low.y", "pkg.top", "pkg.low"]]
+
+
+def test_siblings_do_not_loop_through_their_own_package(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path,
+        {
+            "low/__init__.py": "from .x import X\nfrom .y import Y\n",
+            "low/x.py": "X = 1\n",
+            "low/y.py": "from .x import X\nfrom . import x\nY = 2\n",
+        },
+    )
+    assert circles(import_graph(root)) == []
+    assert import_graph(root)["pkg.low.y"] == {"pkg.low.x"}

@@ -28,6 +28,7 @@ from ..rules import _paths
 from ..rules.effects import Change, Perform, Rewrite
 from ..text import content_text
 from ..verdicts import ChokePoint, Outcome, Verdict
+from ._run_record import RunRecord
 from .admission import MAX_DEPTH
 from .pre_turn import arun_guards, run_guards, tally
 
@@ -51,31 +52,6 @@ BACKSTOP_COUNTER = "backstop"
 NOT_JSON = "not_json"
 NOT_AN_OBJECT = "not_an_object"
 TOO_DEEP = "too_deep"
-
-
-@dataclass(frozen=True, slots=True)
-class RunRecord:
-    """What a post_run guard sees: the run, as it happened.
-
-    ``structured`` is the structured output as a dict, or ``None``; when it
-    was given but could not be read, ``structured_error`` says why
-    (``not_json``, ``not_an_object`` or ``too_deep``) and rules that read it do
-    not evaluate.
-    """
-
-    results: tuple[ToolResult, ...]
-    text: str | None
-    structured: Mapping[str, Any] | None
-    context: TurnContext
-    structured_error: str | None = None
-    turn: Any = None
-
-    def calls(self, tool: str) -> tuple[ToolResult, ...]:
-        return tuple(r for r in self.results if r.tool == tool)
-
-    def called_ok(self, tool: str) -> bool:
-        """Was ``tool`` called successfully in this run?"""
-        return any(r.tool == tool and r.outcome is Outcome.OK for r in self.results)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from ..rules.effects import Restrict
 from ..text import Text, user_text
 from ..tools import Tool
 from ..verdicts import ChokePoint, Verdict, combine
+from ._pre_turn_request import PreTurnRequest
 
 if TYPE_CHECKING:
     from ._turn import TurnLike as Turn
@@ -46,23 +47,6 @@ __all__ = [
 
 _PRE_TURN = ChokePoint.PRE_TURN
 _EMPTY: Mapping[str, tuple[str, ...]] = MappingProxyType({})
-
-
-@dataclass(frozen=True, slots=True)
-class PreTurnRequest:
-    """What a pre_turn guard sees.
-
-    ``text`` is the user's text (``text.raw``; ``text.normalised`` and
-    ``text.word_bytes`` are computed once, on first use, and shared by every rule);
-    ``tools`` the names of the candidate tools, in order; ``input`` the turn as
-    the caller passed it.
-    """
-
-    text: Text
-    tools: tuple[str, ...]
-    context: TurnContext
-    input: Any = None
-    turn: Any = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,10 +12,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..errors import ConfigurationError
-from ._extract import extract
+from ._extract import extract, number_text
+from ._seen import Seen
 from .embedded import Embedded
 from .kinds import (
     Kind,
@@ -28,9 +29,6 @@ from .kinds import (
 )
 from .patterns import Pattern
 from .words import Words
-
-if TYPE_CHECKING:
-    from .rules import Param
 
 DEFAULT_TIMEOUT = 1.0  # a rule's deadline in seconds, unless it says (``rules.DEFAULT_TIMEOUT``)
 
@@ -62,25 +60,45 @@ class Check(StrEnum):
 _CACHE_SIZE = 4096
 
 
-class Seen(Protocol):
-    """What a rule asks about provenance (``provenance.SessionView`` implements it).
-
-    ``lookup`` gives the bitmask of the sources a key was seen in (0: never
-    seen); ``partial`` the mask of the sources whose labels the record may be
-    missing (a bound was reached; 0: complete); ``trusted`` is the mask of
-    trusted sources; ``mask_of`` the mask of some source names.
-    """
-
-    trusted: int
+class Spec(Protocol):
+    """What ``Compiled`` reads of a ``rules.Param`` (its options, validated)."""
 
     @property
-    def partial(self) -> int: ...
-
-    def find(self, kind: str, value: str, /) -> int: ...
-
-    def lookup(self, item: str, /) -> int: ...
-
-    def mask_of(self, names: frozenset[str], /) -> int: ...
+    def timeout(self) -> float | None: ...
+    @property
+    def values(self) -> Iterable[Any] | None: ...
+    @property
+    def deny_values(self) -> Iterable[Any] | None: ...
+    @property
+    def values_from(self) -> str | None: ...
+    @property
+    def pattern(self) -> str | None: ...
+    @property
+    def min(self) -> float | None: ...
+    @property
+    def max(self) -> float | None: ...
+    @property
+    def min_from(self) -> str | None: ...
+    @property
+    def max_from(self) -> str | None: ...
+    @property
+    def domains(self) -> Iterable[str] | None: ...
+    @property
+    def deny_domains(self) -> Iterable[str] | None: ...
+    @property
+    def schemes(self) -> Iterable[str] | None: ...
+    @property
+    def countries(self) -> Iterable[str] | None: ...
+    @property
+    def prefixes(self) -> Iterable[str] | None: ...
+    @property
+    def grounded_in(self) -> Iterable[str] | None: ...
+    @property
+    def not_only_untrusted(self) -> bool: ...
+    @property
+    def embedded(self) -> Iterable[str] | None: ...
+    @property
+    def words(self) -> Iterable[str] | None: ...
 
 
 def _strings(name: str, value: Any) -> frozenset[str] | None:
@@ -134,7 +152,7 @@ class Compiled:
         "words",
     )
 
-    def __init__(self, p: Param, kind: Kind | None) -> None:
+    def __init__(self, p: Spec, kind: Kind | None) -> None:
         self.rule = p
         self.kind = kind
         self.timeout: float = p.timeout  # type: ignore[assignment]  # set by ``Param``
@@ -433,8 +451,6 @@ class Compiled:
 
 def _as_text(value: Any) -> str | None:
     """A number as ``extract_value`` labels it; None for anything else."""
-    from ._extract import number_text
-
     return number_text(value)
 
 

@@ -12,13 +12,10 @@ The text around them is not checked.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
 
 from ..errors import ConfigurationError
+from ._seen import Seen
 from .kinds import domain_of, host_matches, split_url
-
-if TYPE_CHECKING:
-    from .checks import Seen
 
 __all__ = ["EMBEDDABLE", "Embedded"]
 

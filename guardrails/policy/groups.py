@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from .policy import PolicyError
+from ._policy_error import PolicyError
 
 __all__ = ["GROUP", "check_group", "expand"]
 

@@ -18,51 +18,19 @@ from typing import Any
 from .._conditions import ApprovalRule
 from ..errors import ConfigurationError
 from ..rules.triggers import TermSet
+from ._ceiling import Ceiling
+from ._policy_error import PolicyError
+from ._toml_read import read_file, read_text
+from ._where import free_key
 from .defaults import default_rule_name
 from .fields import split_source
 from .provenance import CONTEXT, TRUSTED, USER
 from .rules import Param
 from .schema_paths import resolve
 
-__all__ = ["Ceiling", "Policy", "PolicyError"]
+__all__ = ["Ceiling", "Policy", "PolicyError", "build", "free_key"]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
-
-
-class PolicyError(ConfigurationError):
-    """A mistake in a policy: ``origin`` (file), ``table`` and ``key`` say where."""
-
-    def __init__(self, origin: str, table: str, key: str | None, problem: str) -> None:
-        self.origin, self.table, self.key, self.problem = origin, table, key, problem
-        where = f"[{table}]" + (f" {key}" if key else "")
-        super().__init__(f"{origin}: {where}: {problem}")
-
-
-@dataclass(frozen=True, slots=True)
-class Ceiling:
-    """At most ``per_turn`` calls of a tool in one turn and ``per_session`` in one session."""
-
-    per_turn: int | None = None
-    per_session: int | None = None
-
-    def __post_init__(self) -> None:
-        for key in ("per_turn", "per_session"):
-            value = getattr(self, key)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 0
-            ):
-                raise ConfigurationError(f"{key} must be a non-negative integer")
-        if self.per_turn is None and self.per_session is None:
-            raise ConfigurationError("a ceiling needs per_turn, per_session or both")
-
-    def __and__(self, other: Ceiling) -> Ceiling:
-        return Ceiling(
-            _lower(self.per_turn, other.per_turn), _lower(self.per_session, other.per_session)
-        )
-
-
-def _lower(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else min(a, b)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +109,7 @@ class Policy:
     @classmethod
     def from_toml(cls, path: Any, *, tools: Any = None) -> Policy:
         """Read a policy file; with ``tools`` (a mapping or list of tools), check it too."""
-        from .loader import load
-
-        policy = load(path)
+        policy = build(*read_file(path))
         if tools is not None:
             policy.check(_tool_map(tools))
         return policy
@@ -276,11 +242,6 @@ def _parameters(tool: Any) -> Iterable[str]:
     return properties.keys() if isinstance(properties, Mapping) else ()
 
 
-def free_key(tool: str, path: str) -> str:
-    """The key of a free path in ``Policy.where`` (never a rule's name: it has a space)."""
-    return f"{tool}.{path} free"
-
-
 def _check_default(policy: Policy) -> None:
     given = policy.default_grounded_in
     if given is not None:
@@ -398,3 +359,14 @@ def _tool_map(tools: Any) -> dict[str, Any]:
     if isinstance(tools, Iterable):
         return {t.name: t for t in tools}
     raise ConfigurationError("tools must be a mapping, a list of tools or a Guardrails engine")
+
+
+def build(origin: str, text: str) -> Policy:
+    """The policy of TOML ``text`` read from ``origin``: one ``PolicyError`` for any mistake."""
+    fields = read_text(text, origin)
+    try:
+        return Policy(**fields)
+    except PolicyError:
+        raise
+    except ConfigurationError as exc:
+        raise PolicyError(origin, "tools", None, str(exc)) from None

@@ -11,14 +11,11 @@ not. It checks words, not their order or how many times each appears.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
 
 from ..errors import ConfigurationError
 from ._punct import EDGES
+from ._seen import Seen
 from .kinds import normalise_text
-
-if TYPE_CHECKING:
-    from .checks import Seen
 
 __all__ = ["Words"]
 

@@ -18,7 +18,7 @@ from ..verdicts import ChokePoint, EscapeReason, Verdict
 from .effects import Restrict
 
 if TYPE_CHECKING:
-    from ..middleware.pre_turn import PreTurnRequest
+    from ..middleware._pre_turn_request import PreTurnRequest
 
 __all__ = ["ToolAllowList", "allow_list"]
 

@@ -20,7 +20,7 @@ from ..verdicts import ChokePoint, Verdict
 from .effects import Perform
 
 if TYPE_CHECKING:
-    from ..middleware.post_run import RunRecord
+    from ..middleware._run_record import RunRecord
 
 __all__ = ["RequiredAction", "required_action"]
 

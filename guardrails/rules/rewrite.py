@@ -21,7 +21,7 @@ from . import _paths
 from .effects import Change, Rewrite
 
 if TYPE_CHECKING:
-    from ..middleware.post_run import RunRecord
+    from ..middleware._run_record import RunRecord
 
 __all__ = ["Overwrite", "rewrite"]
 

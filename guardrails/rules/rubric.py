@@ -33,7 +33,7 @@ from ..verdicts import ChokePoint, Verdict
 from . import _paths
 
 if TYPE_CHECKING:
-    from ..middleware.post_run import RunRecord
+    from ..middleware._run_record import RunRecord
 
 __all__ = ["Rubric", "RubricIssue", "RubricResult", "RubricStatus", "rubric"]
 

@@ -20,7 +20,7 @@ from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
 from .effects import Restrict
 
 if TYPE_CHECKING:
-    from ..middleware.pre_turn import PreTurnRequest
+    from ..middleware._pre_turn_request import PreTurnRequest
 
 __all__ = ["Counter", "MemoryCounter", "SessionCeiling"]
 

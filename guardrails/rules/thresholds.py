@@ -21,7 +21,7 @@ from ..verdicts import ChokePoint, EscapeReason, Verdict
 from . import _paths
 
 if TYPE_CHECKING:
-    from ..middleware.post_run import RunRecord
+    from ..middleware._run_record import RunRecord
 
 __all__ = ["Thresholds", "thresholds"]
 

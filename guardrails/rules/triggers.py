@@ -36,7 +36,7 @@ from ..verdicts import ChokePoint, Verdict
 from .effects import Restrict
 
 if TYPE_CHECKING:
-    from ..middleware.pre_turn import PreTurnRequest
+    from ..middleware._pre_turn_request import PreTurnRequest
 
 __all__ = ["TermSet", "Trigger", "trigger"]
 

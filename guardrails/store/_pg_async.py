@@ -26,20 +26,32 @@ import contextlib
 import contextvars
 import weakref
 from collections.abc import AsyncIterator, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import psycopg_pool
+if TYPE_CHECKING:
+    import psycopg_pool
 
 from . import _pg_sql
 from ._base import AuditRow, StoreUnavailable
 from ._group_commit import AsyncBatcher
+from ._pg_errors import collided, refused
 from ._pg_sql import Head, Result
-from .postgres import PostgresStore, collided, refused
 from .steps import finish_started
 
 __all__ = ["AsyncPath"]
 
 T = TypeVar("T")
+
+
+class Host(Protocol):
+    """What the async path uses of its ``PostgresStore``."""
+
+    _head: Head
+    dsn: str
+    errors: tuple[type[BaseException], ...]
+    disconnected: type[BaseException]
+
+    def migrate(self) -> None: ...
 
 
 class _LoopPool:
@@ -49,6 +61,8 @@ class _LoopPool:
 
     def __init__(self, path: AsyncPath, dsn: str, options: dict[str, Any]) -> None:
         self.opened: weakref.WeakSet[Any] = weakref.WeakSet()  # every connection it made
+        import psycopg_pool  # the ``postgres`` extra, imported with the first pool
+
         self.pool: psycopg_pool.AsyncConnectionPool[Any] = psycopg_pool.AsyncConnectionPool(
             dsn, open=False, name="guardrails-async", configure=self._made, **options
         )
@@ -80,7 +94,7 @@ class _LoopPool:
 class AsyncPath:
     """A ``PostgresStore``'s operations for async callers, on their own loop."""
 
-    def __init__(self, store: PostgresStore, options: dict[str, Any]) -> None:
+    def __init__(self, store: Host, options: dict[str, Any]) -> None:
         self.store = store
         self._options = options
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopPool] = (
@@ -143,7 +157,7 @@ class AsyncPath:
                 await here.pool.putconn(conn)
         except errors as exc:
             lost = isinstance(exc, self.store.disconnected)
-            if here is not None and lost and not isinstance(exc, psycopg_pool.PoolTimeout):
+            if here is not None and lost and not _pool_timeout(exc):
                 await self._discard(here)
             raise refused(exc) from exc
 
@@ -255,3 +269,9 @@ async def _drive(steps: _pg_sql.Steps[T], statement: _pg_sql.Sql, conn: Any) -> 
 async def _result(cursor: Any) -> Result:
     rows = await cursor.fetchall() if cursor.description is not None else []
     return Result(cursor.rowcount, rows)
+
+
+def _pool_timeout(exc: BaseException) -> bool:
+    import psycopg_pool
+
+    return isinstance(exc, psycopg_pool.PoolTimeout)

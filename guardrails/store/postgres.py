@@ -38,12 +38,14 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from . import _pg_sql as sql
 from ._base import AuditRow, Claim, Snapshot, StoreUnavailable
 from ._group_commit import Batcher
 from ._pg_approvals import PostgresApprovals
+from ._pg_async import AsyncPath
+from ._pg_errors import collided, refused
 from ._pg_migrate import migrate as _migrate
 from ._pg_sql import START, Head, Result, Sql
 
@@ -51,9 +53,6 @@ from ._pg_sql import START, Head, Result, Sql
 # passing through the pool, whose checks (``max_lifetime``, ``max_idle``, the
 # reset of a connection left in a transaction) run when it is given back.
 ROUND_TRIP_TO_POOL = 30.0
-
-if TYPE_CHECKING:
-    from ._pg_async import AsyncPath
 
 __all__ = ["PostgresStore"]
 
@@ -122,8 +121,6 @@ class PostgresStore(PostgresApprovals):
         self._head: Head = START
         self._async: AsyncPath | None = None
         if async_pool:
-            from ._pg_async import AsyncPath
-
             self._async = AsyncPath(self, self._options)
         # Async callers' operations run on this many threads (``offloop``) when the
         # store has no async path: one for the store work, the rest for the guards
@@ -411,16 +408,6 @@ def _after_fork() -> None:
 
 if hasattr(os, "register_at_fork"):  # POSIX: elsewhere nothing forks
     os.register_at_fork(after_in_child=_after_fork)
-
-
-def refused(exc: BaseException) -> StoreUnavailable:
-    """The ``StoreUnavailable`` that stands for the backend failure ``exc`` (its type only)."""
-    return StoreUnavailable(f"PostgreSQL store: {type(exc).__name__}")
-
-
-def collided(exc: BaseException) -> bool:
-    """Whether ``exc`` stands for an audit row whose id was taken by a row written around the store."""
-    return type(exc.__cause__).__name__ == "UniqueViolation"
 
 
 class _Cursor:
