@@ -23,6 +23,9 @@ TOOL_CALL_DURATION = "guardrails_tool_call_duration_seconds"
 TOOL_CALL_GUARD_TIME = "guardrails_tool_call_guard_seconds"
 LAST_ESCAPE = "guardrails_fail_open_escape_last_timestamp_seconds"
 LAST_FAULT = "guardrails_fail_closed_fault_last_timestamp_seconds"
+APPROVAL_EVENTS = "guardrails_approval_events_total"
+APPROVAL_DECISION_TIME = "guardrails_approval_decision_seconds"
+APPROVAL_OLDEST_PENDING = "guardrails_approval_oldest_pending_seconds"
 
 GUARD = "guard"
 CHOKE_POINT = "choke_point"
@@ -34,12 +37,16 @@ OUTCOME = "outcome"
 RULE = "rule"
 RECORDER = "recorder"
 REVISION = "revision"
+EVENT = "event"
 
 ENFORCE = "enforce"
 """``mode`` of a verdict that was enforced."""
 OBSERVE = "observe"
 """``mode`` of a verdict of a guard in observe mode (recorded, never enforced)."""
 MODES = (ENFORCE, OBSERVE)
+
+APPROVAL_EVENT_VALUES = ("requested", "granted", "denied", "expired")
+"""``event`` of ``guardrails_approval_events_total``: what the approval gate found for a call."""
 
 # Every family and its labels, as exposed (histograms also expose _bucket with
 # ``le``, _sum and _count).
@@ -57,6 +64,9 @@ EXPORTED: Mapping[str, tuple[str, ...]] = {
     TOOL_CALL_DURATION: (TOOL,),
     TOOL_CALL_GUARD_TIME: (TOOL,),
     POLICY_REVISION: (REVISION,),
+    APPROVAL_EVENTS: (TOOL, EVENT),
+    APPROVAL_DECISION_TIME: (TOOL,),
+    APPROVAL_OLDEST_PENDING: (TOOL,),
 }
 
 HELP: Mapping[str, str] = {
@@ -90,6 +100,18 @@ HELP: Mapping[str, str] = {
     LAST_FAULT: (
         "Unix time of the latest fail-closed fault, by guard, choke-point and reason "
         "(absent until the first one)."
+    ),
+    APPROVAL_EVENTS: (
+        "Calls the approval gate held or ran, by tool and event (requested, granted, "
+        "denied, expired)."
+    ),
+    APPROVAL_DECISION_TIME: (
+        "Time from an approval request to its approval, by tool, observed when the approved "
+        "call runs."
+    ),
+    APPROVAL_OLDEST_PENDING: (
+        "Age of the oldest approval request still waiting for a decision, by tool "
+        "(0 when none waits)."
     ),
 }
 
@@ -139,3 +161,21 @@ DURATION_BUCKETS = (
 
 # A whole tool call may wait on a network: up to a minute.
 CALL_BUCKETS = (*DURATION_BUCKETS, 30.0, 60.0)
+
+# A person decides in seconds to a day.
+DECISION_BUCKETS = (
+    1.0,
+    5.0,
+    15.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+    600.0,
+    1800.0,
+    3600.0,
+    7200.0,
+    14400.0,
+    43200.0,
+    86400.0,
+)

@@ -20,8 +20,11 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, values
 
 from ._metric_names import (
+    APPROVAL_DECISION_TIME,
+    APPROVAL_EVENTS,
     BACKSTOP_ACTIONS,
     CALL_BUCKETS,
+    DECISION_BUCKETS,
     DURATION_BUCKETS,
     EXPORTED,
     FAIL_CLOSED_FAULTS,
@@ -133,6 +136,14 @@ def _metrics() -> dict[str, Any]:
             name: Histogram(name, HELP[name], EXPORTED[name], buckets=CALL_BUCKETS, registry=None)
             for name in (TOOL_CALL_DURATION, TOOL_CALL_GUARD_TIME)
         },
+        APPROVAL_EVENTS: counter(APPROVAL_EVENTS),
+        APPROVAL_DECISION_TIME: Histogram(
+            APPROVAL_DECISION_TIME,
+            HELP[APPROVAL_DECISION_TIME],
+            EXPORTED[APPROVAL_DECISION_TIME],
+            buckets=DECISION_BUCKETS,
+            registry=None,
+        ),
     }
 
 
@@ -188,6 +199,18 @@ class Mirror:
         if call is not None:
             whole.observe(call)
             in_guards.observe(guards)
+
+    def approval(self, tool: str, events: tuple[str, ...], waited: float | None) -> None:
+        """A call the approval gate held or ran (or, with no events, the tool's series at zero)."""
+        from ._metric_names import APPROVAL_EVENT_VALUES
+
+        for event in APPROVAL_EVENT_VALUES:
+            self._child(APPROVAL_EVENTS, tool, event)
+        for event in events:
+            self._child(APPROVAL_EVENTS, tool, event).inc()
+        decisions = self._child(APPROVAL_DECISION_TIME, tool)
+        if waited is not None:
+            decisions.observe(waited)
 
     def revision(self, revision: str) -> None:
         """A revision this process runs (it stays listed until the process ends)."""

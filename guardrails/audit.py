@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from ._approval_event import APPROVAL
 from ._tuples import make, replaced
 from .context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
 from .effects._state import CallState, closed, opened
@@ -152,7 +153,8 @@ class AuditLog:
             self.store.append(self._row_of(result, getattr(turn, "context", None), turn))
 
     def on_event(self, kind: str, payload: Any, /) -> None:
-        self.store.append(self._event(kind, payload))
+        if kind != APPROVAL:  # the held or run call's own row names its request
+            self.store.append(self._event(kind, payload))
 
     async def aon_turn_result(self, turn: Any, result: ToolResult, /) -> None:
         """``on_turn_result`` for the async entry points: written off the event loop."""
@@ -162,7 +164,8 @@ class AuditLog:
 
     async def aon_event(self, kind: str, payload: Any, /) -> None:
         """``on_event`` for the async entry points: written off the event loop."""
-        await offloop.append(self.store, self._event(kind, payload))
+        if kind != APPROVAL:
+            await offloop.append(self.store, self._event(kind, payload))
 
     def _event(self, kind: str, payload: Any) -> AuditRow:
         try:

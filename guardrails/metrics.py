@@ -26,13 +26,27 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
+from ._approval_event import APPROVAL
 from ._faults import fault_escapes
+from ._metric_approvals import (
+    ApprovalSeries,
+    approval_books,
+    approval_families,
+    oldest_pending,
+    pending_family,
+)
 from ._metric_names import (
+    APPROVAL_DECISION_TIME,
+    APPROVAL_EVENT_VALUES,
+    APPROVAL_EVENTS,
+    APPROVAL_OLDEST_PENDING,
     BACKSTOP_ACTIONS,
     CALL_BUCKETS,
     CHOKE_POINT,
+    DECISION_BUCKETS,
     DURATION_BUCKETS,
     ENFORCE,
+    EVENT,
     EXPORTED,
     FAIL_CLOSED_FAULTS,
     FAIL_OPEN_ESCAPES,
@@ -71,10 +85,16 @@ from .recorder import log_failure
 from .verdicts import ChokePoint, EscapeReason, Outcome
 
 __all__ = [
+    "APPROVAL_DECISION_TIME",
+    "APPROVAL_EVENTS",
+    "APPROVAL_EVENT_VALUES",
+    "APPROVAL_OLDEST_PENDING",
     "BACKSTOP_ACTIONS",
     "CHOKE_POINT",
+    "DECISION_BUCKETS",
     "DURATION_BUCKETS",
     "ENFORCE",
+    "EVENT",
     "EXPORTED",
     "FAIL_CLOSED_FAULTS",
     "FAIL_OPEN_ESCAPES",
@@ -148,6 +168,7 @@ class PrometheusRecorder:
         self._outcomes: dict[tuple[str, Outcome], int] = {}
         self._calls: dict[str, ToolSeries] = {}  # latency by tool
         self._backstop: dict[tuple[str, str], int] = {}
+        self._approvals: dict[str, ApprovalSeries] = {}
         self._known = Registration()
         self._engines: list[Any] = []
         self._watched: dict[str, list[Any]] = {self.name: [self]}
@@ -164,6 +185,8 @@ class PrometheusRecorder:
                 from ._multiprocess import collect_into
 
                 collect_into(registry)
+                # The pending requests are in the shared store, not in the files.
+                registry.register(_PendingCollector(self))
         if engine is not None:
             self.bind(engine)
 
@@ -241,8 +264,10 @@ class PrometheusRecorder:
         for tool in found.tools - known.tools:
             known.tools.add(tool)
             self._calls.setdefault(tool, ToolSeries())
+            self._approvals.setdefault(tool, ApprovalSeries())
             if self._mirror is not None:
                 self._mirror.call_time(tool)
+                self._mirror.approval(tool, (), None)
             for outcome in Outcome:
                 self._outcomes.setdefault((tool, outcome), 0)
                 if self._mirror is not None:
@@ -303,6 +328,9 @@ class PrometheusRecorder:
                     if self._mirror is not None:
                         self._mirror.backstop(*key, 1)
                 return
+            if kind == APPROVAL:
+                self._count_approval(payload)
+                return
             verdicts = tuple(getattr(payload, "verdicts", ()))
             escapes = tuple(getattr(payload, "escapes", ()))
             with self._lock:
@@ -314,6 +342,21 @@ class PrometheusRecorder:
             self._sync_failures()
 
     # -- counting (under the lock) ----------------------------------------------
+
+    def _count_approval(self, event: Any) -> None:
+        tool = event.tool if event.known_tool is True else UNKNOWN_TOOL
+        events = tuple(event.events)
+        waited = event.decision_seconds
+        if waited is not None and not (type(waited) is float and 0.0 <= waited < float("inf")):
+            raise ValueError("decision_seconds must be a finite float >= 0")
+        with self._lock:
+            tool = self._outcome_key(tool, Outcome.OK)[0]  # registered, or _unknown
+            series = self._approvals.get(tool)
+            if series is None:
+                series = self._approvals[tool] = ApprovalSeries()
+            series.count(events, waited)
+            if self._mirror is not None:
+                self._mirror.approval(tool, events, waited)
 
     def _count_verdicts(self, records: Iterable[VerdictRecord]) -> int:
         """Count the verdicts; return the nanoseconds their guards took together."""
@@ -428,7 +471,22 @@ class PrometheusRecorder:
                 calls=[(tool, c.copy()) for tool, c in sorted(self._calls.items())],
                 revisions=self._revisions(),
             )
-        return build_families(snapshot)
+            approvals = [(tool, s.copy()) for tool, s in sorted(self._approvals.items())]
+        families = [*build_families(snapshot), *approval_families(approvals)]
+        if self._mirror is None:  # in multiprocess mode, _PendingCollector
+            families.extend(self.pending())
+        return families
+
+    def pending(self) -> list[Metric]:
+        """The age of the oldest pending request by tool, read from the gates' stores now."""
+        try:
+            books = approval_books(tuple(self._engines))
+            with self._lock:
+                tools = set(self._known.tools)
+            return [pending_family(oldest_pending(books, tools, UNKNOWN_TOOL, self._clock()))]
+        except Exception:  # a store that cannot answer: the scrape goes on without it
+            self._failed()
+            return []
 
 
 def multiprocess_registry() -> CollectorRegistry:
@@ -455,6 +513,16 @@ def _failures_of(recorders: Iterable[Any]) -> int:
         value = getattr(r, "failures", 0)
         total += value if type(value) is int and value >= 0 else 0
     return total
+
+
+class _PendingCollector(Collector):
+    """The pending-request gauge on a multiprocess registry (read from the store at scrape)."""
+
+    def __init__(self, recorder: PrometheusRecorder) -> None:
+        self._recorder = recorder
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self._recorder.pending())
 
 
 class _Collector(Collector):

@@ -17,11 +17,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._approval_event import APPROVAL, ApprovalEvent, events_of
 from .._conditions import ApprovalRule, parse_approval
 from ..context import Invocation, ToolResult
 from ..effects._state import enter, leave
 from ..errors import ConfigurationError
 from ..middleware.tool_call import Stop
+from ..recorder import asafe_record, safe_record
 from ..store import offloop
 from ..store._approval_rows import Admission
 from ..verdicts import Outcome, Reason
@@ -99,6 +101,7 @@ class ApprovalGate:
             found = self.book.approval_admit(request, now)
         except Exception as exc:  # StoreUnavailable, or a store's own driver error
             return Stop(Outcome.UNAVAILABLE, Reason.STORE_UNAVAILABLE, None, exc)
+        safe_record(_recorders(invocation), APPROVAL, _event(invocation, found))
         return self._decided(invocation, found)
 
     async def abefore(self, invocation: Invocation, /) -> Stop | None:
@@ -111,6 +114,7 @@ class ApprovalGate:
             found = await offloop.run(self.book, self.book.approval_admit, request, now)
         except Exception as exc:  # StoreUnavailable, or a store's own driver error
             return Stop(Outcome.UNAVAILABLE, Reason.STORE_UNAVAILABLE, None, exc)
+        await asafe_record(_recorders(invocation), APPROVAL, _event(invocation, found))
         return self._decided(invocation, found)
 
     def _decided(self, invocation: Invocation, found: Admission) -> Stop | None:
@@ -127,3 +131,18 @@ class ApprovalGate:
 
     async def aafter(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
         return self.after(invocation, result)
+
+
+def _recorders(invocation: Invocation) -> Any:
+    """The engine's recorders (None outside a turn: nothing to report to)."""
+    return getattr(getattr(invocation.turn, "engine", None), "recorder", None)
+
+
+def _event(invocation: Invocation, found: Admission) -> ApprovalEvent:
+    record = found.record
+    waited = None
+    if found.state == "run" and record.decided_at is not None:
+        waited = max(0.0, record.decided_at - record.requested_at)
+    return ApprovalEvent(
+        invocation.name, invocation.tool is not None, events_of(found.state), waited
+    )

@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from guardrails import ChokePoint, Escape, EscapeReason, Guardrails, Verdict, guard, tool
 from guardrails.context import VerdictRecord
 from guardrails.metrics import (
+    APPROVAL_DECISION_TIME,
     EXPORTED,
     GUARD_DURATION,
     TOOL_CALL_DURATION,
@@ -141,7 +142,7 @@ def identifiers(expr: str) -> list[str]:
 def test_the_dashboard_has_queries_for_every_family() -> None:
     used = {i for q in queries() for i in identifiers(q) if i.startswith("guardrails_")}
     # The histogram is queried through its buckets.
-    histograms = {GUARD_DURATION, TOOL_CALL_DURATION, TOOL_CALL_GUARD_TIME}
+    histograms = {GUARD_DURATION, TOOL_CALL_DURATION, TOOL_CALL_GUARD_TIME, APPROVAL_DECISION_TIME}
     families = {f"{n}_bucket" if n in histograms else n for n in EXPORTED}
     assert families <= used
 
@@ -211,7 +212,10 @@ def test_guard_panels_follow_the_variables_and_count_guards_not_instances() -> N
         if "label_values(" in expr:
             continue
         if "guard" in expr and "guardrails_tool_outcomes" not in expr:
-            if any(k in expr for k in ("backstop", "telemetry_failures", "tool_call_", "revision")):
+            if any(
+                k in expr
+                for k in ("backstop", "telemetry_failures", "tool_call_", "revision", "approval")
+            ):
                 continue  # by rule, recorder, tool or revision: no guard label
             assert 'guard=~"$guard"' in expr and 'choke_point=~"$choke_point"' in expr, expr
         if "guardrails_guard_registered" in expr:
