@@ -11,17 +11,14 @@ policy; ``error.type`` and ``guardrails.outcome`` still tell what the model saw.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
 from typing import Any
 
 from ._faults import STOPPED_BY_DEPENDENCY, fault_escapes
-from .context import Escape, ToolResult, VerdictRecord
+from .context import ToolResult
 from .verdicts import Outcome
 
 MAX_CALL_ID = 256
 """Longer call ids (and ids with control characters) are recorded as a digest."""
-
-_FAULT_STOPS = STOPPED_BY_DEPENDENCY
 
 
 def call_id_value(call_id: Any) -> str | None:
@@ -53,15 +50,8 @@ def fault_of(result: ToolResult) -> str | None:
     if outcome is Outcome.ERROR:
         exc = result.exception
         return error_type(exc) if isinstance(exc, BaseException) else outcome.value
-    if result.reason in _FAULT_STOPS:
+    if result.reason in STOPPED_BY_DEPENDENCY:
         return str(result.reason)
-    for escape in fail_closed_faults(result.verdicts, result.escapes, result.reason):
+    for escape in fault_escapes(result.verdicts, result.escapes, result.reason):
         return error_type(escape.exception) if escape.exception is not None else str(escape.reason)
     return None
-
-
-def fail_closed_faults(
-    verdicts: Iterable[VerdictRecord], escapes: Iterable[Escape], stopped_by: object = None
-) -> tuple[Escape, ...]:
-    """The escapes that stopped the action instead of letting it through (``_faults``)."""
-    return fault_escapes(verdicts, escapes, stopped_by)

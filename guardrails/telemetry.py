@@ -29,11 +29,12 @@ from opentelemetry.trace import (
 )
 
 from ._evaluation_logs import EvaluationLog
+from ._faults import fault_escapes
 from ._metric_names import UNKNOWN_TOOL
 from ._payload import backstop_rule as _backstop_rule
 from ._payload import field as _field
 from ._payload import performed as _performed
-from ._span_fields import MAX_CALL_ID, call_id_value, error_type, fail_closed_faults, fault_of
+from ._span_fields import MAX_CALL_ID, call_id_value, error_type, fault_of
 from ._tool_spans import ToolSpans, take_open_span
 from ._version import __version__
 from .context import Escape, Invocation, ToolResult, VerdictRecord
@@ -311,7 +312,7 @@ class OpenTelemetryRecorder:
             span = tracer.start_span(name, start_time=start, attributes=attributes)
             if span.is_recording():
                 self._events(span, verdicts, escapes, start, end)
-                if fail_closed_faults(verdicts, escapes):  # a fail-closed guard stopped it
+                if fault_escapes(verdicts, escapes):  # a fail-closed guard stopped it
                     span.set_status(Status(StatusCode.ERROR, kind))
             span.end(end_time=end)
         except Exception:  # telemetry never breaks a call
@@ -370,7 +371,7 @@ def _add_events(
     # Guards run one after the other, so a verdict's time is about the start
     # plus the durations of the guards before it and its own.
     verdicts, escapes = tuple(verdicts), tuple(escapes)
-    faults = fail_closed_faults(verdicts, escapes, stopped_by)
+    faults = fault_escapes(verdicts, escapes, stopped_by)
     failed = {(e.guard, e.choke_point): e for e in escapes}
     at = start
     decided: dict[tuple[str, str], Verdict] = {}
