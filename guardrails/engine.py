@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import Any
 
 from . import _fair
-from .context import ToolResult, TurnContext
+from .context import ToolResult, TurnContext, VerdictRecord
 from .errors import ConfigurationError, DuplicateNameError
 from .guard import Guard, as_guard
 from .middleware.post_run import PostRunReport, apost_run, post_run
@@ -44,6 +44,7 @@ class Turn:
         "context",
         "counters",
         "engine",
+        "gated",
         "offered",
         "results",
     )
@@ -57,6 +58,8 @@ class Turn:
         self.engine = engine
         self.context = context
         self.offered: frozenset[str] | None = None if offered is None else frozenset(offered)
+        # Per tool an intent gate withheld at pre_turn: the gate's reject its calls carry.
+        self.gated: dict[str, tuple[VerdictRecord, ...]] = {}
         self.results: list[ToolResult] = []
         self.counters: dict[str, int] = {}
         self._lock: threading.Lock | None = None

@@ -20,6 +20,8 @@ class TurnLike(Protocol):
     engine: Any
     context: TurnContext
     offered: frozenset[str] | None
+    # Per tool withheld by an intent gate: the gate's reject its calls carry.
+    gated: dict[str, tuple[Any, ...]]
     results: list[ToolResult]
     counters: dict[str, int]
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from .._compiled import CORE, load
 from .._json_depth import deeper_than
-from ..context import Escape, ToolResult
+from ..context import Escape, ToolResult, VerdictRecord
 from ..guard import Guard, plain_steps
 from ..tools import Tool
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict, model_sentence
@@ -308,7 +308,9 @@ def admit(
         )
     offered = turn.offered
     if offered is not None and name not in offered:
-        return refusal(call_id, name, _UNAVAILABLE, Reason.NOT_OFFERED, start)
+        gated = getattr(turn, "gated", None)
+        verdicts = gated.get(name, ()) if gated else ()
+        return refusal(call_id, name, _UNAVAILABLE, Reason.NOT_OFFERED, start, verdicts=verdicts)
     admitted = canonical(arguments, limit)
     if isinstance(admitted, Reason):
         return refusal(call_id, name, _INVALID_ARGS, admitted, start)
@@ -412,15 +414,17 @@ def refusal(
     known: bool = True,
     exception: BaseException | None = None,
     undeclared: bool = False,
+    verdicts: tuple[VerdictRecord, ...] = (),
 ) -> ToolResult:
-    """A built-in check refused the call: its verdict is reject though no guard ran."""
+    """A built-in check refused the call: its verdict is reject though no guard ran
+    (``verdicts``: the gate that withheld the tool at pre_turn, if one says so)."""
     return ToolResult(
         call_id,
         name,
         outcome,
         model_sentence(outcome, params, undeclared=undeclared),
         _REJECT,
-        (),
+        verdicts,
         (),
         reason,
         params,

@@ -40,6 +40,7 @@ __all__ = [
     "Refusal",
     "apre_turn",
     "arun_guards",
+    "gate_records",
     "pre_turn",
     "run_guards",
     "tool_name",
@@ -190,6 +191,27 @@ def decide(
     return offered, refusal, {k: tuple(sorted(v)) for k, v in withheld.items()}
 
 
+def gate_records(
+    offered: Sequence[str], outcomes: Sequence[GuardOutcome]
+) -> dict[str, tuple[VerdictRecord, ...]]:
+    """Per tool withheld by a ``Restrict`` that names its gate, the gate's ``reject``
+    that a call of it in this turn carries (``Restrict.gates``)."""
+    kept = set(offered)
+    out: dict[str, list[VerdictRecord]] = {}
+    for record, _, _ in outcomes:
+        evidence = record.evidence
+        if record.verdict is not Verdict.REJECT or not record.enforced:
+            continue
+        if type(evidence) is not Restrict or not evidence.gates:
+            continue
+        for tool, gate in evidence.gates.items():
+            if tool not in kept:
+                out.setdefault(tool, []).append(
+                    VerdictRecord(gate, ChokePoint.TOOL_CALL, Verdict.REJECT, record.reason)
+                )
+    return {tool: tuple(sorted(rows)) for tool, rows in out.items()}
+
+
 def _finish(
     turn: Turn,
     request: PreTurnRequest,
@@ -199,6 +221,7 @@ def _finish(
     records, escapes, verdict = tally(outcomes)
     offered, refusal, withheld = decide(request.tools, outcomes)
     turn.offer(offered)
+    turn.gated = gate_records(offered, outcomes)
     decision = PreTurnDecision(
         tools=tuple(candidates[n] for n in offered),
         offered=tuple(offered),

@@ -87,8 +87,11 @@ class PreTurnCheck:
         withheld = closed.intersection(request.tools)
         if not withheld:
             return _PASS
+        # A call of a withheld tool carries its gate's reject (``policy:TOOL.intent``).
+        gates = {tool: f"policy:{tool}.intent" for tool in withheld}
         return GuardResult.rejected(
-            "intent_not_mentioned", evidence=Restrict(remove=withheld, detail=sorted(withheld))
+            "intent_not_mentioned",
+            evidence=Restrict(remove=withheld, detail=sorted(withheld), gates=gates),
         )
 
 

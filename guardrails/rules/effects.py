@@ -35,14 +35,19 @@ class Restrict:
     """pre_turn: take ``remove`` out of the offer; with ``only``, offer nothing else.
 
     ``detail`` is for the audit trail (for example the terms that matched).
+    ``gates`` names, per tool taken out, the tool_call guard that refuses its
+    calls (an intent gate): a call of that tool in this turn is refused with
+    ``not_offered`` and carries that guard's ``reject``, with this rule's reason.
     """
 
     remove: frozenset[str] = frozenset()
     only: frozenset[str] | None = None
     detail: Any = None
+    gates: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "remove", frozenset(self.remove))
+        object.__setattr__(self, "gates", MappingProxyType(dict(self.gates)))
         if self.only is not None:
             object.__setattr__(self, "only", frozenset(self.only))
 

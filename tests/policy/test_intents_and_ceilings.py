@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import threading
+from pathlib import Path
 from typing import Any
 
 from guardrails import EscapeReason, Guardrails, Outcome, Verdict, tool
+from guardrails.context import VerdictRecord
 from guardrails.policy import Ceiling, Policy
 from guardrails.store import Store
+from guardrails.verdicts import ChokePoint, Reason
 
 
 @tool
@@ -132,3 +136,63 @@ def test_concurrent_calls_never_pass_the_ceiling(store: Store) -> None:
         t.join()
     assert len(calls) == 3
     assert sorted(outcomes).count(Outcome.OK) == 3
+
+
+def test_a_call_of_a_withheld_tool_carries_its_gates_reject_in_result_row_and_span(
+    tmp_path: Any,
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from guardrails.audit import AuditLog
+    from guardrails.store import MemoryStore
+    from guardrails.telemetry import OpenTelemetryRecorder
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    store = MemoryStore()
+    audit = AuditLog(store)
+    spans = OpenTelemetryRecorder(tracer_provider=provider)
+    rails = Guardrails([lookup, transfer], policy=GATED, hooks=[audit], recorder=[audit, spans])
+    turn = rails.turn()
+    turn.pre_turn("look up my balance")
+    refused = turn.call("transfer", {"amount": 1})
+    assert (refused.outcome, refused.reason) == (Outcome.UNAVAILABLE, Reason.NOT_OFFERED)
+    assert refused.verdicts == (
+        VerdictRecord(
+            "policy:transfer.intent", ChokePoint.TOOL_CALL, Verdict.REJECT, "intent_not_mentioned"
+        ),
+    )
+    [row] = [r for r in store.audit_rows() if r.kind == "tool_call"]
+    assert (row.reason, json.loads(row.verdicts)) == (
+        "not_offered",
+        [
+            {
+                "guard": "policy:transfer.intent",
+                "choke_point": "tool_call",
+                "verdict": "reject",
+                "reason": "intent_not_mentioned",
+                "enforced": True,
+            }
+        ],
+    )
+    [span] = [s for s in exporter.get_finished_spans() if "transfer" in s.name]
+    events = [dict(e.attributes or {}) for e in span.events]
+    assert {(e.get("gen_ai.evaluation.name"), e.get("guardrails.reason")) for e in events} >= {
+        ("policy:transfer.intent", "intent_not_mentioned")
+    }
+    # The format the docs pin.
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "policy.md").read_text()
+    assert row.verdicts.replace("transfer", "TOOL") in doc
+
+
+def test_only_a_tool_a_gate_withheld_carries_a_gate_verdict() -> None:
+    rails = Guardrails([lookup, transfer], policy=GATED)
+    turn = rails.turn()
+    turn.pre_turn("pay Ana")
+    assert turn.call("transfer", {"amount": 1}).ok
+    plain = Guardrails([lookup, transfer]).turn(offered=["lookup"])
+    refused = plain.call("transfer", {"amount": 1})
+    assert (refused.reason, refused.verdicts) == (Reason.NOT_OFFERED, ())
