@@ -11,7 +11,8 @@ only (trusted text; never a tool's result):
   starts a word (after the start, a space or a bracket) and the closing one
   ends it (before the end, a space or punctuation);
 - a **run of capitalised words**: two or more words in a row, on one line,
-  each starting with an upper-case letter, joined by single spaces, with
+  each starting with an upper-case letter or a digit (``Room 4B``,
+  ``10 Downing Street``), joined by single spaces, with
   these lower-case words allowed between two of them: ``of``, ``the``,
   ``and``, ``de``, ``del``, ``la``, ``le``, ``du``, ``da``, ``di``, ``van``,
   ``von``, ``der``, ``&``. A word ending in ``, ; : . ! ?`` ends the run (the
@@ -108,7 +109,7 @@ def _runs(line: str, found: set[str]) -> None:
             run = []
         bare = word.lstrip(_OPEN).rstrip(_ENDS + _CLOSE)
         ends = len(bare) < len(word.lstrip(_OPEN))
-        if bare[:1].isupper() or (run and bare in _JOINERS and not ends):
+        if _capital(bare) or (run and bare in _JOINERS and not ends):
             run.append(bare)
         else:
             _parts(run, found)
@@ -123,8 +124,14 @@ def _runs(line: str, found: set[str]) -> None:
 def _parts(run: list[str], found: set[str]) -> None:
     """Every part of two to ``MAX_RUN`` words that starts and ends capitalised."""
     for start, first in enumerate(run):
-        if not first[:1].isupper():
+        if not _capital(first):
             continue
         for stop in range(start + 1, min(start + MAX_RUN, len(run))):
-            if run[stop][:1].isupper():
+            if _capital(run[stop]):
                 _add(" ".join(run[start : stop + 1]), found)
+
+
+def _capital(word: str) -> bool:
+    """A word that may start or end a run: a capital, or a digit (``4B``, ``10``)."""
+    head = word[:1]
+    return head.isupper() or head.isdigit()

@@ -26,6 +26,8 @@ from guardrails.policy._phrases import MAX_PHRASE, MAX_RUN, phrases
         ),
         ("the Bank of America branch", {"bank of america"}),
         ("Hotel de Ville.", {"hotel de ville"}),
+        ("meet in Room 4B at 10", {"room 4b"}),
+        ("lunch at 10 Downing Street", {"10 downing", "downing street", "10 downing street"}),
     ],
 )
 def test_the_documented_spans(text: str, spans: set[str]) -> None:
@@ -131,7 +133,7 @@ def test_the_docs_table_is_what_the_code_does() -> None:
         doc.split("**Phrases of the user")[1].split("tests/policy/test_phrases.py")[0],
         re.M,
     )
-    assert len(rows) == 6
+    assert len(rows) == 7
     for text, spans in rows:
         expected = set(re.findall(r"`([^`]+)`", spans)) if spans.startswith("`") else set()
         assert phrases(text) == expected, text
