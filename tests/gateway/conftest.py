@@ -100,10 +100,12 @@ async def started(
     stderr: bool,
     env: Mapping[str, str] | None = None,
     log: list[str] | None = None,
+    cwd: Path | None = None,
 ) -> AsyncIterator[tuple[str, Process]]:
-    """Starts ``command``; yields what it announced and the process; SIGTERMs it at the end."""
+    """Starts ``command`` (in ``cwd``); yields what it announced and the process; SIGTERMs
+    it at the end."""
     full_env = {**os.environ, **(env or {})}
-    process = await anyio.open_process(command, env=full_env, stdin=None)
+    process = await anyio.open_process(command, env=full_env, stdin=None, cwd=cwd)
     async with process, anyio.create_task_group() as tg:
         try:
             watched = process.stderr if stderr else process.stdout

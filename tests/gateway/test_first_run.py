@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +15,7 @@ from mcp import Client
 from guardrails.errors import ConfigurationError
 from guardrails.gateway import Gateway, load_config
 
-from .conftest import ROOT
+from .conftest import ROOT, http_client, started, text
 
 SERVER = '''
 import os, sys
@@ -92,3 +94,67 @@ def test_a_postgres_store_without_the_extra_is_one_line_and_status_2(tmp_path: P
         f"guardrails gateway: {path}: gateway.store: a postgresql:// store needs the postgres "
         "extra: pip install 'guardrails-kit[postgres]'\n"
     )
+
+
+def first_configuration() -> tuple[dict[str, str], str]:
+    """The files of the docs' "A first configuration" (name -> text), and its command line."""
+    page = (ROOT / "docs" / "gateway.md").read_text()
+    section = page.split("## A first configuration\n", 1)[1].split("\n## ", 1)[0]
+    files = dict(re.findall(r"`(\w+\.\w+)`[^`]*?:\n\n```\w+\n(.*?)```", section, re.S))
+    command = re.search(r"```console\n\$ (.*?)\n", section)
+    assert command is not None
+    return files, command.group(1)
+
+
+async def test_the_docs_first_configuration_works_as_written_from_another_directory(
+    tmp_path: Path,
+) -> None:
+    files, command = first_configuration()
+    assert sorted(files) == ["billing_server.py", "gateway.toml", "tokens.txt"]
+    folder = tmp_path / "billing"  # the folder the command line names
+    folder.mkdir()
+    for name, body in files.items():
+        (folder / name).write_text(body)
+    variable, program, *args = shlex.split(command)
+    assert program == "guardrails" and args[:3] == ["gateway", "--config", "billing/gateway.toml"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    # A fresh venv's console script, run by its path: no `python` on PATH at all.
+    script = Path(sys.executable).parent / "guardrails"
+    launcher = [str(script)] if script.exists() else [sys.executable, "-m", "guardrails.cli"]
+    args[2] = "../billing/gateway.toml"
+    args[args.index("--http") + 1] = "127.0.0.1:0"
+    name, value = variable.split("=", 1)
+    env = {"PATH": str(elsewhere), name: value, "PYTHONPATH": str(ROOT)}
+    tenant, token = files["tokens.txt"].split()
+    async with (
+        started(
+            [*launcher, *args],
+            r"listening on (http://\S+/mcp)",
+            stderr=True,
+            env=env,
+            cwd=elsewhere,
+        ) as (url, _),
+        http_client(url, token, "first") as client,  # a session, for the workflow
+    ):
+        first = await listed(client)
+        refused = await client.call_tool("lookup", {"year": 2026, "account_id": "acc-1"})
+        looked = await client.call_tool("lookup", {"year": 2026})
+        then = await listed(client)
+        charged = await client.call_tool("charge", {"amount": -5, "invoice": "inv-1"})
+    assert tenant == "acme"
+    assert first == {"lookup": ["year"]} and then == {"charge": ["amount", "invoice"]}
+    assert refused.is_error and text(refused).startswith("The arguments were not accepted.")
+    assert text(looked) == (
+        "acc-7: 2 invoices in 2026\n\nCheck the invoice, then call charge with a negative amount."
+    )
+    assert text(charged) == (
+        "charged -5 to acc-7 for inv-1 with key [redacted]\n\nRefunded: tell the customer."
+    )
+    assert (folder / "audit.db").exists()  # the store, next to the file
+
+
+async def listed(client: Client) -> dict[str, list[str]]:
+    """Each listed tool's parameters."""
+    tools = (await client.list_tools()).tools
+    return {t.name: sorted(t.input_schema["properties"]) for t in tools}

@@ -12,7 +12,9 @@ base64) on stderr; ``shout`` answers its ``api_key`` upper-cased; ``open``
 ``exit_idle`` answers, then the process exits a moment later. It also lists a
 tool whose schema does not compile and one whose name cannot be published,
 and, at each listing, one tool named by the file ``$MISBEHAVING_TOOLS_FILE``
-when that file exists. With ``--hang-all`` a hang stops it answering anything
+when that file exists. With ``$MISBEHAVING_DESCRIPTION_FILE`` set, ``ok``'s
+description is that file's text, read at start (a restarted process can
+describe it otherwise). With ``--hang-all`` a hang stops it answering anything
 at all.
 """
 
@@ -40,8 +42,16 @@ def tool(name: str, properties: dict[str, object] | None = None) -> dict[str, ob
     return {"name": name, "description": f"misbehaves: {name}", "inputSchema": schema}
 
 
+def described(definition: dict[str, object]) -> dict[str, object]:
+    path = os.environ.get("MISBEHAVING_DESCRIPTION_FILE")
+    if not path:
+        return definition
+    with open(path) as description:
+        return {**definition, "description": description.read()}
+
+
 TOOLS = [
-    tool("ok"),
+    described(tool("ok")),
     tool("crash"),
     tool("hang"),
     tool("slow", {"seconds": {"type": "number"}}),
