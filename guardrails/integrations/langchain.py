@@ -31,14 +31,18 @@ from ..middleware._render import render
 from ..middleware.post_run import PostRunReport
 from ..tools import Tool
 from ..verdicts import Outcome
+from ._approval import held, pause
 from ._common import Offer, aoffer, context_of, field, offer
 from ._framework_tools import (
     Clash,
     acall_native,
+    arefused,
     call_native,
     check_options,
     native_tool,
+    refused,
     register,
+    watch,
 )
 from ._rich import Rich, address_note, base64_note, sent
 
@@ -55,13 +59,37 @@ MAX_THREADS = 10_000
 class _Run:
     """One run: its turn, and the lock that makes its sync tool calls one at a time."""
 
-    __slots__ = ("lock", "offer", "report", "turn")
+    __slots__ = ("held", "lock", "offer", "report", "turn")
 
     def __init__(self, turn: Turn) -> None:
         self.turn = turn
         self.lock = threading.Lock()
         self.offer: Offer | None = None
         self.report: PostRunReport | None = None
+        # Calls the approval gate held, paused with ``interrupt``: call id -> what it showed.
+        self.held: dict[str, dict[str, Any]] = {}
+
+    def resumed(self, call_id: Any) -> bool | None:
+        """For a call paused here, the application's answer to its ``interrupt`` (the
+        graph is being resumed): whether it approves. None for any other call."""
+        shown = self.held.pop(call_id, None) if isinstance(call_id, str) else None
+        if shown is None:
+            return None
+        return _approves(_sdk().interrupt(shown))
+
+    def pause(self, result: ToolResult, resumed: bool | None) -> None:
+        """Pause the graph on a call the gate holds (once: a resumed call answers the model)."""
+        if resumed is None and held(result) and result.call_id:
+            self.held[result.call_id] = shown = pause(result)
+            _sdk().interrupt(shown)
+
+
+def _approves(answer: Any) -> bool:
+    """Whether a resume value approves: ``True``, ``"approve"`` or ``{"type": "approve"}``
+    (anything else rejects). Advisory: the call still runs only on a stored approval."""
+    if isinstance(answer, dict):
+        answer = answer.get("type")
+    return answer is True or answer == "approve"
 
 
 class _Call:
@@ -85,10 +113,12 @@ def _sdk() -> SimpleNamespace:
     from langchain_core.messages import AIMessage, ToolMessage
     from langchain_core.utils.function_calling import convert_to_openai_tool
     from langgraph.errors import GraphBubbleUp
+    from langgraph.types import interrupt
 
     return SimpleNamespace(
         AIMessage=AIMessage,
         GraphBubbleUp=GraphBubbleUp,
+        interrupt=interrupt,
         ModelResponse=ModelResponse,
         ToolMessage=ToolMessage,
         convert_to_openai_tool=convert_to_openai_tool,
@@ -156,6 +186,7 @@ def middleware(
     ``effect=``, ``timeout=``, ``guards=``); ``on_report`` receives each run's
     post_run report.
     """
+    watch(rails)  # a call the application rejects at its interrupt is audited through it
     return _middleware_class()(rails, context, dict(tool_options or {}), on_report)
 
 
@@ -360,15 +391,14 @@ class _Middleware:
             self._register(request.tool)
         run = self._run(request.state, request.runtime)
         call = _Call(request, handler)
-        tool_call = request.tool_call
+        name, args, call_id = _parts(request.tool_call)
         with run.lock:
-            result = call_native(
-                run.turn,
-                call,
-                tool_call.get("name"),
-                tool_call.get("args"),
-                tool_call.get("id"),
-            )
+            resumed = run.resumed(call_id)
+            if resumed is False:  # the application rejected it: it never runs
+                result = refused(run.turn, name, args, call_id)
+            else:
+                result = call_native(run.turn, call, name, args, call_id)
+            run.pause(result, resumed)
         return self._answer(call, result)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
@@ -376,11 +406,19 @@ class _Middleware:
             self._register(request.tool)
         run = self._run(request.state, request.runtime)
         call = _Call(request, handler)
-        tool_call = request.tool_call
-        result = await acall_native(
-            run.turn, call, tool_call.get("name"), tool_call.get("args"), tool_call.get("id")
-        )
+        name, args, call_id = _parts(request.tool_call)
+        resumed = run.resumed(call_id)
+        if resumed is False:  # the application rejected it: it never runs
+            result = await arefused(run.turn, name, args, call_id)
+        else:
+            result = await acall_native(run.turn, call, name, args, call_id)
+        run.pause(result, resumed)
         return self._answer(call, result)
+
+
+def _parts(tool_call: Any) -> tuple[Any, Any, Any]:
+    """A tool call's name, arguments and id, as the model sent them."""
+    return tool_call.get("name"), tool_call.get("args"), tool_call.get("id")
 
 
 def _rewritten(structured: Any, report: PostRunReport) -> dict[str, Any] | None:

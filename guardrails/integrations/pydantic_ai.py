@@ -32,6 +32,7 @@ from ..middleware.admission import MAX_DEPTH
 from ..middleware.post_run import PostRunReport
 from ..tools import Tool
 from ..verdicts import Outcome
+from ._approval import held, pause
 from ._common import Offer, Runs, aoffer, context_of
 from ._framework_tools import (
     Clash,
@@ -282,6 +283,10 @@ class _Capability:
             # Deferral, approval and skips are pydantic-ai's control flow, not failures:
             # they go on to the framework (the call is audited as an error meanwhile).
             raise result.exception
+        if held(result) and not ctx.tool_call_approved:
+            # Held for a person: deferred the pydantic-ai way (DeferredToolRequests.approvals).
+            # Approved and resumed, it comes back here, and runs only on the stored approval.
+            raise sdk.ApprovalRequired(pause(result))
         if result.outcome is not Outcome.OK:
             raise sdk.ToolFailed(result.content)
         return sent(result, native.rich)
@@ -361,6 +366,7 @@ def _sdk() -> SimpleNamespace:
 
     return SimpleNamespace(
         ANY_ARGUMENTS=SchemaValidator(core_schema.any_schema()),
+        ApprovalRequired=ApprovalRequired,
         CONTROL_FLOW=(ApprovalRequired, CallDeferred, SkipToolExecution),
         DeferredToolRequests=DeferredToolRequests,
         ModelRequest=ModelRequest,

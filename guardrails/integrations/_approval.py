@@ -1,0 +1,40 @@
+"""A call the approval gate holds, as the frameworks' own pauses show it.
+
+When ``ApprovalGate`` holds a call (``unavailable``, ``approval_pending``) the
+request is already in the store; an adapter then pauses the run the
+framework's own way (an interruption, an ``interrupt``, a deferred call, a
+confirmation request) instead of answering the model, so that the
+application keeps its approval UI. When the run resumes the call goes
+through tool_call again: the framework's "approved" is only advisory, the
+call runs when the gate finds the stored approval for its exact arguments.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..context import ToolResult
+from ..verdicts import Outcome, Reason
+
+__all__ = ["PAUSE_KEY", "held", "pause"]
+
+# The key of the pause a framework carries to the application (its metadata, its
+# interrupt value, its confirmation payload): tells our pause from the framework's own.
+PAUSE_KEY = "guardrails_approval"
+
+
+def held(result: ToolResult) -> bool:
+    """Whether the gate holds the call for a person (it did not run; its request waits)."""
+    return result.outcome is Outcome.UNAVAILABLE and result.reason == Reason.APPROVAL_PENDING
+
+
+def pause(result: ToolResult) -> dict[str, Any]:
+    """What the application is shown of a held call (the request's id stays in the store)."""
+    return {
+        PAUSE_KEY: {
+            "tool": result.tool,
+            "call_id": result.call_id,
+            "reason": str(result.reason),
+            "message": result.content,
+        }
+    }
