@@ -6,6 +6,8 @@ made it, when, and an optional reason; only a pending request that has not
 expired can be decided, once; each decision is also an audit row (kind
 ``approval``) in the store's hash-chained log. Statuses are shown as they
 stand now: a pending or approved request past its expiry is ``expired``.
+``Approvals(store, tenant="acme")`` sees and decides that tenant's requests
+only: another tenant's id is answered as an unknown one.
 """
 
 from __future__ import annotations
@@ -34,11 +36,14 @@ class ApprovalError(UsageError):
 class Approvals:
     """The requests of one store, and the decisions on them."""
 
-    __slots__ = ("book", "clock")
+    __slots__ = ("book", "clock", "tenant")
 
-    def __init__(self, store: Any, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, store: Any, *, clock: Callable[[], float] = time.time, tenant: str | None = None
+    ) -> None:
         self.book = book_of(store, "Approvals")
         self.clock = clock
+        self.tenant = tenant
 
     def list(self, status: str | None = "pending", *, limit: int = 100) -> list[ApprovalRecord]:
         """Requests, newest first: pending ones, or those of ``status`` (approved, denied,
@@ -48,13 +53,21 @@ class Approvals:
         if type(limit) is not int or limit < 1:
             raise UsageError(f"limit must be a positive int, not {limit!r}")
         now = self.clock()
-        return [_now(r, now) for r in self.book.approvals(status, now, limit)]
+        if self.tenant is None:
+            found = self.book.approvals(status, now, limit)
+        else:
+            found = self.book.approvals(status, now, limit, self.tenant)
+        return [_now(r, now) for r in found]
 
     def show(self, request_id: str) -> ApprovalRecord:
+        return _now(self._find(request_id), self.clock())
+
+    def _find(self, request_id: str) -> ApprovalRecord:
+        """The request, when it exists and is this tenant's (another's reads as none)."""
         found = self.book.approval(_id(request_id))
-        if found is None:
+        if found is None or (self.tenant is not None and found.tenant != self.tenant):
             raise ApprovalError(f"no approval request {request_id!r}")
-        return _now(found, self.clock())
+        return found
 
     def approve(self, request_id: str, *, by: str, reason: str | None = None) -> ApprovalRecord:
         """Approve a pending request: the same call, retried before expiry, runs once."""
@@ -67,6 +80,8 @@ class Approvals:
     def _decide(self, request_id: str, status: str, by: str, reason: str | None) -> ApprovalRecord:
         _check_text("by", by, _MAX_IDENTITY, required=True)
         _check_text("reason", reason, _MAX_REASON, required=False)
+        if self.tenant is not None:
+            self._find(request_id)  # a request's tenant never changes: checked once
         now = self.clock()
         found = self.book.approval_decide(_id(request_id), status, by, reason, now)
         if found is None:

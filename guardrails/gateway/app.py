@@ -26,6 +26,7 @@ from ..metrics import PrometheusRecorder
 from ..store import Store, open_store
 from ..telemetry import OpenTelemetryRecorder
 from ..verdicts import Outcome, model_sentence
+from .approvals import approval_gate
 from .catalog import Names, catalog, published_names
 from .config import GatewayConfig
 from .limits import TenantLimits
@@ -193,7 +194,8 @@ class Gateway:
         """The engine over the upstreams' tools, as the configuration and policy say.
 
         Hooks run in this order: the audit log (its ``after`` last), spans, the
-        session ceiling, workflows, idempotency, then the policy's.
+        tenant limits, approvals, the session ceiling, workflows, idempotency,
+        then the policy's.
         """
         names = self._names()
         tools = {
@@ -213,6 +215,7 @@ class Gateway:
             audit,
             spans.hook(),
             self.limits,
+            approval_gate(self.config, tools, store),
             *session_ceiling(self.config.max_calls_per_session, store),
             *flow_hooks,
             Idempotency(store),

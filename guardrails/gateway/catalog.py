@@ -183,6 +183,7 @@ def _tool(
             effect=config.action,
             options=options,
             extra=upstream.config.extra,
+            approval=config.approval,
         )
     except ConfigurationError as exc:
         raise type(exc)(f"{where}: {exc}") from exc

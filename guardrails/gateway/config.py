@@ -13,10 +13,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._conditions import ApprovalRule, parse_approval
 from ..errors import ConfigurationError
 from .settings import (
     ASYMMETRIC_ALGORITHMS,
     KEYS,
+    ApprovalsConfig,
     AuthConfig,
     GatewayConfig,
     Limits,
@@ -29,6 +31,7 @@ from .settings import (
 )
 
 __all__ = [
+    "ApprovalsConfig",
     "AuthConfig",
     "GatewayConfig",
     "Limits",
@@ -92,6 +95,7 @@ def parse_config(
         session_idle_timeout=r.seconds(gw, "gateway.session_idle_timeout", 1800.0) or 1800.0,
         allowed_hosts=r.names(gw, "gateway.allowed_hosts"),
         allowed_origins=r.names(gw, "gateway.allowed_origins"),
+        approvals=r.approvals(r.table(data, "approvals")),
     )
 
 
@@ -296,6 +300,7 @@ class _Reader:
             cost=cost,
             daily_cap=daily_cap,
             instance_cap=instance_cap,
+            approval=self.approval(data.get("approval"), f"{where}.approval"),
         )
 
     def budget(
@@ -340,6 +345,38 @@ class _Reader:
             else self.limits(
                 self.table(data, f"{where}.limits"), f"{where}.limits", self.limits_default
             ),
+            approvals=self.approval_table(self.table(data, f"{where}.approvals"), where),
+        )
+
+    def approval(self, value: object, key: str) -> ApprovalRule | None:
+        """An ``approval`` setting (``always``, ``never``, a condition), parsed now: a typo
+        is an error naming the key, never an implicit approve. Absent: None."""
+        if value is None:
+            return None
+        try:
+            return parse_approval(value, "approval")
+        except ConfigurationError as exc:
+            raise self.error(key, str(exc).removeprefix("approval: ")) from None
+
+    def approval_table(self, data: Mapping[str, Any], where: str) -> dict[str, ApprovalRule]:
+        """A tenant's ``approvals``: published tool name -> setting."""
+        rules: dict[str, ApprovalRule] = {}
+        for tool, value in data.items():
+            rule = self.approval(value, f"{where}.approvals.{tool}")
+            if rule is not None:
+                rules[tool] = rule
+        return rules
+
+    def approvals(self, data: Mapping[str, Any]) -> ApprovalsConfig:
+        self.keys(data, "approvals", KEYS["approvals"])
+        file = data.get("approvers_file")
+        env = data.get("approvers_env")
+        return ApprovalsConfig(
+            ttl=self.seconds(data, "approvals.ttl", 3600.0) or 3600.0,
+            approvers_file=None
+            if file is None
+            else self.path(self.text(data, "approvals.approvers_file")),
+            approvers_env=None if env is None else self.text(data, "approvals.approvers_env"),
         )
 
     def workflow(self, name: str, data: Any) -> WorkflowConfig:

@@ -19,12 +19,14 @@ import anyio
 from ..errors import ConfigurationError
 from ._stdin import stdin_lines
 from .app import Gateway
+from .approvals_http import approval_routes
+from .approvers import ApproverTable, load_approvers
 from .auth import CountRefusals, TokenTable, load_tokens
 from .oauth import AnyOf, JwtVerifier, auth_settings, metadata_routes
 from .origin import LOOPBACK, HostCheck
 from .sessions import SessionIdsCut, tenant_sessions
 
-__all__ = ["http_app", "http_tokens", "serve_http", "serve_stdio"]
+__all__ = ["http_app", "http_approvers", "http_tokens", "serve_http", "serve_stdio"]
 
 GRACE_SECONDS = 10
 
@@ -35,9 +37,11 @@ def http_app(
     tokens: Any = None,
     *,
     metrics: bool = True,
+    approvers: ApproverTable | None = None,
 ) -> Any:
     """The ASGI app: ``/mcp`` behind bearer auth (refusals counted), ``/metrics`` open;
-    with OAuth, the protected-resource metadata (``oauth.py``).
+    with OAuth, the protected-resource metadata (``oauth.py``); with approvers,
+    ``/approvals`` behind their own tokens (``approvals_http.py``).
 
     ``metrics=False`` leaves ``/metrics`` out (they are served on their own address).
     """
@@ -54,6 +58,10 @@ def http_app(
         return Response(generate_latest(gateway.registry), media_type=CONTENT_TYPE_LATEST)
 
     routes = [Route("/metrics", scrape, methods=["GET"])] if metrics else []
+    if approvers is None:
+        approvers = http_approvers(gateway)
+    if approvers is not None:
+        routes += approval_routes(lambda: gateway.store, approvers)
     oauth = gateway.config.auth.oauth
 
     config = gateway.config
@@ -104,6 +112,19 @@ def http_tokens(gateway: Gateway) -> Any:
     return AnyOf(table, JwtVerifier(oauth))
 
 
+def http_approvers(gateway: Gateway) -> ApproverTable | None:
+    """The approvers of the configuration (None: no ``/approvals`` endpoint); a token that
+    is also an MCP client's is refused, so that a client's token can never decide."""
+    config = gateway.config.approvals
+    if config.approvers_file is None and config.approvers_env is None:
+        return None
+    approvers = load_approvers(config)
+    if approvers.keys() & load_tokens(gateway.config.auth).keys():
+        where = "approvals.approvers_file" if config.approvers_file else "approvals.approvers_env"
+        raise ConfigurationError(f"{where}: a token is also an MCP client token (auth)")
+    return ApproverTable(config, approvers)
+
+
 async def serve_http(gateway: Gateway, host: str, port: int, *, metrics: bool = True) -> None:
     """Serve on ``host:port`` (port 0: a free one), announcing the URL on stderr when bound.
 
@@ -112,6 +133,7 @@ async def serve_http(gateway: Gateway, host: str, port: int, *, metrics: bool = 
     import uvicorn
 
     tokens = http_tokens(gateway)
+    approvers = http_approvers(gateway)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say
     # so, and without it every answer waits out a delayed ACK (about 40 ms).
@@ -124,7 +146,7 @@ async def serve_http(gateway: Gateway, host: str, port: int, *, metrics: bool = 
         raise ConfigurationError(f"--http {host}:{port}: cannot listen ({exc.strerror})") from exc
     sock.listen(128)
     async with gateway.running():
-        app = http_app(gateway, host, tokens, metrics=metrics)
+        app = http_app(gateway, host, tokens, metrics=metrics, approvers=approvers)
         config = uvicorn.Config(
             app, log_level="warning", lifespan="on", timeout_graceful_shutdown=GRACE_SECONDS
         )

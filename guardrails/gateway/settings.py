@@ -9,9 +9,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._conditions import ApprovalRule
+
 __all__ = [
     "KEYS",
     "ASYMMETRIC_ALGORITHMS",
+    "ApprovalsConfig",
     "AuthConfig",
     "GatewayConfig",
     "Limits",
@@ -27,17 +30,18 @@ __all__ = [
 # reference documents exactly these.
 KEYS: Mapping[str, frozenset[str]] = {
     "": frozenset({"gateway", "auth", "secrets", "tenants", "upstreams", "workflows",
-                   "limits"}),
+                   "limits", "approvals"}),
     "gateway": frozenset({"name", "store", "store_env", "policy", "max_calls_per_session",
                           "max_result_chars", "stdio_tenant", "pin_interval", "max_sessions",
                           "session_idle_timeout", "allowed_hosts", "allowed_origins"}),
     "limits": frozenset({"max_sessions", "calls_per_second", "tool_calls_per_second",
                          "max_in_flight", "max_result_bytes"}),
     "auth": frozenset({"tokens_file", "tokens_env", "oauth"}),
+    "approvals": frozenset({"ttl", "approvers_file", "approvers_env"}),
     "auth.oauth": frozenset({"issuer", "resource", "jwks_url", "jwks_file", "tenant_claim",
                              "algorithms", "leeway", "jwks_refetch_interval", "scopes"}),
     "secrets": frozenset({"provider", "prefix", "directory", "timeout"}),
-    "tenants.NAME": frozenset({"tools", "values", "limits"}),
+    "tenants.NAME": frozenset({"tools", "values", "limits", "approvals"}),
     "workflows.NAME": frozenset({"steps"}),
     "workflows.NAME.steps": frozenset({"tool", "instructions"}),
     "upstreams.NAME": frozenset({"command", "url", "env", "cwd", "headers", "timeout",
@@ -45,7 +49,7 @@ KEYS: Mapping[str, frozenset[str]] = {
                                  "pin", "tools", "extra", "health_interval"}),
     "upstreams.NAME.tools.TOOL": frozenset({"action", "bind", "secrets", "timeout",
                                             "idempotency_key", "cost", "daily_cap",
-                                            "instance_cap"}),
+                                            "instance_cap", "approval"}),
 }  # fmt: skip
 
 
@@ -75,6 +79,7 @@ class ToolConfig:
     cost: float | None = None
     daily_cap: float | None = None
     instance_cap: float | None = None
+    approval: ApprovalRule | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +110,8 @@ class TenantConfig:
     tools: frozenset[str] | None = None
     values: Mapping[str, Any] = field(default_factory=dict)
     limits: Limits | None = None  # None: the gateway's [limits]
+    approvals: Mapping[str, ApprovalRule] = field(default_factory=dict)
+    """Published tool name -> this tenant's own approval rule (beside the tool's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +156,16 @@ class AuthConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalsConfig:
+    """How long a request lives, and who may decide requests over HTTP (``<tenant> <who>
+    <token>`` entries of a file, an environment variable, or both)."""
+
+    ttl: float = 3_600.0
+    approvers_file: str | None = None
+    approvers_env: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SecretsConfig:
     """The secret provider: ``env`` (``prefix`` + name), ``file`` (``directory``/name), or
     ``module:factory`` (a callable returning a ``name -> value`` function)."""
@@ -181,6 +198,7 @@ class GatewayConfig:
     session_idle_timeout: float = 1800.0
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
+    approvals: ApprovalsConfig = field(default_factory=ApprovalsConfig)
 
     def limits_of(self, tenant: str | None) -> Limits:
         """The limits of ``tenant``: its own table, else the gateway's."""

@@ -6,7 +6,16 @@ from typing import Any
 
 from ._approval_rows import APPROVAL_COLUMNS, ApprovalRecord
 
-__all__ = ["COLUMNS", "decide", "insert", "list_where", "record", "select_one", "select_scope"]
+__all__ = [
+    "COLUMNS",
+    "decide",
+    "insert",
+    "list_params",
+    "list_where",
+    "record",
+    "select_one",
+    "select_scope",
+]
 
 COLUMNS = ", ".join(APPROVAL_COLUMNS)
 
@@ -41,14 +50,22 @@ def decide(p: str) -> str:
     )
 
 
-def list_where(p: str, status: str | None) -> tuple[str, bool]:
-    """The statement listing ``status``, newest first, and whether it takes ``now``."""
+def list_where(p: str, status: str | None, tenant: str | None = None) -> tuple[str, bool]:
+    """The statement listing ``status`` (of ``tenant`` only, when given), newest first, and
+    whether it takes ``now``; its parameters are ``now`` (if it takes it), ``tenant`` (if
+    given), then the limit."""
     where = _WHERE[status]
+    of_tenant = "" if tenant is None else f" AND tenant = {p}"
     return (
-        f"SELECT {COLUMNS} FROM guardrails_approvals WHERE {where.format(p=p)} "
+        f"SELECT {COLUMNS} FROM guardrails_approvals WHERE {where.format(p=p)}{of_tenant} "
         f"ORDER BY requested_at DESC, id DESC LIMIT {p}",
         "{p}" in where,
     )
+
+
+def list_params(takes_now: bool, now: float, tenant: str | None, limit: int) -> tuple[Any, ...]:
+    """The parameters of ``list_where``'s statement."""
+    return (*((now,) if takes_now else ()), *(() if tenant is None else (tenant,)), limit)
 
 
 def record(row: tuple[Any, ...]) -> ApprovalRecord:

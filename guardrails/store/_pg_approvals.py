@@ -46,10 +46,12 @@ def approval(request_id: str) -> Steps[ApprovalRecord | None]:
     return None if row is None else q.record(row)
 
 
-def approvals(status: str | None, now: float, limit: int) -> Steps[list[ApprovalRecord]]:
+def approvals(
+    status: str | None, now: float, limit: int, tenant: str | None = None
+) -> Steps[list[ApprovalRecord]]:
     check_times(now)
-    sql, takes_now = q.list_where("%s", check_listed(status))
-    found = yield Sql(sql, (now, limit) if takes_now else (limit,))
+    sql, takes_now = q.list_where("%s", check_listed(status), tenant)
+    found = yield Sql(sql, q.list_params(takes_now, now, tenant, limit))
     return [q.record(tuple(r)) for r in found.rows]
 
 
@@ -74,7 +76,10 @@ class PostgresApprovals:
         found: ApprovalRecord | None = self._drive(approval(request_id))
         return found
 
-    def approvals(self, status: str | None, now: float, limit: int, /) -> list[ApprovalRecord]:
-        """Requests under ``status`` (effective: ``expired`` included), newest first."""
-        found: list[ApprovalRecord] = self._drive(approvals(status, now, limit))
+    def approvals(
+        self, status: str | None, now: float, limit: int, tenant: str | None = None, /
+    ) -> list[ApprovalRecord]:
+        """Requests under ``status`` (effective: ``expired`` included), of ``tenant`` only
+        when given, newest first."""
+        found: list[ApprovalRecord] = self._drive(approvals(status, now, limit, tenant))
         return found

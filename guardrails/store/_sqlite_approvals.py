@@ -52,11 +52,14 @@ class SQLiteApprovals:
         row = self._execute(q.select_one("?"), (request_id,)).fetchone()
         return None if row is None else q.record(row)
 
-    def approvals(self, status: str | None, now: float, limit: int, /) -> list[ApprovalRecord]:
-        """Requests under ``status`` (effective: ``expired`` included), newest first."""
+    def approvals(
+        self, status: str | None, now: float, limit: int, tenant: str | None = None, /
+    ) -> list[ApprovalRecord]:
+        """Requests under ``status`` (effective: ``expired`` included), of ``tenant`` only
+        when given, newest first."""
         check_times(now)
-        sql, takes_now = q.list_where("?", check_listed(status))
-        params = (now, limit) if takes_now else (limit,)
+        sql, takes_now = q.list_where("?", check_listed(status), tenant)
+        params = q.list_params(takes_now, now, tenant, limit)
         return list(_records(self._execute(sql, params).fetchall()))
 
 

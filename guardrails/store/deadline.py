@@ -152,8 +152,11 @@ class WithDeadline:
     def approval(self, request_id: str, /) -> Any:
         return self._call(self.store.approval, request_id)  # type: ignore[attr-defined]
 
-    def approvals(self, status: str | None, now: float, limit: int, /) -> Any:
-        return self._call(self.store.approvals, status, now, limit)  # type: ignore[attr-defined]
+    def approvals(
+        self, status: str | None, now: float, limit: int, tenant: str | None = None, /
+    ) -> Any:
+        method = self.store.approvals  # type: ignore[attr-defined]
+        return self._call(method, status, now, limit, tenant)
 
     def close(self) -> None:
         with self._lock:

@@ -241,12 +241,15 @@ class MemoryStore:
         with self._lock:
             return self._approvals.get(request_id)
 
-    def approvals(self, status: str | None, now: float, limit: int, /) -> list[ApprovalRecord]:
-        """Requests under ``status`` (effective: ``expired`` included), newest first."""
+    def approvals(
+        self, status: str | None, now: float, limit: int, tenant: str | None = None, /
+    ) -> list[ApprovalRecord]:
+        """Requests under ``status`` (effective: ``expired`` included), of ``tenant`` only
+        when given, newest first."""
         check_times(now)
         check_listed(status)
         with self._lock:
-            rows = list(self._approvals.values())
+            rows = [r for r in self._approvals.values() if tenant is None or r.tenant == tenant]
         rows.sort(key=lambda r: (r.requested_at, r.id), reverse=True)
         return [r for r in rows if listed(r, status, now)][:limit]
 

@@ -285,3 +285,27 @@ def test_a_tenant_whose_string_methods_raise_is_scoped_by_its_characters(bench: 
     bench.people.approve(bench.only_pending(), by="alice")
     assert bench.call(BIG, tenant="acme").outcome is Outcome.OK  # the same characters: one scope
     assert bench.ran == [{"amount": 900, "to": "bob", "account": "acme"}]
+
+
+def test_approvals_of_one_tenant_neither_see_nor_decide_another_s() -> None:
+    store = MemoryStore()
+
+    @tool(approval="always", effect=True)
+    def wipe(disk: str) -> str:
+        return "wiped"
+
+    engine = Guardrails([wipe], hooks=[ApprovalGate(store)])
+    engine.turn(tenant="acme", session="s").call("wipe", {"disk": "a"})
+    engine.turn(tenant="globex", session="s").call("wipe", {"disk": "a"})
+    acme = Approvals(store, tenant="acme")
+    [mine] = acme.list()
+    [theirs] = [r for r in Approvals(store).list() if r.tenant == "globex"]
+    for act in (
+        lambda: acme.show(theirs.id),
+        lambda: acme.approve(theirs.id, by="alice"),
+        lambda: acme.deny(theirs.id, by="alice"),
+    ):
+        with pytest.raises(ApprovalError, match="no approval request"):
+            act()
+    assert Approvals(store).show(theirs.id).status == "pending"
+    assert acme.approve(mine.id, by="alice").decided_by == "alice"

@@ -106,3 +106,12 @@ def test_every_column_round_trips_including_text_a_model_wrote(store: Store) -> 
     )
     store.approval_admit(odd, 100.0)  # type: ignore[attr-defined]
     assert store.approval("id1") == odd  # type: ignore[attr-defined]
+
+
+def test_a_listing_of_one_tenant_holds_its_requests_only(store: Store) -> None:
+    for n, tenant in enumerate(("a", "b", "a", None)):
+        store.approval_admit(request(n, 100.0 + n, tenant=tenant, digest=f"d{n}"), 100.0 + n)  # type: ignore[attr-defined]
+    mine = store.approvals("pending", 105.0, 10, "a")  # type: ignore[attr-defined]
+    assert [r.id for r in mine] == ["id2", "id0"]
+    assert [r.id for r in store.approvals(None, 105.0, 1, "b")] == ["id1"]  # type: ignore[attr-defined]
+    assert len(store.approvals(None, 105.0, 10)) == 4  # type: ignore[attr-defined]

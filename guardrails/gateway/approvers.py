@@ -1,0 +1,122 @@
+"""Who may decide approval requests over HTTP: ``<tenant> <approver> <token>`` entries.
+
+Read from ``approvals.approvers_file`` and ``approvals.approvers_env`` (``;``
+also separates entries in the variable); blank lines and ``#`` comments are
+skipped, and a token may be written ``sha256:<hex digest>``. An approver
+decides only its tenant's requests, and its name is what the decision and
+its audit row record. These are not MCP client tokens: a token that is both
+is refused when the gateway starts, and a client's token never decides.
+Tokens are compared by SHA-256 digest in constant time, every entry each
+time. The file is read again when it changes (looked at on each request).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from ..errors import ConfigurationError
+from .settings import ApprovalsConfig
+
+__all__ = ["Approver", "ApproverTable", "load_approvers", "parse_approvers"]
+
+log = logging.getLogger("guardrails.gateway")
+
+_MAX_NAME = 256
+
+
+class Approver(NamedTuple):
+    """An approver of one tenant: the name recorded with each decision."""
+
+    tenant: str
+    name: str
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8")).digest()
+
+
+def parse_approvers(text: str, where: str) -> dict[bytes, Approver]:
+    """``digest -> Approver`` from ``<tenant> <approver> <token>`` lines; errors name the line."""
+    table: dict[bytes, Approver] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) != 3 or len(parts[1]) > _MAX_NAME:
+            raise ConfigurationError(
+                f"{where}, line {number}: expected '<tenant> <approver> <token>'"
+            )
+        tenant, name, token = parts
+        digest = _digest(token)
+        if token.startswith("sha256:"):
+            try:
+                digest = bytes.fromhex(token[len("sha256:") :])
+            except ValueError:
+                digest = b""
+            if len(digest) != 32:
+                raise ConfigurationError(f"{where}, line {number}: a bad sha256: digest")
+        if digest in table:
+            raise ConfigurationError(f"{where}, line {number}: this token is listed twice")
+        table[digest] = Approver(tenant, name)
+    return table
+
+
+def load_approvers(config: ApprovalsConfig) -> dict[bytes, Approver]:
+    """The approvers of the file and of the environment variable (either may be absent)."""
+    table: dict[bytes, Approver] = {}
+    if config.approvers_file is not None:
+        try:
+            text = Path(config.approvers_file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigurationError(
+                f"approvals.approvers_file: cannot read {config.approvers_file} ({exc.strerror})"
+            ) from exc
+        table.update(parse_approvers(text, config.approvers_file))
+    if config.approvers_env is not None:
+        raw = os.environ.get(config.approvers_env, "")
+        table.update(parse_approvers(raw.replace(";", "\n"), f"${config.approvers_env}"))
+    return table
+
+
+class ApproverTable:
+    """The approvers, read again when the file changes; ``approver(token)`` or None."""
+
+    def __init__(self, config: ApprovalsConfig, known: dict[bytes, Approver]) -> None:
+        self.config = config
+        self._approvers = list(known.items())
+        self._stamp = self._file_stamp()
+
+    def _file_stamp(self) -> tuple[int, int, int] | None:
+        if self.config.approvers_file is None:
+            return None
+        try:
+            status = os.stat(self.config.approvers_file)
+        except OSError:
+            return None
+        return (status.st_mtime_ns, status.st_size, status.st_ino)
+
+    def _refresh(self) -> None:
+        stamp = self._file_stamp()
+        if self.config.approvers_file is None or stamp == self._stamp:
+            return
+        self._stamp = stamp
+        try:
+            self._approvers = list(load_approvers(self.config).items())
+        except ConfigurationError as exc:
+            log.warning("approvers not reloaded: %s", str(exc).splitlines()[0])
+
+    def approver(self, token: str) -> Approver | None:
+        self._refresh()
+        digest = _digest(token)
+        found = None
+        for known, approver in self._approvers:
+            # Every entry is compared, so the time taken does not say which matched.
+            if hmac.compare_digest(known, digest):
+                found = approver
+        return found
