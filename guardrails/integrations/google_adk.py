@@ -32,6 +32,7 @@ from ..context import ToolResult
 from ..engine import Guardrails, Turn
 from ..middleware._render import render
 from ..tools import Tool
+from ._approval import held, pause
 from ._common import ContextSource, ReportSink, reads_as_value, start_turn
 from ._framework_tools import (
     Clash,
@@ -223,14 +224,28 @@ class _Guarding:
             tool.run_async = _GuardedRun(tool.name, tool.run_async, self)
 
     async def run_tool(self, run: _Run, name: str, run_async: Any, args: Any, ctx: Any) -> Any:
-        self.waiting.pop(ctx.function_call_id, None)
-        run.seen.add(ctx.function_call_id)
+        call_id = ctx.function_call_id
+        self.waiting.pop(call_id, None)
+        run.seen.add(call_id)
+        # A call the gate held and paused here, now resumed with the person's confirmation.
+        resumed = call_id in run.held
+        run.held.discard(call_id)
+        confirmation = getattr(ctx, "tool_confirmation", None)
+        if resumed and not getattr(confirmation, "confirmed", False):
+            # Rejected at the confirmation: it never runs, whatever the store says.
+            return _answer(await arefused(run.turn, name, args, call_id), None)
         call = _Call(run_async, ctx)
         token = _CALL.set(call)
         try:
-            result = await run.turn.acall(name, args, ctx.function_call_id)
+            result = await run.turn.acall(name, args, call_id)
         finally:
             _CALL.reset(token)
+        if held(result) and not resumed:
+            # Held for a person: ADK's confirmation request pauses the invocation. Confirmed,
+            # it comes back here and runs only on the stored approval of its arguments.
+            ctx.request_confirmation(hint=result.content, payload=pause(result))
+            run.held.add(call_id)
+            self.wait(call_id, ctx.invocation_id)
         return _answer(result, call.rich)
 
     async def answered(self, tool: Any, tool_args: Any, tool_context: Any) -> None:
@@ -324,6 +339,7 @@ class _Run:
         self.text = text
         self.decided: frozenset[str] = frozenset()
         self.seen: set[Any] = set()  # the call ids tool_call answered, until their after-callback
+        self.held: set[Any] = set()  # the call ids paused for a confirmation of the gate's request
 
     async def decide(self, names: list[str]) -> None:
         # A sub-agent's request may bring tools not decided yet: decide on all of them again.
