@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from time import perf_counter_ns
 from typing import Any
 
@@ -31,7 +31,7 @@ from ..store import offloop
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
 from ._quick import quick_guard
 from .defaults import default_guards
-from .fields import field_sources, values_at
+from .fields import field_sources, named_by, records_named, values_at
 from .gates import CeilingCheck, Counts, IntentCheck, Intents, PreTurnCheck
 from .policy import Policy
 from .provenance import USER, Ledgers, Sources
@@ -94,7 +94,7 @@ def install(
     policy.check(tools)
     fields = field_sources(policy.source_names(), tools)
     sources = Sources(
-        tools, policy.trusted, ((tool, name) for tool, items in fields.items() for _, name in items)
+        tools, policy.trusted, ((tool, f[1]) for tool, items in fields.items() for f in items)
     )
     ledgers = Ledgers(sources, store=store, **limits)
     intents = Intents(policy.intents)
@@ -279,10 +279,10 @@ class PolicyHook:
         intents: Intents,
         *,
         label: bool,
-        fields: Mapping[str, tuple[tuple[Any, str], ...]] | None = None,
+        fields: Mapping[str, tuple[tuple[Any, str, Any], ...]] | None = None,
     ) -> None:
         self.name = "policy"
-        self.fields = dict(fields or {})  # tool -> (path, field source) pairs
+        self.fields = dict(fields or {})  # tool -> (path, field source, by paths)
         self.ledgers = ledgers
         self.counts = counts
         self.intents = intents
@@ -336,8 +336,22 @@ class PolicyHook:
                 pass
             else:
                 self.ledgers.label_value(turn, context, source, shown)
-                for path, field in self.fields.get(source, ()):
-                    for value in values_at(shown, path):
-                        self.ledgers.label_value(turn, context, field, value)
+                self._label_fields(turn, context, source, shown)
                 return
         self.ledgers.label_text(turn, context, source, content)
+
+    def _label_fields(self, turn: Any, context: Any, source: str, shown: Any) -> None:
+        """Label the values at each field source's path; ``by``: of the records the user named."""
+        named = None
+        for path, field, by in self.fields.get(source, ()):
+            if not by:
+                values = values_at(shown, path)
+            else:
+                named = named or self._user_named(turn, context)
+                values = records_named(shown, path, by, named)
+            for value in values:
+                self.ledgers.label_value(turn, context, field, value)
+
+    def _user_named(self, turn: Any, context: Any) -> Callable[[Any], bool]:
+        view, user = self.ledgers.view(turn, context), self.ledgers.sources.bits[USER]
+        return named_by(lambda text: bool(view.lookup(text) & user))

@@ -173,3 +173,123 @@ def test_an_unknown_field_source_is_one_line(source: str) -> None:
         f"p.toml: [tools.send_mail.params.to] grounded_in: unknown source {source!r}; "
         "use 'user', 'context', 'trusted', a tool name or a tool's field (TOOL.PATH)"
     )
+
+
+# -- the records the user named: "TOOL.PATH by FIELD" ----------------------------------
+
+
+@tool(effect=True)
+def pay(iban: str, amount: float) -> str:
+    """Pay."""
+    return "paid"
+
+
+@tool
+def list_payees() -> list[dict[str, str]]:
+    """The user's saved payees."""
+    return [
+        {"name": "Anna Schmidt", "iban": "DE83370400440532013011", "nick": "Anni"},
+        {"name": "Tom Becker", "iban": "NL91ABNA0417164300", "nick": "TB"},
+        {"name": "Hausverwaltung Berg", "iban": "DE95700202700015432198", "nick": "landlord"},
+    ]
+
+
+NAMED = """
+[sources]
+trusted = ["list_payees"]
+
+[tools.pay.params.iban]
+kind = "iban"
+grounded_in = ["user", "list_payees.iban by name or nick"]
+"""
+ANNA, TOM, BERG = "DE83370400440532013011", "NL91ABNA0417164300", "DE95700202700015432198"
+
+
+def paid(said: str, iban: str, *, list_first: bool = False) -> Outcome:
+    rails = Guardrails([pay, list_payees], policy=loads(NAMED, origin="p.toml"))
+    turn = rails.turn(session="s")
+    if list_first:
+        turn.call("list_payees", {})
+    turn.pre_turn(said)
+    turn.call("list_payees", {})
+    return turn.call("pay", {"iban": iban, "amount": 60}).outcome
+
+
+@pytest.mark.parametrize(
+    ("said", "iban"),
+    [
+        ("Pay Anna 60", ANNA),  # one word of the name
+        ("pay anna schmidt 60", ANNA),  # the name whole, in any case
+        ("Pay Tom's share: 60", TOM),  # a possessive
+        ("Pay my landlord 60", BERG),  # another field named after by
+        ("Pay TB 60", TOM),  # a short value, whole
+    ],
+)
+def test_the_record_the_user_named_grounds(said: str, iban: str) -> None:
+    assert paid(said, iban) == Outcome.OK
+
+
+@pytest.mark.parametrize(
+    ("said", "iban"),
+    [
+        ("Pay Anna 60", TOM),  # another saved payee
+        ("Pay Schmidt-Meyer 60", ANNA),  # words are matched whole
+        ("Pay Annabel 60", ANNA),  # a word is matched whole
+        ("Pay 60 to my account at Berger & Sons", BERG),
+    ],
+)
+def test_a_record_the_user_did_not_name_does_not(said: str, iban: str) -> None:
+    assert paid(said, iban) == Outcome.INVALID_ARGS
+
+
+def test_a_result_read_before_the_user_named_the_record_does_not_ground_it() -> None:
+    rails = Guardrails([pay, list_payees], policy=loads(NAMED, origin="p.toml"))
+    turn = rails.turn(session="s")
+    turn.pre_turn("Show my payees")
+    turn.call("list_payees", {})
+    turn.pre_turn("Pay Anna 60")
+    assert turn.call("pay", {"iban": ANNA, "amount": 60}).outcome == Outcome.INVALID_ARGS
+    turn.call("list_payees", {})  # read again, now that the user named her
+    assert turn.call("pay", {"iban": ANNA, "amount": 60}).outcome == Outcome.OK
+
+
+def test_split_source_with_by() -> None:
+    tools = ["list_payees"]
+    assert split_source("list_payees.iban by name", tools) == ("list_payees", "iban")
+    assert split_source("list_payees.iban by name or nick", tools) == ("list_payees", "iban")
+    assert split_source("list_payees.iban by ", tools) is None
+    assert split_source("list_payees.iban by name or ", tools) is None
+    assert split_source("list_payees.* by name", tools) is None  # the value is an object's field
+    assert split_source("list_payees.0 by name", tools) is None
+    assert split_source("list_payees.iban by a..b", tools) is None
+
+
+def test_a_bound_source_is_a_source_of_its_own_trusted_when_its_tool_is() -> None:
+    from guardrails.policy.fields import field_sources
+
+    name = "list_payees.iban by name or nick"
+    fields = field_sources([name, "list_payees.iban"], ["list_payees"])
+    assert [(f[1], f[2]) for f in fields["list_payees"]] == [
+        ("list_payees.iban", ()),
+        (name, (("name",), ("nick",))),
+    ]
+    sources = Sources(
+        ["list_payees"], ["list_payees"], [("list_payees", f[1]) for f in fields["list_payees"]]
+    )
+    assert sources.bits[name] != sources.bits["list_payees.iban"]
+    assert sources.trusted & sources.bits[name]
+
+
+def test_the_record_the_user_named_grounds_across_processes_through_a_store(tmp_path: Any) -> None:
+    from guardrails.store import SQLiteStore
+
+    path = tmp_path / "labels.db"
+    first = Guardrails([pay, list_payees])
+    first.load_policy(loads(NAMED, origin="p.toml"), store=SQLiteStore(path))
+    first.turn(session="s", tenant="t").pre_turn("Pay Anna 60")
+    second = Guardrails([pay, list_payees])  # another process: the user's words only in the store
+    second.load_policy(loads(NAMED, origin="p.toml"), store=SQLiteStore(path))
+    turn = second.turn(session="s", tenant="t")
+    turn.call("list_payees", {})
+    assert turn.call("pay", {"iban": ANNA, "amount": 60}).outcome == Outcome.OK
+    assert turn.call("pay", {"iban": TOM, "amount": 60}).outcome == Outcome.INVALID_ARGS
