@@ -1,8 +1,9 @@
 """What the approval gate reports to the engine's recorders: one event per call it held or ran.
 
 The gate calls ``on_event(APPROVAL, ApprovalEvent(...))``; the Prometheus
-recorder counts it, the other recorders leave it (the call's own audit row
-already names the request).
+recorder counts it, the OpenTelemetry recorder adds it to the call's span as
+events, the audit log leaves it (the call's own audit row already names the
+request).
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ class ApprovalEvent(NamedTuple):
     events: tuple[str, ...]
     decision_seconds: float | None = None
     """From the request to its approval (store times), for a ``granted`` call; else None."""
+    call_id: str | None = None
+    """The call's id: its span gets the events (``telemetry.py``)."""
+    request_id: str | None = None
+    """The request the call concerns (for the span, never for a metric label)."""
 
 
 def events_of(state: str) -> tuple[str, ...]:

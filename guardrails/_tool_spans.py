@@ -53,6 +53,14 @@ def take_open_span(call_id: str) -> Span | None:
     return None
 
 
+def open_span(call_id: str) -> Span | None:
+    """The innermost span ``hook()`` opened for ``call_id`` in this context, left in place."""
+    for entry_id, span, _ in reversed(_OPEN.get()):
+        if entry_id == call_id:
+            return span
+    return None
+
+
 def _note_ids(invocation: Invocation, span: Span) -> None:
     """Put the span's trace and span ids in the call's audit detail (W3C hex form)."""
     ids = span.get_span_context()

@@ -28,6 +28,10 @@ from opentelemetry.trace import (
     TracerProvider,
 )
 
+from ._approval_event import APPROVAL
+from ._approval_spans import ATTR_APPROVAL_REQUEST, ATTR_APPROVAL_WAITED, EVENT_APPROVAL
+from ._approval_spans import flush as _flush_approvals
+from ._approval_spans import note as _note_approval
 from ._evaluation_logs import EvaluationLog
 from ._faults import fault_escapes
 from ._metric_names import UNKNOWN_TOOL
@@ -42,6 +46,8 @@ from .recorder import log_failure
 from .verdicts import EscapeReason, Outcome, Verdict, combine
 
 __all__ = [
+    "ATTR_APPROVAL_REQUEST",
+    "ATTR_APPROVAL_WAITED",
     "ATTR_CHOKE_POINT",
     "ATTR_ENFORCED",
     "ATTR_EXCEPTION_TYPE",
@@ -55,6 +61,10 @@ __all__ = [
     "ATTR_TRUNCATED",
     "ATTR_VERDICT",
     "ERROR_TYPE",
+    "EVENT_APPROVAL_DENIED",
+    "EVENT_APPROVAL_EXPIRED",
+    "EVENT_APPROVAL_GRANTED",
+    "EVENT_APPROVAL_REQUESTED",
     "EVENT_ESCAPE",
     "EVENT_FAULT",
     "EVENT_VERDICT",
@@ -111,6 +121,14 @@ EVENT_ESCAPE = "guardrails.escape"
 """A fail-open escape: the action went on without an enforced decision."""
 EVENT_FAULT = "guardrails.fail_closed_fault"
 """A fail-closed guard could not decide and the action was stopped."""
+EVENT_APPROVAL_REQUESTED = EVENT_APPROVAL["requested"]
+"""The call needed approval and a request was stored (on the call's span)."""
+EVENT_APPROVAL_GRANTED = EVENT_APPROVAL["granted"]
+"""The call consumed its approval and ran."""
+EVENT_APPROVAL_DENIED = EVENT_APPROVAL["denied"]
+"""A person's denial stopped the call."""
+EVENT_APPROVAL_EXPIRED = EVENT_APPROVAL["expired"]
+"""The call's request had lapsed unused; a new one is requested."""
 
 _SPAN_NAMES = {"pre_turn": SPAN_PRE_TURN, "post_run": SPAN_POST_RUN}
 # What hook() already set on the span it opened: not set (and cleaned by the SDK) twice.
@@ -241,6 +259,7 @@ class OpenTelemetryRecorder:
                 for key in _SET_AT_START:
                     attributes.pop(key, None)
                 span.set_attributes(attributes)
+            _flush_approvals(span, result.call_id)  # the approval gate's, if any
             if span.is_recording():
                 self._events(span, result.verdicts, result.escapes, start, end, result.reason)
                 if fault is not None:
@@ -284,6 +303,9 @@ class OpenTelemetryRecorder:
         if tracer is None:
             return
         try:
+            if kind == APPROVAL:
+                _note_approval(payload)  # on the call's span (_approval_spans.py)
+                return
             if kind == "backstop":
                 self._backstop(tracer, payload)
                 return

@@ -144,5 +144,10 @@ def _event(invocation: Invocation, found: Admission) -> ApprovalEvent:
     if found.state == "run" and record.decided_at is not None:
         waited = max(0.0, record.decided_at - record.requested_at)
     return ApprovalEvent(
-        invocation.name, invocation.tool is not None, events_of(found.state), waited
+        invocation.name,
+        invocation.tool is not None,
+        events_of(found.state),
+        waited,
+        invocation.call_id,
+        record.id,
     )

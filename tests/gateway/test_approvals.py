@@ -390,3 +390,31 @@ def test_the_documented_error_codes_are_the_endpoint_s() -> None:
     section = page.split("## The HTTP API", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| (\d{3}) \| `(\w+)` \|", section, re.M)
     assert {code: int(status) for status, code in rows} == ERRORS
+
+
+async def test_the_gateway_s_call_spans_carry_the_approval_events(tmp_path: Path) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from guardrails import telemetry
+    from guardrails.approvals import Approvals
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    path = configure(tmp_path)
+    config = parse_config(tomllib.loads(path.read_text()), base=tmp_path, source=str(path))
+    gateway = Gateway(config, secrets={}.get, tracer_provider=provider)
+    async with gateway.running(), Client(gateway.server(), cache=None) as client:
+        assert await transfer(client, 900) == (True, PENDING)
+        [request] = Approvals(gateway.store).list()
+        Approvals(gateway.store).approve(request.id, by="alice")
+        assert await transfer(client, 900) == (False, "sent 900 to bob")
+    spans = [s for s in exporter.get_finished_spans() if s.name == "execute_tool transfer"]
+    events = [
+        [e.name for e in s.events if e.name.startswith("guardrails.approval.")] for s in spans
+    ]
+    assert events == [[telemetry.EVENT_APPROVAL_REQUESTED], [telemetry.EVENT_APPROVAL_GRANTED]]
+    granted = [e for e in spans[1].events if e.name == telemetry.EVENT_APPROVAL_GRANTED]
+    assert granted[0].attributes[telemetry.ATTR_APPROVAL_REQUEST] == request.id  # type: ignore[index]

@@ -60,7 +60,15 @@ def test_the_span_and_event_names_are_the_documented_ones() -> None:
         telemetry.SPAN_BACKSTOP,
     }
     events = {code(r[0])[0] for r in table("| event | when | attributes |")}
-    assert events == {telemetry.EVENT_VERDICT, telemetry.EVENT_ESCAPE, telemetry.EVENT_FAULT}
+    assert events == {
+        telemetry.EVENT_VERDICT,
+        telemetry.EVENT_ESCAPE,
+        telemetry.EVENT_FAULT,
+        telemetry.EVENT_APPROVAL_REQUESTED,
+        telemetry.EVENT_APPROVAL_GRANTED,
+        telemetry.EVENT_APPROVAL_DENIED,
+        telemetry.EVENT_APPROVAL_EXPIRED,
+    }
     assert telemetry.EVENT_VERDICT == "gen_ai.evaluation.result"
     attributes = " ".join(" ".join(r) for r in table("| span | when | attributes |"))
     attributes += " ".join(" ".join(r) for r in table("| event | when | attributes |"))
@@ -83,6 +91,8 @@ def test_the_span_and_event_names_are_the_documented_ones() -> None:
         telemetry.ATTR_REFUSED,
         telemetry.ATTR_TRUNCATED,
         telemetry.ATTR_EXCEPTION_TYPE,
+        telemetry.ATTR_APPROVAL_REQUEST,
+        telemetry.ATTR_APPROVAL_WAITED,
     ):
         assert f"`{name}" in attributes, name
 
