@@ -11,12 +11,13 @@ call runs when the gate finds the stored approval for its exact arguments.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from ..context import ToolResult
+from ..context import Invocation, ToolResult, TurnContext
 from ..verdicts import Outcome, Reason
 
-__all__ = ["PAUSE_KEY", "held", "pause"]
+__all__ = ["PAUSE_KEY", "gated", "gates", "held", "pause"]
 
 # The key of the pause a framework carries to the application (its metadata, its
 # interrupt value, its confirmation payload): tells our pause from the framework's own.
@@ -38,3 +39,26 @@ def pause(result: ToolResult) -> dict[str, Any]:
             "message": result.content,
         }
     }
+
+
+def gates(rails: Any) -> list[Any]:
+    """The hooks of ``rails`` that grant approvals (``ApprovalGate``)."""
+    pipeline = getattr(rails, "_pipeline", None)
+    return [
+        h
+        for h in getattr(pipeline, "hooks", ())
+        if getattr(h, "grants_approval", False) is True and hasattr(h, "needs_approval")
+    ]
+
+
+def gated(rails: Any, name: str, arguments: Any) -> bool:
+    """Whether a gate of ``rails`` would ask about this call, read from its rules alone (no
+    store, no guard): for a framework that decides to pause before the call runs. The
+    model's arguments without the bound ones: a rule on a bound value reads it unknown, so
+    it asks, and the pipeline decides."""
+    found = gates(rails)
+    if not found:
+        return False
+    given = arguments if isinstance(arguments, Mapping) else {}
+    invocation = Invocation(name, given, given, TurnContext(), "", rails.tools.get(name))
+    return any(gate.needs_approval(invocation) for gate in found)

@@ -38,8 +38,10 @@ from typing import Any
 from ..context import ToolResult, TurnContext
 from ..engine import Guardrails, Turn
 from ..middleware.post_run import PostRunReport
+from ..middleware.ticket import Ticket
 from ..text import user_text
 from ..verdicts import Outcome, model_sentence
+from ._approval import gated, gates, held
 from ._common import Offer, Runs, aoffer, context_of
 from ._framework_tools import (
     Clash,
@@ -102,6 +104,9 @@ class _Guard:
         # Calls waiting for a person's approval: call id -> (tool, the run they paused).
         # A resumed run (a copy of the run's context, with new usage) is found by them.
         self.pending: dict[str, tuple[str, _Run]] = {}
+        # Calls the approval gate was asked about before they ran, and let through (a
+        # stored approval used, or no approval needed): call id -> their ticket.
+        self.admitted: dict[str, Ticket] = {}
         # The guarded copies of the MCP servers' tools, by name.
         self.mcp: dict[str, Any] = {}
         _GUARDS.add(self)
@@ -295,9 +300,12 @@ def _guarded(
 
     async def invoke(ctx: Any, arguments: str) -> Any:
         call = _Call(ctx)
-        result: ToolResult = await acall_native(
-            shared.run(ctx).turn, call, name, arguments, getattr(ctx, "tool_call_id", None)
-        )
+        call_id = getattr(ctx, "tool_call_id", None)
+        ticket = shared.admitted.pop(call_id, None) if isinstance(call_id, str) else None
+        if ticket is not None:  # decided when the SDK asked whether it needs approval
+            result = await _settled(ticket, call, run)
+        else:
+            result = await acall_native(shared.run(ctx).turn, call, name, arguments, call_id)
         if not result.ok:
             _span_error(result)
         return sent(result, call.rich)
@@ -313,16 +321,45 @@ def _guarded(
     )
 
 
+async def _settled(ticket: Ticket, call: _Call, run: Callable[..., Any]) -> ToolResult:
+    """A call admitted before it ran: its body, and the steps after it."""
+    if not ticket.admitted:
+        assert ticket.result is not None
+        return ticket.result
+    try:
+        value = await run(call, _plain(ticket.arguments))
+    except Exception as exc:  # read as turn.call reads a tool's exception
+        return await ticket.afail(exc)
+    return await ticket.acomplete(value)
+
+
+def _plain(value: Any) -> Any:
+    """A read-only value as plain JSON values (mappings as dicts, sequences as lists)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
 def _approval(shared: _Guard, name: str, needs: Any) -> Any:
     """The tool's ``needs_approval``, noting each call that waits so its run resumes in the
-    same turn."""
-    if needs is False:
+    same turn; and a call the approval gate holds, which waits the same way (an interruption
+    the application approves, after a person approved the stored request)."""
+    if needs is False and not gates(shared.rails):
         return False
 
     async def needs_approval(ctx: Any, params: Any, call_id: str) -> bool:
         answer = needs(ctx, params, call_id) if callable(needs) else needs
         if inspect.isawaitable(answer):
             answer = await answer
+        if not answer and gated(shared.rails, name, params):
+            # Asked now, before the SDK would run it: a held call becomes an interruption;
+            # any other decision (a stored approval used) is kept for the invoker.
+            ticket = await shared.run(ctx).turn.aadmit(name, params, call_id)
+            answer = ticket.result is not None and held(ticket.result)
+            if not answer:
+                shared.admitted[call_id] = ticket
         if answer and ctx.is_tool_approved(name, call_id) is None:
             shared.wait(ctx, name, call_id)
         return bool(answer)
@@ -375,9 +412,14 @@ def _audited(shared: _Guard, guardrail: Any) -> Any:
         out = await guardrail.run(data)
         if out.behavior.get("type") != "allow":
             ctx = data.context
-            await arefused(
-                shared.run(ctx).turn, ctx.tool_name, ctx.tool_arguments, ctx.tool_call_id
-            )
+            ticket = shared.admitted.pop(ctx.tool_call_id, None)
+            if ticket is not None and ticket.open:
+                # Admitted when its approval was asked about, refused here: it never runs.
+                await ticket.afail()
+            else:
+                await arefused(
+                    shared.run(ctx).turn, ctx.tool_name, ctx.tool_arguments, ctx.tool_call_id
+                )
         return out
 
     return ToolInputGuardrail(guardrail_function=check, name=guardrail.get_name())
