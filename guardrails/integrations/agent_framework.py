@@ -24,8 +24,10 @@ import functools
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NamedTuple
 
+from ..context import ToolResult
 from ..engine import Guardrails, Turn
 from ..tools import Tool
+from ._approval import held, pause
 from ._common import ContextSource, ReportSink, Runs, start_turn
 from ._framework_tools import (
     Clash,
@@ -241,7 +243,29 @@ class _Guarding:
             result = await turn.acall(ctx.function.name, arguments, call_id)
         finally:
             _CALL.reset(token)
+        if held(result) and ctx.metadata.get("approval_response") is None:
+            # Held for a person: the framework's own approval request, as a security
+            # middleware answers. Approved, the call comes back here (with its
+            # ``approval_response``) and runs only on the stored approval.
+            ctx.result = _approval_request(ctx, result, arguments)
+            return
         ctx.result = sent(result, call.rich[-1] if call.rich else None)
+
+
+def _approval_request(ctx: Any, result: ToolResult, arguments: Any) -> Any:
+    """The framework's approval request for a call the gate holds (our pause attached)."""
+    from agent_framework import Content
+
+    occurrence = ctx.metadata.get("function_call_occurrence_id") or result.call_id
+    function_call = Content.from_function_call(
+        call_id=result.call_id,
+        name=result.tool,
+        arguments=arguments if isinstance(arguments, dict) else {},
+        id=occurrence,
+    )
+    return Content.from_function_approval_request(
+        id=occurrence, function_call=function_call, additional_properties=pause(result)
+    )
 
 
 _MISSING = object()
