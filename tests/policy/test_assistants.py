@@ -46,6 +46,12 @@ KNOWN: dict[tuple[str, str], str] = {
     ("payments", "same amount as last month"): (
         "an amount read from a statement is not one the user said (and has the other sign)"
     ),
+    ("payments", "payee named by role"): (
+        "'my landlord' is no word of the payee's name: the payee the user named is bound by words"
+    ),
+    ("payments", "an invoice paid to another saved payee"): (
+        "an invoice's payee is any saved payee: nothing binds the IBAN to the invoice paid"
+    ),
 }
 
 
