@@ -30,6 +30,7 @@ from .approvals import approval_gate
 from .catalog import Names, catalog, published_names
 from .config import GatewayConfig
 from .limits import TenantLimits
+from .listing import Shown, shown_fields
 from .metrics import GatewayCounters, PinCounters
 from .pinning import Pinning
 from .policy import load_policy
@@ -88,6 +89,8 @@ class Gateway:
         # Every published name's upstream, for as long as the gateway runs.
         self.owners: dict[str, str] = {}
         self._clashes: set[tuple[str, str, str]] = set()
+        # Titles, annotations and output schemas of the tools served now.
+        self.shown = Shown(config.max_result_chars)
         self.sessions = Sessions(config.tenants, config.stdio_tenant)
         names = tuple(u.name for u in config.upstreams)
         self.pinning = Pinning(PinCounters(names, self.registry))
@@ -241,6 +244,7 @@ class Gateway:
             self.prometheus.unbind(rails)  # bound by the engine, never served
             raise
         self.owners.update(names.owners)  # kept only once the engine is built
+        self.shown.fields = shown_fields(self.upstreams, names.published)
         return rails
 
     def _names(self) -> Names:
@@ -271,10 +275,11 @@ class Gateway:
 
         tools = GatewayTools(self.rails, context=self.sessions)
         self._served.append(tools)
+        shown = self.shown
 
         async def list_tools(ctx: Any, params: Any = None) -> Any:
             try:
-                return await tools.list_tools(ctx, params)
+                return shown.listing(await tools.list_tools(ctx, params))
             except Exception:
                 # A fault of the gateway itself: nothing is offered, nothing is said.
                 log.exception("tools/list failed")
@@ -286,7 +291,7 @@ class Gateway:
             # upstream's timeout bounds it.
             with anyio.CancelScope(shield=True):
                 try:
-                    return await tools.call_tool(ctx, params)
+                    return shown.answer(params.name, await tools.result(ctx, params))
                 except Exception:
                     log.exception("tools/call failed outside the tool_call pipeline")
                     return _failed_call()

@@ -205,13 +205,35 @@ def _forward(
         result = await upstream.call(remote, arguments, timeout, bound)
         if getattr(result, "is_error", None) is not False:
             raise UpstreamToolError(f"upstream {upstream.name!r} tool {remote!r} answered an error")
-        answer = forwarded(result)
-        redacted = _redact(answer.text, given)
-        # An answer that held a secret is sent as its redacted text, without its blocks.
-        return answer if redacted == answer.text else redacted
+        return _redacted(forwarded(result, structured=True, binary=False), given)
 
     call.__name__ = remote
     return call
+
+
+def _redacted(answer: Forwarded, given: list[Any]) -> Forwarded | str:
+    """``answer`` without the secrets ``given``: an answer that held one is sent as its
+    redacted text, without its other blocks, and its structured content redacted too."""
+    redacted = _redact(answer.text, given)
+    structured = None if answer.structured is None else _redact_value(answer.structured, given)
+    if redacted == answer.text and structured == answer.structured:
+        return answer
+    if structured is None:
+        return redacted
+    from mcp.types import TextContent
+
+    return Forwarded((TextContent(type="text", text=redacted),), structured, redacted)
+
+
+def _redact_value(value: Any, given: list[Any]) -> Any:
+    """A JSON value with each string (keys too) redacted."""
+    if isinstance(value, str):
+        return _redact(value, given)
+    if isinstance(value, dict):
+        return {_redact(str(k), given): _redact_value(v, given) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_value(v, given) for v in value]
+    return value
 
 
 def _redact(text: str, values: Iterable[Any]) -> str:

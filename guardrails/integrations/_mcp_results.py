@@ -4,7 +4,9 @@ A server tool called through the engine (``tools_from_server``, the gateway's
 upstreams) answers ``Forwarded``: its content blocks and structured content,
 whose text (``model_dump_json``, what the engine renders, caps and audits) is
 the text blocks as they are and every other block as its JSON, one per line.
-Structured content is kept only when a text block holds it as JSON.
+Structured content is kept only when a text block holds it as JSON, unless
+the caller redacts it itself (``forwarded(..., structured=True)``: the gateway,
+which also leaves base64 data out of the text with ``binary=False``).
 ``answer`` sends an ``ok`` result back in the same shape: MCP content blocks
 as they are, a JSON object also as ``structuredContent``, when the model would
 read exactly that value's text (not cut to ``max_result_chars``, not
@@ -24,16 +26,28 @@ from ._common import reads_as_value
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
 
-__all__ = ["Forwarded", "answer", "forwarded"]
+__all__ = ["Forwarded", "answer", "forwarded", "text_of"]
 
 
-def _text_of(blocks: Iterable[Any]) -> str:
+def text_of(blocks: Iterable[Any], *, binary: bool = True) -> str:
+    """Text blocks as they are, every other block as its JSON, one per line
+    (``binary=False``: without base64 ``data`` and ``blob`` values)."""
     return "\n".join(
         block.text
         if getattr(block, "type", None) == "text"
         else block.model_dump_json(by_alias=True, exclude_none=True)
+        if binary
+        else json.dumps(_unbinary(block.model_dump(by_alias=True, exclude_none=True)))
         for block in blocks
     )
+
+
+def _unbinary(value: dict[str, Any]) -> dict[str, Any]:
+    kept = {k: v for k, v in value.items() if k not in ("data", "blob")}
+    inner = kept.get("resource")
+    if type(inner) is dict:
+        kept["resource"] = _unbinary(inner)
+    return kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,17 +63,22 @@ class Forwarded:
         return self.text
 
 
-def forwarded(result: Any) -> Forwarded:
+def forwarded(result: Any, *, structured: bool = False, binary: bool = True) -> Forwarded:
     """A ``Forwarded`` of a server's ``CallToolResult`` (its content read once).
 
     Its structured content is kept only when one of its text blocks is that
     value's JSON (as the MCP specification asks of servers): then the text,
     which the engine caps, redacts and audits, holds all the model is sent.
+    ``structured=True`` keeps any JSON object (a tool returning a string often
+    answers ``{"result": "..."}`` beside it): the caller redacts it. ``answer``
+    sends it only beside the whole text (not cut, not rewritten by a hook).
+    ``binary=False`` leaves base64 data (images, audio, blobs) out of the text:
+    it is not text a model reads, and the caller bounds it in bytes.
     """
     content = tuple(result.content)
-    structured = getattr(result, "structured_content", None)
-    kept = structured if type(structured) is dict and _in_text(structured, content) else None
-    return Forwarded(content, kept, _text_of(content))
+    value = getattr(result, "structured_content", None)
+    kept = value if type(value) is dict and (structured or _in_text(value, content)) else None
+    return Forwarded(content, kept, text_of(content, binary=binary))
 
 
 def _in_text(value: dict[str, Any], blocks: Iterable[Any]) -> bool:

@@ -133,9 +133,15 @@ class GuardedTools:
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
     ) -> CallToolResult:
+        return call_tool_result(await self.result(ctx, params))
+
+    async def result(
+        self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
+    ) -> ToolResult:
+        """The guarded call's result, before it is made an MCP answer."""
         turn = await self._turn(ctx)
         arguments = {} if params.arguments is None else params.arguments
-        return call_tool_result(await turn.acall(params.name, arguments))
+        return await turn.acall(params.name, arguments)
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext

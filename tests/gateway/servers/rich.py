@@ -1,0 +1,58 @@
+"""An upstream using more of MCP: titles, annotations, output schemas, structured
+results, images, embedded resources, progress, resources and prompts."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TypedDict
+
+from mcp.server import MCPServer
+from mcp.types import EmbeddedResource, ImageContent, TextResourceContents, ToolAnnotations
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__)))))
+from tests.gateway.servers._serve import serve
+
+app = MCPServer("rich")
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+
+class Weather(TypedDict):
+    city: str
+    celsius: int
+
+
+@app.tool(
+    title="Current weather",
+    annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+)
+def weather(city: str) -> Weather:
+    """The weather in a city."""
+    return {"city": city, "celsius": 21}
+
+
+@app.tool(
+    title="Delete a file",
+    annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True),
+)
+def delete(path: str) -> str:
+    """Delete a file (nothing is deleted: a test double)."""
+    return f"deleted {path}"
+
+
+@app.tool()
+def picture() -> list[ImageContent | EmbeddedResource]:
+    """A one-pixel image and an embedded text resource."""
+    return [
+        ImageContent(type="image", data=PIXEL, mime_type="image/png"),
+        EmbeddedResource(
+            type="resource",
+            resource=TextResourceContents(
+                uri="file:///notes.txt", mime_type="text/plain", text="notes"
+            ),
+        ),
+    ]
+
+
+if __name__ == "__main__":
+    serve(app)
