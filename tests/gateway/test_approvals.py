@@ -40,6 +40,7 @@ from .conftest import (
     text,
     write_config,
 )
+from .test_replicas import store_url
 
 LEDGER_SERVER = [PY, str(SERVERS / "ledger.py")]
 PENDING = SENTENCES[Reason.APPROVAL_PENDING]
@@ -48,7 +49,7 @@ EXPIRED = SENTENCES[Reason.APPROVAL_EXPIRED]
 APPROVERS = {"acme": ("alice@acme.example", "appr-acme-1111"), "globex": ("gus", "appr-gx-2222")}
 
 
-def configure(tmp_path: Path, extra: str = "") -> Path:
+def configure(tmp_path: Path, extra: str = "", store: str | None = None) -> Path:
     """A gateway whose ``transfer`` over 500 needs approval, and acme's ``balance`` of 'vault'."""
     (tmp_path / "ledger.jsonl").touch()
     (tmp_path / "approvers.txt").write_text(
@@ -70,7 +71,7 @@ env = {{ LEDGER = "{tmp_path / "ledger.jsonl"}" }}
 [upstreams.ledger.tools.transfer]
 approval = "amount > 500"
 """
-    return write_config(tmp_path, body)
+    return write_config(tmp_path, body, store=store)
 
 
 def ledger(tmp_path: Path) -> list[dict[str, Any]]:
@@ -83,10 +84,13 @@ async def transfer(client: Client, amount: int, to: str = "bob") -> tuple[bool, 
     return bool(result.is_error), text(result)
 
 
-def approvals_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def approvals_cli(
+    tmp_path: Path, *args: str, store: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """``guardrails approvals ARGS --store <the gateway's store>`` in a process of its own."""
+    url = store or str(tmp_path / "audit.db")
     return subprocess.run(
-        [PY, "-m", "guardrails.cli", "approvals", *args, "--store", str(tmp_path / "audit.db")],
+        [PY, "-m", "guardrails.cli", "approvals", *args, "--store", url],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -95,8 +99,10 @@ def approvals_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str
     )
 
 
-def listed(tmp_path: Path, status: str = "pending") -> list[dict[str, Any]]:
-    done = approvals_cli(tmp_path, "list", "--status", status, "--json")
+def listed(
+    tmp_path: Path, status: str = "pending", store: str | None = None
+) -> list[dict[str, Any]]:
+    done = approvals_cli(tmp_path, "list", "--status", status, "--json", store=store)
     assert done.returncode == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
 
@@ -120,6 +126,29 @@ async def test_an_approved_call_runs_once_with_exactly_its_arguments(
     assert ledger(tmp_path) == [{"amount": 20, "to": "bob"}, {"amount": 900, "to": "bob"}]
     statuses = sorted(r["status"] for r in listed(tmp_path, "all"))
     assert statuses == ["pending", "pending", "pending", "used"]
+
+
+@pytest.mark.postgres
+async def test_two_replicas_on_postgresql_run_an_approved_call_once(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    url = store_url(pg_dsn)
+    path = configure(tmp_path, store=url)
+    token = TOKENS["acme"]
+    async with (
+        http_gateway(path) as (first, _),
+        http_gateway(path) as (second, _),
+        http_client(first, token, "s-1") as one,
+        http_client(second, token, "s-1") as other,
+    ):
+        assert await transfer(one, 900) == (True, PENDING)
+        assert await transfer(other, 900) == (True, PENDING)  # the same request, not a second
+        [request] = listed(tmp_path, store=url)
+        done = approvals_cli(tmp_path, "approve", request["id"], "--by", "alice", store=url)
+        assert done.returncode == 0, done.stderr
+        assert await transfer(other, 900) == (False, "sent 900 to bob")
+        assert await transfer(one, 900) == (True, PENDING)
+    assert ledger(tmp_path) == [{"amount": 900, "to": "bob"}]
 
 
 async def test_a_denied_call_never_runs_and_the_decision_is_audited(tmp_path: Path) -> None:
@@ -224,6 +253,27 @@ async def test_an_approver_decides_over_http_and_the_call_runs_once(tmp_path: Pa
         assert verify(store).ok  # the decision is a link of the hash chain
     detail = json.loads(row.detail)
     assert (row.outcome, detail["by"], detail["request"]) == ("approved", alice, request["id"])
+
+
+async def test_a_denial_or_an_expiry_over_http_never_runs_the_call(tmp_path: Path) -> None:
+    alice, token = APPROVERS["acme"]
+    async with endpoint(tmp_path) as (base, client), _client(base, token) as http:
+        assert await transfer(client, 900) == (True, PENDING)
+        assert await transfer(client, 950) == (True, PENDING)
+        [late, denied] = (await http.get("/approvals")).json()["requests"]
+        refused = await http.post(f"/approvals/{denied['id']}/deny", json={"reason": "no"})
+        assert refused.json()["request"]["decided_by"] == alice
+        assert await transfer(client, 900) == (True, DENIED)
+        with sqlite3.connect(tmp_path / "audit.db") as db:  # its hour passes
+            db.execute(
+                "UPDATE guardrails_approvals SET expires_at = requested_at WHERE id = ?",
+                (late["id"],),
+            )
+        too_late = await http.post(f"/approvals/{late['id']}/approve", json={})
+        _typed(too_late, 409, "not_pending")
+        assert too_late.json()["status"] == "expired"
+        assert await transfer(client, 950) == (True, EXPIRED)
+    assert ledger(tmp_path) == []
 
 
 async def test_only_an_approver_of_the_tenant_sees_or_decides(tmp_path: Path) -> None:
