@@ -17,7 +17,7 @@ from typing import Any
 from ..context import Invocation, ToolResult, TurnContext
 from ..verdicts import Outcome, Reason
 
-__all__ = ["PAUSE_KEY", "gated", "gates", "held", "pause"]
+__all__ = ["PAUSE_KEY", "gated", "gates", "held", "pause", "plain"]
 
 # The key of the pause a framework carries to the application (its metadata, its
 # interrupt value, its confirmation payload): tells our pause from the framework's own.
@@ -62,3 +62,12 @@ def gated(rails: Any, name: str, arguments: Any) -> bool:
     given = arguments if isinstance(arguments, Mapping) else {}
     invocation = Invocation(name, given, given, TurnContext(), "", rails.tools.get(name))
     return any(gate.needs_approval(invocation) for gate in found)
+
+
+def plain(value: Any) -> Any:
+    """A read-only value (a ticket's arguments) as plain JSON values: dicts and lists."""
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value

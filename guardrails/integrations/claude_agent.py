@@ -29,15 +29,19 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import functools
+import inspect
 import json
 from collections import defaultdict, deque
 from collections.abc import Iterable
 from typing import Any
 
+from ..context import ToolResult
 from ..engine import Guardrails, Turn
 from ..errors import ConfigurationError
+from ..middleware.ticket import Ticket
 from ..tools import Tool
 from ..verdicts import Outcome, model_sentence
+from ._approval import gated, held, plain
 from ._claude_cli import CliTools
 from ._common import ContextSource, ReportSink, start_turn
 from ._framework_tools import (
@@ -132,6 +136,9 @@ class _Hooks:
         self.waiting: defaultdict[tuple[str, str], deque[tuple[Turn, str | None]]] = defaultdict(
             deque
         )
+        # Served calls the approval gate let through while the application's callback was
+        # asked (a stored approval used), by call id: the served tool completes their ticket.
+        self.admitted: dict[str, Ticket] = {}
 
     def turn_of(self, hook_input: dict[str, Any]) -> Turn:
         session = hook_input.get("session_id")
@@ -168,26 +175,51 @@ class _Hooks:
         return {} if self.can_use_tool is not None else _ALLOW
 
     async def permit(self, name: str, tool_input: Any, ctx: Any) -> Any:
-        """The application's ``can_use_tool``; a served call it denies is audited (``unavailable``)."""
+        """The application's ``can_use_tool``; a served call it denies is audited (``unavailable``).
+
+        A served call the approval gate would ask about is put to the gate first, so that
+        its request is stored while the application's callback decides (a person can
+        approve it from anywhere meanwhile); the call still runs only on that approval."""
+        served = name[len(self.prefix) :] if name.startswith(self.prefix) else None
+        early = await self._gate(served, tool_input, ctx) if served is not None else None
         decision = await self.can_use_tool(name, tool_input, ctx)
         denied = getattr(decision, "behavior", None) == "deny"
-        if not name.startswith(self.prefix):
+        if served is None:
             if denied and self.cli is not None:
                 await self.cli.refused(getattr(ctx, "tool_use_id", None))
             return decision
-        served = name[len(self.prefix) :]
         waiting = self._take(served, tool_input, getattr(ctx, "tool_use_id", None))
         if waiting is None:
             return decision
         turn, call_id = waiting
+        updated = getattr(decision, "updated_input", None)
+        kept = not denied and call_id is not None and (updated is None or updated == tool_input)
+        if early is not None and kept:
+            self.admitted[str(call_id)] = early
+        elif early is not None and early.open:
+            await early.afail()  # admitted for what was asked, which does not run as asked
         if denied:
-            await arefused(turn, served, tool_input, call_id)
+            if early is None:  # (a ticket's call was audited when it was decided)
+                await arefused(turn, served, tool_input, call_id)
             return decision
         # Allowed, perhaps with arguments the application rewrote: those are the call's.
-        updated = getattr(decision, "updated_input", None)
         arguments = tool_input if updated is None else updated
         self.waiting[(served, _key(arguments))].append(waiting)
         return decision
+
+    async def _gate(self, name: str, tool_input: Any, ctx: Any) -> Ticket | None:
+        """A served call the gate would ask about, admitted now: None when the gate holds it
+        (its request stored) or does not ask; else its ticket (a stored approval used)."""
+        if not gated(self.rails, name, tool_input):
+            return None
+        key = (name, _key(tool_input))
+        call_id = getattr(ctx, "tool_use_id", None)
+        queue = self.waiting.get(key)
+        if not queue:
+            return None
+        turn, known = next((e for e in queue if e[1] == call_id), queue[0])
+        ticket = await turn.aadmit(name, tool_input, known)
+        return None if ticket.result is not None and held(ticket.result) else ticket
 
     def _take(self, name: str, arguments: Any, call_id: Any) -> tuple[Turn, str | None] | None:
         """The waiting call of ``name`` with these arguments (this call id, if it is there)."""
@@ -226,14 +258,32 @@ class _Hooks:
             # Not seen by the hook (the server used without it): nothing runs.
             return _text_blocks(model_sentence(Outcome.UNAVAILABLE)), True
         turn, call_id = waiting
+        ticket = self.admitted.pop(call_id, None) if call_id is not None else None
         found: list[Rich] = []
         token = _RICH.set(found)
         try:
-            result = await turn.acall(name, arguments, call_id)
+            if ticket is not None:  # admitted while the application's callback was asked
+                result = await _settled(ticket, self.rails.tools[name])
+            else:
+                result = await turn.acall(name, arguments, call_id)
         finally:
             _RICH.reset(token)
         answer = sent(result, found[-1] if found else None)
         return (_text_blocks(answer) if isinstance(answer, str) else answer), result.is_error
+
+
+async def _settled(ticket: Ticket, tool: Tool) -> ToolResult:
+    """A served call admitted before it ran: its body, and the steps after it."""
+    if not ticket.admitted:
+        assert ticket.result is not None
+        return ticket.result
+    try:
+        value = tool(**plain(ticket.arguments))
+        if inspect.isawaitable(value):
+            value = await value
+    except Exception as exc:  # read as turn.call reads a tool's exception
+        return await ticket.afail(exc)
+    return await ticket.acomplete(value)
 
 
 def _text_blocks(text: str) -> list[dict[str, Any]]:

@@ -41,7 +41,7 @@ from ..middleware.post_run import PostRunReport
 from ..middleware.ticket import Ticket
 from ..text import user_text
 from ..verdicts import Outcome, model_sentence
-from ._approval import gated, gates, held
+from ._approval import gated, gates, held, plain
 from ._common import Offer, Runs, aoffer, context_of
 from ._framework_tools import (
     Clash,
@@ -327,19 +327,10 @@ async def _settled(ticket: Ticket, call: _Call, run: Callable[..., Any]) -> Tool
         assert ticket.result is not None
         return ticket.result
     try:
-        value = await run(call, _plain(ticket.arguments))
+        value = await run(call, plain(ticket.arguments))
     except Exception as exc:  # read as turn.call reads a tool's exception
         return await ticket.afail(exc)
     return await ticket.acomplete(value)
-
-
-def _plain(value: Any) -> Any:
-    """A read-only value as plain JSON values (mappings as dicts, sequences as lists)."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _approval(shared: _Guard, name: str, needs: Any) -> Any:
