@@ -25,7 +25,7 @@ from tests.integrations import _approvals as ap
 if os.environ.get("GUARDRAILS_REQUIRE_FRAMEWORKS") != "1":
     pytest.importorskip("claude_agent_sdk", reason="claude-agent-sdk is not installed")
 
-from claude_agent_sdk import (  # noqa: E402
+from claude_agent_sdk import (
     ClaudeAgentOptions,
     PermissionResultAllow,
     PermissionResultDeny,
@@ -33,7 +33,7 @@ from claude_agent_sdk import (  # noqa: E402
     tool,
 )
 
-from guardrails.integrations.claude_agent import guard_options  # noqa: E402
+from guardrails.integrations.claude_agent import guard_options
 
 pytestmark = pytest.mark.slow
 NAME = "mcp__bank__transfer"
