@@ -164,7 +164,16 @@ def test_values_at_is_bounded_on_deep_lists() -> None:
 # -- load-time mistakes ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("source", ["list_contact.email", "list_contacts.", "list_contacts..email"])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "list_contact.email",
+        "list_contacts.",
+        "list_contacts..email",
+        "list_contacts.email by ",  # by names no field
+        "list_contacts.* by name",  # by needs the value to be an object's field
+    ],
+)
 def test_an_unknown_field_source_is_one_line(source: str) -> None:
     text = f'[tools.send_mail.params.to]\ngrounded_in = ["{source}"]\n'
     with pytest.raises(PolicyError) as caught:
