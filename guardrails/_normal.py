@@ -17,7 +17,7 @@ from operator import is_
 
 from .confusables import data, disguises
 
-__all__ = ["normalise", "normalise_tokens"]
+__all__ = ["fold_width", "normalise", "normalise_tokens"]
 
 _WORDS = re.compile(r"\w+")
 
@@ -41,10 +41,15 @@ def normalise(text: str) -> str:
     ``ＲＥＦＵＮＤ``, ``Refund``, and ``refund`` with a zero-width space inside,
     all become ``refund``.
     """
+    return fold_width(text).casefold()
+
+
+def fold_width(text: str) -> str:
+    """Invisible characters removed, then NFKC (``normalise`` without the casefold)."""
     text = _IGNORABLE.sub("", text)
     if _ASTRAL.search(text):
         text = _IGNORABLE_ASTRAL.sub("", text)
-    return unicodedata.normalize("NFKC", text).casefold()
+    return unicodedata.normalize("NFKC", text)
 
 
 # Between tokens in the one string that all odd tokens are normalised as:

@@ -4,9 +4,20 @@ See docs/policy.md. Load one with ``Guardrails(..., policy=...)``,
 ``rails.load_policy(path)`` or ``Policy.from_toml(path, tools=...)``.
 """
 
+from .custom_kinds import CustomKind
 from .kinds import Kind
 from .loader import load, loads
 from .policy import Ceiling, Policy, PolicyError
 from .rules import Check, Param
 
-__all__ = ["Ceiling", "Check", "Kind", "Param", "Policy", "PolicyError", "load", "loads"]
+__all__ = [
+    "Ceiling",
+    "Check",
+    "CustomKind",
+    "Kind",
+    "Param",
+    "Policy",
+    "PolicyError",
+    "load",
+    "loads",
+]

@@ -14,6 +14,7 @@ from ._ceiling import Ceiling
 from ._policy_error import PolicyError
 from ._toml_shape import first_excess
 from ._where import free_key
+from .custom_kinds import CustomKind
 from .groups import check_group, expand
 from .rules import MAX_PATH_PARTS, Param
 
@@ -72,7 +73,8 @@ _TOOL_KEYS = {
     "params": "table",
     "approval": "string",
 }
-_TOP = {"defaults", "policy", "sources", "tools"}
+_KIND_KEYS = {"pattern": "string", "separators": "string", "case": "string", "width": "boolean"}
+_TOP = {"defaults", "kinds", "policy", "sources", "tools"}
 
 
 def read_file(path: str | os.PathLike[str]) -> tuple[str, str]:
@@ -106,6 +108,7 @@ def read_text(text: str, origin: str) -> dict[str, Any]:
     sources = _table(origin, "sources", data.get("sources", {}))
     _known(origin, "sources", sources, {"groups", "trusted", "untrusted"})
     groups = _groups(origin, sources.get("groups", {}))
+    kinds = _kinds(origin, data.get("kinds", {}))
     trusted = _typed(origin, "sources", "trusted", sources.get("trusted", []), _STRINGS)
     untrusted = _typed(origin, "sources", "untrusted", sources.get("untrusted", []), _STRINGS)
     defaults = _table(origin, "defaults", data.get("defaults", {}))
@@ -162,7 +165,7 @@ def read_text(text: str, origin: str) -> dict[str, Any]:
                 free.add((tool, path))
                 where[free_key(tool, path)] = (origin, at)
                 continue
-            param = _param(origin, at, tool, path, rule, groups)
+            param = _param(origin, at, tool, path, rule, groups, kinds)
             params.append(param)
             where[param.rule_name] = (origin, at)
     return dict(
@@ -178,6 +181,7 @@ def read_text(text: str, origin: str) -> dict[str, Any]:
         default_grounded_in=None if default is None else frozenset(default),
         free=frozenset(free),
         groups=groups,
+        kinds=kinds,
     )
 
 
@@ -198,6 +202,34 @@ def _groups(origin: str, given: Any) -> dict[str, tuple[str, ...]]:
     }
 
 
+def _kinds(origin: str, given: Any) -> dict[str, CustomKind]:
+    """``[kinds.NAME]`` tables: each a ``CustomKind``, its mistakes named by key."""
+    out = {}
+    for name, spec in _table(origin, "kinds", given).items():
+        table = f"kinds.{_quoted(name)}"
+        spec = _table(origin, table, spec)
+        _known(origin, table, spec, set(_KIND_KEYS))
+        if "pattern" not in spec:
+            raise PolicyError(origin, table, "pattern", "a kind needs a pattern")
+        options = {key: _typed(origin, table, key, v, _KIND_KEYS[key]) for key, v in spec.items()}
+        try:
+            out[name] = CustomKind(name, **options)
+        except ConfigurationError as exc:
+            first = str(exc).split(" ")[0]
+            raise PolicyError(
+                origin, table, first if first in _KIND_KEYS else None, str(exc)
+            ) from None
+    return out
+
+
+def _resolve_kinds(options: dict[str, Any], kinds: Mapping[str, CustomKind]) -> None:
+    """A rule's ``kind`` and ``embedded`` names of the file's own kinds, made the kinds."""
+    if options.get("kind") in kinds:
+        options["kind"] = kinds[options["kind"]]
+    if "embedded" in options:
+        options["embedded"] = [kinds.get(k, k) for k in options["embedded"]]
+
+
 def _param(
     origin: str,
     table: str,
@@ -205,6 +237,7 @@ def _param(
     path: str,
     rule: Any,
     groups: Mapping[str, tuple[str, ...]],
+    kinds: Mapping[str, CustomKind],
 ) -> Param:
     rule = _table(origin, table, rule)
     _known(origin, table, rule, set(_PARAM_KEYS))
@@ -217,6 +250,7 @@ def _param(
         options["grounded_in"] = expand(
             origin, table, "grounded_in", options["grounded_in"], groups
         )
+    _resolve_kinds(options, kinds)
     try:
         return Param(tool, path, **options)
     except ConfigurationError as exc:

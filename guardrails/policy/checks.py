@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from ..errors import ConfigurationError
 from ._extract import extract, number_text
 from ._seen import Seen
+from .custom_kinds import CustomKind
 from .embedded import Embedded
 from .kinds import (
     Kind,
@@ -96,7 +97,7 @@ class Spec(Protocol):
     @property
     def not_only_untrusted(self) -> bool: ...
     @property
-    def embedded(self) -> Iterable[str] | None: ...
+    def embedded(self) -> Iterable[str | CustomKind] | None: ...
     @property
     def words(self) -> Iterable[str] | None: ...
 
@@ -152,11 +153,17 @@ class Compiled:
         "words",
     )
 
-    def __init__(self, p: Spec, kind: Kind | None) -> None:
+    def __init__(self, p: Spec, kind: Kind | CustomKind | None) -> None:
         self.rule = p
         self.kind = kind
         self.timeout: float = p.timeout  # type: ignore[assignment]  # set by ``Param``
-        self.normalise = normaliser(kind) if kind is not None else None
+        self.normalise = (
+            None
+            if kind is None
+            else kind.normalise
+            if isinstance(kind, CustomKind)
+            else normaliser(kind)
+        )
         self.cache: dict[str, str | None] = {}
         self.values = self._value_set("values", p.values)
         self.deny = self._value_set("deny_values", p.deny_values)
@@ -349,6 +356,8 @@ class Compiled:
             failed.append(Check.TYPE)
             return
         found = extract(value)
+        for kind in self.embedded.custom:  # type: ignore[union-attr]
+            kind.find(value, found)
         failed.extend(Check(code) for code in self.embedded.failures(found, seen))  # type: ignore[union-attr]
 
     def _words(
@@ -419,7 +428,12 @@ class Compiled:
     def explain(self) -> list[str]:
         p = self.rule
         lines = []
-        if self.kind is not None:
+        if isinstance(self.kind, CustomKind):
+            lines.append(
+                f"kind {self.kind.name}: must match {self.kind.pattern!r} (case {self.kind.case}, "
+                f"separators {self.kind.separators!r} dropped)"
+            )
+        elif self.kind is not None:
             lines.append(f"kind {self.kind.value}: must parse as one")
         for key in ("values", "deny_values", "values_from", "pattern", "min", "max", "min_from",
                     "max_from", "domains", "deny_domains", "countries", "prefixes"):  # fmt: skip

@@ -14,7 +14,7 @@ when the tool's schema declares it, and the names of the failed checks.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from time import perf_counter_ns
 from typing import Any
 
@@ -30,7 +30,10 @@ from .kinds import Kind, normalise_text, normaliser
 __all__ = ["DefaultCheck", "default_guards", "default_rule_name", "grounded_anywhere"]
 
 _PASS = Verdict.PASS
-_KINDS = tuple((f"{kind.value}\x00", normaliser(kind)) for kind in Kind if kind is not Kind.TEXT)
+_Kinds = tuple[tuple[str, Callable[[str], str | None]], ...]
+_KINDS: _Kinds = tuple(
+    (f"{kind.value}\x00", normaliser(kind)) for kind in Kind if kind is not Kind.TEXT
+)
 # A string longer than this is never one labelled value (lines and fields are
 # labelled up to 512 characters); reading it as each kind would be wasted work.
 _MAX_WHOLE = 4_096
@@ -69,14 +72,15 @@ def default_guards(policy: Any, tools: Mapping[str, Any], ledgers: Any) -> list[
     return guards
 
 
-def grounded_anywhere(value: str, seen: Seen, need: int) -> bool:
-    """Whether ``value``, as text or as any kind it parses as whole, was seen in ``need``."""
+def grounded_anywhere(value: str, seen: Seen, need: int, kinds: _Kinds = _KINDS) -> bool:
+    """Whether ``value``, as text or as any kind it parses as whole, was seen in ``need``
+    (``kinds``: each kind's key prefix and normaliser, the user-defined ones included)."""
     lookup = seen.lookup
     if lookup(key("text", normalise_text(value))) & need:
         return True
     if len(value) > _MAX_WHOLE:
         return False
-    for prefix, normalise in _KINDS:
+    for prefix, normalise in kinds:
         norm = normalise(value)
         if norm is not None and lookup(prefix + norm) & need:
             return True
@@ -86,7 +90,7 @@ def grounded_anywhere(value: str, seen: Seen, need: int) -> bool:
 class DefaultCheck:
     """The guard function of the safe default for one tool."""
 
-    __slots__ = ("__name__", "declared", "exempt", "ledgers", "need", "reads_store")
+    __slots__ = ("__name__", "declared", "exempt", "kinds", "ledgers", "need", "reads_store")
 
     def __init__(
         self,
@@ -102,6 +106,8 @@ class DefaultCheck:
         self.ledgers = ledgers
         self.declared = declared  # top-level parameters the schema names: safe to record
         self.reads_store = ledgers.store
+        custom = getattr(ledgers, "kinds", ())
+        self.kinds = _KINDS + tuple((f"{k.name}\x00", k.normalise) for k in custom)
 
     def __call__(self, inv: Invocation) -> Verdict | GuardResult:
         start = perf_counter_ns()
@@ -116,7 +122,7 @@ class DefaultCheck:
                 failed.add(Check.TYPE)
                 continue
             alive = tuple(p for p in self.exempt if p[0] == head)
-            for check in _strings(value, (head,), alive, seen, self.need):
+            for check in _strings(value, (head,), alive, seen, self.need, self.kinds):
                 failed.add(check)
                 if first is None:
                     first = head
@@ -141,7 +147,12 @@ class DefaultCheck:
 
 
 def _strings(
-    value: Any, where: _Path, alive: tuple[_Path, ...], seen: Seen, need: int
+    value: Any,
+    where: _Path,
+    alive: tuple[_Path, ...],
+    seen: Seen,
+    need: int,
+    kinds: _Kinds = _KINDS,
 ) -> Iterable[Check]:
     """The failed checks of every string under ``value`` not exempt by a path in ``alive``."""
     stack: list[tuple[Any, _Path, tuple[_Path, ...]]] = [(value, where, alive)]
@@ -152,7 +163,7 @@ def _strings(
             continue  # this path (or one above it) is free or has its own rule
         cls = node.__class__
         if cls is str:
-            if not grounded_anywhere(node, seen, need):
+            if not grounded_anywhere(node, seen, need, kinds):
                 yield Check.UNKNOWN if seen.partial & need else Check.GROUNDED
         elif cls in _OBJECTS:
             for name, item in dict.items(node):

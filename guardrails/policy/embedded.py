@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 
 from ..errors import ConfigurationError
 from ._seen import Seen
+from .custom_kinds import CustomKind
 from .kinds import domain_of, host_matches, split_url
 
 __all__ = ["EMBEDDABLE", "Embedded"]
@@ -32,11 +33,11 @@ _DOMAIN, _UNKNOWN, _NOT_GROUNDED = (
 class Embedded:
     """The embedded-values check of one rule, prepared once."""
 
-    __slots__ = ("deny_domains", "domains", "kinds", "need_names")
+    __slots__ = ("custom", "deny_domains", "domains", "kinds", "need_names")
 
     def __init__(
         self,
-        kinds: Iterable[str],
+        kinds: Iterable[str | CustomKind],
         domains: frozenset[str] | None,
         deny_domains: frozenset[str] | None,
         grounded: frozenset[str] | None,
@@ -47,11 +48,14 @@ class Embedded:
         if not chosen:
             raise ConfigurationError("embedded must name at least one kind")
         for kind in chosen:
-            if kind not in EMBEDDABLE:
+            if not isinstance(kind, CustomKind) and kind not in EMBEDDABLE:
                 raise ConfigurationError(
-                    f"embedded {kind!r} is not a kind found in text; use {list(EMBEDDABLE)}"
+                    f"embedded {kind!r} is not a kind found in text; use {list(EMBEDDABLE)} "
+                    "or a kind declared under [kinds]"
                 )
-        self.kinds = frozenset(chosen)
+        # User-defined kinds (``custom_kinds``) are found by their own scans.
+        self.custom = tuple(k for k in chosen if isinstance(k, CustomKind))
+        self.kinds = frozenset(k.name if isinstance(k, CustomKind) else k for k in chosen)
         self.domains, self.deny_domains = domains, deny_domains
         self.need_names = grounded
 

@@ -96,12 +96,16 @@ def install(
     sources = Sources(
         tools, policy.trusted, ((tool, f[1]) for tool, items in fields.items() for f in items)
     )
-    ledgers = Ledgers(sources, store=store, **limits)
+    ledgers = Ledgers(sources, store=store, kinds=policy.kinds.values(), **limits)
     intents = Intents(policy.intents)
     counts = Counts(store, dict(policy.ceilings))
     if carry is not None:
         old = carry.ledgers
-        if old.sources.bits == sources.bits and old.sources.trusted == sources.trusted:
+        if (
+            old.sources.bits == sources.bits
+            and old.sources.trusted == sources.trusted
+            and old.kinds == ledgers.kinds
+        ):
             ledgers = old
         intents.turns = carry.intents.turns
         if carry.hook is not None and carry.hook.counts.store is store:

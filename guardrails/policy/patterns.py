@@ -24,7 +24,15 @@ import re2
 from .._aio import call_with_timeout
 from ..errors import ConfigurationError
 
-__all__ = ["INLINE_COST", "MAX_CHARS", "MAX_GROUPS", "MAX_MEMORY", "MAX_PROGRAM", "Pattern"]
+__all__ = [
+    "INLINE_COST",
+    "MAX_CHARS",
+    "MAX_GROUPS",
+    "MAX_MEMORY",
+    "MAX_PROGRAM",
+    "UNANCHORED",
+    "Pattern",
+]
 
 MAX_CHARS = 1_000
 MAX_GROUPS = 100
@@ -37,13 +45,15 @@ MAX_MEMORY = 1 << 20
 INLINE_COST = 1 << 22
 
 _BOTH = re2._re2.RE2.Anchor.ANCHOR_BOTH
+UNANCHORED = re2._re2.RE2.Anchor.UNANCHORED
 _NO_MATCH = (-1, -1)
 
 
-def _options(capture: bool) -> Any:
+def _options(capture: bool, longest: bool = False) -> Any:
     options = re2.Options()
     options.log_errors = False  # RE2 would write the parse error to stderr itself
     options.never_capture = not capture
+    options.longest_match = longest
     options.max_mem = MAX_MEMORY
     return options
 
@@ -53,7 +63,9 @@ class Pattern:
 
     __slots__ = ("_match", "compiled", "inline_bytes", "inline_chars", "program", "text")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, *, longest: bool = False) -> None:
+        """``longest``: a search finds the leftmost-longest match (POSIX), as a
+        user-defined kind's scan of a text needs (``custom_kinds``)."""
         if text.__class__ is not str:
             raise ConfigurationError("pattern must be a string")
         if len(text) > MAX_CHARS:
@@ -70,7 +82,7 @@ class Pattern:
                 f"pattern has {with_groups.groups:,} capture groups; at most {MAX_GROUPS} "
                 "are allowed (use (?:...) to group without capturing)"
             )
-        compiled = _compile(text, capture=False)
+        compiled = _compile(text, capture=False, longest=longest)
         self.program = compiled.programsize
         if self.program > MAX_PROGRAM:
             raise ConfigurationError(
@@ -110,9 +122,9 @@ class Pattern:
         return bool(spans[0] != _NO_MATCH)
 
 
-def _compile(text: str, *, capture: bool) -> Any:
+def _compile(text: str, *, capture: bool, longest: bool = False) -> Any:
     try:
-        return re2.compile(text, _options(capture))
+        return re2.compile(text, _options(capture, longest))
     except re2.error as exc:
         detail = exc.args[0] if exc.args else "rejected"
         if isinstance(detail, bytes):

@@ -22,6 +22,7 @@ from ._ceiling import Ceiling
 from ._policy_error import PolicyError
 from ._toml_read import read_file, read_text
 from ._where import free_key
+from .custom_kinds import CustomKind
 from .defaults import default_rule_name
 from .fields import split_source
 from .provenance import CONTEXT, TRUSTED, USER
@@ -55,6 +56,8 @@ class Policy:
     # When a tool's calls need a person's approval (docs/approvals.md): the rules of
     # every file that set one; a call needs approval when any of them says so.
     approvals: Mapping[str, tuple[ApprovalRule, ...]] = field(default_factory=lambda: _EMPTY)
+    # [kinds.NAME] of the file(s): user-defined kinds, by name (``custom_kinds``).
+    kinds: Mapping[str, CustomKind] = field(default_factory=lambda: _EMPTY)
 
     def __post_init__(self) -> None:
         params = tuple(self.params)
@@ -99,6 +102,7 @@ class Policy:
         object.__setattr__(self, "where", MappingProxyType(dict(self.where)))
         _check_default(self)
         object.__setattr__(self, "groups", MappingProxyType(dict(self.groups)))
+        object.__setattr__(self, "kinds", MappingProxyType(_all_kinds(self)))
         names: dict[str, Param] = {}
         for p in params:
             if p.rule_name in names:
@@ -141,6 +145,7 @@ class Policy:
             default_grounded_in=_merged_default(self, other),
             free=self.free | other.free,
             groups=_merged_groups(self, other),
+            kinds=_merged_kinds(self, other),
             approvals={
                 tool: tuple(dict.fromkeys((*self.approvals.get(tool, ()), *rules)))
                 for tool, rules in {**self.approvals, **other.approvals}.items()
@@ -275,6 +280,31 @@ def _merged_groups(a: Policy, b: Policy) -> dict[str, tuple[str, ...]]:
                 f"{a.origin} + {b.origin}", "sources.groups", name, "defined twice, differently"
             )
     return {**a.groups, **b.groups}
+
+
+def _all_kinds(policy: Policy) -> dict[str, CustomKind]:
+    """The kinds declared and those the rules use (a ``Param`` built in Python), one per name."""
+    out: dict[str, CustomKind] = {}
+    used = [(name, kind, "kinds") for name, kind in dict(policy.kinds).items()]
+    for p in policy.params:
+        for kind in (p.kind, *(p.embedded or ())):
+            if isinstance(kind, CustomKind):
+                used.append((kind.name, kind, f"rule {p.rule_name}"))
+    for name, kind, where in used:
+        if not isinstance(kind, CustomKind) or kind.name != name:
+            raise ConfigurationError("policy kinds must map each name to its CustomKind")
+        if out.setdefault(name, kind) != kind:
+            raise PolicyError(policy.origin, where, "kind", f"two kinds named {name!r} differ")
+    return out
+
+
+def _merged_kinds(a: Policy, b: Policy) -> dict[str, CustomKind]:
+    for name in sorted(set(a.kinds) & set(b.kinds)):
+        if a.kinds[name] != b.kinds[name]:
+            raise PolicyError(
+                f"{a.origin} + {b.origin}", f"kinds.{name}", None, "defined twice, differently"
+            )
+    return {**a.kinds, **b.kinds}
 
 
 def _merged_default(a: Policy, b: Policy) -> frozenset[str] | None:

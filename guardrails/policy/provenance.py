@@ -32,6 +32,7 @@ from typing import Any
 from ._extract import extract, extract_tokens, extract_value, fingerprint, key
 from ._ledger import FORGOTTEN_PER_KEPT, Forgotten, Ledger, Tenant
 from ._phrases import phrases
+from .custom_kinds import CustomKind, find_in_value
 
 __all__ = ["Ledger", "Ledgers", "SessionView", "Sources"]
 
@@ -116,6 +117,7 @@ class Ledgers:
 
     __slots__ = (
         "forgotten",
+        "kinds",
         "last",
         "lock",
         "max_sessions",
@@ -135,8 +137,11 @@ class Ledgers:
         max_values: int = 100_000,
         max_sessions: int = 1_000,
         max_tenants: int = 1_000,
+        kinds: Iterable[CustomKind] = (),
     ) -> None:
         self.sources = sources
+        # User-defined kinds: every text labelled is also scanned for their values.
+        self.kinds = tuple(kinds)
         self.store = store
         self.max_values = max_values
         self.max_sessions = max_sessions
@@ -243,11 +248,14 @@ class Ledgers:
         found = extract_tokens(text) if words else extract(text)
         if words:
             found |= phrases(text)  # quoted spans and runs of capitalised words
+        for kind in self.kinds:
+            kind.find(text, found)
         return self._label(turn, context, source, found)
 
     def label_value(self, turn: Any, context: Any, source: str, value: Any) -> int:
         """Label every value found in a JSON-like value (strings searched, numbers as text)."""
-        return self._label(turn, context, source, extract_value(value))
+        found = find_in_value(self.kinds, value, extract_value(value))
+        return self._label(turn, context, source, found)
 
     def _label(self, turn: Any, context: Any, source: str, found: set[str]) -> int:
         if not found:
@@ -266,7 +274,8 @@ class Ledgers:
         return len(found)
 
     def _label_context(self, ledger: Ledger, context: Any) -> None:
-        found = extract_value(dict(getattr(context, "values", {}) or {}))
+        values = dict(getattr(context, "values", {}) or {})
+        found = find_in_value(self.kinds, values, extract_value(values))
         for value in _strings(getattr(context, "values", {})):
             extract_tokens(value, found)
             found |= phrases(value)

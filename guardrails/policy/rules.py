@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import ConfigurationError
 from ..verdicts import Outcome
 from .checks import DEFAULT_TIMEOUT, Check, Compiled, Seen
+from .custom_kinds import CustomKind
 from .kinds import Kind
 
 __all__ = [
@@ -56,7 +57,7 @@ class Param:
 
     tool: str
     path: str
-    kind: Kind | str | None = None
+    kind: Kind | CustomKind | str | None = None
     values: Iterable[Any] | None = None
     values_from: str | None = None
     deny_values: Iterable[Any] | None = None
@@ -75,7 +76,7 @@ class Param:
     outcome: Outcome | str = Outcome.INVALID_ARGS
     name: str | None = None
     timeout: float | None = None
-    embedded: Iterable[str] | None = None
+    embedded: Iterable[str | CustomKind] | None = None
     words: Iterable[str] | None = None
     _compiled: Any = field(default=None, repr=False, compare=False)
 
@@ -109,14 +110,7 @@ def _validate(p: Param, label: str) -> None:
         raise ConfigurationError(f"path has more than {MAX_PATH_PARTS} parts")
     if "" in p.path.split("."):
         raise ConfigurationError("path must be a parameter name or a dotted path")
-    kind = None
-    if p.kind is not None:
-        try:
-            kind = Kind(p.kind)
-        except ValueError:
-            raise ConfigurationError(
-                f"kind must be one of {[k.value for k in Kind]}, not {p.kind!r}"
-            ) from None
+    kind = _kind(p.kind)
     object.__setattr__(p, "kind", kind)
     if p.embedded is not None:
         if kind not in (None, Kind.TEXT):
@@ -165,6 +159,18 @@ def _validate(p: Param, label: str) -> None:
         if given is not None:
             items = sorted(given, key=repr) if isinstance(given, set | frozenset) else given
             object.__setattr__(p, key, tuple(items))
+
+
+def _kind(given: Any) -> Kind | CustomKind | None:
+    if given is None or isinstance(given, CustomKind):
+        return given
+    try:
+        return Kind(given)
+    except ValueError:
+        raise ConfigurationError(
+            f"kind must be one of {[k.value for k in Kind]} or a kind declared under [kinds], "
+            f"not {given!r}"
+        ) from None
 
 
 def normalised(p: Param, value: str) -> str | None:

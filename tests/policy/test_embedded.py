@@ -195,7 +195,7 @@ def test_the_property_reaches_both_outcomes() -> None:
         (
             'embedded = ["link"]',
             "p.toml: [tools.send_mail.params.body] embedded: embedded 'link' is not a kind found in "
-            "text; use ['email', 'host', 'iban', 'phone', 'url']",
+            "text; use ['email', 'host', 'iban', 'phone', 'url'] or a kind declared under [kinds]",
         ),
         (
             "embedded = []",
