@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..store._approval_rows import APPROVAL_STATUSES, ApprovalRecord
@@ -71,6 +72,10 @@ def _run(args: argparse.Namespace, action: Any) -> int:
     from .api import ApprovalError, Approvals
 
     store = None
+    missing = _missing(args.store)
+    if missing is not None:
+        print(f"guardrails approvals: {args.store}: {missing}", file=sys.stderr)
+        return 2
     try:
         store = open_store(args.store)
         action(Approvals(store))
@@ -84,6 +89,17 @@ def _run(args: argparse.Namespace, action: Any) -> int:
     finally:
         if store is not None:
             store.close()
+
+
+def _missing(url: str) -> str | None:
+    """Why ``url`` names no store the gate writes to (None: it may). A path that names no
+    file is a mistake (a typo, a key=value DSN), never a new empty store."""
+    if url == "memory:":
+        return "a memory: store lives in its own process only"
+    path = url.removeprefix("sqlite://")
+    if "://" in path or Path(path).expanduser().is_file():
+        return None
+    return "no such store file"
 
 
 def _print_list(records: list[ApprovalRecord], as_json: bool) -> None:

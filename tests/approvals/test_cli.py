@@ -71,3 +71,12 @@ def test_a_store_that_cannot_be_opened_or_a_missing_approver_exits_2(tmp_path: P
         main(["approvals", "approve", "x", "--store", str(tmp_path / "g.db")])
     assert exited.value.code == 2
     assert main(["approvals", "approve", "x", "--by", " ", "--store", str(tmp_path / "g.db")]) == 2
+
+
+def test_a_store_path_that_names_no_file_exits_2_and_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for url in (str(tmp_path / "typo.db"), f"sqlite://{tmp_path}/typo.db", "memory:"):
+        assert main(["approvals", "list", "--store", url]) == 2
+    assert not (tmp_path / "typo.db").exists()
+    assert "typo.db: no such store file" in capsys.readouterr().err

@@ -468,3 +468,14 @@ async def test_the_gateway_s_call_spans_carry_the_approval_events(tmp_path: Path
     assert events == [[telemetry.EVENT_APPROVAL_REQUESTED], [telemetry.EVENT_APPROVAL_GRANTED]]
     granted = [e for e in spans[1].events if e.name == telemetry.EVENT_APPROVAL_GRANTED]
     assert granted[0].attributes[telemetry.ATTR_APPROVAL_REQUEST] == request.id  # type: ignore[index]
+
+
+async def test_the_policy_file_s_approval_holds_in_the_gateway(tmp_path: Path) -> None:
+    (tmp_path / "policy.toml").write_text('[tools.balance]\napproval = "always"\n')
+    path = configure(tmp_path)
+    path.write_text(path.read_text().replace("[gateway]\n", '[gateway]\npolicy = "policy.toml"\n'))
+    config = parse_config(tomllib.loads(path.read_text()), base=tmp_path, source=str(path))
+    gateway = Gateway(config, secrets={}.get)
+    async with gateway.running(), Client(gateway.server(), cache=None) as client:
+        held = await client.call_tool("balance", {"account": "mine"})
+    assert (held.is_error, text(held)) == (True, PENDING)
