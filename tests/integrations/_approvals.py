@@ -9,6 +9,7 @@ request as the store holds it.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -19,7 +20,8 @@ from typing import Any
 
 from guardrails import Guardrails
 from guardrails.approvals import SENTENCES, ApprovalGate, ApprovalRecord, Approvals
-from guardrails.store import SQLiteStore
+from guardrails.audit import AuditLog
+from guardrails.store import MemoryStore, SQLiteStore
 from guardrails.testing import FakeClock
 from guardrails.verdicts import Reason
 
@@ -38,6 +40,7 @@ class Setup:
     path: str
     clock: FakeClock = field(default_factory=lambda: FakeClock(time.time()))
     ran: list[dict[str, Any]] = field(default_factory=list)
+    audit: AuditLog = field(default_factory=lambda: AuditLog(MemoryStore()))
 
     @property
     def url(self) -> str:
@@ -48,7 +51,18 @@ class Setup:
         gate = ApprovalGate(
             SQLiteStore(self.path), ttl=TTL, rules={"transfer": "always"}, clock=self.clock
         )
-        return Guardrails([], hooks=[gate], **engine)
+        return Guardrails([], hooks=[gate, self.audit], recorder=[self.audit], **engine)
+
+    def one_turn(self) -> None:
+        """The audit shows one turn: one pre_turn, the call held then run, on one request."""
+        rows = list(self.audit.rows())
+        assert [r.kind for r in rows].count("pre_turn") == 1
+        calls = [r for r in rows if r.kind == "tool_call"]
+        assert [(r.outcome, r.reason) for r in calls] == [
+            ("unavailable", "approval_pending"),
+            ("ok", None),
+        ]
+        assert len({json.loads(r.detail or "{}").get("approval_request") for r in calls}) == 1
 
     def transfer(self) -> Callable[..., str]:
         """The tool's body: records each run with its arguments."""

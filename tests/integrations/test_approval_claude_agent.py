@@ -105,6 +105,7 @@ async def test_approved_with_the_cli_while_the_callback_waits_it_runs_once(tmp_p
     assert read == "sent 900 to bob"
     assert setup.ran == [ap.ARGS]
     assert [r.status for r in setup.requests(None)] == ["used"]
+    setup.one_turn()
 
 
 async def test_denied_with_the_cli_it_never_runs(tmp_path: Path) -> None:

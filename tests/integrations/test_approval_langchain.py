@@ -86,6 +86,7 @@ def test_approved_with_the_cli_the_resumed_graph_runs_it_once(
     assert graph.resume("approve") == "sent 900 to bob"
     assert setup.ran == [ap.ARGS]
     assert [r.status for r in setup.requests(None)] == ["used"]
+    setup.one_turn()
 
 
 def test_denied_with_the_cli_it_never_runs(tmp_path: Path, asynchronous: bool) -> None:

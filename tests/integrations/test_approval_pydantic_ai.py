@@ -80,6 +80,7 @@ def test_approved_with_the_cli_the_resumed_run_runs_it_once(tmp_path: Path) -> N
     assert _resume(agent, first, True) == "sent 900 to bob"
     assert setup.ran == [ap.ARGS]
     assert [r.status for r in setup.requests(None)] == ["used"]
+    setup.one_turn()
 
 
 def test_denied_with_the_cli_it_never_runs(tmp_path: Path) -> None:
