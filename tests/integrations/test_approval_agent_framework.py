@@ -108,3 +108,17 @@ def test_the_frameworks_rejection_wins_over_a_stored_approval(tmp_path: Path) ->
     assert run.resume(request, False) != "sent 900 to bob"
     assert setup.ran == []
     assert [r.status for r in setup.requests(None)] == ["approved"]
+
+
+def test_an_approval_answered_with_edited_arguments_is_a_new_request(tmp_path: Path) -> None:
+    setup = ap.setup(tmp_path)
+    run = Run(setup)
+    request = run.paused()
+    approved = setup.request()
+    setup.decide("approve", approved.id)
+    request.function_call.arguments = dict(ap.EDITED)
+    assert run.resume(request, True) == ap.PENDING
+    assert setup.ran == []
+    [new] = setup.requests()
+    assert new.id != approved.id and '"mallory"' in new.arguments
+    assert [r.status for r in setup.requests("approved")] == ["approved"]

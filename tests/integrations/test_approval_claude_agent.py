@@ -141,3 +141,14 @@ async def test_the_callbacks_deny_wins_over_a_stored_approval(tmp_path: Path) ->
     await _run(setup, tmp_path, _deciding(setup, "approve", deny))
     assert setup.ran == []
     assert [r.status for r in setup.requests(None)] == ["approved"]
+
+
+async def test_an_allow_with_edited_arguments_is_a_new_request(tmp_path: Path) -> None:
+    (tmp_path / "db").mkdir()
+    setup = ap.setup(tmp_path / "db")
+    edited = PermissionResultAllow(updated_input=dict(ap.EDITED))
+    assert await _run(setup, tmp_path, _deciding(setup, "approve", edited)) == ap.PENDING
+    assert setup.ran == []
+    [new] = setup.requests()
+    assert '"mallory"' in new.arguments
+    assert [r.status for r in setup.requests("approved")] == ["approved"]
