@@ -57,7 +57,7 @@ EXPECTED = {
         "  create_event: invalid_args policy:create_event.attendees.*",
         "  share_file: invalid_args policy:share_file.path",
     ],
-    "policy_mail_calendar.py": ["benign allowed: 45/47", "injected refused: 35/35"],
+    "policy_mail_calendar.py": ["benign allowed: 46/48", "injected refused: 35/35"],
     "policy_payments.py": ["benign allowed: 40/42", "injected refused: 33/34"],
     "mcp_server.py": [
         "acme sees: ['list_invoices']",

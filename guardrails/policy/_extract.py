@@ -118,8 +118,12 @@ def number_text(value: Any) -> str | None:
 _NUMBER_DROP = str.maketrans("", "", ",_")
 
 
+_POSSESSIVE = ("'s", "’s")
+
+
 def extract_tokens(text: str, found: set[str] | None = None) -> set[str]:
-    """``extract``, plus each word of ``text`` as a ``text`` value (numbers in one spelling).
+    """``extract``, plus each word of ``text`` as a ``text`` value (numbers in one spelling,
+    a possessive's name without its ``'s`` too).
 
     Used for the user's input and the context (short, trusted texts), so a
     single-word value (a name, a code, an amount) the user typed grounds an argument.
@@ -132,6 +136,8 @@ def extract_tokens(text: str, found: set[str] | None = None) -> set[str]:
         if not token:
             continue
         found.add(token)
+        if token.endswith(_POSSESSIVE) and len(token) > 2:
+            found.add(token[:-2])  # "Tom's" names Tom too
         head = token.lstrip("+-$€£").translate(_NUMBER_DROP)
         if head[:1].isdigit():
             try:

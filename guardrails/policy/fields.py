@@ -12,7 +12,7 @@ source is trusted when its tool is.
 ``iban`` of an object is labelled only when a field of that object named
 after ``by`` (``name``; several joined by ``or``) holds text the user wrote
 earlier in the session, whole or one of its words of three letters or more
-(a possessive ``'s`` on the user's word allowed). So "pay Anna" grounds
+(the user's "Anna's" is the word "anna" too). So "pay Anna" grounds
 Anna's account, never another payee's.
 """
 
@@ -84,7 +84,7 @@ def named_by(said: Callable[[str], bool]) -> Callable[[Any], bool]:
             return True
         for word in set(text.split()):
             word = word.strip(EDGES)
-            if len(word) >= _MIN_WORD and (said(word) or said(word + "'s") or said(word + "’s")):
+            if len(word) >= _MIN_WORD and said(word):  # "Anna's" labels "anna" too
                 return True
         return False
 
