@@ -20,7 +20,7 @@ from typing import Any
 from .._approval_event import APPROVAL, ApprovalEvent, events_of
 from .._conditions import ApprovalRule, parse_approval
 from ..context import Invocation, ToolResult
-from ..effects._state import enter, leave
+from ..effects._state import closed, enter
 from ..errors import ConfigurationError
 from ..middleware.tool_call import Stop
 from ..recorder import asafe_record, safe_record
@@ -123,7 +123,8 @@ class ApprovalGate:
         return None if found.state == "run" else _STOPS[found.state]
 
     def after(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
-        leave(invocation, self)
+        # A call that needed no approval made no state: none is made for it here.
+        closed(invocation, self)
         sentence = SENTENCES.get(result.reason) if result.reason is not None else None
         if sentence is None or result.outcome is not Outcome.UNAVAILABLE:
             return result

@@ -446,6 +446,7 @@ async def test_the_gateway_s_call_spans_carry_the_approval_events(tmp_path: Path
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from prometheus_client import generate_latest
 
     from guardrails import telemetry
     from guardrails.approvals import Approvals
@@ -458,9 +459,14 @@ async def test_the_gateway_s_call_spans_carry_the_approval_events(tmp_path: Path
     gateway = Gateway(config, secrets={}.get, tracer_provider=provider)
     async with gateway.running(), Client(gateway.server(), cache=None) as client:
         assert await transfer(client, 900) == (True, PENDING)
+        waiting = generate_latest(gateway.registry).decode()
         [request] = Approvals(gateway.store).list()
         Approvals(gateway.store).approve(request.id, by="alice")
         assert await transfer(client, 900) == (False, "sent 900 to bob")
+        counted = generate_latest(gateway.registry).decode()
+    assert 'guardrails_approval_oldest_pending_seconds{tool="transfer"}' in waiting
+    for event in ("requested", "granted"):
+        assert f'guardrails_approval_events_total{{event="{event}",tool="transfer"}} 1.0' in counted
     spans = [s for s in exporter.get_finished_spans() if s.name == "execute_tool transfer"]
     events = [
         [e.name for e in s.events if e.name.startswith("guardrails.approval.")] for s in spans
