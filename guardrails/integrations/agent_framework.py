@@ -14,7 +14,8 @@ asks for are kept as it wrote them, before the framework validates and strips
 them), and one per tool call (the tool_call pipeline on those arguments; the
 model reads our outcome's content, never the framework's error text). The tool
 itself still runs through the framework (``call_next``), with the arguments
-tool_call admitted and the bound ones added.
+tool_call admitted and the bound ones added. A call the approval gate holds is
+answered with the framework's ``function_approval_request`` (docs/approvals.md).
 """
 
 from __future__ import annotations

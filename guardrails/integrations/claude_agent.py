@@ -20,6 +20,9 @@ in-process MCP server ``server`` (bound parameters hidden), and adds hooks:
   admitted here and completed at ``PostToolUse`` (``_claude_cli``);
 - ``Stop`` runs post_run over the last assistant message.
 
+A served call the approval gate would ask about is put to it before the
+application's ``can_use_tool`` is asked (docs/approvals.md).
+
 The CLI answers calls of tools that do not exist at all before any hook runs
 (``No such tool available: <name>``); that text cannot be replaced from here.
 """

@@ -18,6 +18,9 @@ admitted and the bound ones added). A call one of those callbacks answered is
 audited as refused by the ``framework_check`` guard and the model gets the
 callback's answer; a call waiting for confirmation is not audited until it
 runs. Unknown and withheld tools are answered from ``on_tool_error_callback``.
+A call the approval gate holds asks for ADK's tool confirmation
+(``request_confirmation``); the confirmed call comes back through tool_call
+(docs/approvals.md).
 """
 
 from __future__ import annotations

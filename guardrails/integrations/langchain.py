@@ -13,7 +13,9 @@ kept on the message. The tools offered to the model go through pre_turn once
 per run (``wrap_model_call``), with bound parameters removed from their
 schemas; post_run runs when the agent ends (``after_agent``), over the final
 text and the structured response, whose rewrites go back into the state. One
-``invoke``/``ainvoke`` is one turn.
+``invoke``/``ainvoke`` is one turn. A call the approval gate holds interrupts
+the graph (``interrupt``); the resumed thread goes on in the same turn
+(docs/approvals.md).
 """
 
 from __future__ import annotations

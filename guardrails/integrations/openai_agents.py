@@ -21,7 +21,9 @@ instead of the SDK's default of ending the run. The tools of the agent's
 agent is then a ``GuardedMCPAgent``, whose ``clone`` keeps them guarded).
 
 One ``Runner.run`` is one turn, unless the run's context is a guardrails
-``Turn`` (then that turn, across runs).
+``Turn`` (then that turn, across runs). A call the approval gate holds is an
+interruption (``needs_approval`` asks the gate); the run resumed from its
+state goes on in the same turn (docs/approvals.md).
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ as ``ToolFailed`` with the fixed sentence, so the model sees a failed tool
 result and no retry budget is spent. What is offered goes through pre_turn
 (``prepare_tools``, bound parameters hidden); a refused turn is answered
 without calling the model; post_run runs in ``after_run``. One run is one turn.
+A call the approval gate holds is deferred (``ApprovalRequired``); the resumed
+run goes on in the same turn (docs/approvals.md).
 """
 
 from __future__ import annotations
