@@ -32,6 +32,7 @@ from .config import GatewayConfig
 from .limits import TenantLimits
 from .listing import Shown, shown_fields
 from .metrics import GatewayCounters, PinCounters
+from .notify import Listeners, changed_for, signatures
 from .pinning import Pinning
 from .policy import load_policy
 from .rules import StoreCounter, session_ceiling, tenant_allow_list, workflows
@@ -102,15 +103,13 @@ class Gateway:
         # One recorder for every engine built (the registry takes each series once).
         self.prometheus = PrometheusRecorder(self.registry)
         self._served: list[GatewayTools] = []
-        self._changes: Any = None  # the MCP subscription bus, while running
-        self._listen: Any = None
+        # The clients to tell of a change; what each published tool reads as.
+        self.listeners = Listeners(lambda ctx: self.sessions(ctx).tenant)
+        self._signed: dict[str, str] = {}
+        self._tasks: Any = None  # the running task group
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
-        from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
-
-        self._changes = InMemorySubscriptionBus()
-        self._listen = ListenHandler(self._changes)
         self._rebuilding = anyio.Lock()
         self.store = _open(self.config)
         try:
@@ -119,6 +118,8 @@ class Gateway:
                     await _start(tg, upstream)
                 self.withheld = await self.pinning.withheld(self.store, self.upstreams)
                 self.rails = _named(self.config.source, lambda: self.engine(self.store))
+                self._signed = signatures(self.rails.tools.values(), self.shown.fields)
+                self._tasks = tg
                 tg.start_soon(self._watch_pins)
                 try:
                     yield self
@@ -128,7 +129,7 @@ class Gateway:
             # The task group wraps what went wrong; a single error is raised as itself.
             raise _with_source(self.config.source, innermost(group)) from None
         finally:
-            self._listen.close()
+            self.listeners.close()
             self.store.close()
 
     async def _republish(self, upstream: Upstream, tools: list[Any]) -> None:
@@ -184,14 +185,24 @@ class Gateway:
             raise
 
     async def _serve(self, rails: Guardrails) -> None:
-        """Serve ``rails`` from now on, and tell listening clients."""
-        from mcp.server.subscriptions import ToolsListChanged
-
+        """Serve ``rails`` from now on, and tell the clients that listen when it changed."""
         replaced, self.rails = self.rails, rails
         self.prometheus.unbind(replaced)  # the new engine's guards and tools, not the old's
         for served in self._served:
             served.rails = rails
-        await self._changes.publish(ToolsListChanged())
+        before, after = self._signed, signatures(rails.tools.values(), self.shown.fields)
+        if before == after:
+            return
+        self._signed = after
+
+        def changed(tenant: str | None) -> bool:
+            tenants = self.config.tenants
+            known = tenants.get(tenant) if tenant is not None else None
+            allowed = None if not tenants else frozenset() if known is None else known.tools
+            return changed_for(before, after, allowed)
+
+        await self.listeners.publish(changed)
+        self._tasks.start_soon(self.listeners.tell, changed)
 
     def engine(self, store: Store) -> Guardrails:
         """The engine over the upstreams' tools, as the configuration and policy say.
@@ -275,9 +286,10 @@ class Gateway:
 
         tools = GatewayTools(self.rails, context=self.sessions)
         self._served.append(tools)
-        shown = self.shown
+        shown, listeners = self.shown, self.listeners
 
         async def list_tools(ctx: Any, params: Any = None) -> Any:
+            listeners.remember(ctx)
             try:
                 return shown.listing(await tools.list_tools(ctx, params))
             except Exception:
@@ -301,7 +313,7 @@ class Gateway:
             on_list_tools=list_tools,
             on_call_tool=call_tool,
             # Clients of the 2026-07-28 protocol listen for tools/list_changed here.
-            on_subscriptions_listen=self._listen,
+            on_subscriptions_listen=listeners.listen,
         )
 
 

@@ -224,7 +224,10 @@ class Upstream:
                     if not started:
                         started = True
                         task_status.started()
-                    await self._watch(live)
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(self._listen, live)
+                        await self._watch(live)
+                        tg.cancel_scope.cancel()
                     await self._drain(live)
                     reason = live.reason
             except Exception as exc:
@@ -282,6 +285,28 @@ class Upstream:
             else:
                 await self._relisted(tools)
 
+    async def _listen(self, live: _Connection) -> None:
+        """Hold a ``subscriptions/listen`` stream open (2026-07-28 upstreams): its
+        ``tools/list_changed`` reaches ``_message`` like a handshake-era one."""
+        from mcp.client.subscriptions import ListenNotSupportedError
+
+        try:
+            async with live.client.listen(tools_list_changed=True) as changes:
+                async for _ in changes:
+                    live.wake.set()
+        except ListenNotSupportedError:
+            return  # a handshake-era upstream sends its notifications unasked
+        except Exception as exc:
+            log.info("upstream %r: no change stream (%s)", self.name, type(exc).__name__)
+
+    async def _message(self, message: Any) -> None:
+        """The upstream said its tools changed: the watcher lists them now."""
+        from mcp.types import ToolListChangedNotification
+
+        live = self._live
+        if live is not None and isinstance(message, ToolListChangedNotification):
+            live.wake.set()
+
     async def _drain(self, live: _Connection) -> None:
         """Let the calls the connection accepted end (each is bounded by its timeout)."""
         if live.calls and self._exit is None:
@@ -319,7 +344,7 @@ class Upstream:
             assert config.url is not None
             headers = await self._resolved(config.headers)
             target = http_transport(config.url, headers, self.max_bytes)
-        return Client(target, cache=None)
+        return Client(target, cache=None, message_handler=self._message)
 
     async def _resolved(self, values: Mapping[str, str]) -> dict[str, str]:
         """``values`` with each ``${NAME}`` replaced by the secret ``NAME``, read now.

@@ -8,6 +8,7 @@ import sys
 from typing import TypedDict
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.types import EmbeddedResource, ImageContent, TextResourceContents, ToolAnnotations
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__)))))
@@ -52,6 +53,30 @@ def picture() -> list[ImageContent | EmbeddedResource]:
             ),
         ),
     ]
+
+
+def grown(text: str) -> str:
+    """A tool listed once ``grow`` was called."""
+    return f"grown {text}"
+
+
+@app.tool()
+async def grow(ctx: Context) -> str:
+    """List one more tool and say so (to listen streams and to handshake sessions)."""
+    app.add_tool(grown)
+    await ctx.notify_tools_changed()
+    await ctx.request_context.session.send_tool_list_changed()
+    return "grew"
+
+
+@app.tool()
+async def retitle(ctx: Context) -> str:
+    """List ``weather`` under another title (a changed definition) and say so."""
+    app.remove_tool("weather")
+    app.add_tool(weather, title="Weather, changed")
+    await ctx.notify_tools_changed()
+    await ctx.request_context.session.send_tool_list_changed()
+    return "retitled"
 
 
 if __name__ == "__main__":
