@@ -125,3 +125,30 @@ def test_the_applications_rejection_wins_over_a_stored_approval(tmp_path: Path) 
     assert graph.resume({"type": "reject"}) == model_sentence(Outcome.UNAVAILABLE)
     assert setup.ran == []
     assert [r.status for r in setup.requests(None)] == ["approved"]  # not used
+
+
+def test_two_held_calls_of_one_step_are_two_interrupts_answered_by_id(tmp_path: Path) -> None:
+    setup = ap.setup(tmp_path)
+    calls = [
+        {"name": "transfer", "args": dict(ap.ARGS), "id": "c1"},
+        {"name": "transfer", "args": dict(ap.EDITED), "id": "c2"},
+    ]
+    chat = langchain.scripted_model(
+        AIMessage(content="", tool_calls=calls), AIMessage(content=FINAL)
+    )
+    agent = create_agent(
+        chat,
+        [StructuredTool.from_function(setup.transfer())],
+        middleware=[langchain.middleware(setup.rails())],
+        checkpointer=InMemorySaver(),
+    )
+    out = agent.invoke(ASK, CONFIG)
+    paused = {i.value[PAUSE_KEY]["call_id"]: i.id for i in out["__interrupt__"]}
+    assert sorted(paused) == ["c1", "c2"]
+    for request in setup.requests():
+        setup.decide("approve", request.id)
+    answers = {paused["c1"]: "approve", paused["c2"]: {"type": "reject"}}
+    out = agent.invoke(Command(resume=answers), CONFIG)
+    read = {m.tool_call_id: m.content for m in out["messages"] if isinstance(m, ToolMessage)}
+    assert read == {"c1": "sent 900 to bob", "c2": model_sentence(Outcome.UNAVAILABLE)}
+    assert setup.ran == [ap.ARGS]
