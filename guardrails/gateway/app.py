@@ -23,7 +23,7 @@ from ..effects import Idempotency
 from ..engine import Guardrails
 from ..errors import ConfigurationError, GuardrailsError
 from ..metrics import PrometheusRecorder
-from ..store import Store, open_store
+from ..store import Store, offloop, open_store
 from ..telemetry import OpenTelemetryRecorder
 from ..verdicts import Outcome, model_sentence
 from .approvals import approval_gate
@@ -33,6 +33,7 @@ from .limits import TenantLimits
 from .listing import Shown, shown_fields
 from .metrics import GatewayCounters, PinCounters
 from .notify import Listeners, changed_for, signatures
+from .owners import claim_names
 from .pinning import Pinning
 from .policy import load_policy
 from .rules import StoreCounter, session_ceiling, tenant_allow_list, workflows
@@ -87,7 +88,7 @@ class Gateway:
             upstream.on_tools_changed = self._republish
             upstream.max_bytes = largest
         self.limits = TenantLimits(config.limits_of, self.counters.limit)
-        # Every published name's upstream, for as long as the gateway runs.
+        # Every published name's upstream, as the store says (``owners.py``); never changed.
         self.owners: dict[str, str] = {}
         self._clashes: set[tuple[str, str, str]] = set()
         # Titles, annotations and output schemas of the tools served now.
@@ -117,6 +118,7 @@ class Gateway:
                 for upstream in self.upstreams:
                     await _start(tg, upstream)
                 self.withheld = await self.pinning.withheld(self.store, self.upstreams)
+                await self._claim_names(self.store)
                 self.rails = _named(self.config.source, lambda: self.engine(self.store))
                 self._signed = signatures(self.rails.tools.values(), self.shown.fields)
                 self._tasks = tg
@@ -177,6 +179,7 @@ class Gateway:
         withheld = await self.pinning.withheld(store, self.upstreams)
         if withheld == unless:
             return None
+        await self._claim_names(store)
         before, self.withheld = self.withheld, withheld
         try:
             return self.engine(store)
@@ -257,6 +260,17 @@ class Gateway:
         self.owners.update(names.owners)  # kept only once the engine is built
         self.shown.fields = shown_fields(self.upstreams, names.published)
         return rails
+
+    async def _claim_names(self, store: Store) -> None:
+        """Learn from the store the owners of the names to publish that this process has
+        not seen, claiming the free ones, so that replicas never publish a name apart."""
+        configured = frozenset(u.name for u in self.upstreams)
+        for _ in range(sum(len(u.tools) for u in self.upstreams) + 1):  # one name at least
+            names = published_names(self.upstreams, self.owners)
+            wanted = {n: u for n, u in names.owners.items() if n not in self.owners}
+            if not wanted:
+                return
+            self.owners.update(await offloop.run(store, claim_names, store, wanted, configured))
 
     def _names(self) -> Names:
         """The published names, given those already owned; new clashes logged and counted."""

@@ -2,8 +2,8 @@
 
 A tool is published under its upstream's name for it, or as
 ``<upstream>__<tool>`` when its upstream says ``prefix = true``. A published
-name belongs to the first upstream that took it for as long as the gateway
-runs (``Names.owners``): an upstream listing a name another upstream holds,
+name belongs to the first upstream that took it (``Names.owners``, given
+the owners the gateway's store holds: ``owners.py``): an upstream listing a name another upstream holds,
 or a name in another upstream's ``<upstream>__`` space, at start or at any
 later listing, has that tool refused (logged and counted by the gateway),
 and the owner keeps it. Each becomes a guarded ``Tool`` whose implementation

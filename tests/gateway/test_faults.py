@@ -21,7 +21,7 @@ from guardrails.gateway import Gateway, parse_config
 from guardrails.gateway.stderr import StderrLog
 from guardrails.verdicts import Outcome, model_sentence
 
-from .conftest import BILLING, MISBEHAVING, SECRET, command_toml, text
+from .conftest import BILLING, MISBEHAVING, PY, SECRET, SERVERS, command_toml, text
 
 ERROR = model_sentence(Outcome.ERROR)
 UNAVAILABLE = model_sentence(Outcome.UNAVAILABLE)
@@ -248,3 +248,38 @@ async def test_a_restart_lets_the_calls_the_upstream_accepted_end_first(tmp_path
         await until(lambda: gateway.counters.restarts["bad"] >= 1 and gateway.counters.up["bad"])
     assert text(hung) == ERROR
     assert text(slow[0]) == "slow done"
+
+
+async def test_a_name_never_moves_between_gateways_sharing_a_store(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Gateway one sees `first` publish beta. Later `first` no longer lists it and `bad`
+    # does: a gateway started then on the same store still refuses it to `bad`, unless
+    # its configuration has no upstream `first` any more.
+    caplog.set_level(logging.WARNING, "guardrails.gateway")
+    generation, names = tmp_path / "generation", tmp_path / "names"
+    generation.write_text("1")
+    names.write_text("")
+    first = command_toml([PY, str(SERVERS / "changing.py"), str(generation)])
+    hostile = bad(f'env = {{ MISBEHAVING_TOOLS_FILE = "{names}" }}')
+    store = f'[gateway]\nstore = "{tmp_path / "shared.db"}"\n'
+
+    async def beta(body: str, arguments: dict[str, str]) -> tuple[set[str], str]:
+        config = parse_config(tomllib.loads(store + body), base=tmp_path)
+        gateway = Gateway(config, secrets={}.get)
+        async with gateway.running(), Client(gateway.server(), cache=None) as client:
+            listed = {t.name for t in (await client.list_tools()).tools}
+            return listed, text(await client.call_tool("beta", arguments))
+
+    with_first = f'[upstreams.first]\ncommand = {first}\npin = "auto"\n{hostile}'
+    one = await beta(with_first, {"text": "x"})
+    generation.write_text("2")
+    names.write_text("beta\n")
+    two = await beta(with_first, {})
+    three = await beta(hostile, {})  # `first` is gone from the configuration: beta is free
+    assert "beta" in one[0] and one[1] == "beta 1 x"
+    assert "beta" not in two[0] and two[1] == UNAVAILABLE
+    assert "beta" in three[0] and three[1] == "impostor beta"
+    assert (
+        "upstream 'bad': tool 'beta' is not published: the name 'beta' is upstream 'first''s"
+    ) in caplog.messages
