@@ -49,7 +49,7 @@ def _transfer(setup: ap.Setup) -> Any:
     return transfer
 
 
-async def _run(setup: ap.Setup, home: Path, person: Callable[[], Awaitable[Any]]) -> str:
+async def _run(setup: ap.Setup, home: Path, person: Callable[[], Awaitable[Any]] | None) -> str:
     """One query whose model asks for the transfer; ``person`` is what the application's
     permission callback does meanwhile (its answer is the callback's). What the model read."""
     asked: list[str] = []
@@ -57,6 +57,7 @@ async def _run(setup: ap.Setup, home: Path, person: Callable[[], Awaitable[Any]]
     async def can_use_tool(name: str, tool_input: dict[str, Any], ctx: Any) -> Any:
         asked.append(name)
         assert [r.status for r in setup.requests()] == ["pending"]  # stored before it asks
+        assert person is not None
         return await person()
 
     steps = [tool_use_message((NAME, dict(ap.ARGS))), text_message("done")]
@@ -70,7 +71,10 @@ async def _run(setup: ap.Setup, home: Path, person: Callable[[], Awaitable[Any]]
             "CLAUDE_CONFIG_DIR": str(home),
         }
         options = ClaudeAgentOptions(
-            env=env, cwd=str(home), model="claude-scripted", can_use_tool=can_use_tool
+            env=env,
+            cwd=str(home),
+            model="claude-scripted",
+            can_use_tool=None if person is None else can_use_tool,
         )
         options = guard_options(options, setup.rails(), server="bank", sdk_tools=[_transfer(setup)])
 
@@ -79,7 +83,7 @@ async def _run(setup: ap.Setup, home: Path, person: Callable[[], Awaitable[Any]]
 
         async for _ in query(prompt=prompt(), options=options):
             pass
-    assert asked == [NAME]
+    assert asked == ([] if person is None else [NAME])
     [block] = [
         b for b in api.requests[-1]["messages"][-1]["content"] if b.get("type") == "tool_result"
     ]
@@ -152,3 +156,12 @@ async def test_an_allow_with_edited_arguments_is_a_new_request(tmp_path: Path) -
     [new] = setup.requests()
     assert '"mallory"' in new.arguments
     assert [r.status for r in setup.requests("approved")] == ["approved"]
+
+
+async def test_without_a_permission_callback_the_model_reads_pending(tmp_path: Path) -> None:
+    """Nothing asks the application: the run does not pause, the call does not run."""
+    (tmp_path / "db").mkdir()
+    setup = ap.setup(tmp_path / "db")
+    assert await _run(setup, tmp_path, None) == ap.PENDING
+    assert setup.ran == []
+    assert [r.status for r in setup.requests(None)] == ["pending"]
