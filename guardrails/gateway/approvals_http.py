@@ -8,7 +8,7 @@
 | ``POST /approvals/ID/deny`` with ``{"reason": "..."}`` or ``{}`` | 200 ``{"request": {...}}`` |
 
 Every request needs an approver's bearer token (``approvers.py``); an MCP
-client's token is not one. An approver sees and decides its tenant's
+client's token is not one (a JWT is one only with ``approvals.oauth_scope``). An approver sees and decides its tenant's
 requests only: another tenant's id is answered as an unknown one. Who
 decided is the approver's name from the table, never anything the body says.
 Errors are ``{"error": CODE}`` with a 4xx or 503 status (docs/approvals.md),
@@ -26,7 +26,7 @@ from ..approvals import ApprovalError, ApprovalRecord, Approvals
 from ..errors import UsageError
 from ..store import offloop
 from ..store._approval_rows import APPROVAL_STATUSES
-from .approvers import Approver, ApproverTable
+from .approvers import Approver, Approvers
 
 __all__ = ["ERRORS", "MAX_BODY", "approval_routes"]
 
@@ -61,7 +61,7 @@ class _Refused(Exception):
         self.http_status, self.code, self.extra = ERRORS[code], code, extra
 
 
-def approval_routes(store: Callable[[], Any], approvers: ApproverTable) -> list[Any]:
+def approval_routes(store: Callable[[], Any], approvers: Approvers) -> list[Any]:
     """The Starlette routes; ``store()`` is the gateway's store while it runs."""
     from starlette.routing import Route
 
@@ -81,11 +81,11 @@ def approval_routes(store: Callable[[], Any], approvers: ApproverTable) -> list[
     ]
 
 
-async def _answer(request: Any, store: Any, approvers: ApproverTable, handler: Handler) -> Any:
+async def _answer(request: Any, store: Any, approvers: Approvers, handler: Handler) -> Any:
     from starlette.responses import JSONResponse
 
     try:
-        approver = _approver(request, approvers)
+        approver = await _approver(request, approvers)
         book = Approvals(store, tenant=approver.tenant)
         request.state.approver = approver
         return JSONResponse(await handler(request, book))
@@ -99,10 +99,10 @@ async def _answer(request: Any, store: Any, approvers: ApproverTable, handler: H
         return JSONResponse({"error": code}, status_code=ERRORS[code])
 
 
-def _approver(request: Any, approvers: ApproverTable) -> Approver:
+async def _approver(request: Any, approvers: Approvers) -> Approver:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     token = token.strip()
-    found = approvers.approver(token) if scheme.lower() == "bearer" and token else None
+    found = await approvers.approver(token) if scheme.lower() == "bearer" and token else None
     if found is None:
         raise _Refused("unauthorized")
     return found

@@ -8,6 +8,11 @@ its audit row record. These are not MCP client tokens: a token that is both
 is refused when the gateway starts, and a client's token never decides.
 Tokens are compared by SHA-256 digest in constant time, every entry each
 time. The file is read again when it changes (looked at on each request).
+
+With ``[approvals] oauth_scope`` (and ``[auth.oauth]``), a bearer JWT valid
+for this gateway whose scopes include that scope is also an approver: of its
+``tenant_claim``'s tenant, named ``oauth:<sub>``. Without the scope a JWT
+never decides.
 """
 
 from __future__ import annotations
@@ -17,12 +22,12 @@ import hmac
 import logging
 import os
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..errors import ConfigurationError
 from .settings import ApprovalsConfig
 
-__all__ = ["Approver", "ApproverTable", "load_approvers", "parse_approvers"]
+__all__ = ["Approver", "ApproverTable", "Approvers", "load_approvers", "parse_approvers"]
 
 log = logging.getLogger("guardrails.gateway")
 
@@ -120,3 +125,32 @@ class ApproverTable:
             if hmac.compare_digest(known, digest):
                 found = approver
         return found
+
+
+class Approvers:
+    """Who a bearer token decides as: an approver of the table, or a JWT with the scope."""
+
+    def __init__(
+        self, table: ApproverTable | None, jwts: Any = None, scope: str | None = None
+    ) -> None:
+        self.table = table
+        self.jwts = jwts  # an ``oauth.JwtVerifier``, with ``scope``
+        self.scope = scope
+
+    async def approver(self, token: str) -> Approver | None:
+        found = None if self.table is None else self.table.approver(token)
+        if found is not None or self.jwts is None or self.scope is None:
+            return found
+        from .oauth import scopes_of
+
+        claims = await self.jwts.claims(token)
+        if claims is None or self.scope not in scopes_of(claims):
+            return None
+        tenant = claims.get(self.jwts.config.tenant_claim)
+        subject = claims.get("sub")
+        if not (isinstance(tenant, str) and tenant and isinstance(subject, str)):
+            return None
+        name = f"oauth:{subject}"
+        if not subject.strip() or len(name) > _MAX_NAME or not name.isprintable():
+            return None
+        return Approver(tenant, name)

@@ -74,6 +74,10 @@ def parse_config(
         raise r.error("upstreams", "declare at least one upstream ([upstreams.NAME])")
     limits = r.limits(r.table(data, "limits"), "limits", Limits())
     r.limits_default = limits
+    auth = r.auth(r.table(data, "auth"))
+    approvals = r.approvals(r.table(data, "approvals"))
+    if approvals.oauth_scope is not None and auth.oauth is None:
+        raise r.error("approvals.oauth_scope", "needs [auth.oauth] (the issuer of the tokens)")
     return GatewayConfig(
         name=r.text(gw, "gateway.name", "guardrails-gateway"),
         store=store,
@@ -87,7 +91,7 @@ def parse_config(
         workflows=tuple(
             r.workflow(name, value) for name, value in r.table(data, "workflows").items()
         ),
-        auth=r.auth(r.table(data, "auth")),
+        auth=auth,
         secrets=r.secrets(r.table(data, "secrets")),
         source=source,
         limits=limits,
@@ -95,7 +99,7 @@ def parse_config(
         session_idle_timeout=r.seconds(gw, "gateway.session_idle_timeout", 1800.0) or 1800.0,
         allowed_hosts=r.names(gw, "gateway.allowed_hosts"),
         allowed_origins=r.names(gw, "gateway.allowed_origins"),
-        approvals=r.approvals(r.table(data, "approvals")),
+        approvals=approvals,
     )
 
 
@@ -377,6 +381,9 @@ class _Reader:
             if file is None
             else self.path(self.text(data, "approvals.approvers_file")),
             approvers_env=None if env is None else self.text(data, "approvals.approvers_env"),
+            oauth_scope=None
+            if data.get("oauth_scope") is None
+            else self.text(data, "approvals.oauth_scope"),
         )
 
     def workflow(self, name: str, data: Any) -> WorkflowConfig:

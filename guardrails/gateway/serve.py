@@ -20,7 +20,7 @@ from ..errors import ConfigurationError
 from ._stdin import stdin_lines
 from .app import Gateway
 from .approvals_http import approval_routes
-from .approvers import ApproverTable, load_approvers
+from .approvers import Approvers, ApproverTable, load_approvers
 from .auth import CountRefusals, TokenTable, load_tokens
 from .oauth import AnyOf, JwtVerifier, auth_settings, metadata_routes
 from .origin import LOOPBACK, HostCheck
@@ -37,7 +37,7 @@ def http_app(
     tokens: Any = None,
     *,
     metrics: bool = True,
-    approvers: ApproverTable | None = None,
+    approvers: Approvers | None = None,
 ) -> Any:
     """The ASGI app: ``/mcp`` behind bearer auth (refusals counted), ``/metrics`` open;
     with OAuth, the protected-resource metadata (``oauth.py``); with approvers,
@@ -112,17 +112,23 @@ def http_tokens(gateway: Gateway) -> Any:
     return AnyOf(table, JwtVerifier(oauth))
 
 
-def http_approvers(gateway: Gateway) -> ApproverTable | None:
+def http_approvers(gateway: Gateway) -> Approvers | None:
     """The approvers of the configuration (None: no ``/approvals`` endpoint); a token that
-    is also an MCP client's is refused, so that a client's token can never decide."""
+    is also a static MCP client token is refused, so that a client's token never decides."""
     config = gateway.config.approvals
-    if config.approvers_file is None and config.approvers_env is None:
-        return None
-    approvers = load_approvers(config)
-    if approvers.keys() & load_tokens(gateway.config.auth).keys():
-        where = "approvals.approvers_file" if config.approvers_file else "approvals.approvers_env"
-        raise ConfigurationError(f"{where}: a token is also an MCP client token (auth)")
-    return ApproverTable(config, approvers)
+    table = None
+    if config.approvers_file is not None or config.approvers_env is not None:
+        approvers = load_approvers(config)
+        if approvers.keys() & load_tokens(gateway.config.auth).keys():
+            where = (
+                "approvals.approvers_file" if config.approvers_file else "approvals.approvers_env"
+            )
+            raise ConfigurationError(f"{where}: a token is also an MCP client token (auth)")
+        table = ApproverTable(config, approvers)
+    oauth = gateway.config.auth.oauth
+    if config.oauth_scope is None or oauth is None:
+        return None if table is None else Approvers(table)
+    return Approvers(table, JwtVerifier(oauth), config.oauth_scope)
 
 
 async def serve_http(gateway: Gateway, host: str, port: int, *, metrics: bool = True) -> None:

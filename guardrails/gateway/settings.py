@@ -37,7 +37,7 @@ KEYS: Mapping[str, frozenset[str]] = {
     "limits": frozenset({"max_sessions", "calls_per_second", "tool_calls_per_second",
                          "max_in_flight", "max_result_bytes"}),
     "auth": frozenset({"tokens_file", "tokens_env", "oauth"}),
-    "approvals": frozenset({"ttl", "approvers_file", "approvers_env"}),
+    "approvals": frozenset({"ttl", "approvers_file", "approvers_env", "oauth_scope"}),
     "auth.oauth": frozenset({"issuer", "resource", "jwks_url", "jwks_file", "tenant_claim",
                              "algorithms", "leeway", "jwks_refetch_interval", "scopes"}),
     "secrets": frozenset({"provider", "prefix", "directory", "timeout"}),
@@ -163,6 +163,8 @@ class ApprovalsConfig:
     ttl: float = 3_600.0
     approvers_file: str | None = None
     approvers_env: str | None = None
+    oauth_scope: str | None = None
+    """With ``[auth.oauth]``: a JWT with this scope decides for its tenant, as its ``sub``."""
 
 
 @dataclass(frozen=True, slots=True)
