@@ -36,6 +36,7 @@ from .notify import Listeners, changed_for, signatures
 from .owners import claim_names
 from .pinning import Pinning
 from .policy import load_policy
+from .relay import calling
 from .rules import StoreCounter, session_ceiling, tenant_allow_list, workflows
 from .scopes import scope_allow_list
 from .secrets import SecretProvider, secret_provider
@@ -315,7 +316,7 @@ class Gateway:
             # A call that started runs to its end and writes its audit row, even
             # when the server is stopping or the client gives up on it; the
             # upstream's timeout bounds it.
-            with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True), calling(ctx):
                 try:
                     return shown.answer(params.name, await tools.result(ctx, params))
                 except Exception:

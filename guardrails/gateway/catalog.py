@@ -26,6 +26,7 @@ from ..errors import ConfigurationError, SchemaError
 from ..integrations._mcp_results import Forwarded, forwarded
 from ..store import Store
 from ..tools import _NAME, Binding, Secret, Tool
+from . import relay
 from .budgets import budgeted
 from .config import ToolConfig
 from .stderr import REDACTED, redact
@@ -202,7 +203,7 @@ def _forward(
         state = current()
         tenant = None if state is None else state.context.tenant
         bound = None if max_bytes is None else max_bytes(tenant)
-        result = await upstream.call(remote, arguments, timeout, bound)
+        result = await upstream.call(remote, arguments, timeout, bound, relay.progress())
         if getattr(result, "is_error", None) is not False:
             raise UpstreamToolError(f"upstream {upstream.name!r} tool {remote!r} answered an error")
         return _redacted(forwarded(result, structured=True, binary=False), given)

@@ -145,11 +145,17 @@ class Upstream:
     # -- calls ----------------------------------------------------------------
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], timeout: float, max_bytes: int | None = None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        max_bytes: int | None = None,
+        progress: Any = None,
     ) -> Any:
         """The upstream's ``CallToolResult``; raises as the module docstring says.
 
-        ``max_bytes`` bounds the answer read for this call (stdio upstreams).
+        ``max_bytes`` bounds the answer read for this call (stdio upstreams);
+        ``progress(value, total, message)`` receives the upstream's progress.
         """
         live = self._live
         if live is None or live.broken.is_set():
@@ -159,7 +165,7 @@ class Upstream:
         live.idle = anyio.Event() if live.calls == 1 else live.idle
         token = bounded(max_bytes)
         try:
-            return await self._call(live, tool, arguments, timeout)
+            return await self._call(live, tool, arguments, timeout, progress)
         finally:
             release(token)
             live.calls -= 1
@@ -167,14 +173,19 @@ class Upstream:
                 live.idle.set()
 
     async def _call(
-        self, live: _Connection, tool: str, arguments: dict[str, Any], timeout: float
+        self,
+        live: _Connection,
+        tool: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        progress: Any = None,
     ) -> Any:
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
 
         try:
             with anyio.fail_after(timeout):
-                return await live.client.call_tool(tool, arguments)
+                return await live.client.call_tool(tool, arguments, progress_callback=progress)
         except TimeoutError:
             self.counters.failed(self.name, "timeout")
             live.wake.set()  # the supervisor checks it now

@@ -70,6 +70,14 @@ async def grow(ctx: Context) -> str:
 
 
 @app.tool()
+async def count(label: str, steps: int, ctx: Context) -> str:
+    """Report progress ``steps`` times, each message naming ``label``."""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"{label} {step}")
+    return f"{label} counted {steps}"
+
+
+@app.tool()
 async def retitle(ctx: Context) -> str:
     """List ``weather`` under another title (a changed definition) and say so."""
     app.remove_tool("weather")

@@ -1,0 +1,66 @@
+"""What an upstream sends during a call, relayed to the client that made that call.
+
+The gateway's ``tools/call`` handler runs the call inside ``calling(ctx)``:
+the request's own session (scoped to that request, of that client) is held
+in a context variable that the engine's pipeline carries into the
+forwarding function. ``progress()`` there gives the upstream call a
+callback that reports the upstream's ``notifications/progress`` against the
+calling request's ``progressToken``, so progress reaches the client that
+asked for it and no other; a request without a token asks the upstream for
+none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+__all__ = ["Progress", "calling", "progress"]
+
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+_CALLER: ContextVar[Any] = ContextVar("guardrails_gateway_caller", default=None)
+
+
+@contextmanager
+def calling(ctx: Any) -> Iterator[None]:
+    """Within this block, the current call is ``ctx``'s (a ``ServerRequestContext``)."""
+    token = _CALLER.set(ctx)
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
+
+
+def progress() -> Progress | None:
+    """A progress callback to the calling request, if it asked for progress."""
+    ctx = _CALLER.get()
+    if ctx is None or not _asked(ctx):
+        return None
+    session = ctx.session
+
+    async def report(value: float, total: float | None, message: str | None) -> None:
+        await session.report_progress(value, total, message)
+
+    return report
+
+
+def _asked(ctx: Any) -> bool:
+    """Whether the request carries a progress token: in its ``_meta`` on the wire;
+    held by the request's dispatch context in memory (the SDK names no accessor)."""
+    meta = getattr(ctx, "meta", None)
+    if meta and meta.get("progressToken") is not None:
+        return True
+    outbound = getattr(getattr(ctx, "session", None), "_request_outbound", None)
+    for _ in range(4):  # through the SDK's wrappers of the dispatch context
+        if outbound is None:
+            return False
+        if any(getattr(outbound, key, None) is not None for key in _HELD):
+            return True
+        outbound = getattr(outbound, "_inner", None)
+    return False
+
+
+_HELD = ("_progress_token", "progress_token", "_on_progress")
