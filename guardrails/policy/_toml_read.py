@@ -17,6 +17,7 @@ from ._where import free_key
 from .custom_kinds import CustomKind
 from .groups import check_group, expand
 from .rules import MAX_PATH_PARTS, Param
+from .templates import placeholder_names
 
 __all__ = [
     "MAX_BYTES",
@@ -43,6 +44,7 @@ _repr.maxstring, _repr.maxother, _repr.maxlist, _repr.maxdict, _repr.maxlevel = 
 _shown = _repr.repr
 
 _STRINGS = "a list of strings"
+_TEXTS = "a string or a list of strings"
 _PARAM_KEYS: dict[str, str] = {
     "kind": "string",
     "values": "list",
@@ -65,6 +67,7 @@ _PARAM_KEYS: dict[str, str] = {
     "timeout": "number",
     "embedded": _STRINGS,
     "words": _STRINGS,
+    "template": _TEXTS,
 }
 _TOOL_KEYS = {
     "intent": _STRINGS,
@@ -230,6 +233,27 @@ def _resolve_kinds(options: dict[str, Any], kinds: Mapping[str, CustomKind]) -> 
         options["embedded"] = [kinds.get(k, k) for k in options["embedded"]]
 
 
+def _placeholders(
+    origin: str,
+    table: str,
+    template: str | list[str],
+    groups: Mapping[str, tuple[str, ...]],
+    kinds: Mapping[str, CustomKind],
+) -> dict[str, Any]:
+    """What each placeholder of a template names: a kind of the file, or a group."""
+    out: dict[str, Any] = {}
+    for name in placeholder_names([template] if isinstance(template, str) else template):
+        if name in kinds and name in groups:
+            raise PolicyError(
+                origin, table, "template", f"{{{name}}} names both a kind and a group; rename one"
+            )
+        if name in kinds:
+            out[name] = kinds[name]
+        elif name in groups:
+            out[name] = groups[name]
+    return out
+
+
 def _param(
     origin: str,
     table: str,
@@ -251,6 +275,8 @@ def _param(
             origin, table, "grounded_in", options["grounded_in"], groups
         )
     _resolve_kinds(options, kinds)
+    if "template" in options:
+        options["placeholders"] = _placeholders(origin, table, options["template"], groups, kinds)
     try:
         return Param(tool, path, **options)
     except ConfigurationError as exc:
@@ -301,6 +327,8 @@ def _typed(origin: str, table: str, key: str, value: Any, expected: str) -> Any:
         "list": isinstance(value, list),
         "table": isinstance(value, Mapping),
         _STRINGS: isinstance(value, list) and all(isinstance(v, str) for v in value),
+        _TEXTS: isinstance(value, str)
+        or (isinstance(value, list) and all(isinstance(v, str) for v in value)),
     }[expected]
     if not ok:
         raise PolicyError(origin, table, key, f"must be {_article(expected)}, not {_shown(value)}")

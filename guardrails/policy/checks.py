@@ -29,6 +29,7 @@ from .kinds import (
     split_url,
 )
 from .patterns import Pattern
+from .templates import Template
 from .words import Words
 
 DEFAULT_TIMEOUT = 1.0  # a rule's deadline in seconds, unless it says (``rules.DEFAULT_TIMEOUT``)
@@ -55,6 +56,7 @@ class Check(StrEnum):
     UNKNOWN = "provenance_unknown"
     EMBEDDED = "embedded_not_grounded"
     WORDS = "word_not_grounded"
+    TEMPLATE = "template_not_matched"
     TIMEOUT = "timeout"
 
 
@@ -100,6 +102,10 @@ class Spec(Protocol):
     def embedded(self) -> Iterable[str | CustomKind] | None: ...
     @property
     def words(self) -> Iterable[str] | None: ...
+    @property
+    def template(self) -> Any: ...
+    @property
+    def placeholders(self) -> Any: ...
 
 
 def _strings(name: str, value: Any) -> frozenset[str] | None:
@@ -146,6 +152,7 @@ class Compiled:
         "rule",
         "schemes",
         "steps",
+        "template",
         "timeout",
         "untrusted",
         "values",
@@ -198,6 +205,11 @@ class Compiled:
             else Embedded(p.embedded, self.domains, self.deny_domains, self.grounded)
         )
         self.words = None if p.words is None else Words(p.words, self.grounded)
+        self.template = (
+            None
+            if p.template is None
+            else Template(p.template, self.grounded, dict(p.placeholders or ()))
+        )
         # Of the keys the ledger holds (``_extract.key``): a text value is its own key.
         self.prefix = "" if kind in (None, Kind.TEXT) else f"{kind.value}\x00"
         self.steps = self._steps()
@@ -269,6 +281,8 @@ class Compiled:
             steps.append(self._embedded)  # grounded_in and domains apply to what it finds
         elif self.words is not None:
             steps.append(self._words)  # grounded_in applies to each word
+        elif self.template is not None:
+            steps.append(self._template)  # grounded_in applies to each placeholder
         elif self.grounded is not None or self.untrusted:
             steps.append(self._provenance)
         return tuple(steps)
@@ -368,6 +382,14 @@ class Compiled:
             return
         failed.extend(Check(code) for code in self.words.failures(value, seen))  # type: ignore[union-attr]
 
+    def _template(
+        self, value: Any, norm: Any, context: Any, seen: Seen | None, failed: list[Check]
+    ) -> None:
+        if value.__class__ is not str:
+            failed.append(Check.TYPE)
+            return
+        failed.extend(Check(code) for code in self.template.failures(value, seen))  # type: ignore[union-attr]
+
     def _in_context(self, norm: Any, context: Any) -> bool:
         allowed = context.get(self.values_from) if context is not None else None
         if allowed is None:
@@ -454,6 +476,9 @@ class Compiled:
             lines.append(
                 f"words = {sorted(self.words.literal)!r}: every other word must be grounded"
             )
+        if self.template is not None:
+            shown = [p.template] if isinstance(p.template, str) else list(p.template)
+            lines.append(f"template = {shown!r}: literal words, each placeholder grounded")
         if self.grounded is not None:
             lines.append(f"grounded_in = {sorted(self.grounded)!r}")
         if self.untrusted:

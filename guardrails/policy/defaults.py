@@ -14,7 +14,7 @@ when the tool's schema declares it, and the names of the failed checks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from time import perf_counter_ns
 from typing import Any
 
@@ -23,20 +23,14 @@ from ..guard import Guard
 from ..middleware._frozen import FrozenDict, FrozenList
 from ..rules import _paths
 from ..verdicts import EscapeReason, Outcome, Verdict
-from ._extract import key
+from ._grounding import KINDS as _KINDS
+from ._grounding import Kinds as _Kinds
+from ._grounding import grounded_anywhere
 from .checks import DEFAULT_TIMEOUT, Check, Seen
-from .kinds import Kind, normalise_text, normaliser
 
 __all__ = ["DefaultCheck", "default_guards", "default_rule_name", "grounded_anywhere"]
 
 _PASS = Verdict.PASS
-_Kinds = tuple[tuple[str, Callable[[str], str | None]], ...]
-_KINDS: _Kinds = tuple(
-    (f"{kind.value}\x00", normaliser(kind)) for kind in Kind if kind is not Kind.TEXT
-)
-# A string longer than this is never one labelled value (lines and fields are
-# labelled up to 512 characters); reading it as each kind would be wasted work.
-_MAX_WHOLE = 4_096
 _Path = tuple[str | int, ...]
 
 
@@ -70,21 +64,6 @@ def default_guards(policy: Any, tools: Mapping[str, Any], ledgers: Any) -> list[
                 )
             )
     return guards
-
-
-def grounded_anywhere(value: str, seen: Seen, need: int, kinds: _Kinds = _KINDS) -> bool:
-    """Whether ``value``, as text or as any kind it parses as whole, was seen in ``need``
-    (``kinds``: each kind's key prefix and normaliser, the user-defined ones included)."""
-    lookup = seen.lookup
-    if lookup(key("text", normalise_text(value))) & need:
-        return True
-    if len(value) > _MAX_WHOLE:
-        return False
-    for prefix, normalise in kinds:
-        norm = normalise(value)
-        if norm is not None and lookup(prefix + norm) & need:
-            return True
-    return False
 
 
 class DefaultCheck:

@@ -217,7 +217,9 @@ class _ParamCheck:
         self.path = _paths.parse(rule.path)
         self.simple = len(self.path) == 1 and isinstance(self.path[0], str)
         self.head = rule.path.split(".")[0]
-        self.provenance = rule.grounded_in is not None or rule.not_only_untrusted
+        self.provenance = (
+            rule.grounded_in is not None or rule.not_only_untrusted or rule.template is not None
+        )
         self.deadline_ns = int(rule.timeout * 1e9)  # type: ignore[operator]
         # An optional parameter whose schema admits null: an explicit null is as if absent.
         self.skip_null = skip_null

@@ -159,14 +159,17 @@ class Policy:
     @property
     def sources_used(self) -> bool:
         return self.default_grounded_in is not None or any(
-            p.grounded_in is not None or p.not_only_untrusted for p in self.params
+            p.grounded_in is not None or p.not_only_untrusted or p.template is not None
+            for p in self.params
         )
 
     def source_names(self) -> set[str]:
-        """Every source named in a ``grounded_in`` (the rules' and the default's)."""
+        """Every source named in a ``grounded_in`` (the rules' and the default's)
+        or by a template's placeholder."""
         names = set(self.default_grounded_in or ())
         for p in self.params:
             names.update(p.grounded_in or ())
+            names.update(_placeholder_sources(p))
         return names
 
     def _names_source(self, name: str) -> bool:
@@ -229,6 +232,9 @@ class Policy:
                         "grounded_in",
                         _unknown_source(source),
                     )
+            for source in sorted(_placeholder_sources(rule)):
+                if source not in known_sources and split_source(source, tools) is None:
+                    raise PolicyError(origin, table, "template", _unknown_source(source))
             try:
                 types = resolve(spec, rule.path)
             except LookupError as exc:
@@ -239,6 +245,16 @@ class Policy:
             if problem is not None:
                 raise PolicyError(origin, table, problem[0], problem[1])
         check_default(self, tools, known_sources)
+
+
+def _placeholder_sources(rule: Param) -> set[str]:
+    """The sources a rule's template placeholders name (its groups)."""
+    return {
+        source
+        for _, value in (rule.placeholders or ())
+        if not isinstance(value, CustomKind)
+        for source in value
+    }
 
 
 def _parameters(tool: Any) -> Iterable[str]:
@@ -369,6 +385,8 @@ def _type_mismatch(rule: Param, types: frozenset[str] | None) -> tuple[str, str]
     number = bool(types & {"number", "integer"})
     if rule.kind is not None and not text:
         return "kind", f"kind {rule.kind} needs a string parameter; the schema says {sorted(types)}"
+    if rule.template is not None and not text:
+        return "template", f"template needs a string parameter; the schema says {sorted(types)}"
     if rule.words is not None and not text:
         return "words", f"words needs a string parameter; the schema says {sorted(types)}"
     if rule.embedded is not None and not text:

@@ -12,7 +12,7 @@ names of the failed checks (never the value).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +78,11 @@ class Param:
     timeout: float | None = None
     embedded: Iterable[str | CustomKind] | None = None
     words: Iterable[str] | None = None
+    template: str | Iterable[str] | None = None
+    # What each template placeholder that is not a built-in kind names: a
+    # ``CustomKind``, or the sources (a group) its value is grounded in.
+    # (Given as a mapping; kept as sorted ``(name, kind or sources)`` pairs.)
+    placeholders: Any = None
     _compiled: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -119,6 +124,14 @@ def _validate(p: Param, label: str) -> None:
             raise ConfigurationError(
                 "not_only_untrusted does not apply to embedded values; use grounded_in"
             )
+    if p.template is not None:
+        if kind not in (None, Kind.TEXT):
+            raise ConfigurationError("template needs a text parameter (no kind, or kind text)")
+        if p.embedded is not None or p.words is not None or p.not_only_untrusted:
+            raise ConfigurationError(
+                "template cannot be combined with embedded, words or not_only_untrusted"
+            )
+    object.__setattr__(p, "placeholders", _placeholders(p.placeholders))
     if p.words is not None:
         if kind not in (None, Kind.TEXT):
             raise ConfigurationError("words needs a text parameter (no kind, or kind text)")
@@ -154,11 +167,30 @@ def _validate(p: Param, label: str) -> None:
             raise ConfigurationError(f"{key} must name a context value")
     object.__setattr__(p, "_compiled", Compiled(p, kind))
     # Frozen all the way down: the lists given become tuples (sets: sorted).
+    if p.template is not None and not isinstance(p.template, str):
+        object.__setattr__(p, "template", tuple(p.template))
     for key in _LISTS:
         given = getattr(p, key)
         if given is not None:
             items = sorted(given, key=repr) if isinstance(given, set | frozenset) else given
             object.__setattr__(p, key, tuple(items))
+
+
+def _placeholders(given: Any) -> tuple[tuple[str, Any], ...] | None:
+    """Placeholders frozen: ``(name, CustomKind or a tuple of sources)`` pairs, sorted."""
+    if given is None:
+        return None
+    if not isinstance(given, Mapping):
+        raise ConfigurationError("placeholders must map each name to a kind or a list of sources")
+    out: list[tuple[str, Any]] = []
+    for name, value in dict(given).items():
+        if isinstance(value, CustomKind):
+            out.append((name, value))
+        elif isinstance(value, str) or not all(isinstance(v, str) for v in value):
+            raise ConfigurationError(f"placeholder {name!r} must be a kind or a list of sources")
+        else:
+            out.append((name, tuple(value)))
+    return tuple(sorted(out, key=lambda pair: pair[0]))
 
 
 def _kind(given: Any) -> Kind | CustomKind | None:
