@@ -15,10 +15,11 @@
   mail-like text holding two links and two addresses the user gave) with no
   policy (the floor), with ``[defaults] grounded_in`` (the body free), and
   with the body's links, addresses, IBANs and phone numbers required to be
-  grounded (``embedded``).
+  grounded (``embedded``), and with a kind of the policy's own added to them.
 - ``policy: labelling``: labelling a 1 MB untrusted tool result (mail-like
   text with addresses, links and numbers) into a new session record, and the
-  value extraction alone; ``MB/s`` over the text's size. Floor: one
+  value extraction alone, and the scan of one kind of the policy's own
+  (``[kinds.NAME]``); ``MB/s`` over the text's size. Floor: one
   ``str.lower()`` pass. The labelling is timed again with the garbage
   collector on.
 
@@ -40,7 +41,7 @@ from _harness import Budget, budget, compare, per_op_ns, row
 from _transfer import SCHEMA, VALID, transfer
 
 from guardrails import Guard, Guardrails, Tool, Verdict, tool
-from guardrails.policy import Param, Policy
+from guardrails.policy import CustomKind, Param, Policy
 from guardrails.policy._extract import extract
 from guardrails.policy.attach import installed
 from guardrails.policy.provenance import Ledgers, Sources
@@ -185,6 +186,15 @@ embedded = ["url", "email", "iban", "phone"]
 grounded_in = ["user", "trusted"]
 """
 
+OWN_KIND = (
+    EMBEDDED.replace('embedded = ["url"', 'embedded = ["nz_account", "url"')
+    + """
+[kinds.nz_account]
+pattern = "[0-9]{2}[- ]?[0-9]{4}[- ]?[0-9]{7}[- ]?[0-9]{2,3}"
+separators = "- "
+"""
+)
+
 
 def _safe_default(quick: bool) -> list[dict[str, Any]]:
     from guardrails.policy import loads
@@ -196,7 +206,13 @@ def _safe_default(quick: bool) -> list[dict[str, Any]]:
     body = f"{words[: 16_000 - len(links) - 1]} {links}"
     args = {"to": "bob@work.example", "subject": "plan", "body": body}
     turns = {}
-    for label, policy in (("none", None), ("default", SAFE_DEFAULT), ("embedded", EMBEDDED)):
+    policies = (
+        ("none", None),
+        ("default", SAFE_DEFAULT),
+        ("embedded", EMBEDDED),
+        ("own kind", OWN_KIND),
+    )
+    for label, policy in policies:
         rails = Guardrails([post], policy=loads(policy) if policy else None)
         turn = rails.turn(session="bench")
         turn.pre_turn(f"post the plan to bob@work.example, {links}")
@@ -208,6 +224,9 @@ def _safe_default(quick: bool) -> list[dict[str, Any]]:
             "post, no policy": lambda: turns["none"].call("post", args),
             "post, safe default (body free)": lambda: turns["default"].call("post", args),
             "post, safe default + embedded values in the body": lambda: turns["embedded"].call(
+                "post", args
+            ),
+            "post, as above + a kind of the policy's own": lambda: turns["own kind"].call(
                 "post", args
             ),
         },
@@ -224,10 +243,14 @@ def _labelling(quick: bool) -> list[dict[str, Any]]:
     text = mail_text(random.Random(20_261_201), 1_000_000)
     size = len(text)
     ledgers = Ledgers(Sources(["fetch"], []))
+    account = CustomKind(
+        "nz_account", r"[0-9]{2}[- ]?[0-9]{4}[- ]?[0-9]{7}[- ]?[0-9]{2,3}", separators="- "
+    )
     cases = {
         "floor: str.lower() 1MB": lambda: text.lower(),
         "extract values, 1MB": lambda: extract(text),
         LABEL: lambda: ledgers.label_text(None, None, "fetch", text),
+        "find the values of a kind of the policy's own, 1MB": lambda: account.find(text, set()),
     }
     # Each operation takes milliseconds: few rounds of one operation each.
     spec = budget(quick)

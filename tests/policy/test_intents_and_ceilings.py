@@ -196,3 +196,23 @@ def test_only_a_tool_a_gate_withheld_carries_a_gate_verdict() -> None:
     plain = Guardrails([lookup, transfer]).turn(offered=["lookup"])
     refused = plain.call("transfer", {"amount": 1})
     assert (refused.reason, refused.verdicts) == (Reason.NOT_OFFERED, ())
+
+
+def test_hostile_names_and_texts_never_borrow_a_gates_verdict() -> None:
+    class Name(str):
+        def __hash__(self) -> int:
+            raise RuntimeError("ran")
+
+    rails = Guardrails([lookup, transfer], policy=GATED)
+    turn = rails.turn()
+    turn.pre_turn("x" * 1_000_000)  # mentions nothing: the gated tool is withheld
+    assert turn.call("transfer", {"amount": 1}).verdicts[0].guard == "policy:transfer.intent"
+    for name in (
+        Name("transfer"),
+        "trаnsfer",
+        "ＴＲＡＮＳＦＥＲ",
+    ):  # a subclass, a Cyrillic a, wide
+        refused = turn.call(name, {"amount": 1})
+        assert (refused.reason, refused.verdicts) == (Reason.UNKNOWN_TOOL, ())
+    turn.pre_turn("and now transfer it")  # a later input of the turn mentions it
+    assert turn.gated == {} and turn.call("transfer", {"amount": 1}).ok
