@@ -170,7 +170,7 @@ def _pure(terms: list[str]) -> TermSet | None:
     """``TermSet(terms)`` on the pure-Python path (as with ``GUARDRAILS_PURE=1``),
     or None when this version of the library has no compiled word scan."""
     try:
-        import guardrails._wordscan as wordscan
+        import guardrails.text._wordscan as wordscan
     except ImportError:
         return None
     saved = wordscan.CORE
@@ -188,7 +188,7 @@ def _memo() -> Any:
     ``guardrails.text`` and folding was asked of ``has_lookalikes``.)
     """
     try:
-        import guardrails._normal as normal_module
+        import guardrails.text._normal as normal_module
     except ImportError:
         return text_module, "has_lookalikes", lambda _text: False
     return normal_module, "disguises", lambda _words: {}

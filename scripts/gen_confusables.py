@@ -1,4 +1,4 @@
-r"""Regenerate ``guardrails/_confusables.json`` from ICU's UTS #39 data.
+r"""Regenerate ``guardrails/text/_confusables.json`` from ICU's UTS #39 data.
 
 Source: ICU's ``SpoofChecker.getSkeleton`` (Unicode's confusables.txt as ICU
 compiles it) and ICU's Script_Extensions, through PyICU. PyICU builds against
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import icu
 
-OUT = Path(__file__).resolve().parent.parent / "guardrails" / "_confusables.json"
+OUT = Path(__file__).resolve().parent.parent / "guardrails" / "text" / "_confusables.json"
 _ANY = {"Zyyy", "Zinh", "Zzzz"}
 _WORD = re.compile(r"\w")
 # Preferred targets first: letters, then digits and underscore.

@@ -62,7 +62,7 @@ def shared_url(request: pytest.FixtureRequest, tmp_path: object) -> str:
 
 @pytest.fixture(scope="module", params=["pure", "compiled"])
 def scan_path(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Term sets built in the test take this path (``guardrails._wordscan``)."""
+    """Term sets built in the test take this path (``guardrails.text._wordscan``)."""
     from guardrails import _wordscan
     from guardrails._compiled import load
 

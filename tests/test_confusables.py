@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guardrails.confusables import (
+from guardrails.text import normalise
+from guardrails.text.confusables import (
     _ANY_SCRIPT,
     _SEPARATOR,
     _UNSURE,
@@ -30,9 +31,8 @@ from guardrails.confusables import (
     lookalike_words,
     match_key,
 )
-from guardrails.text import normalise
 
-_RAW = json.loads(files("guardrails").joinpath("_confusables.json").read_text(encoding="utf-8"))
+_RAW = json.loads(files("guardrails.text").joinpath("_confusables.json").read_text(encoding="utf-8"))
 
 
 def test_the_data_names_its_source_and_lists_only_normalised_non_ascii_word_characters() -> None:
@@ -119,7 +119,7 @@ def test_the_data_file_is_what_the_script_generates() -> None:
 
 
 def test_the_script_cache_is_bounded() -> None:
-    import guardrails.confusables as confusables
+    import guardrails.text.confusables as confusables
 
     tables = data()
     saved = dict(tables.cache)

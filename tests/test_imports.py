@@ -17,6 +17,7 @@ The import graph is read from the source with ``ast``. What counts as an edge:
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -206,3 +207,109 @@ def test_siblings_do_not_loop_through_their_own_package(tmp_path: Path) -> None:
     )
     assert circles(import_graph(root)) == []
     assert import_graph(root)["pkg.low.y"] == {"pkg.low.x"}
+
+
+# The layers of ``guardrails`` (drawn in ``guardrails/AGENTS.md``): arrows point down.
+FOUNDATION = {
+    "guardrails.verdicts",
+    "guardrails.errors",
+    "guardrails.context",
+    "guardrails._version",
+}
+ROOMS_BELOW_THE_ENGINE = ("guardrails.observe", "guardrails.text", "guardrails.native")
+ABOVE_THE_ROOMS = (
+    "guardrails.engine",
+    "guardrails.integrations",
+    "guardrails.gateway",
+    "guardrails.cli",
+)
+# The old paths of moved public modules, kept as small re-export modules.
+SHIMS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "guardrails.confusables": (
+        "guardrails.text.confusables",
+        (
+            "MARK",
+            "FoldData",
+            "data",
+            "disguises",
+            "fold",
+            "fold_words",
+            "has_lookalikes",
+            "is_mixed_script",
+            "lookalike_words",
+            "match_key",
+        ),
+    ),
+}
+# The modules that may import ``guardrails.cli``: its own, ``python -m guardrails`` and
+# the re-export modules at its old paths.
+CLI_IMPORTERS = {"guardrails.__main__", *SHIMS}
+
+
+def _in(module: str, packages: tuple[str, ...] | set[str]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def _edges(graph: dict[str, set[str]]) -> Iterator[tuple[str, str]]:
+    for source, targets in sorted(graph.items()):
+        yield from ((source, target) for target in sorted(targets))
+
+
+def test_the_foundation_imports_nothing_above_it() -> None:
+    wrong = [
+        f"{a} -> {b}"
+        for a, b in _edges(import_graph())
+        if a in FOUNDATION and b not in FOUNDATION and b != "guardrails"
+    ]
+    assert not wrong, wrong
+
+
+def test_middleware_never_imports_the_engine() -> None:
+    wrong = [
+        f"{a} -> {b}"
+        for a, b in _edges(import_graph())
+        if _in(a, ("guardrails.middleware",)) and _in(b, ("guardrails.engine",))
+    ]
+    assert not wrong, wrong
+
+
+def test_the_command_line_is_imported_by_nothing() -> None:
+    wrong = [
+        f"{a} -> {b}"
+        for a, b in _edges(import_graph())
+        if _in(b, ("guardrails.cli",)) and not _in(a, ("guardrails.cli",))
+        if a not in CLI_IMPORTERS
+    ]
+    assert not wrong, wrong
+
+
+def test_the_rooms_below_the_engine_do_not_import_it_nor_what_sits_on_it() -> None:
+    wrong = [
+        f"{a} -> {b}"
+        for a, b in _edges(import_graph())
+        if _in(a, ROOMS_BELOW_THE_ENGINE) and _in(b, ABOVE_THE_ROOMS)
+    ]
+    assert not wrong, wrong
+
+
+def test_text_and_the_compiled_core_do_not_import_the_rooms_above_them() -> None:
+    above = ("guardrails.observe", "guardrails.middleware", "guardrails.rules", "guardrails.policy")
+    wrong = [
+        f"{a} -> {b}"
+        for a, b in _edges(import_graph())
+        if _in(a, ("guardrails.text", "guardrails.native")) and _in(b, (*above, *ABOVE_THE_ROOMS))
+    ]
+    native_up = [
+        f"{a} -> {b}"
+        for a, b in _edges(import_graph())
+        if _in(a, ("guardrails.native",)) and _in(b, ("guardrails.text",))
+    ]
+    assert not wrong + native_up, wrong + native_up
+
+
+@pytest.mark.parametrize("old", sorted(SHIMS))
+def test_an_old_public_path_re_exports_what_it_used_to(old: str) -> None:
+    new, names = SHIMS[old]
+    before, after = importlib.import_module(old), importlib.import_module(new)
+    missing = [n for n in names if getattr(before, n, None) is not getattr(after, n)]
+    assert not missing, f"{old} no longer re-exports {missing} from {new}"

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import guardrails._normal as normal_module
 import guardrails.text as text_module
-from guardrails.confusables import MARK, match_key
+import guardrails.text._normal as normal_module
 from guardrails.errors import UsageError
 from guardrails.text import Text, fold_text, normalise
+from guardrails.text.confusables import MARK, match_key
 
 # Words and separators that reach every branch: ASCII, accents, full-width,
 # invisible characters, look-alikes (Cyrillic е and о in Latin words), other

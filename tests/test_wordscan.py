@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from guardrails import _wordscan
 from guardrails._compiled import load
-from guardrails._wordscan import STARTS, WordTable, scan, scan_py
+from guardrails.text._wordscan import STARTS, WordTable, scan, scan_py
 from tests._refcounts import assert_kept, counts
 
 CORE = _wordscan.usable(load())

@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
-from .._secret_spellings import spellings_of
+from ..text._secret_spellings import spellings_of
 
 __all__ = ["REDACTED", "StderrLog", "redact"]
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._compiled import CORE
-from .._secret_spellings import Spellings, spellings_of
+from ..text._secret_spellings import Spellings, spellings_of
 
 try:  # the C encoder, without the per-call encoder set-up of json.dumps
     from json.encoder import c_make_encoder as _c_make_encoder  # type: ignore[attr-defined]

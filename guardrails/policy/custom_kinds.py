@@ -29,8 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._normal import fold_width
 from ..errors import ConfigurationError
+from ..text._normal import fold_width
 from ._scan import continues
 from .patterns import UNANCHORED, Pattern
 

@@ -8,7 +8,7 @@ only (``refund`` does not match ``refundable``). The text's words are
 computed once per turn (``Text``); every form of every word of every term sits
 in one set, whose ASCII forms are compiled into a table the compiled core
 walks the text against without a Python object per word (``Text.present``,
-``guardrails._wordscan``; a chunk at a time with ``bytes.split`` and set
+``guardrails.text._wordscan``; a chunk at a time with ``bytes.split`` and set
 lookups on the pure-Python path). A multi-word term (``credit card``)
 is indexed by its first word and confirmed by one regular-expression search
 only when all its words occur; its words may be separated by anything that is
@@ -26,12 +26,12 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .._wordscan import WordTable
-from ..confusables import MARK, fold, fold_words, match_key
 from ..context import GuardResult
 from ..errors import ConfigurationError
 from ..guard import Guard
 from ..text import Text, normalise
+from ..text._wordscan import WordTable
+from ..text.confusables import MARK, fold, fold_words, match_key
 from ..verdicts import ChokePoint, Verdict
 from .effects import Restrict
 
@@ -91,7 +91,7 @@ class TermSet:
             *(alts for forms in self._multi.values() for form, _ in forms for alts in form)
         )
         # The ones an ASCII word of the text can equal: half as many to probe.
-        # Compiled for the C scan when the core is built (``guardrails._wordscan``).
+        # Compiled for the C scan when the core is built (``guardrails.text._wordscan``).
         self._ascii_keys = WordTable(
             (k for k in self._keys if k.isascii() and k[:1] != _MARK), tracked=self._multi
         )

@@ -22,9 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardrails import Guardrails, Outcome, Secret, Tool
-from guardrails._secret_spellings import MIN_ENCODED, Spellings
 from guardrails.gateway.catalog import _redact
 from guardrails.middleware._render import FLAG_SECRET_REDACTED, REDACTED
+from guardrails.text._secret_spellings import MIN_ENCODED, Spellings
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "policy.md"
 SECRET = 'sk-live/7f3a"Q+ &<\u00e9\u20ac\U0001f600\\z'

@@ -3,7 +3,7 @@
 ``normalise`` removes invisible characters, then applies NFKC and casefold.
 ``normalise_tokens`` does the same for the tokens of a text that hold a
 non-ASCII character, all in one call of each kind, splits each into words,
-keys its disguised words (``guardrails.confusables.disguises``), and
+keys its disguised words (``guardrails.text.confusables.disguises``), and
 remembers the result in a bounded memo: the words of a language recur from
 turn to turn.
 """

@@ -16,11 +16,11 @@ from functools import lru_cache
 from itertools import compress, filterfalse
 from operator import not_
 
+from ..errors import UsageError
+from ..messages import content_text, user_text
 from ._normal import normalise, normalise_tokens
 from ._wordscan import STARTS, WordTable, scan
 from .confusables import fold_words
-from .errors import UsageError
-from .messages import content_text, user_text
 
 __all__ = ["Text", "content_text", "fold_text", "normalise", "user_text"]
 

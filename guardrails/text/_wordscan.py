@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
 
-from ._compiled import CORE as _LOADED
+from .._compiled import CORE as _LOADED
 
 __all__ = ["CORE", "STARTS", "WordTable", "scan", "scan_py"]
 
