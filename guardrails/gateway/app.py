@@ -36,6 +36,7 @@ from .notify import Listeners, changed_for, signatures
 from .owners import claim_names
 from .pinning import Pinning
 from .policy import load_policy
+from .prompts import Prompts, tenant_sees
 from .relay import calling
 from .rules import StoreCounter, session_ceiling, tenant_allow_list, workflows
 from .scopes import scope_allow_list
@@ -291,6 +292,17 @@ class Gateway:
             )
         return names
 
+    def _read_only(self) -> dict[str, Any]:
+        """The prompts handlers, when an upstream exposes prompts (``prompts.py``)."""
+        prompts = Prompts(
+            self.upstreams,
+            tenant_sees(self.config.tenants, lambda ctx: self.sessions(ctx).tenant),
+            self.config.max_result_chars,
+        )
+        if not prompts.by_name:
+            return {}
+        return {"on_list_prompts": prompts.list_prompts, "on_get_prompt": prompts.get_prompt}
+
     def server(self) -> Any:
         """The low-level MCP ``Server`` answering tools/list and tools/call through the engine."""
         from mcp.server import Server
@@ -327,6 +339,7 @@ class Gateway:
             self.config.name,
             on_list_tools=list_tools,
             on_call_tool=call_tool,
+            **self._read_only(),
             # Clients of the 2026-07-28 protocol listen for tools/list_changed here.
             on_subscriptions_listen=listeners.listen,
         )

@@ -268,6 +268,7 @@ class _Reader:
             tools={tool: self.tool(f"{where}.tools.{tool}", tools[tool]) for tool in tools},
             extra=extra,
             health_interval=self.seconds(data, f"{where}.health_interval", 15.0) or 15.0,
+            prompts=self.names(data, f"{where}.prompts"),
         )
 
     def command(self, command: list[str]) -> tuple[str, ...]:

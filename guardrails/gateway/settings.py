@@ -46,7 +46,7 @@ KEYS: Mapping[str, frozenset[str]] = {
     "workflows.NAME.steps": frozenset({"tool", "instructions"}),
     "upstreams.NAME": frozenset({"command", "url", "env", "cwd", "headers", "timeout",
                                  "connect_timeout", "backoff_initial", "backoff_max", "prefix",
-                                 "pin", "tools", "extra", "health_interval"}),
+                                 "pin", "tools", "extra", "health_interval", "prompts"}),
     "upstreams.NAME.tools.TOOL": frozenset({"action", "bind", "secrets", "timeout",
                                             "idempotency_key", "cost", "daily_cap",
                                             "instance_cap", "approval"}),
@@ -101,6 +101,8 @@ class UpstreamConfig:
     tools: Mapping[str, ToolConfig] = field(default_factory=dict)
     extra: str = "reject"
     health_interval: float = 15.0
+    prompts: tuple[str, ...] = ()
+    """The upstream's prompts clients may list and get (none unless named)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -203,6 +203,15 @@ class Upstream:
             self._break(live, f"its connection failed ({type(exc).__name__})")
             raise UpstreamFailed(f"upstream {self.name!r} failed ({type(exc).__name__})") from exc
 
+    async def ask(self, method: str, *args: Any) -> Any:
+        """A read request of the live client (``list_prompts``, ``get_prompt``),
+        bounded by the upstream's timeout; raises ``UpstreamUnavailable`` when down."""
+        live = self._live
+        if live is None or live.broken.is_set():
+            raise UpstreamUnavailable(f"upstream {self.name!r} is down")
+        with anyio.fail_after(self.config.timeout):
+            return await getattr(live.client, method)(*args)
+
     def _break(self, live: _Connection, reason: str) -> None:
         if live.fail(reason):
             self.counters.failed(self.name, "disconnected")

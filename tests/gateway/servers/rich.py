@@ -87,5 +87,23 @@ async def retitle(ctx: Context) -> str:
     return "retitled"
 
 
+@app.prompt()
+def greet(name: str) -> str:
+    """A greeting (careless: it holds the upstream's key)."""
+    return f"Hello {name}, key {os.environ.get('RICH_KEY', 'none')}"
+
+
+@app.prompt()
+def hidden() -> str:
+    """A prompt the gateway's configuration does not expose."""
+    return "hidden words"
+
+
+@app.prompt()
+def long() -> str:
+    """A prompt longer than a small max_result_chars."""
+    return "x" * 5000
+
+
 if __name__ == "__main__":
     serve(app)
