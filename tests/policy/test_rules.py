@@ -254,6 +254,7 @@ def test_kinds_enum_holds_the_policy_file_strings() -> None:
         "below_minimum", "above_maximum", "domain_not_allowed", "scheme_not_allowed",
         "country_not_allowed", "prefix_not_allowed", "not_grounded", "untrusted_only",
         "provenance_unknown", "timeout", "embedded_not_grounded", "word_not_grounded",
+        "template_not_matched",
     }  # fmt: skip
 
 
