@@ -166,10 +166,12 @@ def replay(policy: Policy, tools: Mapping[str, Any], turns: list[RecordedTurn]) 
 
 def _refusal(call: RecordedCall, result: ToolResult, decision: PreTurnDecision | None) -> Refusal:
     """Who refused and why: the first rejecting guard, or the pre_turn gate that withheld it."""
+    # A call of a tool an intent gate withheld carries the gate's reject itself
+    # (``policy:TOOL.intent``); another pre_turn rule's is read from the decision.
     verdicts = list(result.verdicts)
     gates = decision.withheld.get(call.name, ()) if decision is not None else ()
-    if gates and decision is not None:
-        verdicts = [v for v in decision.verdicts if v.guard in gates] or verdicts
+    if gates and decision is not None and not verdicts:
+        verdicts = [v for v in decision.verdicts if v.guard in gates]
     rejecting = [v for v in verdicts if v.verdict is Verdict.REJECT and v.enforced]
     if rejecting:
         first = rejecting[0]

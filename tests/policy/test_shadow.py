@@ -116,7 +116,7 @@ def test_context_values_ground_and_an_intent_gate_is_named(run: _Run) -> None:
     turn["calls"] = [_send("boss@work.example")]
     assert run([turn])[0] == 0
     code, out, _ = run([{**turn, "user": "what is new?"}])
-    assert code == 1 and "  policy:intent intent_not_mentioned: 1 (" in out
+    assert code == 1 and "  policy:send_mail.intent intent_not_mentioned: 1 (" in out
     code, out, _ = run([{**turn, "user": None}])
     assert code == 1 and "send_mail: 1 of 1 calls refused" in out
 
