@@ -1,4 +1,4 @@
-"""Build the optional compiled core of admission (``guardrails/_csrc``); metadata lives in pyproject.toml.
+"""Build the optional compiled core of admission (``guardrails/native/_csrc``); metadata lives in pyproject.toml.
 
 ``optional=True``: without a C compiler or the Python headers the build goes
 on without it and ``guardrails`` runs its pure-Python admission.
@@ -11,7 +11,7 @@ setup(
         Extension(
             "guardrails._ccore",
             [
-                f"guardrails/_csrc/{name}.c"
+                f"guardrails/native/_csrc/{name}.c"
                 for name in (
                     "module",
                     "canonical",
@@ -24,7 +24,7 @@ setup(
                     "tuples",
                 )
             ],
-            depends=["guardrails/_csrc/ccore.h", "guardrails/_csrc/tokenset.h"],
+            depends=["guardrails/native/_csrc/ccore.h", "guardrails/native/_csrc/tokenset.h"],
             optional=True,
         )
     ]

@@ -25,9 +25,9 @@ from ._aio import (
     stops,
 )
 from ._metric_names import FAULT_REASONS
-from ._tuples import make
 from .context import Escape, GuardResult, VerdictRecord
 from .errors import ConfigurationError, NotConfigured, UsageError
+from .native._tuples import make
 from .store import offloop
 from .verdicts import ChokePoint, EscapeReason, Outcome, Verdict
 

@@ -20,9 +20,9 @@ from typing import Any
 import jsonschema
 import jsonschema_rs
 
-from ._compiled import CORE
-from ._flat_plan import FlatPlan, flat_plan
 from .errors import SchemaError
+from .native._compiled import CORE
+from .native._flat_plan import FlatPlan, flat_plan
 
 __all__ = ["CompiledSchema", "compile_schema", "without_params"]
 

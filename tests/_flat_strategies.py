@@ -16,7 +16,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from guardrails._flat_plan import TYPE_BITS
+from guardrails.native._flat_plan import TYPE_BITS
 
 TYPES = sorted(TYPE_BITS)
 SCALARS = st.one_of(

@@ -63,8 +63,8 @@ def shared_url(request: pytest.FixtureRequest, tmp_path: object) -> str:
 @pytest.fixture(scope="module", params=["pure", "compiled"])
 def scan_path(request: pytest.FixtureRequest) -> Iterator[str]:
     """Term sets built in the test take this path (``guardrails.text._wordscan``)."""
-    from guardrails import _wordscan
-    from guardrails._compiled import load
+    from guardrails.native._compiled import load
+    from guardrails.text import _wordscan
 
     core = None if request.param == "pure" else _wordscan.usable(load())
     if request.param == "compiled" and core is None:

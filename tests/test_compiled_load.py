@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import guardrails
-from guardrails import _compiled
+from guardrails.native import _compiled
 
-MODULE_C = Path(guardrails.__file__).parent / "_csrc" / "module.c"
+MODULE_C = Path(guardrails.__file__).parent / "native" / "_csrc" / "module.c"
 
 
 def test_the_functions_checked_are_the_method_table_of_the_sources() -> None:

@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from guardrails import Guardrails, Outcome, Reason, Tool
-from guardrails._compiled import CORE, load
-from guardrails._flat_plan import flat_plan
 from guardrails.middleware.admission import canonical_py
+from guardrails.native._compiled import CORE, load
+from guardrails.native._flat_plan import flat_plan
 from guardrails.schema import CompiledSchema
 from guardrails.verdicts import model_sentence
 from tests import _flat_strategies as flat

@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from guardrails import Guardrails, Outcome, Reason, Tool
-from guardrails._compiled import CORE, load
-from guardrails._flat_plan import TYPE_BITS, flat_plan
 from guardrails.errors import SchemaError
 from guardrails.middleware.admission import canonical_py
+from guardrails.native._compiled import CORE, load
+from guardrails.native._flat_plan import TYPE_BITS, flat_plan
 from guardrails.schema import CompiledSchema
 from tests import _flat_strategies as flat
 from tests._refcounts import assert_kept, counts

@@ -307,6 +307,17 @@ def test_text_and_the_compiled_core_do_not_import_the_rooms_above_them() -> None
     assert not wrong + native_up, wrong + native_up
 
 
+def test_the_compiled_core_imports_nothing_of_guardrails_but_the_extension() -> None:
+    wrong = [
+        f"{a} -> {b}"
+        for a, b in _edges(import_graph())
+        if _in(a, ("guardrails.native",))
+        and not _in(b, ("guardrails.native", "guardrails._ccore"))
+        and b != "guardrails"
+    ]
+    assert not wrong, wrong
+
+
 @pytest.mark.parametrize("old", sorted(SHIMS))
 def test_an_old_public_path_re_exports_what_it_used_to(old: str) -> None:
     new, names = SHIMS[old]

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from guardrails import _tuples
-from guardrails._compiled import load
 from guardrails.context import Invocation, ToolResult, TurnContext, VerdictRecord
+from guardrails.native import _tuples
+from guardrails.native._compiled import load
 from guardrails.store import AuditRow
 from tests._hostile import Shifty
 

@@ -1,6 +1,6 @@
 """The C word scan against its reference, and against hostile callers.
 
-``scan_py`` is the reference; ``scan_words`` (``guardrails/_csrc/triggers.c``)
+``scan_py`` is the reference; ``scan_words`` (``guardrails/native/_csrc/triggers.c``)
 must give the same keys, first offsets and odd tokens on any buffer.
 """
 
@@ -21,8 +21,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guardrails import _wordscan
-from guardrails._compiled import load
+from guardrails.native._compiled import load
+from guardrails.text import _wordscan
 from guardrails.text._wordscan import STARTS, WordTable, scan, scan_py
 from tests._refcounts import assert_kept, counts
 

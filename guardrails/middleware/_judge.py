@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from time import perf_counter_ns
 
-from .._tuples import make
 from ..context import Escape, Invocation, ToolResult, VerdictRecord
 from ..guard import GuardOutcome
+from ..native._tuples import make
 from ..verdicts import ChokePoint, Outcome, Reason, Verdict, model_sentence
 from .admission import Plan
 

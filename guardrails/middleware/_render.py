@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from .._compiled import CORE
+from ..native._compiled import CORE
 from ..text._secret_spellings import Spellings, spellings_of
 
 try:  # the C encoder, without the per-call encoder set-up of json.dumps

@@ -9,10 +9,10 @@ from time import perf_counter_ns
 from typing import Any
 
 from .._aio import stops
-from .._tuples import make
 from ..context import Escape, Invocation, ToolResult, VerdictRecord
 from ..errors import LimitExceeded, StopRun, UsageError
 from ..guard import GuardOutcome
+from ..native._tuples import make
 from ..verdicts import Outcome, Reason, Verdict, combine, model_sentence
 from ._hooks import Stop
 from ._render import redact, render

@@ -13,7 +13,7 @@ before anything is touched, and dict and list subclasses are read through
 The walk builds two things: the canonical copy that the tool receives, and
 (only for nested values) the read-only view that guards see. It is written
 twice, with the same rules checked in the same order: ``_csrc/canonical.c``
-(the optional compiled core, ``guardrails._compiled``) and the pure walk
+(the optional compiled core, ``guardrails.native._compiled``) and the pure walk
 below, which runs when the core was not built or ``GUARDRAILS_PURE=1``.
 ``COMPILED`` says which one ``canonical`` is.
 """
@@ -27,10 +27,10 @@ from time import perf_counter_ns
 from types import MappingProxyType
 from typing import Any
 
-from .._compiled import CORE, load
 from .._json_depth import deeper_than
 from ..context import Escape, ToolResult, VerdictRecord
 from ..guard import Guard, plain_steps
+from ..native._compiled import CORE, load
 from ..tools import Tool
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict, model_sentence
 from ._frozen import FrozenDict, FrozenList

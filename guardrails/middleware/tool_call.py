@@ -37,9 +37,9 @@ from typing import Any, overload
 
 from .._aio import cancel_requested, owes_record, to_the_end
 from .._aio import late as is_late
-from .._tuples import make
 from ..context import Escape, Invocation, ToolResult, VerdictRecord
 from ..guard import evaluate_plain
+from ..native._tuples import make
 from ..verdicts import ChokePoint, Outcome, Verdict
 from . import _call_ids as _ids
 from ._call_ids import new_call_id

@@ -29,7 +29,7 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
-from .._compiled import CORE
+from ..native._compiled import CORE
 from ._base import AuditRow
 from ._storable import storable_py
 

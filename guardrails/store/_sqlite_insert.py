@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._compiled import CORE
+from ..native._compiled import CORE
 from ._base import AUDIT_COLUMNS, AuditRow
 
 __all__ = ["INSERT", "insert", "params_py"]

@@ -30,7 +30,7 @@ import json
 import math
 from typing import Any
 
-from .._compiled import CORE
+from ..native._compiled import CORE
 from ._base import AuditRow
 
 __all__ = [

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from .._tuples import replaced
+from ..native._tuples import replaced
 from ._approval_rows import (
     Admission,
     ApprovalRecord,

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Generator
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
-from .._tuples import make
+from ..native._tuples import make
 from . import offloop
 
 __all__ = [

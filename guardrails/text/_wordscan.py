@@ -1,7 +1,7 @@
 """The words of a text looked up in a table of keys, in C when the compiled core is built.
 
 ``WordTable`` holds the ASCII forms of a term set's words, compiled once
-(``guardrails/_csrc/triggers.c``). ``Text.present`` hands it the text's token
+(``guardrails/native/_csrc/triggers.c``). ``Text.present`` hands it the text's token
 buffer (``Text.tokens``); ``scan`` walks it once without making a Python
 object per word and returns the keys found, each with the offset of its
 first occurrence as a whole token; the distinct tokens holding a non-ASCII
@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
 
-from .._compiled import CORE as _LOADED
+from ..native._compiled import CORE as _LOADED
 
 __all__ = ["CORE", "STARTS", "WordTable", "scan", "scan_py"]
 

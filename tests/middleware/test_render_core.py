@@ -27,9 +27,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from guardrails._compiled import load
 from guardrails.middleware import _render
 from guardrails.middleware._render import TRUNCATION_MARKER, _encode, render_py
+from guardrails.native._compiled import load
 from tests._refcounts import assert_kept, counts
 
 CORE = load()

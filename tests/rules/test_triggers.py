@@ -19,7 +19,7 @@ from guardrails.text import Text, normalise
 from guardrails.text.confusables import has_lookalikes
 
 # Every test here runs on both paths of the word lookup: the C scan
-# (guardrails/_csrc/triggers.c) and the pure one (GUARDRAILS_PURE=1).
+# (guardrails/native/_csrc/triggers.c) and the pure one (GUARDRAILS_PURE=1).
 pytestmark = pytest.mark.usefixtures("scan_path")
 
 
@@ -145,7 +145,9 @@ def _reference_today(terms: list[str], text: str) -> set[str]:
 
 # An independent reading of the confusables data, for the reference below: a
 # word's scripts as sets, Common and Inherited going with any script.
-_DATA = json.loads(files("guardrails.text").joinpath("_confusables.json").read_text(encoding="utf-8"))
+_DATA = json.loads(
+    files("guardrails.text").joinpath("_confusables.json").read_text(encoding="utf-8")
+)
 _STARTS = [first for first, _, _ in _DATA["scripts"]]
 _TOGETHER = {
     "Hani": {"Hani", "Hanb", "Jpan", "Kore"},

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from guardrails._compiled import load
+from guardrails.native._compiled import load
 from guardrails.store import AUDIT_COLUMNS, AuditRow, SQLiteStore, sqlite
 from guardrails.store._chain import GENESIS, content, content_py, link, sealed, sealed_py
 from guardrails.store._storable import JSON_LIMIT, TEXT_LIMIT, core_plan, storable, storable_py

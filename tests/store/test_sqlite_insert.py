@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from guardrails._compiled import load
+from guardrails.native._compiled import load
 from guardrails.store import AUDIT_COLUMNS, AuditRow, SQLiteStore, _sqlite_insert
 from guardrails.store._sqlite_insert import INSERT, insert, params_py
 from guardrails.store._storable import core_plan, storable

@@ -1,6 +1,6 @@
 """The optional compiled core (``guardrails._ccore``), or None.
 
-Built from ``guardrails/_csrc`` when a C compiler is at hand (``setup.py``,
+Built from ``guardrails/native/_csrc`` when a C compiler is at hand (``setup.py``,
 ``optional=True``). ``GUARDRAILS_PURE=1`` in the environment when guardrails
 is first imported makes every user of the core take its pure-Python path:
 ``admission.canonical_py``, ``jsonschema_rs``, ``store._chain.sealed_py``, ...
@@ -39,7 +39,7 @@ def load() -> ModuleType | None:
     """The compiled core whatever ``GUARDRAILS_PURE`` says, or None when it was not
     built, or was built from another version of the sources (with a warning)."""
     try:
-        from . import _ccore
+        from .. import _ccore
     except ImportError:
         return None
     missing = [name for name in FUNCTIONS if not hasattr(_ccore, name)]
