@@ -205,7 +205,8 @@ def gate_records(
         if type(evidence) is not Restrict or not evidence.gates:
             continue
         for tool, gate in evidence.gates.items():
-            if tool not in kept:
+            # Only a tool this rule itself takes out, and that is not offered.
+            if tool not in kept and not evidence.apply((tool,)):
                 out.setdefault(tool, []).append(
                     VerdictRecord(gate, ChokePoint.TOOL_CALL, Verdict.REJECT, record.reason)
                 )

@@ -79,6 +79,33 @@ def test_what_was_not_offered_is_unavailable_at_tool_call() -> None:
     assert result.reason == "not_offered"
 
 
+def test_a_restrict_that_names_a_gate_puts_its_reject_on_a_call_of_the_tool() -> None:
+    @guard(at="pre_turn")
+    def money_gate(request: PreTurnRequest) -> GuardResult:
+        gates = {"refund": "refund_gate", "delete_account": "not_removed_here"}
+        return GuardResult.rejected("no_money_words", evidence=Restrict({"refund"}, gates=gates))
+
+    @guard(at="pre_turn")
+    def quiet(request: PreTurnRequest) -> GuardResult:
+        return GuardResult.rejected("quiet", evidence=Restrict({"refund"}))
+
+    @guard(at="pre_turn")
+    def other(request: PreTurnRequest) -> GuardResult:
+        return GuardResult.rejected("other", evidence=Restrict({"delete_account"}))
+
+    turn = rails(money_gate, quiet, other).turn()
+    turn.pre_turn("hi")
+    assert turn.call("delete_account", {}).verdicts == ()  # withheld, not by the gate
+    refused = turn.call("refund", {"order_id": "1"})
+    assert (refused.outcome, refused.reason) == (Outcome.UNAVAILABLE, "not_offered")
+    assert [(v.guard, v.choke_point, v.verdict, v.reason) for v in refused.verdicts] == [
+        ("refund_gate", ChokePoint.TOOL_CALL, Verdict.REJECT, "no_money_words")
+    ]
+    assert turn.call("search", {"query": "x"}).verdicts == ()
+    turn.offer(["search"])  # offered again by the application: the gate's record stays
+    assert turn.call("refund", {"order_id": "1"}).verdicts[0].guard == "refund_gate"
+
+
 def test_a_reject_without_restrict_refuses_the_turn_with_its_reason_as_code() -> None:
     @guard(at="pre_turn")
     def no_legal_advice(request: PreTurnRequest) -> GuardResult | Verdict:
