@@ -308,3 +308,17 @@ def test_every_kind_mistake_is_one_line_naming_file_table_and_key(
 def test_the_separators_bound_itself_is_allowed() -> None:
     assert CustomKind("k", "[0-9]+", separators="-" * 16).separators == "-" * 16
     assert custom_kinds.MAX_SEPARATORS == 16
+
+
+def test_a_field_of_a_result_and_the_context_ground_values_of_the_kind() -> None:
+    from guardrails import TurnContext
+
+    policy = POLICY.replace('["user", "list_payees"]', '["context", "list_payees.account"]')
+    rails = Guardrails([pay, read_inbox, list_payees], policy=loads(policy, origin="k.toml"))
+    turn = rails.turn(TurnContext(session="s", values={"own": "Own account: 55 5555 5555555 555"}))
+    turn.pre_turn("Pay 01-0123-0123456-00")
+    turn.call("list_payees", {})
+    for account in ("12-3456-7890123-00", "55-5555-5555555-555"):
+        assert turn.call("pay", {"account": account, "amount": 1, "memo": ""}).ok, account
+    user = turn.call("pay", {"account": "01-0123-0123456-00", "amount": 1, "memo": ""})
+    assert user.verdicts[-1].reason == "not_grounded"  # the user is not a source of this rule
