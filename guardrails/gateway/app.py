@@ -38,6 +38,7 @@ from .pinning import Pinning
 from .policy import load_policy
 from .prompts import Prompts, tenant_sees
 from .relay import calling
+from .resources import Resources
 from .rules import StoreCounter, session_ceiling, tenant_allow_list, workflows
 from .scopes import scope_allow_list
 from .secrets import SecretProvider, secret_provider
@@ -293,15 +294,21 @@ class Gateway:
         return names
 
     def _read_only(self) -> dict[str, Any]:
-        """The prompts handlers, when an upstream exposes prompts (``prompts.py``)."""
-        prompts = Prompts(
-            self.upstreams,
-            tenant_sees(self.config.tenants, lambda ctx: self.sessions(ctx).tenant),
-            self.config.max_result_chars,
-        )
-        if not prompts.by_name:
-            return {}
-        return {"on_list_prompts": prompts.list_prompts, "on_get_prompt": prompts.get_prompt}
+        """The prompts and resources handlers, for what upstreams expose
+        (``prompts.py``, ``resources.py``)."""
+        sees = tenant_sees(self.config.tenants, lambda ctx: self.sessions(ctx).tenant)
+        prompts = Prompts(self.upstreams, sees, self.config.max_result_chars)
+        resources = Resources(self.upstreams, sees, self.config.max_result_chars)
+        handlers: dict[str, Any] = {}
+        if prompts.by_name:
+            handlers.update(on_list_prompts=prompts.list_prompts, on_get_prompt=prompts.get_prompt)
+        if resources.by_uri:
+            handlers.update(
+                on_list_resources=resources.list_resources,
+                on_list_resource_templates=resources.list_templates,
+                on_read_resource=resources.read_resource,
+            )
+        return handlers
 
     def server(self) -> Any:
         """The low-level MCP ``Server`` answering tools/list and tools/call through the engine."""

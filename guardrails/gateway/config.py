@@ -269,6 +269,7 @@ class _Reader:
             extra=extra,
             health_interval=self.seconds(data, f"{where}.health_interval", 15.0) or 15.0,
             prompts=self.names(data, f"{where}.prompts"),
+            resources=self.names(data, f"{where}.resources"),
         )
 
     def command(self, command: list[str]) -> tuple[str, ...]:

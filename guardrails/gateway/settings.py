@@ -46,7 +46,8 @@ KEYS: Mapping[str, frozenset[str]] = {
     "workflows.NAME.steps": frozenset({"tool", "instructions"}),
     "upstreams.NAME": frozenset({"command", "url", "env", "cwd", "headers", "timeout",
                                  "connect_timeout", "backoff_initial", "backoff_max", "prefix",
-                                 "pin", "tools", "extra", "health_interval", "prompts"}),
+                                 "pin", "tools", "extra", "health_interval", "prompts",
+                                 "resources"}),
     "upstreams.NAME.tools.TOOL": frozenset({"action", "bind", "secrets", "timeout",
                                             "idempotency_key", "cost", "daily_cap",
                                             "instance_cap", "approval"}),
@@ -103,6 +104,8 @@ class UpstreamConfig:
     health_interval: float = 15.0
     prompts: tuple[str, ...] = ()
     """The upstream's prompts clients may list and get (none unless named)."""
+    resources: tuple[str, ...] = ()
+    """The upstream's resource URIs clients may list and read (none unless named)."""
 
 
 @dataclass(frozen=True, slots=True)

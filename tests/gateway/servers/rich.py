@@ -105,5 +105,23 @@ def long() -> str:
     return "x" * 5000
 
 
+@app.resource("file:///notes.txt", mime_type="text/plain")
+def notes() -> str:
+    """Notes (careless: they hold the upstream's key)."""
+    return f"notes, key {os.environ.get('RICH_KEY', 'none')}"
+
+
+@app.resource("file:///private.txt", mime_type="text/plain")
+def private() -> str:
+    """A resource the gateway's configuration does not expose."""
+    return "private words"
+
+
+@app.resource("file:///long.txt", mime_type="text/plain")
+def long_notes() -> str:
+    """A resource longer than a small max_result_chars."""
+    return "y" * 5000
+
+
 if __name__ == "__main__":
     serve(app)
