@@ -27,7 +27,7 @@ def _child(quick: bool) -> list[Row]:
     from prometheus_client import CollectorRegistry
 
     from guardrails import Guardrails, Verdict, guard, tool
-    from guardrails.metrics import PrometheusRecorder
+    from guardrails.observe.metrics import PrometheusRecorder
 
     @tool
     def lookup(key: str) -> str:

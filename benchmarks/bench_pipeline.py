@@ -5,8 +5,8 @@ error on failure, two trivial guards, a recorder) on valid and rejected calls,
 each as a ratio to, and microseconds added over, a bare call measured in the
 same rounds. A second reference row serialises the bare call's result with
 ``json.dumps``: the text the model needs from any tool call, guarded or not. With the in-memory recorder, with none, and with the Prometheus
-and OpenTelemetry SDK recorders when ``guardrails.metrics`` and
-``guardrails.telemetry`` provide them.
+and OpenTelemetry SDK recorders when ``guardrails.observe.metrics`` and
+``guardrails.observe.telemetry`` provide them.
 
 Group ``anatomy``: the pieces of the valid path timed alone, to show where the
 time goes; their floor is an empty call, so ``added_us`` is each piece's own
@@ -72,13 +72,13 @@ def _optional_recorders() -> tuple[dict[str, Callable[[], Any]], dict[str, str]]
     try:
         from prometheus_client import CollectorRegistry
 
-        from guardrails.metrics import PrometheusRecorder
+        from guardrails.observe.metrics import PrometheusRecorder
 
         found["Prometheus recorder"] = lambda: PrometheusRecorder(CollectorRegistry())
     except ImportError as exc:
         missing["Prometheus recorder"] = f"not measured: {exc}"
     try:
-        from guardrails.telemetry import OpenTelemetryRecorder
+        from guardrails.observe.telemetry import OpenTelemetryRecorder
     except ImportError as exc:
         missing["OTel recorder"] = f"not measured: {exc}"
         return found, missing

@@ -28,8 +28,8 @@ from opentelemetry.trace import ProxyTracerProvider
 from prometheus_client import CollectorRegistry
 
 from guardrails import Guardrails, Verdict, guard, tool
-from guardrails.metrics import PrometheusRecorder
-from guardrails.telemetry import OpenTelemetryRecorder
+from guardrails.observe.metrics import PrometheusRecorder
+from guardrails.observe.telemetry import OpenTelemetryRecorder
 
 _PASS = Verdict.PASS
 

@@ -27,7 +27,7 @@ from .middleware.post_run import BackstopAction, PostRunReport, RunRecord
 from .middleware.pre_turn import PreTurnDecision, PreTurnRequest, Refusal
 from .middleware.ticket import Ticket
 from .middleware.tool_call import CallHook, Stop
-from .recorder import Recorder, Recorders
+from .observe.recorder import Recorder, Recorders
 from .tools import Secret, Tool, tool
 from .verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict, combine, model_sentence
 

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from ._demo_scene import Scene
-from ._metric_names import FAIL_OPEN_ESCAPES
 from .context import ToolResult
-from .coverage import CoverageReport
+from .observe._metric_names import FAIL_OPEN_ESCAPES
+from .observe.coverage import CoverageReport
 from .verdicts import Reason, Verdict
 
 _WHY: Mapping[str, str] = {

@@ -30,11 +30,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ._approval_event import APPROVAL
 from .context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
 from .effects._state import CallState, closed, opened
 from .middleware.tool_call import Stop
 from .native._tuples import make, replaced
+from .observe._approval_event import APPROVAL
 from .store import AuditRow, Store, offloop
 from .verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
 

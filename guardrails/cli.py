@@ -56,8 +56,8 @@ def _build_parser() -> argparse.ArgumentParser:
         help="let a real model play the agent (needs ANTHROPIC_API_KEY and the anthropic extra)",
     )
     demo.set_defaults(func=_demo)
-    from .coverage import add_arguments as coverage_arguments
     from .gateway.cli import add_arguments as gateway_arguments
+    from .observe.coverage import add_arguments as coverage_arguments
 
     gateway_arguments(
         sub.add_parser(

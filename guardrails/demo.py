@@ -22,14 +22,14 @@ from ._demo_print import INTRO, Printer, reading, wrapped
 from ._demo_scene import Scene
 from .audit import AuditLog
 from .context import Invocation, TurnContext
-from .coverage import from_exposition
 from .effects import PaidCall, Usage
 from .engine import Guardrails, Turn
 from .errors import UsageError
 from .guard import guard
 from .integrations._common import field as read
-from .metrics import PrometheusRecorder
 from .middleware.post_run import RunRecord
+from .observe.coverage import from_exposition
+from .observe.metrics import PrometheusRecorder
 from .rules import required_action, trigger
 from .rules.workflow import Step, Workflow
 from .store import SQLiteStore, Store

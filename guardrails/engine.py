@@ -16,7 +16,7 @@ from .middleware.post_run import PostRunReport, apost_run, post_run
 from .middleware.pre_turn import PreTurnDecision, apre_turn, pre_turn
 from .middleware.ticket import Ticket, aadmit, admit, aend_tickets, end_tickets, take_turn
 from .middleware.tool_call import CallHook, Plan, ToolCallPipeline
-from .recorder import Recorder, Recorders, combine_recorders
+from .observe.recorder import Recorder, Recorders, combine_recorders
 from .rules.ceiling import TurnCeiling
 from .tools import Tool
 from .tools import tool as make_tool

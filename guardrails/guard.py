@@ -24,10 +24,10 @@ from ._aio import (
     run_coroutine,
     stops,
 )
-from ._metric_names import FAULT_REASONS
 from .context import Escape, GuardResult, VerdictRecord
 from .errors import ConfigurationError, NotConfigured, UsageError
 from .native._tuples import make
+from .observe._metric_names import FAULT_REASONS
 from .store import offloop
 from .verdicts import ChokePoint, EscapeReason, Outcome, Verdict
 

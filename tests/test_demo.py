@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from guardrails.cli import main
-from guardrails.coverage import from_exposition
 from guardrails.demo import run
+from guardrails.observe.coverage import from_exposition
 from guardrails.verdicts import Outcome, model_sentence
 
 

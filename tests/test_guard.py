@@ -86,7 +86,7 @@ def test_a_reject_that_could_not_decide_is_a_fault_and_other_escapes_on_a_reject
     from prometheus_client import CollectorRegistry
 
     from guardrails import EscapeReason, GuardResult
-    from guardrails.metrics import PrometheusRecorder
+    from guardrails.observe.metrics import PrometheusRecorder
 
     @guard
     def cannot_say(call: Invocation) -> GuardResult:

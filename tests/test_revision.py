@@ -14,10 +14,10 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from guardrails import Guardrails, Verdict, guard, tool
 from guardrails.audit import AuditLog
-from guardrails.metrics import PrometheusRecorder
+from guardrails.observe.metrics import PrometheusRecorder
+from guardrails.observe.telemetry import OpenTelemetryRecorder
 from guardrails.policy import Param, Policy
 from guardrails.store import MemoryStore
-from guardrails.telemetry import OpenTelemetryRecorder
 
 
 @tool

@@ -17,13 +17,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._approval_event import APPROVAL, ApprovalEvent, events_of
 from .._conditions import ApprovalRule, parse_approval
 from ..context import Invocation, ToolResult
 from ..effects._state import closed, enter
 from ..errors import ConfigurationError
 from ..middleware.tool_call import Stop
-from ..recorder import asafe_record, safe_record
+from ..observe._approval_event import APPROVAL, ApprovalEvent, events_of
+from ..observe.recorder import asafe_record, safe_record
 from ..store import offloop
 from ..store._approval_rows import Admission
 from ..verdicts import Outcome, Reason

@@ -22,9 +22,9 @@ from ..audit import AuditLog
 from ..effects import Idempotency
 from ..engine import Guardrails
 from ..errors import ConfigurationError, GuardrailsError
-from ..metrics import PrometheusRecorder
+from ..observe.metrics import PrometheusRecorder
+from ..observe.telemetry import OpenTelemetryRecorder
 from ..store import Store, offloop, open_store
-from ..telemetry import OpenTelemetryRecorder
 from ..verdicts import Outcome, model_sentence
 from .approvals import approval_gate
 from .catalog import Names, catalog, published_names

@@ -23,7 +23,7 @@ from .._aio import owes_record, to_the_end
 from .._json_depth import deeper_than
 from ..context import Escape, ToolResult, TurnContext, VerdictRecord
 from ..guard import GuardOutcome
-from ..recorder import asafe_record, safe_record
+from ..observe.recorder import asafe_record, safe_record
 from ..rules import _paths
 from ..rules.effects import Change, Perform, Rewrite
 from ..text import content_text

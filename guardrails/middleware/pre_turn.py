@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..context import Escape, TurnContext, VerdictRecord
 from ..errors import UsageError
 from ..guard import Guard, GuardOutcome
-from ..recorder import asafe_record, safe_record
+from ..observe.recorder import asafe_record, safe_record
 from ..rules.effects import Restrict
 from ..text import Text, user_text
 from ..tools import Tool

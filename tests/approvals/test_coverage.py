@@ -9,7 +9,7 @@ from pathlib import Path
 from guardrails import Guardrails, tool
 from guardrails.approvals import ApprovalGate, Approvals
 from guardrails.audit import AuditLog
-from guardrails.coverage import load_audit
+from guardrails.observe.coverage import load_audit
 from guardrails.store import SQLiteStore
 
 

@@ -13,10 +13,10 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from guardrails import Guardrails, tool
-from guardrails._approval_event import APPROVAL, ApprovalEvent
 from guardrails.approvals import ApprovalGate, Approvals
 from guardrails.audit import AuditLog
-from guardrails.metrics import PrometheusRecorder
+from guardrails.observe._approval_event import APPROVAL, ApprovalEvent
+from guardrails.observe.metrics import PrometheusRecorder
 from guardrails.store import MemoryStore, Store, StoreUnavailable
 from guardrails.verdicts import Outcome
 
@@ -211,7 +211,7 @@ EXPLICIT = """
 from prometheus_client import CollectorRegistry, generate_latest
 from guardrails import Guardrails, tool
 from guardrails.approvals import ApprovalGate, Approvals
-from guardrails.metrics import PrometheusRecorder
+from guardrails.observe.metrics import PrometheusRecorder
 from guardrails.store import MemoryStore
 
 now = [1000.0]

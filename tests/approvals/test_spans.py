@@ -12,10 +12,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from guardrails import Guardrails, telemetry, tool
+from guardrails import Guardrails, tool
 from guardrails.approvals import ApprovalGate, Approvals
+from guardrails.observe import telemetry
+from guardrails.observe.telemetry import OpenTelemetryRecorder
 from guardrails.store import MemoryStore
-from guardrails.telemetry import OpenTelemetryRecorder
 
 BIG = {"amount": 900, "to": "bob"}
 PAGE = (Path(__file__).resolve().parents[2] / "docs" / "approvals.md").read_text()

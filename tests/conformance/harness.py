@@ -24,8 +24,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from guardrails.audit import AuditLog
-from guardrails.store import AuditRow, MemoryStore
-from guardrails.telemetry import (
+from guardrails.observe.telemetry import (
     ERROR_TYPE,
     EVENT_ESCAPE,
     EVENT_FAULT,
@@ -34,6 +33,7 @@ from guardrails.telemetry import (
     GEN_AI_TOOL_NAME,
     OpenTelemetryRecorder,
 )
+from guardrails.store import AuditRow, MemoryStore
 from tests.conformance import table as tb
 
 

@@ -448,8 +448,8 @@ async def test_the_gateway_s_call_spans_carry_the_approval_events(tmp_path: Path
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from prometheus_client import generate_latest
 
-    from guardrails import telemetry
     from guardrails.approvals import Approvals
+    from guardrails.observe import telemetry
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

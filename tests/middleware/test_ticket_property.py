@@ -20,7 +20,7 @@ from guardrails import Guardrails, Invocation, Tool, ToolResult, Verdict, guard
 from guardrails.audit import AuditLog
 from guardrails.effects import Idempotency
 from guardrails.errors import LimitExceeded, StopRun
-from guardrails.metrics import PrometheusRecorder
+from guardrails.observe.metrics import PrometheusRecorder
 from guardrails.policy import loads
 from guardrails.policy.attach import installed
 from guardrails.store import MemoryStore

@@ -27,8 +27,8 @@ from guardrails import (
     tool,
 )
 from guardrails.cli import main as cli
-from guardrails.coverage import CoverageError, from_exposition, read_source
-from guardrails.metrics import EXPORTED, FAULT_REASONS, PrometheusRecorder
+from guardrails.observe.coverage import CoverageError, from_exposition, read_source
+from guardrails.observe.metrics import EXPORTED, FAULT_REASONS, PrometheusRecorder
 
 
 @dataclass(frozen=True)

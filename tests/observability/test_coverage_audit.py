@@ -14,8 +14,8 @@ from prometheus_client import CollectorRegistry
 from guardrails import Guardrails, GuardResult, NotConfigured, Verdict, guard, tool
 from guardrails.audit import AuditLog
 from guardrails.cli import main as cli
-from guardrails.coverage import from_exposition, load_audit
-from guardrails.metrics import PrometheusRecorder
+from guardrails.observe.coverage import from_exposition, load_audit
+from guardrails.observe.metrics import PrometheusRecorder
 from guardrails.rules.effects import Perform
 from guardrails.store import open_store
 from guardrails.store.testing import postgres_dsn, postgres_required, temporary_schema

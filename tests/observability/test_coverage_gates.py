@@ -18,7 +18,7 @@ from urllib.parse import quote
 import pytest
 
 from guardrails.cli import main as cli
-from guardrails.coverage import CoverageError, from_audit, from_exposition
+from guardrails.observe.coverage import CoverageError, from_audit, from_exposition
 from guardrails.store import AuditRow
 from guardrails.store.testing import postgres_dsn, postgres_required, temporary_schema
 

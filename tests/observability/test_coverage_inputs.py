@@ -13,8 +13,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from guardrails import Guardrails, guard, tool
 from guardrails.audit import AuditLog
 from guardrails.cli import main as cli
-from guardrails.coverage import CoverageError, load_audit
-from guardrails.metrics import PrometheusRecorder
+from guardrails.observe.coverage import CoverageError, load_audit
+from guardrails.observe.metrics import PrometheusRecorder
 from guardrails.store import open_store
 
 

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from guardrails import ChokePoint, Escape, EscapeReason, Guardrails, Verdict, guard, tool
 from guardrails.context import VerdictRecord
-from guardrails.metrics import (
+from guardrails.observe.metrics import (
     APPROVAL_DECISION_TIME,
     EXPORTED,
     GUARD_DURATION,

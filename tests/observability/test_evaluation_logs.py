@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from guardrails import Guardrails, GuardResult, NotConfigured, Verdict, guard, tool
-from guardrails.telemetry import OpenTelemetryRecorder
+from guardrails.observe.telemetry import OpenTelemetryRecorder
 
 
 @tool

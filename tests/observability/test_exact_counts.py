@@ -27,8 +27,8 @@ from guardrails import (
     tool,
 )
 from guardrails.cli import main as cli
-from guardrails.metrics import PrometheusRecorder
-from guardrails.telemetry import OpenTelemetryRecorder
+from guardrails.observe.metrics import PrometheusRecorder
+from guardrails.observe.telemetry import OpenTelemetryRecorder
 
 
 @tool

@@ -26,15 +26,15 @@ from guardrails import (
     guard,
     tool,
 )
-from guardrails.metrics import (
+from guardrails.observe.metrics import (
     EXPORTED,
     GUARD_EVALUATIONS,
     TOOL_OUTCOMES,
     UNKNOWN_TOOL,
     PrometheusRecorder,
 )
+from guardrails.observe.telemetry import OpenTelemetryRecorder
 from guardrails.rules.effects import Perform
-from guardrails.telemetry import OpenTelemetryRecorder
 
 
 @tool

@@ -19,9 +19,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
-from guardrails.coverage import from_exposition
 from guardrails.errors import ConfigurationError
-from guardrails.metrics import PrometheusRecorder
+from guardrails.observe.coverage import from_exposition
+from guardrails.observe.metrics import PrometheusRecorder
 
 WORKLOAD = Path(__file__).with_name("workload.py")
 CALLS = 400
@@ -120,7 +120,7 @@ def test_multiprocess_mode_without_the_directory_is_a_configuration_error(
 EXPLICIT = """
 from prometheus_client import CollectorRegistry, generate_latest
 from guardrails import Guardrails, tool
-from guardrails.metrics import PrometheusRecorder
+from guardrails.observe.metrics import PrometheusRecorder
 
 @tool
 def lookup(key: str) -> str:

@@ -27,7 +27,7 @@ from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from guardrails import Guardrails, NotConfigured, Verdict, guard, tool
-from guardrails.metrics import PrometheusRecorder
+from guardrails.observe.metrics import PrometheusRecorder
 from guardrails.rules.required_action import required_action
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "dashboards" / "guardrails-coverage.json"

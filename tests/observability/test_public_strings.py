@@ -7,8 +7,8 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from guardrails import telemetry
-from guardrails.metrics import EXPORTED, HELP, PrometheusRecorder
+from guardrails.observe import telemetry
+from guardrails.observe.metrics import EXPORTED, HELP, PrometheusRecorder
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "observability.md").read_text()

@@ -12,8 +12,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from guardrails import EscapeReason, Guardrails, Outcome, Verdict, guard, tool
-from guardrails.coverage import from_exposition
-from guardrails.metrics import (
+from guardrails.observe.coverage import from_exposition
+from guardrails.observe.metrics import (
     FAIL_CLOSED_FAULTS,
     FAIL_OPEN_ESCAPES,
     FAULT_REASONS,
@@ -22,8 +22,8 @@ from guardrails.metrics import (
     TOOL_OUTCOMES,
     PrometheusRecorder,
 )
+from guardrails.observe.telemetry import OpenTelemetryRecorder
 from guardrails.rules.required_action import required_action
-from guardrails.telemetry import OpenTelemetryRecorder
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 

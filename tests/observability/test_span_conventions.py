@@ -13,9 +13,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from guardrails import Guardrails, Outcome, Verdict, guard, tool
-from guardrails._span_fields import MAX_CALL_ID, call_id_value
-from guardrails._tool_spans import _OPEN
-from guardrails.telemetry import OpenTelemetryRecorder
+from guardrails.observe._span_fields import MAX_CALL_ID, call_id_value
+from guardrails.observe._tool_spans import _OPEN
+from guardrails.observe.telemetry import OpenTelemetryRecorder
 
 
 @tool

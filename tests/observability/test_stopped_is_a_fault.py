@@ -19,10 +19,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from guardrails import Guardrails, Outcome, Verdict, guard, tool
 from guardrails.audit import AuditLog
-from guardrails.coverage import tally_audit
-from guardrails.metrics import PrometheusRecorder
+from guardrails.observe.coverage import tally_audit
+from guardrails.observe.metrics import PrometheusRecorder
+from guardrails.observe.telemetry import OpenTelemetryRecorder
 from guardrails.store import AuditRow, MemoryStore
-from guardrails.telemetry import OpenTelemetryRecorder
 
 
 class Down(MemoryStore):

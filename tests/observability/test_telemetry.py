@@ -21,8 +21,8 @@ from guardrails import (
     guard,
     tool,
 )
+from guardrails.observe.telemetry import OpenTelemetryRecorder
 from guardrails.rules.effects import Perform
-from guardrails.telemetry import OpenTelemetryRecorder
 
 SECRET = "sk-live-0123456789"
 

@@ -12,9 +12,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import NoOpTracerProvider
 
 from guardrails import Guardrails, Outcome, Verdict, guard, tool
-from guardrails._tool_spans import _OPEN
+from guardrails.observe._tool_spans import _OPEN
+from guardrails.observe.telemetry import OpenTelemetryRecorder
 from guardrails.rules.ceiling import TurnCeiling
-from guardrails.telemetry import OpenTelemetryRecorder
 
 
 def open_spans() -> tuple[object, ...]:
@@ -160,8 +160,8 @@ def test_the_audit_row_keeps_the_trace_and_span_ids_of_its_call() -> None:
 
     from guardrails import Guardrails, tool
     from guardrails.audit import AuditLog
+    from guardrails.observe.telemetry import OpenTelemetryRecorder
     from guardrails.store import MemoryStore
-    from guardrails.telemetry import OpenTelemetryRecorder
 
     @tool
     def lookup(key: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from guardrails import Guardrails, GuardResult, NotConfigured, Verdict, guard, tool
-from guardrails.metrics import PrometheusRecorder
+from guardrails.observe.metrics import PrometheusRecorder
 
 
 @tool

@@ -146,8 +146,8 @@ def test_a_call_of_a_withheld_tool_carries_its_gates_reject_in_result_row_and_sp
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from guardrails.audit import AuditLog
+    from guardrails.observe.telemetry import OpenTelemetryRecorder
     from guardrails.store import MemoryStore
-    from guardrails.telemetry import OpenTelemetryRecorder
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

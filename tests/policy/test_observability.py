@@ -15,11 +15,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from guardrails import Guardrails, tool
 from guardrails.audit import AuditLog
 from guardrails.cli import main as cli
-from guardrails.coverage import from_exposition
-from guardrails.metrics import PrometheusRecorder
+from guardrails.observe.coverage import from_exposition
+from guardrails.observe.metrics import PrometheusRecorder
+from guardrails.observe.telemetry import OpenTelemetryRecorder
 from guardrails.policy import Param, Policy
 from guardrails.store import open_store
-from guardrails.telemetry import OpenTelemetryRecorder
 
 MARK = "victim-7c1e@evil.example"
 

@@ -15,7 +15,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from guardrails import EscapeReason, Guardrails, Outcome, ToolResult, Verdict, tool
-from guardrails.metrics import PrometheusRecorder
+from guardrails.observe.metrics import PrometheusRecorder
 from guardrails.policy import Param, Policy
 from guardrails.policy.attach import installed
 from guardrails.store import MemoryStore, PostgresStore, SQLiteStore, Store

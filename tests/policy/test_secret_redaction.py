@@ -16,8 +16,8 @@ from guardrails.integrations.anthropic import tool_result_block
 from guardrails.integrations.mcp import call_tool_result
 from guardrails.integrations.openai import tool_message
 from guardrails.middleware._render import FLAG_SECRET_REDACTED, REDACTED
+from guardrails.observe.telemetry import ATTR_SECRET_REDACTED, OpenTelemetryRecorder
 from guardrails.store import MemoryStore
-from guardrails.telemetry import ATTR_SECRET_REDACTED, OpenTelemetryRecorder
 
 SECRET = 'sk-live-"QUOTED"-7f3a'
 SCHEMA = {"type": "object", "properties": {"mode": {"type": "string"}, "key": {"type": "string"}}}

@@ -31,7 +31,7 @@ from guardrails import (
     guard,
 )
 from guardrails.effects import Idempotency
-from guardrails.metrics import PrometheusRecorder
+from guardrails.observe.metrics import PrometheusRecorder
 from guardrails.store import SQLiteStore, StoreUnavailable
 from guardrails.testing import MemoryRecorder
 

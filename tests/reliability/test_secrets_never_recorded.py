@@ -18,9 +18,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from guardrails import Guardrails, Outcome, Secret, Tool, Verdict, guard
 from guardrails.audit import AuditLog
-from guardrails.metrics import PrometheusRecorder
+from guardrails.observe.metrics import PrometheusRecorder
+from guardrails.observe.telemetry import OpenTelemetryRecorder
 from guardrails.store import MemoryStore
-from guardrails.telemetry import OpenTelemetryRecorder
 
 SECRET_VALUE = "sk-live-SECRETVALUE-91c2"
 ARGUMENT_VALUE = "ARGVALUE-5d7e"

@@ -17,8 +17,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry, generate_latest
 
 from guardrails import Guardrails, NotConfigured, Outcome, Tool, Verdict, guard
-from guardrails.metrics import UNKNOWN_TOOL, PrometheusRecorder
-from guardrails.telemetry import OpenTelemetryRecorder
+from guardrails.observe.metrics import UNKNOWN_TOOL, PrometheusRecorder
+from guardrails.observe.telemetry import OpenTelemetryRecorder
 
 SECRET_MARK = "sk-live-7f3a9c"
 SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}}

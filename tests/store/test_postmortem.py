@@ -13,8 +13,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from guardrails import Guardrails, GuardResult, Invocation, Verdict, guard, tool
 from guardrails.audit import AuditLog
 from guardrails.effects import Idempotency, PaidCall, Snapshots, Usage
+from guardrails.observe.telemetry import OpenTelemetryRecorder
 from guardrails.store import AuditRow, PostgresStore, SQLiteStore, Store
-from guardrails.telemetry import OpenTelemetryRecorder
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "postmortem.md"
 QUERIES = re.findall(r"```sql\n(.*?)```", PAGE.read_text(), re.S)

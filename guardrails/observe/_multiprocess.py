@@ -19,6 +19,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, values
 
+from ..errors import ConfigurationError
 from ._metric_names import (
     APPROVAL_DECISION_TIME,
     APPROVAL_EVENTS,
@@ -41,7 +42,6 @@ from ._metric_names import (
     TOOL_CALL_GUARD_TIME,
     TOOL_OUTCOMES,
 )
-from .errors import ConfigurationError
 
 ENV = "PROMETHEUS_MULTIPROC_DIR"
 
@@ -167,8 +167,8 @@ class Mirror:
 
     def guard(self, guard: str, point: str, mode: str) -> None:
         """A registered guard: its gauge at 1 and every series it can have, at zero."""
+        from ..verdicts import EscapeReason, Verdict
         from ._metric_names import FAULT_REASONS
-        from .verdicts import EscapeReason, Verdict
 
         child = self._child
         child(GUARD_REGISTERED, guard, point).set(1)

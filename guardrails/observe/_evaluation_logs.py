@@ -24,7 +24,7 @@ from opentelemetry._logs import (
 )
 from opentelemetry.trace import Span
 
-from ._version import __version__
+from .._version import __version__
 
 EVENT_NAME = "gen_ai.evaluation.result"
 _RECHECK_NS = 1_000_000_000

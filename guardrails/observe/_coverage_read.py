@@ -12,6 +12,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..errors import UsageError
+from ..verdicts import Reason
 from ._faults import DEPENDENCY_REASONS, STOPPED_BY_DEPENDENCY
 from ._metric_names import (
     BACKSTOP_ACTIONS,
@@ -36,8 +38,6 @@ from ._metric_names import (
     UNKNOWN_TOOL,
     VERDICT,
 )
-from .errors import UsageError
-from .verdicts import Reason
 
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 # A source is read as guardrails metrics when it has a series of a guard or a
@@ -177,7 +177,7 @@ def _sample(t: Tally, name: str, labels: dict[str, str], value: float) -> None:
 
 def tally_audit(rows: Iterable[Any]) -> Tally:
     """Sum the verdicts, escapes, faults, outcomes and backstop actions of audit rows."""
-    from .audit import decode_escapes, decode_verdicts
+    from ..audit import decode_escapes, decode_verdicts
 
     t = Tally()
     try:
@@ -298,8 +298,8 @@ def _sqlite_rows(path: str, shown: str) -> list[Any]:
     import sqlite3
     from pathlib import Path
 
-    from .store._base import row_from
-    from .store.sqlite import _SELECT
+    from ..store._base import row_from
+    from ..store.sqlite import _SELECT
 
     uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
     conn = sqlite3.connect(uri, uri=True)
@@ -325,8 +325,8 @@ def _postgres_rows(dsn: str, shown: str) -> list[Any]:
     import psycopg
     from psycopg.conninfo import conninfo_to_dict
 
-    from .store._base import row_from
-    from .store._pg_sql import SELECT
+    from ..store._base import row_from
+    from ..store._pg_sql import SELECT
 
     # Added to the DSN's own options (a search_path, say), not in their place.
     given = str(conninfo_to_dict(dsn).get("options") or "")

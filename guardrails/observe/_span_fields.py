@@ -13,9 +13,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from ..context import ToolResult
+from ..verdicts import Outcome
 from ._faults import STOPPED_BY_DEPENDENCY, fault_escapes
-from .context import ToolResult
-from .verdicts import Outcome
 
 MAX_CALL_ID = 256
 """Longer call ids (and ids with control characters) are recorded as a digest."""

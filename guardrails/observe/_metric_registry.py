@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..verdicts import ChokePoint
 from ._metric_names import ENFORCE, OBSERVE
-from .verdicts import ChokePoint
 
 
 @dataclass

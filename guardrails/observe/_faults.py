@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..context import Escape, VerdictRecord
+from ..verdicts import EscapeReason, Reason, Verdict
 from ._metric_names import FAULT_REASONS
-from .context import Escape, VerdictRecord
-from .verdicts import EscapeReason, Reason, Verdict
 
 STOPPED_BY_DEPENDENCY = frozenset(
     {

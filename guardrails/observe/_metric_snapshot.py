@@ -17,6 +17,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.samples import Exemplar
 
+from ..verdicts import ChokePoint, EscapeReason, Outcome, Verdict
 from ._metric_names import (
     BACKSTOP_ACTIONS,
     CALL_BUCKETS,
@@ -39,7 +40,6 @@ from ._metric_names import (
     TOOL_CALL_GUARD_TIME,
     TOOL_OUTCOMES,
 )
-from .verdicts import ChokePoint, EscapeReason, Outcome, Verdict
 
 # 3 verdicts + 9 escape reasons + 5 fault reasons + the histogram's 20 buckets,
 # _sum and _count + 1 registered gauge.

@@ -1,6 +1,6 @@
 """The Prometheus names, labels, label values and HELP texts (public API).
 
-Re-exported by ``guardrails.metrics``; ``docs/observability.md`` quotes them
+Re-exported by ``guardrails.observe.metrics``; ``docs/observability.md`` quotes them
 and a test compares the two.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .verdicts import EscapeReason
+from ..verdicts import EscapeReason
 
 GUARD_EVALUATIONS = "guardrails_guard_evaluations_total"
 FAIL_OPEN_ESCAPES = "guardrails_fail_open_escapes_total"

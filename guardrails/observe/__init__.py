@@ -1,0 +1,1 @@
+"""Observability: recorders, Prometheus metrics, OpenTelemetry spans, coverage (see ``AGENTS.md``)."""
