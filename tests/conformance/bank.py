@@ -4,6 +4,11 @@ Used in memory behind ``tools_from_server`` and, run as a script, as the
 gateway's upstream: over stdio, or over streamable HTTP with ``--http``
 (``tests/gateway/servers/_serve.py``). Each body records its run through
 ``record``; run as a script it appends its name to the file ``$BANK_RAN``.
+
+Its text tools declare no output schema (``structured_output=False``): the
+gateway passes an upstream's output schema and structured content on as they
+are (``tests/gateway/test_protocol.py`` holds it to that with the SDK's default
+``{"result": text}`` wrapping), so the table's text rows are plain text here.
 """
 
 from __future__ import annotations
@@ -23,13 +28,13 @@ from tests.conformance import scenario as sc
 def server(record: Callable[[str], None]) -> MCPServer:
     app = MCPServer("bank")
 
-    @app.tool()
+    @app.tool(structured_output=False)
     def balance(account_id: str) -> str:
         """The customer's balance."""
         record("balance")
         return sc.balance_of(account_id)
 
-    @app.tool()
+    @app.tool(structured_output=False)
     def transfer(to: str, amount: float) -> str:
         """Move money from the customer's account to a payee."""
         record("transfer")
@@ -41,7 +46,7 @@ def server(record: Callable[[str], None]) -> MCPServer:
         record("search")
         return sc.hits_of(query)
 
-    @app.tool()
+    @app.tool(structured_output=False)
     def history() -> str:
         """Every card payment of the account."""
         record("history")
@@ -53,7 +58,7 @@ def server(record: Callable[[str], None]) -> MCPServer:
         record("chart")
         return Image(data=sc.PNG, format="png")
 
-    @app.tool()
+    @app.tool(structured_output=False)
     def close_account() -> str:
         """Close the account (never offered to the tenant)."""
         record("close_account")

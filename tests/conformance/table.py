@@ -261,6 +261,11 @@ ROW = {row.id: row for row in ROWS}
 # -- the entry points and their documented differences ----------------------------------
 
 NO_APPROVAL = Difference("It has no approval step of its own: a call runs or is refused at once.")
+GATEWAY_APPROVAL = Difference(
+    "A call runs or is refused at once; a call that needs a person's approval is refused "
+    "(`unavailable`, with the approval sentences) until the same call comes again after it "
+    "was approved"
+)
 
 
 RUNNER_ANSWERS = (
@@ -428,7 +433,7 @@ ENTRY_POINTS: dict[str, EntryPoint] = {
             "docs/gateway.md",
             error_flag=True,
             differences={
-                "approval": NO_APPROVAL,
+                "approval": GATEWAY_APPROVAL,
                 "fail_open": Difference(NO_GUARD_CODE, _one("ok", Text(PAYEE_OK), True)),
                 "fail_closed": Difference(
                     NO_GUARD_CODE, _one("ok", Json(sc.hits_of(sc.SHAKY_QUERY)), True)
