@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from guardrails.cli import main
-from guardrails.demo import run
+from guardrails.cli.demo import run
 from guardrails.observe.coverage import from_exposition
 from guardrails.verdicts import Outcome, model_sentence
 
@@ -136,7 +136,7 @@ def test_cli_demo_exits_0_and_prints_the_turns(
 def test_live_mode_drives_the_model_through_the_anthropic_tool_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from guardrails.demo import SCENES
+    from guardrails.cli.demo import SCENES
     from guardrails.integrations.scripted import (
         ScriptedMessagesAPI,
         text_message,

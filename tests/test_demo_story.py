@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from guardrails.cli import main
-from guardrails.demo import run
+from guardrails.cli.demo import run
 
 
 def play(tmp_path: Path) -> str:

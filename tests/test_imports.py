@@ -352,6 +352,7 @@ SHIMS: dict[str, tuple[str, tuple[str, ...]]] = {
             "read_source",
         ),
     ),
+    "guardrails.demo": ("guardrails.cli.demo", ("SCENES", "Bank", "Scene", "build", "main", "run")),
 }
 # The modules that may import ``guardrails.cli``: its own, ``python -m guardrails`` and
 # the re-export modules at its old paths.

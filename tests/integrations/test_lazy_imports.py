@@ -9,7 +9,7 @@ import sys
 def test_guardrails_and_every_integration_import_without_anthropic_or_mcp() -> None:
     code = (
         "import sys; sys.modules['anthropic'] = None; sys.modules['mcp'] = None\n"
-        "import guardrails, guardrails.demo\n"
+        "import guardrails, guardrails.cli.demo\n"
         "from guardrails.integrations import anthropic, mcp, openai, scripted\n"
         "rails = guardrails.Guardrails([guardrails.tool(lambda x: x, name='echo')])\n"
         "turn = rails.turn()\n"

@@ -7,11 +7,11 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from ..context import ToolResult
+from ..observe._metric_names import FAIL_OPEN_ESCAPES
+from ..observe.coverage import CoverageReport
+from ..verdicts import Reason, Verdict
 from ._demo_scene import Scene
-from .context import ToolResult
-from .observe._metric_names import FAIL_OPEN_ESCAPES
-from .observe.coverage import CoverageReport
-from .verdicts import Reason, Verdict
 
 _WHY: Mapping[str, str] = {
     Reason.MISSING_REQUIRED: "a required argument is missing; the tool did not run",

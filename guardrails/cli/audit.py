@@ -48,8 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from .store.checkpoint import CheckpointError, SignatureMismatch, check, read, read_key
-    from .store.verify import verify
+    from ..store.checkpoint import CheckpointError, SignatureMismatch, check, read, read_key
+    from ..store.verify import verify
 
     try:
         key = read_key(args.key) if args.key else None
@@ -74,7 +74,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _checkpoint(args: argparse.Namespace) -> int:
-    from .store.checkpoint import CheckpointError, export, read_key
+    from ..store.checkpoint import CheckpointError, export, read_key
 
     try:
         key = read_key(args.key) if args.key else None
@@ -97,8 +97,8 @@ def _checkpoint(args: argparse.Namespace) -> int:
 def _with_store(command: str, url: str, work: Any) -> Any:
     """``work(store)`` on the store at ``url``; None (and a line) when it cannot be opened or
     read; a ``CheckpointError`` that ``work`` raised is returned as a value."""
-    from .store import StoreError, open_store
-    from .store.checkpoint import CheckpointError
+    from ..store import StoreError, open_store
+    from ..store.checkpoint import CheckpointError
 
     path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else url
     if "://" not in path and not os.path.isfile(path):
@@ -118,7 +118,7 @@ def _with_store(command: str, url: str, work: Any) -> Any:
 
 
 def _read_text(path: str) -> str:
-    from .store.checkpoint import CheckpointError
+    from ..store.checkpoint import CheckpointError
 
     try:
         return Path(path).read_text(encoding="utf-8")

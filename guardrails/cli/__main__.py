@@ -1,0 +1,9 @@
+"""``python -m guardrails.cli``: the ``guardrails`` command."""
+
+from __future__ import annotations
+
+import sys
+
+from . import main
+
+sys.exit(main())
