@@ -48,9 +48,14 @@ CALLS = 20
 
 
 @asynccontextmanager
-async def _process(command: list[str], pattern: str, stderr: bool) -> AsyncIterator[str]:
+async def _process(
+    command: list[str], pattern: str, stderr: bool, pids: list[int] | None = None
+) -> AsyncIterator[str]:
+    """The process's first match of ``pattern`` on stderr or stdout; its pid into ``pids``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = await anyio.open_process(command, env=env)
+    if pids is not None:
+        pids.append(process.pid)
     async with process, anyio.create_task_group() as tg:
         watched = process.stderr if stderr else process.stdout
         other = process.stdout if stderr else process.stderr

@@ -342,13 +342,16 @@ class Gateway:
                     log.exception("tools/call failed outside the tool_call pipeline")
                     return _failed_call()
 
-        return Server(
-            self.config.name,
-            on_list_tools=list_tools,
-            on_call_tool=call_tool,
-            **self._read_only(),
-            # Clients of the 2026-07-28 protocol listen for tools/list_changed here.
-            on_subscriptions_listen=listeners.listen,
+        # Without a tools/list per tools/call for the SDK's Mcp-Param-* check (turns.py).
+        return tools.serve(
+            Server(
+                self.config.name,
+                on_list_tools=list_tools,
+                on_call_tool=call_tool,
+                **self._read_only(),
+                # Clients of the 2026-07-28 protocol listen for tools/list_changed here.
+                on_subscriptions_listen=listeners.listen,
+            )
         )
 
 

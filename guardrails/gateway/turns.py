@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..engine import Guardrails
-from ..integrations.mcp import ContextFn, GuardedTools, default_context
+from ..integrations.mcp import ContextFn, GuardedTools, default_context, header_lookup
 
 __all__ = ["MAX_USER_CHARS", "USER_KEY", "GatewayTools", "user_text"]
 
@@ -40,7 +40,11 @@ def _request_user_text(ctx: Any) -> str | None:
 
 
 class GatewayTools(GuardedTools):
-    """``GuardedTools`` whose pre_turn reads the request's ``_meta["guardrails/user"]``."""
+    """``GuardedTools`` whose pre_turn reads the request's ``_meta["guardrails/user"]``.
+
+    ``serve(server)`` gives the MCP ``Server`` answering through it the header
+    lookup of its engine (``header_lookup``), again whenever the engine is replaced.
+    """
 
     def __init__(
         self,
@@ -49,4 +53,21 @@ class GatewayTools(GuardedTools):
         context: ContextFn = default_context,
         names: Iterable[str] | None = None,
     ) -> None:
+        self._server: Any = None
         super().__init__(rails, context=context, names=names, turn_input=_request_user_text)
+
+    @property
+    def rails(self) -> Guardrails:
+        return self._rails
+
+    @rails.setter
+    def rails(self, rails: Guardrails) -> None:
+        self._rails = rails
+        if self._server is not None:
+            self._server.get_tool_input_schema = header_lookup(rails)
+
+    def serve(self, server: Any) -> Any:
+        """``server``, whose ``Mcp-Param-*`` header check follows this object's engine."""
+        self._server = server
+        server.get_tool_input_schema = header_lookup(self._rails)
+        return server

@@ -57,6 +57,44 @@ def default_context(ctx: ServerRequestContext[Any, Any]) -> TurnContext:
     return TurnContext(tenant=None if token is None else token.client_id)
 
 
+_HEADER_KEY = "x-mcp-header"
+
+
+def _no_header_check(name: str) -> None:
+    return None
+
+
+def header_lookup(rails: Guardrails) -> Callable[[str], None] | None:
+    """What a low-level ``Server`` serving ``rails``' tools takes as ``get_tool_input_schema``.
+
+    On the 2026-07-28 HTTP transport the SDK compares a ``tools/call``'s
+    ``Mcp-Param-*`` headers with the ``x-mcp-header`` annotations of the called
+    tool's schema; without a lookup it runs the ``tools/list`` handler (pre_turn,
+    with its audit row) on every call to find that schema. When no tool's schema
+    has such an annotation there is nothing to compare, whatever the caller may
+    see: a lookup answering None says so without listing. Otherwise None: the
+    SDK lists the caller's tools as before, so a tool hidden from the caller is
+    never compared (its call answers ``unavailable`` like any unlisted tool).
+    """
+    for tool in rails.tools.values():
+        if _declares_header(tool.schema):
+            return None
+    return _no_header_check
+
+
+def _declares_header(schema: Any) -> bool:
+    stack = [schema]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, Mapping):
+            if _HEADER_KEY in value:
+                return True
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+    return False
+
+
 def call_tool_result(result: ToolResult) -> CallToolResult:
     """The MCP answer for a guarded call: its content, ``isError`` unless the outcome is ``ok``.
 
@@ -213,4 +251,5 @@ def guarded_server(
     from mcp.server import Server
 
     tools = GuardedTools(rails, context=context, names=names, turn_input=turn_input)
+    options.setdefault("get_tool_input_schema", header_lookup(rails))
     return Server(name, on_list_tools=tools.list_tools, on_call_tool=tools.call_tool, **options)

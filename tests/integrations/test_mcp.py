@@ -487,3 +487,22 @@ async def test_a_server_tools_image_and_structured_content_reach_the_client() ->
     assert [(b.type, b.mime_type) for b in image.content] == [("image", "image/png")]
     assert report_answer.structured_content == {"year": 2025, "rows": 3}
     assert text(report_answer) == text(unguarded)
+
+
+def test_the_header_lookup_lists_nothing_unless_a_schema_declares_a_header() -> None:
+    from guardrails import Tool
+    from guardrails.integrations.mcp import header_lookup
+
+    plain = Guardrails([get_invoices, export_all])
+    lookup = header_lookup(plain)
+    # Nothing to compare: the SDK skips its tools/list (and its pre_turn) per call.
+    assert lookup is not None and lookup("get_invoices") is None
+    assert guarded_server(plain).get_tool_input_schema is not None
+    schema = {
+        "type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+    }
+    annotated = Tool.from_definition({"name": "route", "inputSchema": schema}, lambda **kw: "ok")
+    # A declared header: the SDK lists the caller's tools, so a hidden tool is never compared.
+    assert header_lookup(Guardrails([get_invoices, annotated])) is None
+    assert guarded_server(Guardrails([annotated])).get_tool_input_schema is None
