@@ -23,8 +23,9 @@ the upstream share the machine's cores: each row also has the CPU time per
 call of each process over its rounds (``cpu_*_us``, from ``/proc``; ticks of
 10 ms summed over thousands of calls), and the load average around the run.
 
-Run: ``python benchmarks/bench_gateway_cost.py [--quick]`` (about 2 minutes;
-``--quick`` about 30 s), or ``python benchmarks/run.py --only gateway_cost``.
+Run: ``python benchmarks/bench_gateway_cost.py [--quick]`` (about 8 minutes
+on a loaded 2-core machine, most of it opening 400 sessions; ``--quick``
+about 3), or ``python benchmarks/run.py --only gateway_cost``.
 """
 
 from __future__ import annotations
