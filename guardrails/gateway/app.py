@@ -230,20 +230,22 @@ class Gateway:
         }
         audit = AuditLog(store)
         spans = OpenTelemetryRecorder(self.tracer_provider)
+        # Names that exist though not published now: withheld by a pin, or listed before.
+        known = frozenset(names.owners)
         flow_guards, flow_hooks = workflows(self.config.workflows, tools, store)
         hooks = [
             audit,
             spans.hook(),
             self.limits,
-            approval_gate(self.config, tools, store),
+            approval_gate(self.config, tools, store, known),
             *session_ceiling(self.config.max_calls_per_session, store),
             *flow_hooks,
             Idempotency(store),
         ]
         oauth = self.config.auth.oauth
         guards = [
-            *tenant_allow_list(self.config.tenants, tools),
-            *scope_allow_list(None if oauth is None else oauth.scopes, tools),
+            *tenant_allow_list(self.config.tenants, tools, known),
+            *scope_allow_list(None if oauth is None else oauth.scopes, tools, known),
             *flow_guards,
         ]
         rails = Guardrails(

@@ -43,15 +43,22 @@ class TenantApprovalGate(ApprovalGate):
 
 
 def approval_gate(
-    config: GatewayConfig, tools: Mapping[str, Tool], store: Store
+    config: GatewayConfig,
+    tools: Mapping[str, Tool],
+    store: Store,
+    known: frozenset[str] = frozenset(),
 ) -> TenantApprovalGate:
     """The gate over ``store``; a tenant's rule of an unknown tool, or one reading a
-    parameter the tool does not have, is an error naming the key."""
+    parameter the tool does not have, is an error naming the key. A rule of a tool
+    not published now but ``known`` (withheld by its pin, or no longer listed)
+    waits until the tool is published again."""
     by_tenant: dict[str, dict[str, ApprovalRule]] = {}
     for name, tenant in config.tenants.items():
         for tool, rule in tenant.approvals.items():
             key = f"tenants.{name}.approvals.{tool}"
             spec = tools.get(tool)
+            if spec is None and tool in known:
+                continue
             if spec is None:
                 raise ConfigurationError(f"{key}: no tool {tool!r}")
             properties = spec.source_schema.get("properties", {})

@@ -38,18 +38,28 @@ def session_ceiling(limit: int | None, store: Store) -> list[SessionCeiling]:
 
 
 def tenant_allow_list(
-    tenants: Mapping[str, TenantConfig], tools: Mapping[str, Tool]
+    tenants: Mapping[str, TenantConfig],
+    tools: Mapping[str, Tool],
+    known: Iterable[str] = (),
 ) -> list[Guard]:
-    """Each named tenant is offered its list (every tool without one); any other, nothing."""
+    """Each named tenant is offered its list (every tool without one); any other, nothing.
+
+    A listed name that is not published now but is ``known`` (withheld by its pin,
+    or published before and no longer listed) is left out until it is published
+    again; a name neither published nor known is an error naming the key.
+    """
     if not tenants:
         return []
+    existing = tools.keys() | frozenset(known)
     by_tenant: dict[str, list[str]] = {}
     for name, tenant in tenants.items():
-        allowed = list(tools) if tenant.tools is None else sorted(tenant.tools)
-        unknown = sorted(set(allowed) - tools.keys())
+        if tenant.tools is None:
+            by_tenant[name] = list(tools)
+            continue
+        unknown = sorted(set(tenant.tools) - existing)
         if unknown:
             raise ConfigurationError(f"tenants.{name}.tools: no tool {unknown[0]!r}")
-        by_tenant[name] = allowed
+        by_tenant[name] = sorted(set(tenant.tools) & tools.keys())
     return [allow_list(by_tenant=by_tenant, name="tenants", fail_closed=True)]
 
 

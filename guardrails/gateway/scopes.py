@@ -51,17 +51,20 @@ class ScopeAllowList:
 
 
 def scope_allow_list(
-    scopes: Mapping[str, frozenset[str]] | None, tools: Iterable[str]
+    scopes: Mapping[str, frozenset[str]] | None,
+    tools: Iterable[str],
+    known: Iterable[str] = (),
 ) -> list[Guard]:
-    """The guard for ``[auth.oauth.scopes]`` (none without the table); ``*`` is every tool."""
+    """The guard for ``[auth.oauth.scopes]`` (none without the table); ``*`` is every tool.
+    A name not published now but ``known`` (withheld, or no longer listed) is no error."""
     if scopes is None:
         return []
     published = frozenset(tools)
     table: dict[str, frozenset[str]] = {}
     for scope, names in scopes.items():
-        unknown = sorted(names - published - {"*"})
+        unknown = sorted(names - published - frozenset(known) - {"*"})
         if unknown:
             raise ConfigurationError(f"auth.oauth.scopes.{scope}: no tool {unknown[0]!r}")
-        table[scope] = published if "*" in names else frozenset(names)
+        table[scope] = published if "*" in names else frozenset(names) & published
     rule = ScopeAllowList(table)
     return [Guard(rule, name="oauth_scopes", at=ChokePoint.PRE_TURN, fail_closed=True)]
