@@ -87,6 +87,31 @@ async def retitle(ctx: Context) -> str:
     return "retitled"
 
 
+@app.tool()
+async def ask(ctx: Context) -> str:
+    """Ask the client for a name (an elicitation); say what became of it."""
+    from pydantic import BaseModel
+
+    class Name(BaseModel):
+        name: str
+
+    result = await ctx.elicit("Your name?", Name)
+    return f"elicitation {result.action}"
+
+
+@app.tool()
+async def sample(ctx: Context) -> str:
+    """Ask the client's model for text (sampling); say what became of it."""
+    from mcp.types import SamplingMessage, TextContent
+
+    message = SamplingMessage(role="user", content=TextContent(type="text", text="hi"))
+    try:
+        await ctx.request_context.session.create_message([message], max_tokens=5)
+    except Exception as exc:
+        return f"sampling refused ({type(exc).__name__})"
+    return "sampling answered"
+
+
 @app.prompt()
 def greet(name: str) -> str:
     """A greeting (careless: it holds the upstream's key)."""
