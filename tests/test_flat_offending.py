@@ -93,6 +93,7 @@ def _reference(schema: dict[str, Any], args: dict[str, Any]) -> tuple[tuple[str,
     return tuple(sorted(names)), undeclared
 
 
+@pytest.mark.slow
 @needs_compiled
 def test_the_c_names_agree_with_offending_py_and_jsonschema_on_every_kind_of_offence() -> None:
     assert COMPILED is not None
@@ -204,6 +205,7 @@ def _expected(schema: dict[str, Any], args: dict[str, Any], extra: str) -> Any:
     return Outcome.INVALID_ARGS, reason, names, sentence
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(cases(), st.sampled_from(["allow", "reject", "drop"]))
 def test_the_pipeline_tells_the_model_what_offending_py_would(

@@ -66,6 +66,7 @@ def _failing_keywords(schema: dict[str, Any], instance: Any) -> set[str]:
     return {e.validator for e in jsonschema.Draft202012Validator(schema).iter_errors(instance)}
 
 
+@pytest.mark.slow
 @needs_compiled
 def test_the_compiled_check_agrees_with_jsonschema_on_flat_schemas() -> None:
     assert COMPILED is not None

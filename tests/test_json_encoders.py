@@ -8,6 +8,7 @@ import hashlib
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -62,6 +63,7 @@ def test_an_idempotency_key_is_the_json_array_json_dumps_writes(
     assert scoped_key(tenant, tool, key) == json.dumps([tenant, tool, key], separators=(",", ":"))
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(st.dictionaries(st.text(max_size=5), _values, max_size=4))
 def test_an_argument_digest_is_the_one_json_dumps_gives(arguments: dict[str, Any]) -> None:

@@ -82,6 +82,7 @@ def instances_for(draw: st.DrawFn, schema: dict[str, Any]) -> Any:
     return {k: draw(json_values) for k in chosen}
 
 
+@pytest.mark.slow
 @settings(max_examples=400)
 @given(st.data())
 def test_same_verdict_as_jsonschema(data: st.DataObject) -> None:

@@ -56,6 +56,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @given(st.dictionaries(st.text(max_size=5), json_values))
 def test_a_json_value_is_admitted_unchanged_and_copied(value: dict[str, Any]) -> None:
     admitted = canonical(value, 1_000_000)
@@ -70,6 +71,7 @@ def test_a_json_value_is_admitted_unchanged_and_copied(value: dict[str, Any]) ->
             assert args[key] is not item  # the tool's copy shares nothing with the caller
 
 
+@pytest.mark.slow
 @given(st.dictionaries(st.text(max_size=5), json_values).map(json.dumps))
 def test_json_text_gives_the_same_value_as_json_loads(text: str) -> None:
     admitted = canonical(text, 1_000_000)

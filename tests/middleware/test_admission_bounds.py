@@ -105,6 +105,7 @@ _values = st.recursive(
 REACHED: Counter[str] = Counter()
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(_values, st.integers(0, 12), st.sampled_from(["str", "bytes", "indent"]))
 def test_deeper_than_agrees_with_the_parsed_value(value: Any, levels: int, form: str) -> None:
@@ -120,6 +121,7 @@ def test_deeper_than_agrees_with_the_parsed_value(value: Any, levels: int, form:
     assert deeper_than(text, levels) is (_depth(value) > levels)
 
 
+@pytest.mark.slow
 def test_the_generated_values_reach_the_scan_past_the_quick_count() -> None:
     test_deeper_than_agrees_with_the_parsed_value()
     # Share of examples that go past the bracket count to the scan (about 0.6).

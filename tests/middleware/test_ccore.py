@@ -173,6 +173,7 @@ limits = st.one_of(
 )
 
 
+@pytest.mark.slow
 @needs_compiled
 def test_the_compiled_walk_agrees_with_the_pure_walk_and_runs_no_user_method() -> None:
     seen: Counter[str] = Counter()
@@ -311,6 +312,7 @@ CASES: list[Any] = [
 ]
 
 
+@pytest.mark.slow
 @needs_compiled
 def test_reference_counts_are_unchanged_after_many_calls() -> None:
     probes = [CASES[1]["a"], CASES[1]["a"][1], Reason.NOT_JSON, Reason.TOO_LARGE, FrozenDict]
@@ -326,6 +328,7 @@ def test_reference_counts_are_unchanged_after_many_calls() -> None:
     assert_kept(probes, before, 1000, shared=(Reason.NOT_JSON, Reason.TOO_LARGE, FrozenDict))
 
 
+@pytest.mark.slow
 @needs_compiled
 def test_no_memory_is_kept_over_100000_calls() -> None:
     for case in CASES:

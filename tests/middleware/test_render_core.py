@@ -214,6 +214,7 @@ def _traits(value: Any, depth: int = 0) -> set[str]:
     return found
 
 
+@pytest.mark.slow
 @needs_compiled
 def test_the_compiled_writer_agrees_with_json_and_runs_no_user_method() -> None:
     seen: Counter[str] = Counter()
@@ -486,6 +487,7 @@ def test_reference_counts_are_unchanged_after_many_calls() -> None:
     assert_kept(probes, before, 1000)
 
 
+@pytest.mark.slow
 @needs_compiled
 def test_no_memory_is_kept_over_100000_calls() -> None:
     for case in CASES:

@@ -152,6 +152,7 @@ def test_without_psycopg_the_audit_of_postgresql_says_what_to_install(
     assert "pip install 'guardrails-kit[postgres]'" in err
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     registry = CollectorRegistry()
     metrics = PrometheusRecorder(registry)

@@ -232,6 +232,7 @@ def _documents(draw: Any) -> tuple[str, int, int]:
     return "\n".join(lines) + "\n", deepest, longest
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(_documents())
 def test_the_shape_scan_finds_exactly_the_documents_past_a_bound(

@@ -173,6 +173,7 @@ _schemas = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=400, derandomize=True)
 @given(_schemas, st.booleans())
 def test_null_is_skipped_only_where_the_schema_admits_it(schema: Any, required: bool) -> None:

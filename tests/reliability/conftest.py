@@ -19,6 +19,7 @@ import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -99,6 +100,19 @@ class Ledger:
             self.add(family, leaks=1)
         return problems
 
+    def dump(self) -> str:
+        """The counts and maxima as JSON, for another process's ``load``."""
+        return json.dumps({"families": self.families, "maxima": self.maxima})
+
+    def load(self, dumped: str) -> None:
+        """Add the counts, and keep the maxima, of another process's ``dump``."""
+        data = json.loads(dumped)
+        for family, counts in data["families"].items():
+            self.add(family, **counts)
+        for family, maxima in data["maxima"].items():
+            for key, value in maxima.items():
+                self.note(family, key, value)
+
     def summary(self) -> dict[str, dict[str, float]]:
         total: Counter[str] = Counter()
         out: dict[str, dict[str, float]] = {}
@@ -126,9 +140,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    worker_output = getattr(session.config, "workeroutput", None)
+    if worker_output is not None:
+        # A pytest-xdist worker: its counts go to the controller, which writes the totals.
+        worker_output["reliability_ledger"] = _LEDGER.dump()
+        return
     target = os.environ.get("GUARDRAILS_RELIABILITY_REPORT")
     if target and _LEDGER.families:
         Path(target).write_text(json.dumps(_LEDGER.summary(), indent=2) + "\n")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """On the xdist controller: add up the counts of a worker that finished."""
+    dumped = getattr(node, "workeroutput", {}).get("reliability_ledger")
+    if dumped:
+        _LEDGER.load(dumped)
 
 
 @pytest.fixture

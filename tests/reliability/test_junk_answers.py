@@ -106,8 +106,13 @@ class JunkHook:
         return result if self._after is None else self._after
 
 
+def _shown(answer: Any) -> str:
+    """A test id that is the same in every process (xdist workers compare them)."""
+    return "object()" if type(answer) is object else repr(answer)
+
+
 @pytest.mark.parametrize(
-    "answer", [object(), ("limit", "x"), Stop("limit", "x"), Loud("stop")], ids=repr
+    "answer", [object(), ("limit", "x"), Stop("limit", "x"), Loud("stop")], ids=_shown
 )
 def test_a_hook_that_answers_junk_before_the_tool_stops_the_call(answer: Any, ledger: Any) -> None:
     runs = Runs()
@@ -124,7 +129,7 @@ def test_a_hook_that_answers_junk_before_the_tool_stops_the_call(answer: Any, le
     ]
 
 
-@pytest.mark.parametrize("answer", [object(), "ok", ("ok",)], ids=repr)
+@pytest.mark.parametrize("answer", [object(), "ok", ("ok",)], ids=_shown)
 def test_a_hook_that_answers_junk_after_the_tool_keeps_the_result(answer: Any, ledger: Any) -> None:
     rails = Guardrails([Tool("t", Runs(), SCHEMA)], hooks=[JunkHook(None, answer)])
     result = rails.call("t", {"q": "x"})

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -267,23 +268,24 @@ def test_paid_call_store_down_stops_before_spending(
 
 
 @pytest.fixture
-def postgres_dsn() -> str:
-    dsn = os.environ.get("GUARDRAILS_POSTGRES_DSN")
-    if not dsn:
-        if os.environ.get("GUARDRAILS_REQUIRE_POSTGRES") == "1":
-            pytest.fail("GUARDRAILS_REQUIRE_POSTGRES=1 but GUARDRAILS_POSTGRES_DSN is unset")
-        pytest.skip("no PostgreSQL server: set GUARDRAILS_POSTGRES_DSN")
-    return dsn
+def postgres_dsn(pg_dsn: str) -> str:
+    """The test's own schema, its connections named so that only they are killed."""
+    from psycopg.conninfo import make_conninfo
+
+    return make_conninfo(pg_dsn, application_name=f"gr-kill-{uuid.uuid4().hex[:12]}")
 
 
 def _terminate_other_backends(dsn: str) -> int:
     import psycopg
+    from psycopg.conninfo import conninfo_to_dict
 
-    with psycopg.connect(dsn, autocommit=True) as admin:
+    # Only this test's connections: other tests (and other runs) share the server.
+    name = conninfo_to_dict(dsn)["application_name"]
+    with psycopg.connect(dsn, autocommit=True, application_name="gr-killer") as admin:
         rows = admin.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE pid <> pg_backend_pid() AND datname = current_database() "
-            "AND backend_type = 'client backend'"
+            "WHERE pid <> pg_backend_pid() AND application_name = %s",
+            (name,),
         ).fetchall()
     return sum(1 for (done,) in rows if done)
 

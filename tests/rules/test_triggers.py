@@ -613,6 +613,7 @@ def test_term_words_in_any_disguise_match_as_the_reference_does(
     assert TermSet(terms).find(raw) == _as_given(terms, _reference(terms, raw))
 
 
+@pytest.mark.slow
 def test_the_generated_cases_reach_every_branch_of_the_scan() -> None:
     cases: list[tuple[list[str], str]] = []
 

@@ -112,6 +112,7 @@ def test_the_neighbour_reports_its_lateness_in_a_window_and_is_stopped(
     assert process.poll() is not None  # stopped at the end of the block
 
 
+@pytest.mark.slow
 def test_the_objects_of_calls_in_flight_are_counted_at_both_waits(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

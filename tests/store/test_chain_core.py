@@ -142,6 +142,7 @@ def _same_row(row_a: AuditRow, row_b: AuditRow) -> bool:
     )
 
 
+@pytest.mark.slow
 @needs_compiled
 def test_the_compiled_hash_is_the_twins_and_it_refuses_exactly_what_storable_rewrites() -> None:
     reached: Counter[str] = Counter()
@@ -319,6 +320,7 @@ def _hash_cases(times: int, cases: list[AuditRow] = _CASES) -> None:
             CORE.chain_text(row)
 
 
+@pytest.mark.slow
 @needs_compiled
 def test_reference_counts_are_unchanged_after_many_calls() -> None:
     assert CORE is not None
@@ -337,6 +339,7 @@ def test_reference_counts_are_unchanged_after_many_calls() -> None:
     assert_kept(probes, before, 1000)
 
 
+@pytest.mark.slow
 @needs_compiled
 def test_no_memory_is_kept_over_100000_calls() -> None:
     assert CORE is not None

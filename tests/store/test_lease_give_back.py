@@ -209,6 +209,7 @@ def _reach(
     assert sum(1 for n in needed if n) >= len(needed) // 5, needed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_from_any_state_a_reservation_gets_the_answer_of_giving_back_first(
     kind: str, request: pytest.FixtureRequest
@@ -241,6 +242,7 @@ def test_from_any_state_a_reservation_gets_the_answer_of_giving_back_first(
     _reach(kind, request, ANY_OPERATION, run)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_with_a_forward_clock_the_answers_are_those_of_giving_back_first(
     kind: str, request: pytest.FixtureRequest

@@ -54,6 +54,7 @@ def _row(values: list[Any]) -> AuditRow:
     return AuditRow._make([*values, None])
 
 
+@pytest.mark.slow
 @needs_compiled
 def test_the_compiled_split_is_the_twins_and_runs_nothing_of_a_value() -> None:
     @settings(max_examples=800, deadline=None, suppress_health_check=list(HealthCheck))
@@ -177,6 +178,7 @@ def _split(times: int) -> None:
         CORE.sqlite_params(tuple(_SPLIT[0]), 1, "d")
 
 
+@pytest.mark.slow
 @needs_compiled
 def test_reference_counts_and_memory_are_unchanged_after_many_splits() -> None:
     probes = [v for row in _SPLIT for v in row if type(v) in (str, float)] + _SPLIT
