@@ -212,21 +212,9 @@ class AuditLog:
         tokens_in: int | None = None  # the spend of a call that paid for nothing
         tokens_out: int | None = None
         cost: float | None = None
-        detail = None
-        if state is not None:
-            if state.paid_calls > 0:
-                tokens_in, tokens_out, cost = state.tokens_in, state.tokens_out, state.cost
-            if state.detail:
-                detail = dict(state.detail)
-        if revision is not None:
-            detail = {} if detail is None else detail
-            detail["revision"] = revision
-        if result.truncated or result.flags:
-            detail = {} if detail is None else detail
-            if result.truncated:
-                detail["truncated"] = True
-            if result.flags:
-                detail["flags"] = [f for f in result.flags if f != AUDITED]
+        if state is not None and state.paid_calls > 0:
+            tokens_in, tokens_out, cost = state.tokens_in, state.tokens_out, state.cost
+        detail = _tool_detail(result, state, revision)
         # A tuple in column order (built in one step: no starred item): AuditRow's
         # keyword-taking __new__ costs as much as the rest.
         return make(
@@ -311,6 +299,25 @@ _NO_CONTEXT = TurnContext()
 _INCOMPLETE = '{"row": "incomplete: a value could not be encoded"}'
 _type_qualname = type.__dict__["__qualname__"].__get__
 _FLAGS = ToolResult._fields.index("flags")
+
+
+def _tool_detail(
+    result: ToolResult, state: CallState | None, revision: str | None
+) -> dict[str, Any] | None:
+    """A tool row's ``detail``: the call state's, the revision, truncation and flags."""
+    detail = None
+    if state is not None and state.detail:
+        detail = dict(state.detail)
+    if revision is not None:
+        detail = {} if detail is None else detail
+        detail["revision"] = revision
+    if result.truncated or result.flags:
+        detail = {} if detail is None else detail
+        if result.truncated:
+            detail["truncated"] = True
+        if result.flags:
+            detail["flags"] = [f for f in result.flags if f != AUDITED]
+    return detail
 
 
 def _revision(turn: Any, *, via_turn: bool = False) -> str | None:

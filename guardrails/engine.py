@@ -174,20 +174,9 @@ class Guardrails:
         policy: Any = None,
         loop_slice: float | None = _fair.DEFAULT_SLICE,
     ) -> None:
-        if loop_slice is not None and not (
-            type(loop_slice) in (int, float) and 0 < loop_slice <= 1
-        ):
-            raise ConfigurationError(
-                f"loop_slice must be seconds in (0, 1] (or None), not {loop_slice!r}"
-            )
+        _check_limits(loop_slice, provider_timeout, max_result_chars, max_argument_chars)
         # Async calls take turns on the event loop, a slice at a time (``_fair``).
         self.loop_slice: float | None = None if loop_slice is None else float(loop_slice)
-        if provider_timeout is not None and not provider_timeout > 0:
-            raise ConfigurationError("provider_timeout must be positive (or None)")
-        if max_result_chars < 64:
-            raise ConfigurationError("max_result_chars must be at least 64")
-        if max_argument_chars < 1:
-            raise ConfigurationError("max_argument_chars must be positive")
         self._tools: dict[str, Tool] = {}
         self._guards: dict[str, Guard] = {}
         self._pending: dict[str, frozenset[str]] = {}  # guard -> scope names not registered
@@ -196,15 +185,7 @@ class Guardrails:
             self._add_tool(t)
         for g in guards:
             self._add_guard(g)
-        hook_list: list[CallHook] = []
-        if max_calls_per_turn is not None:
-            hook_list.append(TurnCeiling(max_calls_per_turn))
-        hook_list.extend(hooks)
-        for hook in hook_list:
-            if not (
-                callable(getattr(hook, "before", None)) and callable(getattr(hook, "after", None))
-            ):
-                raise ConfigurationError(f"hook {hook!r}: needs before() and after() methods")
+        hook_list = _checked_hooks(hooks, max_calls_per_turn)
         self.recorder: Recorders | None = combine_recorders(recorder)
         self._revision: str | None = None
         self._pipeline = ToolCallPipeline(
@@ -418,3 +399,34 @@ class Guardrails:
     ) -> ToolResult:
         """One guarded call in a turn of its own (async)."""
         return await self.turn(context).acall(name, arguments, call_id)
+
+
+def _check_limits(
+    loop_slice: float | None,
+    provider_timeout: float | None,
+    max_result_chars: int,
+    max_argument_chars: int,
+) -> None:
+    """The engine's numeric settings, refused at construction when out of range."""
+    if loop_slice is not None and not (type(loop_slice) in (int, float) and 0 < loop_slice <= 1):
+        raise ConfigurationError(
+            f"loop_slice must be seconds in (0, 1] (or None), not {loop_slice!r}"
+        )
+    if provider_timeout is not None and not provider_timeout > 0:
+        raise ConfigurationError("provider_timeout must be positive (or None)")
+    if max_result_chars < 64:
+        raise ConfigurationError("max_result_chars must be at least 64")
+    if max_argument_chars < 1:
+        raise ConfigurationError("max_argument_chars must be positive")
+
+
+def _checked_hooks(hooks: Iterable[CallHook], max_calls_per_turn: int | None) -> list[CallHook]:
+    """The call hooks in order (the per-turn ceiling first), each with before() and after()."""
+    hook_list: list[CallHook] = []
+    if max_calls_per_turn is not None:
+        hook_list.append(TurnCeiling(max_calls_per_turn))
+    hook_list.extend(hooks)
+    for hook in hook_list:
+        if not (callable(getattr(hook, "before", None)) and callable(getattr(hook, "after", None))):
+            raise ConfigurationError(f"hook {hook!r}: needs before() and after() methods")
+    return hook_list

@@ -102,37 +102,10 @@ class Tool:
         extra: Extra | None = None,
         approval: str | ApprovalRule | None = None,
     ) -> None:
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise ConfigurationError(
-                f"tool name {name!r}: use 1-128 letters, digits, '_', '-' or '.'"
-            )
-        if not callable(fn):
-            raise ConfigurationError(f"tool {name!r}: the implementation is not callable")
-        if timeout is not None and not timeout > 0:
-            raise ConfigurationError(f"tool {name!r}: timeout must be positive")
-        if extra is None:
-            extra = "allow" if _takes_kwargs(fn) else "reject"
-        elif extra not in EXTRA_MODES:
-            raise ConfigurationError(
-                f"tool {name!r}: extra must be 'reject', 'drop' or 'allow', not {extra!r}"
-            )
+        extra = _checked_settings(name, fn, timeout, extra)
         bind = dict(bind or {})
         props = schema.get("properties", {}) if isinstance(schema, Mapping) else {}
-        for param, source in bind.items():
-            if param not in props:
-                raise ConfigurationError(
-                    f"tool {name!r}: bound parameter {param!r} is not in its schema"
-                )
-            if not (isinstance(source, str | Secret) or callable(source)):
-                raise ConfigurationError(
-                    f"tool {name!r}: binding of {param!r} must be a context key, "
-                    "a function of the context, or a Secret"
-                )
-            if isinstance(source, Secret) and not effect:
-                raise ConfigurationError(
-                    f"tool {name!r}: secret {source.name!r} can only be bound into a tool "
-                    "declared as an action (effect=True)"
-                )
+        _check_bindings(name, bind, props, effect)
         # When a call needs a person's approval (docs/approvals.md): parsed here, so a
         # misspelled setting or a parameter the tool lacks fails at registration.
         self.approval = parse_approval(approval, f"tool {name!r}")
@@ -233,6 +206,47 @@ class Tool:
     from_anthropic = from_definition
     from_openai = from_definition
     from_mcp = from_definition
+
+
+def _checked_settings(
+    name: str, fn: Callable[..., Any], timeout: float | None, extra: Extra | None
+) -> Extra:
+    """The name, implementation and timeout checked; ``extra``, defaulted from ``fn``."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ConfigurationError(f"tool name {name!r}: use 1-128 letters, digits, '_', '-' or '.'")
+    if not callable(fn):
+        raise ConfigurationError(f"tool {name!r}: the implementation is not callable")
+    if timeout is not None and not timeout > 0:
+        raise ConfigurationError(f"tool {name!r}: timeout must be positive")
+    if extra is None:
+        return "allow" if _takes_kwargs(fn) else "reject"
+    if extra not in EXTRA_MODES:
+        raise ConfigurationError(
+            f"tool {name!r}: extra must be 'reject', 'drop' or 'allow', not {extra!r}"
+        )
+    return extra
+
+
+def _check_bindings(
+    name: str, bind: Mapping[str, Any], props: Mapping[str, Any], effect: bool
+) -> None:
+    """Each bound parameter is in the schema, bound to a context key, a function of the
+    context or a Secret, and a Secret only into an action."""
+    for param, source in bind.items():
+        if param not in props:
+            raise ConfigurationError(
+                f"tool {name!r}: bound parameter {param!r} is not in its schema"
+            )
+        if not (isinstance(source, str | Secret) or callable(source)):
+            raise ConfigurationError(
+                f"tool {name!r}: binding of {param!r} must be a context key, "
+                "a function of the context, or a Secret"
+            )
+        if isinstance(source, Secret) and not effect:
+            raise ConfigurationError(
+                f"tool {name!r}: secret {source.name!r} can only be bound into a tool "
+                "declared as an action (effect=True)"
+            )
 
 
 def _takes_kwargs(fn: Callable[..., Any]) -> bool:

@@ -117,6 +117,34 @@ def build(bank: Bank, store: Store, recorder: PrometheusRecorder, session: str) 
         name="refund_payout",
     )
 
+    @guard(tools=["refund"])
+    def fraud_check(call: Invocation) -> Verdict:
+        """Asks a fraud service that is down: the guard raises, the call goes on."""
+        raise ConnectionError("fraud-scoring.internal:8443 timed out (api_key=sk-demo-123)")
+
+    dispute = Workflow("dispute", DISPUTE, store)
+    legal = trigger(["lawyer", "lawsuit", "legal action"], remove=["refund"], name="legal_subject")
+    escalate = required_action(
+        "notify_human",
+        when=_promised_escalation,
+        arguments={"reason": "the agent promised an escalation"},
+    )
+    audit = AuditLog(store)
+    tools = _tools(bank, payouts)
+    rails = Guardrails(
+        tools,
+        [legal, dispute.pre_turn_guard(), fraud_check, escalate],
+        hooks=[audit, dispute],
+        recorder=[audit, recorder],
+    )
+    recorder.bind(rails)
+    return rails
+
+
+def _tools(bank: Bank, payouts: PaidCall) -> list[Any]:
+    """The agent's tools: the balance, refunds (through the paid-call cap), a human
+    colleague, and the three steps of a dispute."""
+
     @tool(bind={"account_id": "account_id"})
     def get_balance(account_id: str) -> dict[str, Any]:
         """The customer's balance."""
@@ -150,28 +178,7 @@ def build(bank: Bank, store: Store, recorder: PrometheusRecorder, session: str) 
         """Submit the dispute (step 3 of 3)."""
         return "D-7 submitted."
 
-    @guard(tools=["refund"])
-    def fraud_check(call: Invocation) -> Verdict:
-        """Asks a fraud service that is down: the guard raises, the call goes on."""
-        raise ConnectionError("fraud-scoring.internal:8443 timed out (api_key=sk-demo-123)")
-
-    dispute = Workflow("dispute", DISPUTE, store)
-    legal = trigger(["lawyer", "lawsuit", "legal action"], remove=["refund"], name="legal_subject")
-    escalate = required_action(
-        "notify_human",
-        when=_promised_escalation,
-        arguments={"reason": "the agent promised an escalation"},
-    )
-    audit = AuditLog(store)
-    tools = [get_balance, refund, notify_human, open_dispute, attach_evidence, submit_dispute]
-    rails = Guardrails(
-        tools,
-        [legal, dispute.pre_turn_guard(), fraud_check, escalate],
-        hooks=[audit, dispute],
-        recorder=[audit, recorder],
-    )
-    recorder.bind(rails)
-    return rails
+    return [get_balance, refund, notify_human, open_dispute, attach_evidence, submit_dispute]
 
 
 def _promised_escalation(run: RunRecord) -> bool:
@@ -202,13 +209,7 @@ def run(
     bank = Bank()
     rails = build(bank, store, recorder, session)
     printer = Printer(out)
-    if client is None:
-        printer.line("guardrails demo: a scripted support agent (no API key, no network).")
-    else:
-        printer.line(f"guardrails demo: a support agent played by {model}.")
-    printer.line(f"Tenant acme, account {ACCOUNT}, session {session}.")
-    for line in INTRO:
-        printer.line(line)
+    _print_intro(printer, model, session)
     try:
         for number, scene in enumerate(SCENES, 1):
             printer.line()
@@ -233,8 +234,23 @@ def run(
     calls = sum(len(scene.calls) for scene in SCENES) if client is None else None
     for line in reading(report, calls, len(SCENES)):
         printer.line(wrapped(line))
+    _print_where(printer, folder / "audit.db", rows, session, metrics)
+    return 0
+
+
+def _print_intro(printer: Printer, model: str | None, session: str) -> None:
+    if model is None:
+        printer.line("guardrails demo: a scripted support agent (no API key, no network).")
+    else:
+        printer.line(f"guardrails demo: a support agent played by {model}.")
+    printer.line(f"Tenant acme, account {ACCOUNT}, session {session}.")
+    for line in INTRO:
+        printer.line(line)
+
+
+def _print_where(printer: Printer, database: Path, rows: int, session: str, metrics: Path) -> None:
+    """Where the run's audit rows and metrics are, and the commands that read them."""
     printer.line()
-    database = folder / "audit.db"
     printer.line(f"audit database (SQLite, append-only): {database}  ({rows} rows this run)")
     printer.line(
         f'  sqlite3 {database} "SELECT id, kind, tool, outcome, verdict, reason, escapes'
@@ -242,7 +258,6 @@ def run(
     )
     printer.line(f"metrics (Prometheus text): {metrics}")
     printer.line(f"  guardrails coverage {metrics}")
-    return 0
 
 
 def _play(turn: Turn, number: int, scene: Scene, printer: Printer) -> None:

@@ -120,6 +120,36 @@ async def _stderr_lines(stream: Any, on_line: Callable[[str], None]) -> None:
         on_line(bytes(buffer).decode("utf-8", "replace"))
 
 
+async def _read(process: Any, bounds: Bounds, to_session: Any, gone: anyio.Event) -> None:
+    """The child's stdout, line by line, to the session; its end waits for the exit."""
+    assert process.stdout is not None
+    async with to_session:
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await _lines(process.stdout, bounds, to_session.send)
+        # The end of its output is usually its exit: say so before the session
+        # sees the end (a start that fails is then reported with its status).
+        with anyio.move_on_after(_EXIT_GRACE):
+            await gone.wait()
+
+
+async def _write(process: Any, from_session: Any, to_session: Any) -> None:
+    """The session's messages to the child's stdin, one JSON line each."""
+    assert process.stdin is not None
+    try:
+        async with from_session:
+            async for item in from_session:
+                text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await process.stdin.send((text + "\n").encode("utf-8"))
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        await to_session.aclose()
+
+
+async def _errors(process: Any, on_stderr: Callable[[str], None]) -> None:
+    assert process.stderr is not None
+    with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        await _stderr_lines(process.stderr, on_stderr)
+
+
 @asynccontextmanager
 async def stdio_transport(
     launch: Launch,
@@ -145,29 +175,13 @@ async def stdio_transport(
     gone = anyio.Event()
 
     async def reader() -> None:
-        assert process.stdout is not None
-        async with to_session:
-            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                await _lines(process.stdout, bounds, to_session.send)
-            # The end of its output is usually its exit: say so before the session
-            # sees the end (a start that fails is then reported with its status).
-            with anyio.move_on_after(_EXIT_GRACE):
-                await gone.wait()
+        await _read(process, bounds, to_session, gone)
 
     async def writer() -> None:
-        assert process.stdin is not None
-        try:
-            async with from_session:
-                async for item in from_session:
-                    text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await process.stdin.send((text + "\n").encode("utf-8"))
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            await to_session.aclose()
+        await _write(process, from_session, to_session)
 
     async def errors() -> None:
-        assert process.stderr is not None
-        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            await _stderr_lines(process.stderr, on_stderr)
+        await _errors(process, on_stderr)
 
     watching = anyio.CancelScope()
 

@@ -28,7 +28,6 @@ _new = make  # tuple.__new__ without its call path
 _ERROR = Outcome.ERROR
 _LIMIT = Outcome.LIMIT
 _UNAVAILABLE = Outcome.UNAVAILABLE
-_ERROR_SENTENCE = model_sentence(_ERROR)
 _RAISED = Reason.RAISED
 _LIMIT_REASON = Reason.LIMIT
 _TIMEOUT = Reason.TIMEOUT
@@ -75,60 +74,22 @@ def complete(
     """The call's result from the hooks' stop or the tool's value, rendered and capped."""
     exception = None
     reason = None
-    flags: tuple[str, ...] = ()
     if late:
         # The tool answered after its timeout: the answer is not handed over
         # as ok, and the row says the tool ran (late).
-        stop, flags = _LATE, (FLAG_LATE_RESULT,)
+        return _ended(inv, _LATE, verdict, records, escapes, start, (FLAG_LATE_RESULT,))
     if stop is not None:
-        outcome, reason, value, exception = stop
-        if outcome is not _OK:
-            return _new(
-                ToolResult,
-                (
-                    inv.call_id,
-                    inv.name,
-                    outcome,
-                    model_sentence(outcome),
-                    verdict,
-                    records,
-                    tuple(escapes),
-                    reason,
-                    (),
-                    None,
-                    exception,
-                    perf_counter_ns() - start,
-                    False,
-                    flags,
-                    True,
-                ),
-            )
+        if stop[0] is not _OK:
+            return _ended(inv, stop, verdict, records, escapes, start, ())
+        _, reason, value, exception = stop
     try:
         if type(value) is str and len(value) <= max_chars:
             content, truncated = value, False
         else:
             content, truncated = render(value, max_chars)
     except Exception as exc:
-        return _new(
-            ToolResult,
-            (
-                inv.call_id,
-                inv.name,
-                _ERROR,
-                _ERROR_SENTENCE,
-                verdict,
-                records,
-                tuple(escapes),
-                _UNSERIALISABLE,
-                (),
-                None,
-                exc,
-                perf_counter_ns() - start,
-                False,
-                (),
-                True,
-            ),
-        )
+        unserialisable = Stop(_ERROR, _UNSERIALISABLE, None, exc)
+        return _ended(inv, unserialisable, verdict, records, escapes, start, ())
     result: ToolResult = _new(
         ToolResult,
         (
@@ -151,6 +112,40 @@ def complete(
     )
     # A bound secret the tool echoed never reaches the model, its cut or the row.
     return redact(result, secrets, max_chars) if secrets else result
+
+
+def _ended(
+    inv: Invocation,
+    stop: Stop,
+    verdict: Verdict,
+    records: tuple[VerdictRecord, ...],
+    escapes: Sequence[Escape],
+    start: int,
+    flags: tuple[str, ...],
+) -> ToolResult:
+    """The result of a call that ran (or was meant to) and did not end ok: the outcome's
+    fixed sentence, the stop's reason and exception."""
+    outcome, reason, _, exception = stop
+    return _new(
+        ToolResult,
+        (
+            inv.call_id,
+            inv.name,
+            outcome,
+            model_sentence(outcome),
+            verdict,
+            records,
+            tuple(escapes),
+            reason,
+            (),
+            None,
+            exception,
+            perf_counter_ns() - start,
+            False,
+            flags,
+            True,
+        ),
+    )
 
 
 def after_output(

@@ -127,50 +127,59 @@ class ToolCallPipeline:
         start = perf_counter_ns()
         call_id = next(_ids.CALL_IDS) if call_id is None else entry_call_id(call_id, new_call_id)
         admitted = admit(self.plans, turn, name, arguments, call_id, self.max_argument_chars, start)
-        if admitted.__class__ is ToolResult:
+        if admitted.__class__ is ToolResult:  # steps 1-4 turned the call away
             return self._finish(turn, admitted)
         plan, args, nested = admitted  # type: ignore[misc]
-        if nested is None:
-            # What a proxy wraps can be reached (gc.get_referents): guards and
-            # hooks, which run before the tool, get a proxy of their own copy.
-            view = model_view = _Proxy(_copy(args) if plan.guards or self.hooks else args)
-        else:
-            view = model_view = nested
-        secrets = None
-        if plan.tool.bound:
-            bound = bind(
-                plan.tool, args, turn.context, call_id, start, self.provider_timeout, self.secrets
-            )
+        merged = secrets = None
+        if plan.tool.bound:  # the bound values and secrets, under a deadline
+            ctx, timeout = turn.context, self.provider_timeout
+            bound = bind(plan.tool, args, ctx, call_id, start, timeout, self.secrets)
             if bound.__class__ is ToolResult:
                 return self._finish(turn, bound)
-            args, secrets = bound  # type: ignore[misc]
-            if nested is None:
-                view = _Proxy(_copy(args) if plan.guards or self.hooks else args)
-            else:
-                view = _bound_view(nested, args)
-        inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
+            merged, secrets = bound  # type: ignore[misc]
+        inv = _invocation(turn, name, call_id, plan, args, nested, merged, self.hooks)
+        judged = self._guards(turn, plan, inv, start)  # step 5
+        if judged.__class__ is ToolResult:  # stopped by a guard, and finished
+            return judged
+        if merged is not None:
+            args = merged
+        return self._body(turn, plan, inv, args, secrets, judged, start, hold)  # steps 6-9
+
+    def _guards(self, turn: Any, plan: Plan, inv: Invocation, start: int) -> Any:
+        """Step 5: the guards' verdicts combined. A call they stop comes back finished
+        (a ``ToolResult``); one they let through as ``(records, escapes, verdict)``."""
         try:
             if plan.plain:
                 ran = evaluate_plain(plan.steps, inv, _TOOL_CALL)
                 if ran.__class__ is tuple and not ran[1]:  # every guard passed
-                    records, escapes, verdict = tuple(ran[0]), [], _PASS
-                else:
-                    judged = judge_plain(plan, inv, ran, start)
-                    if judged.__class__ is ToolResult:
-                        return self._finish(turn, judged)
-                    records, escapes, verdict = judged  # type: ignore[misc]
+                    return tuple(ran[0]), [], _PASS
+                judged = judge_plain(plan, inv, ran, start)
             elif plan.guards:
-                outcomes = [g.evaluate(inv, _TOOL_CALL) for g in plan.guards]
-                judged = judge(plan, inv, outcomes, start)
-                if judged.__class__ is ToolResult:
-                    return self._finish(turn, judged)
-                records, escapes, verdict = judged  # type: ignore[misc]
+                judged = judge(plan, inv, [g.evaluate(inv, _TOOL_CALL) for g in plan.guards], start)
             else:
-                records, escapes, verdict = (), [], _NOT_EVALUATED
+                return (), [], _NOT_EVALUATED
+            if judged.__class__ is ToolResult:
+                return self._finish(turn, judged)
+            return judged
         except BaseException:
             self._finish(turn, interrupted(inv, start))
             raise
-        try:  # from here on, a deliberate stop still reaches the hooks' after()
+
+    def _body(
+        self,
+        turn: Any,
+        plan: Plan,
+        inv: Invocation,
+        args: dict[str, Any],
+        secrets: dict[str, Any] | None,
+        judged: tuple[tuple[VerdictRecord, ...], list[Escape], Verdict],
+        start: int,
+        hold: Hold | None,
+    ) -> Any:
+        """Steps 6-9: the hooks' ``before``, the tool (or ``hold``), its result made and
+        concluded. From the hooks on, a deliberate stop still reaches their ``after``."""
+        records, escapes, verdict = judged
+        try:
             stop = before_hooks(self.hooks, inv, escapes) if self.hooks else None
             value = None
             late = False
@@ -180,7 +189,7 @@ class ToolCallPipeline:
                 tool = plan.tool
                 deadline = tool.deadline_ns
                 began = 0 if deadline is None else perf_counter_ns()
-                try:
+                try:  # step 7
                     value = tool.fn(**args) if tool.plain else call_sync(tool, args, secrets)
                     if deadline is not None:
                         late = is_late(began, deadline)
@@ -257,53 +266,70 @@ class ToolCallPipeline:
         start = perf_counter_ns()
         call_id = next(_ids.CALL_IDS) if call_id is None else entry_call_id(call_id, new_call_id)
         admitted = admit(self.plans, turn, name, arguments, call_id, self.max_argument_chars, start)
-        if admitted.__class__ is ToolResult:
+        if admitted.__class__ is ToolResult:  # steps 1-4 turned the call away
             return await self._afinish(turn, admitted)
         plan, args, nested = admitted  # type: ignore[misc]
         del admitted  # (a call in flight holds what it uses, not the tuple too)
-        if nested is None:
-            # What a proxy wraps can be reached (gc.get_referents): guards and
-            # hooks, which run before the tool, get a proxy of their own copy.
-            view = model_view = _Proxy(_copy(args) if plan.guards or self.hooks else args)
-        else:
-            view = model_view = nested
-        secrets = None
-        if plan.tool.bound:
-            bound = await abind(
-                plan.tool, args, turn.context, call_id, start, self.provider_timeout, self.secrets
-            )
+        merged = secrets = None
+        if plan.tool.bound:  # the bound values and secrets, under a deadline
+            ctx, timeout = turn.context, self.provider_timeout
+            bound = await abind(plan.tool, args, ctx, call_id, start, timeout, self.secrets)
             if bound.__class__ is ToolResult:
                 return await self._afinish(turn, bound)
-            args, secrets = bound  # type: ignore[misc]
-            if nested is None:
-                view = _Proxy(_copy(args) if plan.guards or self.hooks else args)
-            else:
-                view = _bound_view(nested, args)
-        inv = _new(Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn))
+            merged, secrets = bound  # type: ignore[misc]
+            del bound
+        inv = _invocation(turn, name, call_id, plan, args, nested, merged, self.hooks)
+        if merged is not None:
+            args = merged
+        del merged, nested
+        judged = await self._aguards(turn, plan, inv, start)  # step 5
+        if judged.__class__ is ToolResult:  # stopped by a guard, and finished
+            return judged
+        records, escapes, verdict = judged
+        del judged  # (nor the tuple of the guards' answer)
+        return await self._abody(
+            turn, plan, inv, args, secrets, records, escapes, verdict, start, hold
+        )
+
+    async def _aguards(self, turn: Any, plan: Plan, inv: Invocation, start: int) -> Any:
+        """``_guards`` for ``arun``: async guards awaited; a caller's cancellation that a
+        guard swallowed still stops the call before the tool."""
+        judged: Any
         try:
             if plan.plain:  # sync guards only: the same loop as the sync driver
                 ran = evaluate_plain(plan.steps, inv, _TOOL_CALL)
                 if ran.__class__ is tuple and not ran[1]:  # every guard passed
-                    records, escapes, verdict = tuple(ran[0]), [], _PASS
+                    judged = tuple(ran[0]), [], _PASS
                 else:
                     judged = judge_plain(plan, inv, ran, start)
-                    if judged.__class__ is ToolResult:
-                        return await self._afinish(turn, judged)
-                    records, escapes, verdict = judged  # type: ignore[misc]
             elif plan.guards:
-                outcomes = await _aevaluate(plan.guards, inv)
-                judged = judge(plan, inv, outcomes, start)
-                if judged.__class__ is ToolResult:
-                    return await self._afinish(turn, judged)
-                records, escapes, verdict = judged  # type: ignore[misc]
+                judged = judge(plan, inv, await _aevaluate(plan.guards, inv), start)
             else:
-                records, escapes, verdict = (), [], _NOT_EVALUATED
+                judged = (), [], _NOT_EVALUATED
+            if judged.__class__ is ToolResult:
+                return await self._afinish(turn, judged)
             if plan.awaits and cancel_requested():
-                # A guard swallowed the caller's cancellation: the tool does not run.
                 raise asyncio.CancelledError
+            return judged
         except BaseException as exc:
             await self._ainterrupt(turn, inv, start, exc, hooks=False)
             raise
+
+    async def _abody(
+        self,
+        turn: Any,
+        plan: Plan,
+        inv: Invocation,
+        args: dict[str, Any],
+        secrets: dict[str, Any] | None,
+        records: tuple[VerdictRecord, ...],
+        escapes: list[Escape],
+        verdict: Verdict,
+        start: int,
+        hold: Hold | None,
+    ) -> Any:
+        """``_body`` for ``arun``: hooks awaited, an async tool (or one under a deadline)
+        awaited in place."""
         try:  # from here on, a deliberate stop still reaches the hooks' after()
             stop = await abefore_hooks(self.hooks, inv, escapes) if self.hooks else None
             found: Sequence[Escape] = escapes or ()  # a call in flight holds no empty list
@@ -316,7 +342,7 @@ class ToolCallPipeline:
                 tool = plan.tool
                 deadline = tool.deadline_ns
                 began = 0 if deadline is None else perf_counter_ns()
-                try:
+                try:  # step 7
                     if tool.plain:
                         value = tool.fn(**args)
                     elif tool.is_async or deadline is not None:
@@ -424,6 +450,35 @@ async def _aevaluate(guards: Any, subject: Any) -> list[Any]:
     """Each guard awaited in turn. Not a comprehension inside ``arun``: one would
     make ``inv`` and ``result`` closure cells of every call's frame."""
     return [await g.aevaluate(subject, _TOOL_CALL) for g in guards]
+
+
+def _invocation(
+    turn: Any,
+    name: str,
+    call_id: str,
+    plan: Plan,
+    args: dict[str, Any],
+    nested: Any,
+    merged: dict[str, Any] | None,
+    hooks: tuple[CallHook, ...],
+) -> Invocation:
+    """The call as guards and hooks see it: read-only views of the model's arguments
+    and, with bound values (``merged``, from ``bind``), of the arguments the tool gets."""
+    if nested is None:
+        # What a proxy wraps can be reached (gc.get_referents): guards and
+        # hooks, which run before the tool, get a proxy of their own copy.
+        view = model_view = _Proxy(_copy(args) if plan.guards or hooks else args)
+    else:
+        view = model_view = nested
+    if merged is not None:
+        if nested is None:
+            view = _Proxy(_copy(merged) if plan.guards or hooks else merged)
+        else:
+            view = _bound_view(nested, merged)
+    inv: Invocation = _new(
+        Invocation, (name, view, model_view, turn.context, call_id, plan.tool, turn)
+    )
+    return inv
 
 
 def _bound_view(model_view: Mapping[str, Any], merged: dict[str, Any]) -> Any:

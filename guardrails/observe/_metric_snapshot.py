@@ -130,39 +130,7 @@ class Snapshot:
 
 def build_families(s: Snapshot) -> list[Metric]:
     """The families of one scrape, every registered guard's series included at zero."""
-    evaluations = _counter(GUARD_EVALUATIONS)
-    escapes = _counter(FAIL_OPEN_ESCAPES)
-    faults = _counter(FAIL_CLOSED_FAULTS)
-    duration = HistogramMetricFamily(
-        GUARD_DURATION, HELP[GUARD_DURATION], labels=EXPORTED[GUARD_DURATION]
-    )
-    last_escape, last_fault = _gauge(LAST_ESCAPE), _gauge(LAST_FAULT)
-    registered = set(s.registered)
-    for (guard, point), series in s.guards:
-        cp = point.value
-        for mode, counts in series.verdicts.items():
-            if mode in series.modes or any(counts.values()):
-                for verdict, count in counts.items():
-                    evaluations.add_metric((guard, cp, verdict.value, mode), count)
-        zero = (guard, point) in registered
-        for reason in EscapeReason:
-            count = series.escapes.get(reason, 0)
-            if zero or count:
-                exemplar = _exemplar(series, False, reason, series.escape_last)
-                escapes.add_metric((guard, cp, reason.value), count, exemplar=exemplar)
-        for reason in sorted(FAULT_REASONS | series.faults.keys()):
-            count = series.faults.get(reason, 0)
-            if zero or count:
-                exemplar = _exemplar(series, True, reason, series.fault_last)
-                faults.add_metric((guard, cp, reason.value), count, exemplar=exemplar)
-        for family, latest in ((last_escape, series.escape_last), (last_fault, series.fault_last)):
-            for reason, at in sorted(latest.items()):
-                family.add_metric((guard, cp, reason.value), at)
-        cumulative, total = [], 0
-        for bound, count in zip((*DURATION_BUCKETS, float("inf")), series.buckets, strict=True):
-            total += count
-            cumulative.append((_le(bound), total))
-        duration.add_metric((guard, cp), cumulative, series.nanos / 1e9)
+    evaluations, escapes, faults, duration, last_escape, last_fault = _guard_families(s)
     outcomes = _counter(TOOL_OUTCOMES)
     for (tool, outcome), count in s.outcomes:
         outcomes.add_metric((tool, outcome.value), count)
@@ -200,6 +168,45 @@ def build_families(s: Snapshot) -> list[Metric]:
         guard_time,
         revisions,
     ]
+
+
+def _guard_families(s: Snapshot) -> tuple[Metric, ...]:
+    """The per-guard families: evaluations, escapes, faults, durations, last escape and
+    fault times."""
+    evaluations = _counter(GUARD_EVALUATIONS)
+    escapes = _counter(FAIL_OPEN_ESCAPES)
+    faults = _counter(FAIL_CLOSED_FAULTS)
+    duration = HistogramMetricFamily(
+        GUARD_DURATION, HELP[GUARD_DURATION], labels=EXPORTED[GUARD_DURATION]
+    )
+    last_escape, last_fault = _gauge(LAST_ESCAPE), _gauge(LAST_FAULT)
+    registered = set(s.registered)
+    for (guard, point), series in s.guards:
+        cp = point.value
+        for mode, counts in series.verdicts.items():
+            if mode in series.modes or any(counts.values()):
+                for verdict, count in counts.items():
+                    evaluations.add_metric((guard, cp, verdict.value, mode), count)
+        zero = (guard, point) in registered
+        for reason in EscapeReason:
+            count = series.escapes.get(reason, 0)
+            if zero or count:
+                exemplar = _exemplar(series, False, reason, series.escape_last)
+                escapes.add_metric((guard, cp, reason.value), count, exemplar=exemplar)
+        for reason in sorted(FAULT_REASONS | series.faults.keys()):
+            count = series.faults.get(reason, 0)
+            if zero or count:
+                exemplar = _exemplar(series, True, reason, series.fault_last)
+                faults.add_metric((guard, cp, reason.value), count, exemplar=exemplar)
+        for family, latest in ((last_escape, series.escape_last), (last_fault, series.fault_last)):
+            for reason, at in sorted(latest.items()):
+                family.add_metric((guard, cp, reason.value), at)
+        cumulative, total = [], 0
+        for bound, count in zip((*DURATION_BUCKETS, float("inf")), series.buckets, strict=True):
+            total += count
+            cumulative.append((_le(bound), total))
+        duration.add_metric((guard, cp), cumulative, series.nanos / 1e9)
+    return evaluations, escapes, faults, duration, last_escape, last_fault
 
 
 def _counter(name: str) -> CounterMetricFamily:

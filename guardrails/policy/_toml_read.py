@@ -105,21 +105,7 @@ def read_text(text: str, origin: str) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError(origin, "file", None, f"is not valid TOML ({exc})") from None
     _known(origin, "", data, _TOP)
-    head = _table(origin, "policy", data.get("policy", {}))
-    _known(origin, "policy", head, {"fail_closed"})
-    fail_closed = _typed(origin, "policy", "fail_closed", head.get("fail_closed", False), "boolean")
-    sources = _table(origin, "sources", data.get("sources", {}))
-    _known(origin, "sources", sources, {"groups", "trusted", "untrusted"})
-    groups = _groups(origin, sources.get("groups", {}))
-    kinds = _kinds(origin, data.get("kinds", {}))
-    trusted = _typed(origin, "sources", "trusted", sources.get("trusted", []), _STRINGS)
-    untrusted = _typed(origin, "sources", "untrusted", sources.get("untrusted", []), _STRINGS)
-    defaults = _table(origin, "defaults", data.get("defaults", {}))
-    _known(origin, "defaults", defaults, {"grounded_in"})
-    default = defaults.get("grounded_in")
-    if default is not None:
-        _typed(origin, "defaults", "grounded_in", default, _STRINGS)
-        default = expand(origin, "defaults", "grounded_in", default, groups)
+    fail_closed, groups, kinds, trusted, untrusted, default = _head(origin, data)
     free: set[tuple[str, str]] = set()
     params: list[Param] = []
     where: dict[str, tuple[str, str]] = {}
@@ -132,45 +118,8 @@ def read_text(text: str, origin: str) -> dict[str, Any]:
     for tool, spec in tools.items():
         table = f"tools.{tool}"
         spec = _table(origin, table, spec)
-        _known(origin, table, spec, set(_TOOL_KEYS))
-        for key, expected in _TOOL_KEYS.items():
-            if key in spec:
-                _typed(origin, table, key, spec[key], expected)
-        if "intent" in spec:
-            if not spec["intent"]:
-                raise PolicyError(origin, table, "intent", "needs at least one term")
-            intents[tool] = tuple(spec["intent"])
-        if "max_per_turn" in spec or "max_per_session" in spec:
-            try:
-                ceilings[tool] = Ceiling(spec.get("max_per_turn"), spec.get("max_per_session"))
-            except ConfigurationError as exc:
-                key = "max_per_turn" if str(exc).startswith("per_turn") else "max_per_session"
-                raise PolicyError(origin, table, key, str(exc)) from None
-        if "approval" in spec:
-            approvals[tool] = _approval(origin, table, tool, spec["approval"])
-        if len(params) + len(spec.get("params", {})) > MAX_RULES:
-            raise PolicyError(
-                origin,
-                f"{table}.params",
-                None,
-                f"more than {MAX_RULES:,} parameter rules in one file",
-            )
-        for path, rule in spec.get("params", {}).items():
-            if path.count(".") >= MAX_PATH_PARTS:
-                raise PolicyError(
-                    origin,
-                    f"{table}.params",
-                    None,
-                    f"the path {_shown(path)} has more than {MAX_PATH_PARTS} parts",
-                )
-            at = f"{table}.params.{_quoted(path)}"
-            if _is_free(origin, at, rule):
-                free.add((tool, path))
-                where[free_key(tool, path)] = (origin, at)
-                continue
-            param = _param(origin, at, tool, path, rule, groups, kinds)
-            params.append(param)
-            where[param.rule_name] = (origin, at)
+        _tool_settings(origin, table, tool, spec, intents, ceilings, approvals)
+        _tool_params(origin, table, tool, spec, groups, kinds, params, free, where)
     return dict(
         params=tuple(params),
         trusted=frozenset(trusted),
@@ -186,6 +135,93 @@ def read_text(text: str, origin: str) -> dict[str, Any]:
         groups=groups,
         kinds=kinds,
     )
+
+
+def _head(origin: str, data: dict[str, Any]) -> tuple[bool, Any, Any, Any, Any, Any]:
+    """The ``[policy]``, ``[sources]``, ``[kinds]`` and ``[defaults]`` tables:
+    ``fail_closed``, the source groups, the declared kinds, the trusted and untrusted
+    sources, the default ``grounded_in``."""
+    head = _table(origin, "policy", data.get("policy", {}))
+    _known(origin, "policy", head, {"fail_closed"})
+    fail_closed = _typed(origin, "policy", "fail_closed", head.get("fail_closed", False), "boolean")
+    sources = _table(origin, "sources", data.get("sources", {}))
+    _known(origin, "sources", sources, {"groups", "trusted", "untrusted"})
+    groups = _groups(origin, sources.get("groups", {}))
+    kinds = _kinds(origin, data.get("kinds", {}))
+    trusted = _typed(origin, "sources", "trusted", sources.get("trusted", []), _STRINGS)
+    untrusted = _typed(origin, "sources", "untrusted", sources.get("untrusted", []), _STRINGS)
+    defaults = _table(origin, "defaults", data.get("defaults", {}))
+    _known(origin, "defaults", defaults, {"grounded_in"})
+    default = defaults.get("grounded_in")
+    if default is not None:
+        _typed(origin, "defaults", "grounded_in", default, _STRINGS)
+        default = expand(origin, "defaults", "grounded_in", default, groups)
+    return fail_closed, groups, kinds, trusted, untrusted, default
+
+
+def _tool_settings(
+    origin: str,
+    table: str,
+    tool: str,
+    spec: dict[str, Any],
+    intents: dict[str, tuple[str, ...]],
+    ceilings: dict[str, Ceiling],
+    approvals: dict[str, tuple[ApprovalRule, ...]],
+) -> None:
+    """A ``[tools.NAME]`` table's own keys: intent, ceilings, approval (into the dicts)."""
+    _known(origin, table, spec, set(_TOOL_KEYS))
+    for key, expected in _TOOL_KEYS.items():
+        if key in spec:
+            _typed(origin, table, key, spec[key], expected)
+    if "intent" in spec:
+        if not spec["intent"]:
+            raise PolicyError(origin, table, "intent", "needs at least one term")
+        intents[tool] = tuple(spec["intent"])
+    if "max_per_turn" in spec or "max_per_session" in spec:
+        try:
+            ceilings[tool] = Ceiling(spec.get("max_per_turn"), spec.get("max_per_session"))
+        except ConfigurationError as exc:
+            key = "max_per_turn" if str(exc).startswith("per_turn") else "max_per_session"
+            raise PolicyError(origin, table, key, str(exc)) from None
+    if "approval" in spec:
+        approvals[tool] = _approval(origin, table, tool, spec["approval"])
+
+
+def _tool_params(
+    origin: str,
+    table: str,
+    tool: str,
+    spec: dict[str, Any],
+    groups: Any,
+    kinds: Mapping[str, CustomKind],
+    params: list[Param],
+    free: set[tuple[str, str]],
+    where: dict[str, tuple[str, str]],
+) -> None:
+    """A ``[tools.NAME.params]`` table: each path's rule, or the path declared free."""
+    if len(params) + len(spec.get("params", {})) > MAX_RULES:
+        raise PolicyError(
+            origin,
+            f"{table}.params",
+            None,
+            f"more than {MAX_RULES:,} parameter rules in one file",
+        )
+    for path, rule in spec.get("params", {}).items():
+        if path.count(".") >= MAX_PATH_PARTS:
+            raise PolicyError(
+                origin,
+                f"{table}.params",
+                None,
+                f"the path {_shown(path)} has more than {MAX_PATH_PARTS} parts",
+            )
+        at = f"{table}.params.{_quoted(path)}"
+        if _is_free(origin, at, rule):
+            free.add((tool, path))
+            where[free_key(tool, path)] = (origin, at)
+            continue
+        param = _param(origin, at, tool, path, rule, groups, kinds)
+        params.append(param)
+        where[param.rule_name] = (origin, at)
 
 
 def _approval(origin: str, table: str, tool: str, spec: str) -> tuple[ApprovalRule, ...]:

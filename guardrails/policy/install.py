@@ -120,6 +120,16 @@ def install(
             PreTurnCheck(intents, ledgers), name="policy:intent", at=ChokePoint.PRE_TURN
         )
         guards.append(pre_turn)
+    guards.extend(_gate_guards(policy, intents, counts))
+    hook = None
+    if policy.ceilings or policy.sources_used:
+        hook = PolicyHook(ledgers, counts, intents, label=policy.sources_used, fields=fields)
+    return Installed(policy, guards, hook, ledgers, intents)
+
+
+def _gate_guards(policy: Policy, intents: Intents, counts: Counts) -> list[Guard]:
+    """A guard per tool with an intent gate (unavailable) or a ceiling (limit)."""
+    guards: list[Guard] = []
     for tool in sorted(policy.intents):
         guards.append(
             Guard(
@@ -140,10 +150,7 @@ def install(
                 fail_closed=True,
             )
         )
-    hook = None
-    if policy.ceilings or policy.sources_used:
-        hook = PolicyHook(ledgers, counts, intents, label=policy.sources_used, fields=fields)
-    return Installed(policy, guards, hook, ledgers, intents)
+    return guards
 
 
 # -- parameter rules ------------------------------------------------------------

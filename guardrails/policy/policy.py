@@ -219,6 +219,11 @@ class Policy:
                     approval.check_names(_parameters(tools[tool]), f"tool {tool!r}")
                 except ConfigurationError as exc:
                     raise PolicyError(self.origin, f"tools.{tool}", "approval", str(exc)) from None
+        self._check_params(tools, known_sources)
+        check_default(self, tools, known_sources)
+
+    def _check_params(self, tools: Mapping[str, Any], known_sources: set[str]) -> None:
+        """Each parameter rule against its tool: the tool, its sources, the path's type."""
         for rule in self.params:
             origin, table, _ = self.locate(rule)
             spec = tools.get(rule.tool)
@@ -244,7 +249,6 @@ class Policy:
             problem = _type_mismatch(rule, types)
             if problem is not None:
                 raise PolicyError(origin, table, problem[0], problem[1])
-        check_default(self, tools, known_sources)
 
 
 def _placeholder_sources(rule: Param) -> set[str]:

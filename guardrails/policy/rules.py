@@ -106,7 +106,8 @@ class Param:
         return self._compiled.explain()  # type: ignore[no-any-return]
 
 
-def _validate(p: Param, label: str) -> None:
+def _check_where(p: Param) -> None:
+    """The rule's tool name and parameter path."""
     if not isinstance(p.tool, str) or not p.tool:
         raise ConfigurationError("tool must be a tool name")
     if not isinstance(p.path, str) or not p.path:
@@ -115,8 +116,10 @@ def _validate(p: Param, label: str) -> None:
         raise ConfigurationError(f"path has more than {MAX_PATH_PARTS} parts")
     if "" in p.path.split("."):
         raise ConfigurationError("path must be a parameter name or a dotted path")
-    kind = _kind(p.kind)
-    object.__setattr__(p, "kind", kind)
+
+
+def _check_text_options(p: Param, kind: Any) -> None:
+    """``embedded``, ``template`` and ``words``: text parameters only, and not together."""
     if p.embedded is not None:
         if kind not in (None, Kind.TEXT):
             raise ConfigurationError("embedded needs a text parameter (no kind, or kind text)")
@@ -131,12 +134,19 @@ def _validate(p: Param, label: str) -> None:
             raise ConfigurationError(
                 "template cannot be combined with embedded, words or not_only_untrusted"
             )
-    object.__setattr__(p, "placeholders", _placeholders(p.placeholders))
     if p.words is not None:
         if kind not in (None, Kind.TEXT):
             raise ConfigurationError("words needs a text parameter (no kind, or kind text)")
         if p.embedded is not None or p.not_only_untrusted:
             raise ConfigurationError("words cannot be combined with embedded or not_only_untrusted")
+
+
+def _validate(p: Param, label: str) -> None:
+    _check_where(p)
+    kind = _kind(p.kind)
+    object.__setattr__(p, "kind", kind)
+    _check_text_options(p, kind)
+    object.__setattr__(p, "placeholders", _placeholders(p.placeholders))
     for option, kinds in _KIND_OPTIONS.items():
         hosts = option in ("domains", "deny_domains") and p.embedded is not None
         if getattr(p, option) is not None and kind not in kinds and not hosts:

@@ -73,13 +73,7 @@ class PostgresStore(PostgresApprovals):
         group_commit: bool = False,
         async_pool: bool = False,
     ) -> None:
-        try:
-            import psycopg
-            import psycopg_pool
-        except ImportError as exc:  # pragma: no cover - depends on the install
-            raise ImportError(
-                "PostgresStore needs psycopg 3: pip install 'guardrails-kit[postgres]'"
-            ) from exc
+        psycopg, psycopg_pool = _driver()
         self.dsn = dsn
         self._pool_cls = psycopg_pool.ConnectionPool
         # A value the driver cannot encode (a lone surrogate in a key) counts as a
@@ -399,6 +393,18 @@ class PostgresStore(PostgresApprovals):
 
 
 _STORES: weakref.WeakSet[PostgresStore] = weakref.WeakSet()
+
+
+def _driver() -> tuple[Any, Any]:
+    """psycopg and psycopg_pool, or an ImportError that says which extra to install."""
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError(
+            "PostgresStore needs psycopg 3: pip install 'guardrails-kit[postgres]'"
+        ) from exc
+    return psycopg, psycopg_pool
 
 
 def _after_fork() -> None:
