@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .defaults import default_rule_name
 from .schema_paths import resolve
 
 __all__ = ["DEFAULT_SOURCES", "REVIEW", "draft", "guess_kind"]
@@ -118,8 +119,18 @@ def _tool_lines(name: str, tool: Any) -> list[str]:
                 continue
             lines.append("")
             lines.append(f"[tools.{_key(name)}.params.{_key(path)}]")
+            lines.extend(_renamed(name, path, effect))
             lines.extend(table.lines)
     return lines
+
+
+def _renamed(tool: str, path: str, effect: bool) -> list[str]:
+    """A ``name`` for a rule whose own name would be the safe default's guard (a
+    parameter called ``defaults`` on a tool with an effect)."""
+    if not effect or f"policy:{tool}.{path}" != default_rule_name(tool):
+        return []
+    renamed = _quote(f"policy:{tool}.params.{path}")
+    return [f"name = {renamed}  {REVIEW} the safe default's guard has this rule's own name"]
 
 
 def _tables(param: str, node: Any, *, effect: bool, words: set[str]) -> list[_Table]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import event, given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from guardrails.cli import main
@@ -113,6 +113,20 @@ _ENTRY = st.fixed_dictionaries(
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_ENTRY, min_size=1, max_size=4, unique_by=lambda e: e["name"]))
+@example(  # a parameter called "defaults": its rule would be named as the safe default's guard
+    [
+        {
+            "name": "send_mail",
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "0": {"type": "string"},
+                    "defaults": {"type": "string", "format": "email"},
+                },
+            },
+        }
+    ]
+)
 def test_every_draft_loads_and_checks_against_its_own_tools(entries: list[Any]) -> None:
     """About two drafts in three hold a parameter table (``event`` counts them)."""
     tools = _tools(entries)
