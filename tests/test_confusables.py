@@ -32,7 +32,9 @@ from guardrails.text.confusables import (
     match_key,
 )
 
-_RAW = json.loads(files("guardrails.text").joinpath("_confusables.json").read_text(encoding="utf-8"))
+_RAW = json.loads(
+    files("guardrails.text").joinpath("_confusables.json").read_text(encoding="utf-8")
+)
 
 
 def test_the_data_names_its_source_and_lists_only_normalised_non_ascii_word_characters() -> None:
