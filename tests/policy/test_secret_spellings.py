@@ -173,10 +173,18 @@ def test_the_gateway_replaces_every_covered_spelling_in_upstream_answers(name: s
 # -- generated secrets and spellings -------------------------------------------------------
 
 REACHED: Counter[str] = Counter()
-secrets = st.text(
-    st.characters(blacklist_categories=("Cs",), min_codepoint=32) | st.sampled_from('/"+ &\\%<'),
+_ESCAPED = '/"+ &\\%<'
+_texts = st.text(
+    st.characters(blacklist_categories=("Cs",), min_codepoint=32) | st.sampled_from(_ESCAPED),
     min_size=MIN_ENCODED,
     max_size=24,
+)
+# Half the secrets hold at least one character that URLs, JSON or HTML escape.
+secrets = (
+    _texts
+    | st.builds(
+        lambda t, i, c: t[:i] + c + t[i:], _texts, st.integers(0, 24), st.sampled_from(_ESCAPED)
+    )
 ).filter(lambda s: s.strip() == s and not s.isspace())
 
 
@@ -185,8 +193,12 @@ secrets = st.text(
 def test_generated_secrets_are_replaced_in_every_covered_spelling(
     secret: str, before: str, after: str
 ) -> None:
+    _replaced_in_every_covered_spelling(secret, before, after)
+
+
+def _replaced_in_every_covered_spelling(secret: str, before: str, after: str) -> None:
     REACHED["examples"] += 1
-    REACHED["punctuation"] += any(c in '/"+ &\\%<' for c in secret)
+    REACHED["punctuation"] += any(c in _ESCAPED for c in secret)
     REACHED["non_ascii"] += not secret.isascii()
     spellings = Spellings([secret])
     for name, spell in COVERED.items():
@@ -206,9 +218,16 @@ def test_a_secret_that_is_part_of_the_marker_is_still_replaced(secret: str) -> N
 
 
 def test_the_generated_secrets_need_escapes_often() -> None:
-    test_generated_secrets_are_replaced_in_every_covered_spelling()
+    # The same strategies, derandomized: the shares below are a fixed property of
+    # the generator, never a draw that misses its bound one run in a hundred.
+    REACHED.clear()
+    settings(max_examples=200, deadline=None, derandomize=True)(
+        given(secrets, st.text(max_size=30), st.text(max_size=30))(
+            _replaced_in_every_covered_spelling
+        )
+    )()
     examples = REACHED["examples"]
     # Every example tries all 29 spellings; some secrets hold a character that
-    # URLs, JSON or HTML escape specially, and most one outside ASCII.
-    assert REACHED["punctuation"] / examples > 0.1, REACHED  # about 0.16
-    assert REACHED["non_ascii"] / examples > 0.2, REACHED
+    # URLs, JSON or HTML escape specially, and about half one outside ASCII.
+    assert REACHED["punctuation"] / examples > 0.3, REACHED  # about 0.6
+    assert REACHED["non_ascii"] / examples > 0.2, REACHED  # about 0.5
