@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..errors import ConfigurationError
+from .auth import token_digest
 from .settings import ApprovalsConfig
 
 __all__ = ["Approver", "ApproverTable", "Approvers", "load_approvers", "parse_approvers"]
@@ -58,14 +59,7 @@ def parse_approvers(text: str, where: str) -> dict[bytes, Approver]:
                 f"{where}, line {number}: expected '<tenant> <approver> <token>'"
             )
         tenant, name, token = parts
-        digest = _digest(token)
-        if token.startswith("sha256:"):
-            try:
-                digest = bytes.fromhex(token[len("sha256:") :])
-            except ValueError:
-                digest = b""
-            if len(digest) != 32:
-                raise ConfigurationError(f"{where}, line {number}: a bad sha256: digest")
+        digest = token_digest(token, where, number)
         if digest in table:
             raise ConfigurationError(f"{where}, line {number}: this token is listed twice")
         table[digest] = Approver(tenant, name)

@@ -40,6 +40,19 @@ def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8")).digest()
 
 
+def token_digest(token: str, where: str, number: int) -> bytes:
+    """The SHA-256 of a token line's token, or the digest it gives as ``sha256:<hex>``."""
+    if not token.startswith("sha256:"):
+        return _digest(token)
+    try:
+        digest = bytes.fromhex(token[len("sha256:") :])
+    except ValueError:
+        digest = b""
+    if len(digest) != 32:
+        raise ConfigurationError(f"{where}, line {number}: a bad sha256: digest")
+    return digest
+
+
 def parse_tokens(text: str, where: str) -> dict[bytes, str]:
     """``digest -> tenant`` from ``<tenant> <token>`` lines; errors name the line, not the token."""
     table: dict[bytes, str] = {}
@@ -51,15 +64,7 @@ def parse_tokens(text: str, where: str) -> dict[bytes, str]:
         if len(parts) != 2:
             raise ConfigurationError(f"{where}, line {number}: expected '<tenant> <token>'")
         tenant, token = parts
-        if token.startswith("sha256:"):
-            try:
-                digest = bytes.fromhex(token[len("sha256:") :])
-            except ValueError:
-                digest = b""
-            if len(digest) != 32:
-                raise ConfigurationError(f"{where}, line {number}: a bad sha256: digest")
-        else:
-            digest = _digest(token)
+        digest = token_digest(token, where, number)
         if digest in table and table[digest] != tenant:
             raise ConfigurationError(f"{where}, line {number}: this token already maps to a tenant")
         table[digest] = tenant
