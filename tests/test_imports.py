@@ -353,10 +353,21 @@ SHIMS: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "guardrails.demo": ("guardrails.cli.demo", ("SCENES", "Bank", "Scene", "build", "main", "run")),
+    "guardrails.rules.effects": (
+        "guardrails.middleware._evidence",
+        ("Change", "Perform", "Restrict", "Rewrite"),
+    ),
+    "guardrails.rules": (
+        "guardrails.middleware._evidence",
+        ("Change", "Perform", "Restrict", "Rewrite"),
+    ),
 }
 # The modules that may import ``guardrails.cli``: its own, ``python -m guardrails`` and
 # the re-export modules at its old paths.
-CLI_IMPORTERS = {"guardrails.__main__", *SHIMS}
+CLI_IMPORTERS = {
+    "guardrails.__main__",
+    *(old for old, (new, _) in SHIMS.items() if new.startswith("guardrails.cli.")),
+}
 
 
 def _in(module: str, packages: tuple[str, ...] | set[str]) -> bool:

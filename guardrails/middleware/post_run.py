@@ -24,10 +24,10 @@ from .._json_depth import deeper_than
 from ..context import Escape, ToolResult, TurnContext, VerdictRecord
 from ..guard import GuardOutcome
 from ..observe.recorder import asafe_record, safe_record
-from ..rules import _paths
-from ..rules.effects import Change, Perform, Rewrite
 from ..text import content_text
 from ..verdicts import ChokePoint, Outcome, Verdict
+from . import _paths
+from ._evidence import Change, Perform, Rewrite
 from ._run_record import RunRecord
 from .admission import MAX_DEPTH
 from .pre_turn import arun_guards, run_guards, tally

@@ -25,10 +25,10 @@ from ..context import Escape, TurnContext, VerdictRecord
 from ..errors import UsageError
 from ..guard import Guard, GuardOutcome
 from ..observe.recorder import asafe_record, safe_record
-from ..rules.effects import Restrict
 from ..text import Text, user_text
 from ..tools import Tool
 from ..verdicts import ChokePoint, Verdict, combine
+from ._evidence import Restrict
 from ._pre_turn_request import PreTurnRequest
 
 if TYPE_CHECKING:

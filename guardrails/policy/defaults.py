@@ -20,8 +20,8 @@ from typing import Any
 
 from ..context import GuardResult, Invocation
 from ..guard import Guard
+from ..middleware import _paths
 from ..middleware._frozen import FrozenDict, FrozenList
-from ..rules import _paths
 from ..verdicts import EscapeReason, Outcome, Verdict
 from ._grounding import KINDS as _KINDS
 from ._grounding import Kinds as _Kinds

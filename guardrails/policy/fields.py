@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from ..rules import _paths
+from ..middleware import _paths
 from ._punct import EDGES
 from .kinds import normalise_text
 from .rules import MAX_PATH_PARTS

@@ -24,9 +24,9 @@ from .._json_depth import deeper_than
 from ..context import Escape, GuardResult, Invocation, ToolResult
 from ..errors import ConfigurationError
 from ..guard import Guard
+from ..middleware import _paths
 from ..middleware.admission import MAX_DEPTH
 from ..middleware.tool_call import Stop
-from ..rules import _paths
 from ..store import offloop
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
 from ._quick import quick_guard

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from ..context import GuardResult
 from ..errors import ConfigurationError
 from ..guard import Guard
+from ..middleware import _paths
 from ..verdicts import ChokePoint, EscapeReason, Verdict
-from . import _paths
 from .effects import Change, Rewrite
 
 if TYPE_CHECKING:

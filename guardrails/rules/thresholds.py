@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from ..context import GuardResult
 from ..errors import ConfigurationError
 from ..guard import Guard
+from ..middleware import _paths
 from ..verdicts import ChokePoint, EscapeReason, Verdict
-from . import _paths
 
 if TYPE_CHECKING:
     from ..middleware._run_record import RunRecord

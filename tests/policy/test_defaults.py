@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardrails import Guardrails, Outcome, tool
+from guardrails.middleware import _paths
 from guardrails.policy import Param, Policy, PolicyError, loads
 from guardrails.policy.checks import Check
 from guardrails.policy.defaults import _strings
-from guardrails.rules import _paths
 
 
 @tool(effect=True)

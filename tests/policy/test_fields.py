@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardrails import Guardrails, Outcome, tool
+from guardrails.middleware import _paths
 from guardrails.policy import PolicyError, loads
 from guardrails.policy.fields import split_source, values_at
 from guardrails.policy.provenance import Sources
-from guardrails.rules import _paths
 
 
 @tool(effect=True)
