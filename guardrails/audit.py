@@ -30,11 +30,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from ._call_state import CallState, closed, opened
 from .context import Escape, Invocation, ToolResult, TurnContext, VerdictRecord
-from .effects._state import CallState, closed, opened
 from .middleware.tool_call import Stop
 from .native._tuples import make, replaced
 from .observe._approval_event import APPROVAL
+from .observe._audit_json import decode_escapes, decode_verdicts
 from .store import AuditRow, Store, offloop
 from .verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
 
@@ -370,16 +371,6 @@ def encode_escapes(escapes: Iterable[Escape]) -> str | None:
         for e in escapes
     ]
     return _json(out) if out else None
-
-
-def decode_verdicts(row: AuditRow) -> list[dict[str, Any]]:
-    """The per-guard verdicts of a row, as dicts."""
-    return list(json.loads(row.verdicts)) if row.verdicts else []
-
-
-def decode_escapes(row: AuditRow) -> list[dict[str, Any]]:
-    """The escapes of a row, as dicts."""
-    return list(json.loads(row.escapes)) if row.escapes else []
 
 
 def _error_text(exc: BaseException | None) -> str | None:

@@ -353,6 +353,8 @@ SHIMS: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "guardrails.demo": ("guardrails.cli.demo", ("SCENES", "Bank", "Scene", "build", "main", "run")),
+    "guardrails.audit": ("guardrails.observe._audit_json", ("decode_escapes", "decode_verdicts")),
+    "guardrails.effects": ("guardrails._call_state", ("CallState", "current")),
     "guardrails.rules.effects": (
         "guardrails.middleware._evidence",
         ("Change", "Perform", "Restrict", "Rewrite"),

@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._call_state import closed, enter
 from .._conditions import ApprovalRule, parse_approval
 from ..context import Invocation, ToolResult
-from ..effects._state import closed, enter
 from ..errors import ConfigurationError
 from ..middleware.tool_call import Stop
 from ..observe._approval_event import APPROVAL, ApprovalEvent, events_of

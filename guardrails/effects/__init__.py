@@ -11,7 +11,7 @@ reached step 6 is audited last, with what the others learned.
 
 from __future__ import annotations
 
-from ._state import CallState, current
+from .._call_state import CallState, current
 from .idempotency import Idempotency, idempotency_key
 from .paid import CapExceeded, PaidCall, TokenPrices, Usage
 from .snapshot import Snapshots

@@ -27,13 +27,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .._call_state import CallState, enter, leave
 from ..context import Escape, Invocation, ToolResult
 from ..errors import ConfigurationError
 from ..middleware.tool_call import Stop
 from ..store import Claim, Store
 from ..store.steps import Steps, aperform, arun, call, perform
 from ..verdicts import ChokePoint, EscapeReason, Outcome, Reason
-from ._state import CallState, enter, leave
 
 __all__ = ["Idempotency", "idempotency_key"]
 

@@ -37,12 +37,12 @@ from functools import wraps
 from typing import Any, NamedTuple
 
 from .._aio import consume, to_the_end
+from .._call_state import current
 from ..errors import ConfigurationError, LimitExceeded, UsageError
 from ..native._tuples import make
 from ..store import AuditRow, Store, StoreUnavailable, from_micros, to_micros
 from ..store.steps import Steps, akept, aperform, asubmit, call, perform
 from ._leases import Held, renewer
-from ._state import current
 
 __all__ = ["CapExceeded", "PaidCall", "TokenPrices", "Usage"]
 

@@ -15,13 +15,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .._call_state import enter, leave
 from ..context import Invocation, ToolResult
 from ..errors import ConfigurationError
 from ..middleware.tool_call import Stop
 from ..store import Store
 from ..store.steps import Steps, aperform, call, perform
 from ..verdicts import Outcome, Reason
-from ._state import enter, leave
 
 __all__ = ["Snapshots"]
 

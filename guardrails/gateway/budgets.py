@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .._call_state import current
 from ..effects import PaidCall, Usage
-from ..effects._state import current
 from ..errors import StopRun
 from ..store import Store
 from .config import ToolConfig

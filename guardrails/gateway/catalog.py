@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..effects._state import current
+from .._call_state import current
 from ..errors import ConfigurationError, SchemaError
 from ..integrations._mcp_results import Forwarded, forwarded
 from ..store import Store

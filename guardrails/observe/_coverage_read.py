@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..verdicts import Reason
+from ._audit_json import decode_escapes, decode_verdicts
 from ._faults import DEPENDENCY_REASONS, STOPPED_BY_DEPENDENCY
 from ._metric_names import (
     BACKSTOP_ACTIONS,
@@ -177,8 +178,6 @@ def _sample(t: Tally, name: str, labels: dict[str, str], value: float) -> None:
 
 def tally_audit(rows: Iterable[Any]) -> Tally:
     """Sum the verdicts, escapes, faults, outcomes and backstop actions of audit rows."""
-    from ..audit import decode_escapes, decode_verdicts
-
     t = Tally()
     try:
         for row in rows:

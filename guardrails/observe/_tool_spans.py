@@ -18,8 +18,8 @@ from opentelemetry import context, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, Tracer
 
+from .._call_state import state_for
 from ..context import Invocation, ToolResult
-from ..effects._state import state_for
 
 
 class SpanRecorder(Protocol):

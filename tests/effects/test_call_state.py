@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from guardrails import Guardrails, tool
+from guardrails import _call_state as _state
 from guardrails.audit import AuditLog
-from guardrails.effects import PaidCall, Usage, _state
+from guardrails.effects import PaidCall, Usage
 from guardrails.effects.idempotency import Idempotency
 from guardrails.store import MemoryStore
 

@@ -1,4 +1,4 @@
-"""Per-call state shared by the effect hooks, the audit log and the paid-call wrapper.
+"""Per-call state shared by the effect hooks, the audit log, the paid-call wrapper and the spans.
 
 The hooks of one tool call run on one thread (or in one task), so a context
 variable carries the call's state from ``before`` through the tool body (where
@@ -18,7 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..context import Invocation, TurnContext
+from .context import Invocation, TurnContext
 
 __all__ = ["CallState", "closed", "current", "enter", "leave", "opened", "state_for"]
 
