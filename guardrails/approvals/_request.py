@@ -22,6 +22,7 @@ from ..store._approval_rows import ApprovalRecord
 __all__ = ["BOUND", "canonical", "digest", "request_for"]
 
 BOUND = "<bound>"
+_MAX_DEPTH = 128
 
 _encode = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
@@ -30,7 +31,32 @@ _encode = json.JSONEncoder(
 
 def canonical(arguments: Mapping[str, Any]) -> str:
     """The canonical JSON text of ``arguments`` (``ValueError``/``TypeError`` if not JSON)."""
-    return _encode(dict(arguments.items()))
+    value = dict(arguments.items())
+    _plain(value, 0)
+    return _encode(value)
+
+
+_SCALARS = (str, int, float)
+
+
+def _plain(value: Any, depth: int) -> None:
+    """Raise ``TypeError`` unless ``value`` is one JSON value with one text: no key that
+    is not text (``json`` writes ``1`` and ``"1"`` alike), no tuple, set or object.
+    Containers are read from their storage, so no method of a subclass runs."""
+    if depth > _MAX_DEPTH:
+        raise TypeError("nested too deep")
+    if value is None or isinstance(value, _SCALARS):  # bool is an int
+        return
+    if isinstance(value, dict):
+        for key, item in dict.items(value):
+            if not isinstance(key, str):
+                raise TypeError("a key that is not text")
+            _plain(item, depth + 1)
+    elif isinstance(value, list):
+        for item in list.__iter__(value):
+            _plain(item, depth + 1)
+    else:
+        raise TypeError("not a JSON value")
 
 
 def digest(arguments: Mapping[str, Any]) -> str:

@@ -25,7 +25,7 @@ from ..middleware.tool_call import Stop
 from ..observe._approval_event import APPROVAL, ApprovalEvent, events_of
 from ..observe.recorder import asafe_record, safe_record
 from ..store import offloop
-from ..store._approval_rows import Admission
+from ..store._approval_rows import Admission, ApprovalRecord
 from ..verdicts import Outcome, Reason
 from ._request import request_for
 from ._sentences import SENTENCES
@@ -96,7 +96,9 @@ class ApprovalGate:
         if not self.needs_approval(invocation):
             return None
         now = self.clock()
-        request = request_for(invocation, now, self.ttl)
+        request = _request(invocation, now, self.ttl)
+        if isinstance(request, Stop):
+            return request
         try:
             found = self.book.approval_admit(request, now)
         except Exception as exc:  # StoreUnavailable, or a store's own driver error
@@ -109,7 +111,9 @@ class ApprovalGate:
         if not self.needs_approval(invocation):
             return None
         now = self.clock()
-        request = request_for(invocation, now, self.ttl)
+        request = _request(invocation, now, self.ttl)
+        if isinstance(request, Stop):
+            return request
         try:
             found = await offloop.run(self.book, self.book.approval_admit, request, now)
         except Exception as exc:  # StoreUnavailable, or a store's own driver error
@@ -132,6 +136,20 @@ class ApprovalGate:
 
     async def aafter(self, invocation: Invocation, result: ToolResult, /) -> ToolResult:
         return self.after(invocation, result)
+
+
+def _request(invocation: Invocation, now: float, ttl: float) -> ApprovalRecord | Stop:
+    """The request for ``invocation``, or the stop of a call whose arguments have no
+    canonical JSON text (a bound value that is not JSON): no digest, so no request."""
+    try:
+        return request_for(invocation, now, ttl)
+    except Exception as exc:  # TypeError, ValueError, or what a bound object raised
+        error = TypeError(
+            f"tool {invocation.name!r} needs approval, and its arguments are not one JSON "
+            f"value (a bound value that is not JSON, or not finite): {type(exc).__name__}"
+        )
+        error.__cause__ = exc
+        return Stop(Outcome.UNAVAILABLE, Reason.HOOK_FAILED, None, error)
 
 
 def _recorders(invocation: Invocation) -> Any:

@@ -44,6 +44,8 @@ __all__ = [
     "admit",
     "canonical",
     "canonical_py",
+    "bound_copy",
+    "bound_view",
     "entry_call_id",
     "load_compiled",
     "refusal",
@@ -371,7 +373,7 @@ def resolve(
         value = source(context) if callable(source) else context.get(source)
         if value is None:
             raise LookupError(param)
-        merged[param] = value
+        merged[param] = bound_copy(value)
     secrets = None
     if tool.secrets:
         if provider is None:
@@ -383,6 +385,35 @@ def resolve(
                 raise LookupError(param)
             secrets[param] = value
     return merged, secrets
+
+
+# A bound value is the application's, not the model's: its size is not the
+# model's to fill, so the walk's budget does not bound it (its depth still does).
+_BOUND_BUDGET = 2**62
+
+
+def bound_copy(value: Any) -> Any:
+    """The tool's own canonical copy of a bound JSON array or object, so that neither
+    a hook nor the tool changes what the context holds or what a guard read; any
+    other value (a scalar, an object that is not JSON) as the context holds it."""
+    cls = type(value)
+    if not (issubclass(cls, dict) or issubclass(cls, list)):
+        return value
+    try:
+        return _container(value, 1, _BOUND_BUDGET)[0]
+    except Exception:  # not JSON, deeper than MAX_DEPTH, or changed while read
+        return value
+
+
+def bound_view(value: Any) -> Any:
+    """The guards' read-only view of a bound value made by ``bound_copy``."""
+    cls = type(value)
+    if cls is not dict and cls is not list:
+        return value
+    try:
+        return _container(value, 1, _BOUND_BUDGET)[1]
+    except Exception:  # not a JSON value: shown as the context holds it
+        return value
 
 
 def unresolved(

@@ -54,7 +54,7 @@ from ._hooks import (
 )
 from ._judge import judge, judge_plain
 from ._results import FLAG_LATE_RESULT, after_output, complete, failure, interrupted
-from .admission import FLAG_BOUND_ARGUMENT_SUPPLIED, Plan, admit, entry_call_id
+from .admission import FLAG_BOUND_ARGUMENT_SUPPLIED, Plan, admit, bound_view, entry_call_id
 
 __all__ = [
     "FLAG_BOUND_ARGUMENT_SUPPLIED",
@@ -472,7 +472,7 @@ def _invocation(
         view = model_view = nested
     if merged is not None:
         if nested is None:
-            view = _Proxy(_copy(merged) if plan.guards or hooks else merged)
+            view = _Proxy(_bound_views(merged, plan.tool.bind) if plan.guards or hooks else merged)
         else:
             view = _bound_view(nested, merged)
     inv: Invocation = _new(
@@ -483,9 +483,19 @@ def _invocation(
 
 def _bound_view(model_view: Mapping[str, Any], merged: dict[str, Any]) -> Any:
     """The guards' view of the merged arguments: the model's part read-only at every
-    depth (from ``admit``), the bound values as the context holds them."""
+    depth (from ``admit``), the bound arrays and objects read-only too (``bound_view``)."""
     view = dict(model_view)
     for key, value in merged.items():
         if key not in view:
-            view[key] = value
+            view[key] = bound_view(value)
     return _Proxy(view)
+
+
+def _bound_views(merged: dict[str, Any], bound: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of the flat ``merged`` with each bound array or object read-only."""
+    view = _copy(merged)
+    for key in bound:
+        value = view.get(key)
+        if value.__class__ is dict or value.__class__ is list:
+            view[key] = bound_view(value)
+    return view
