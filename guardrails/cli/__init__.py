@@ -55,7 +55,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     audit_arguments(sub.add_parser("audit", help="check the audit log (hash chain)"))
 
-    from ..policy.cli import add_arguments as policy_arguments
+    from .policy import add_arguments as policy_arguments
 
     policy_arguments(
         sub.add_parser("policy", help="check, explain, draft (init) or shadow-test (test) a policy")

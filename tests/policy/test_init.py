@@ -12,9 +12,9 @@ from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from guardrails.cli import main
+from guardrails.cli._tool_sources import _build, load_tools
 from guardrails.policy import loads
 from guardrails.policy.init import draft, guess_kind
-from guardrails.policy.tool_sources import _build, load_tools
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "policy.md").read_text()

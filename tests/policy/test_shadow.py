@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from guardrails import tool
+from guardrails.cli import _shadow as shadow
 from guardrails.cli import main
-from guardrails.policy import shadow
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "policy.md").read_text()

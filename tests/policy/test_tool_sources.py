@@ -12,8 +12,8 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from guardrails.cli import main
+from guardrails.cli._tool_sources import definition_shape, load_tools, tools_from_json
 from guardrails.errors import ConfigurationError
-from guardrails.policy.tool_sources import definition_shape, load_tools, tools_from_json
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIL = ROOT / "docs" / "policy" / "mail_payments.toml"
@@ -191,7 +191,7 @@ def test_any_json_entry_is_a_tool_or_a_configuration_error(entry: dict[str, Any]
 
 
 def tools_from_json_entries(entries: list[Any]) -> dict[str, Any]:
-    from guardrails.policy.tool_sources import _build
+    from guardrails.cli._tool_sources import _build
 
     return _build("<test>", entries)
 

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..context import ToolResult, TurnContext
+from ..engine import Guardrails
 from ..errors import ConfigurationError
+from ..policy.policy import Policy
 from ..verdicts import Verdict
-from .policy import Policy
 
 if TYPE_CHECKING:
     from ..middleware.pre_turn import PreTurnDecision
@@ -142,8 +143,6 @@ def _only(where: str, data: Mapping[str, Any], known: set[str]) -> None:
 
 def replay(policy: Policy, tools: Mapping[str, Any], turns: list[RecordedTurn]) -> Replay:
     """Every recorded call admitted under ``policy``; admitted ones completed with their result."""
-    from ..engine import Guardrails
-
     rails = Guardrails(list(tools.values()), policy=policy)
     counts: dict[str, int] = {}
     refusals: list[Refusal] = []

@@ -1,7 +1,7 @@
-"""``guardrails policy check FILE`` and ``guardrails policy explain FILE``.
+"""``guardrails policy check|explain|init|test``: a policy file against the tools.
 
 ``--tools SOURCE`` names the application's tools: a JSON tools list, an
-importable ``MODULE[:NAME]`` or ``mcp:COMMAND ARGS...`` (see ``tool_sources``).
+importable ``MODULE[:NAME]`` or ``mcp:COMMAND ARGS...`` (see ``_tool_sources``).
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import os
 import sys
 
 from ..errors import ConfigurationError
-from .explain import explain
-from .init import REVIEW, draft
-from .loader import load
-from .shadow import read_turns, replay, report
-from .tool_sources import load_tools
+from ..policy.explain import explain
+from ..policy.init import REVIEW, draft
+from ..policy.loader import load
+from ._shadow import read_turns, replay, report
+from ._tool_sources import load_tools
 
 __all__ = ["add_arguments", "add_tools_argument", "run"]
 

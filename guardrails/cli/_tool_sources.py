@@ -26,9 +26,10 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from ..engine import Guardrails
 from ..errors import ConfigurationError
+from ..policy.policy import _tool_map
 from ..tools import Tool
-from .policy import _tool_map
 
 __all__ = ["MAX_MCP_PAGES", "MCP_PREFIX", "definition_shape", "load_tools", "tools_from_json"]
 
@@ -129,8 +130,6 @@ def _from_module(spec: str) -> dict[str, Any]:
         if not hasattr(module, attr):
             raise ConfigurationError(f"module {module_name!r} has no {attr!r}")
         return _tool_map(getattr(module, attr))
-    from ..engine import Guardrails
-
     engines = [v for v in vars(module).values() if isinstance(v, Guardrails)]
     if len(engines) == 1:
         return dict(engines[0].tools)
