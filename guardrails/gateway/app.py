@@ -26,6 +26,7 @@ from ..observe.metrics import PrometheusRecorder
 from ..observe.telemetry import OpenTelemetryRecorder
 from ..store import Store, offloop, open_store
 from ..verdicts import Outcome, model_sentence
+from .annotations import AnnotationFacts, approval_rules, rules_by_tool
 from .approvals import approval_gate
 from .catalog import Names, catalog, published_names
 from .config import GatewayConfig
@@ -214,8 +215,8 @@ class Gateway:
         """The engine over the upstreams' tools, as the configuration and policy say.
 
         Hooks run in this order: the audit log (its ``after`` last), spans, the
-        tenant limits, approvals, the session ceiling, workflows, idempotency,
-        then the policy's.
+        class rules' facts, the tenant limits, approvals, the session ceiling,
+        workflows, idempotency, then the policy's.
         """
         names = self._names()
         tools = {
@@ -233,11 +234,13 @@ class Gateway:
         # Names that exist though not published now: withheld by a pin, or listed before.
         known = frozenset(names.owners)
         flow_guards, flow_hooks = workflows(self.config.workflows, tools, store)
+        by_class = rules_by_tool(self.upstreams, names.published)
         hooks = [
             audit,
             spans.hook(),
+            AnnotationFacts(by_class),
             self.limits,
-            approval_gate(self.config, tools, store, known),
+            approval_gate(self.config, tools, store, known, approval_rules(by_class)),
             *session_ceiling(self.config.max_calls_per_session, store),
             *flow_hooks,
             Idempotency(store),

@@ -2,8 +2,10 @@
 
 ``[upstreams.NAME.tools.TOOL] approval = ...`` is the tool's own rule (every
 tenant); ``[tenants.NAME] approvals = { TOOL = ... }`` adds a rule for that
-tenant's calls of a published tool. A call needs approval when any rule says
-so (the policy file's ``approval`` included). The gate is always in the
+tenant's calls of a published tool; ``[when.CLASS] approval = ...`` adds one
+to every tool of a class its annotations put it in (``annotations.py``). A
+call needs approval when any rule says so (the policy file's ``approval``
+included): no rule takes another's away. The gate is always in the
 engine, so a policy file's rules hold too; requests live in the gateway's
 store, where ``guardrails approvals`` and the HTTP endpoint decide them.
 """
@@ -25,18 +27,25 @@ __all__ = ["TenantApprovalGate", "approval_gate"]
 
 
 class TenantApprovalGate(ApprovalGate):
-    """An ``ApprovalGate`` that adds the calling tenant's own rule of the tool."""
+    """An ``ApprovalGate`` that adds the calling tenant's own rule of the tool, and the
+    rules of the tool's classes (``by_class``: published name -> rules)."""
 
-    __slots__ = ("by_tenant",)
+    __slots__ = ("by_class", "by_tenant")
 
     def __init__(
-        self, store: Any, by_tenant: Mapping[str, Mapping[str, ApprovalRule]], *, ttl: float
+        self,
+        store: Any,
+        by_tenant: Mapping[str, Mapping[str, ApprovalRule]],
+        *,
+        ttl: float,
+        by_class: Mapping[str, tuple[ApprovalRule, ...]] | None = None,
     ) -> None:
         super().__init__(store, ttl=ttl)
         self.by_tenant = by_tenant
+        self.by_class = by_class or {}
 
     def rules_for(self, invocation: Invocation) -> tuple[ApprovalRule, ...]:
-        rules = super().rules_for(invocation)
+        rules = (*super().rules_for(invocation), *self.by_class.get(invocation.name, ()))
         tenant = invocation.context.tenant
         own = None if tenant is None else self.by_tenant.get(tenant, {}).get(invocation.name)
         return rules if own is None else (*rules, own)
@@ -47,11 +56,13 @@ def approval_gate(
     tools: Mapping[str, Tool],
     store: Store,
     known: frozenset[str] = frozenset(),
+    by_class: Mapping[str, tuple[ApprovalRule, ...]] | None = None,
 ) -> TenantApprovalGate:
     """The gate over ``store``; a tenant's rule of an unknown tool, or one reading a
     parameter the tool does not have, is an error naming the key. A rule of a tool
     not published now but ``known`` (withheld by its pin, or no longer listed)
-    waits until the tool is published again."""
+    waits until the tool is published again. ``by_class``: the rules the tools'
+    classes add (a condition on a parameter a tool lacks holds its every call)."""
     by_tenant: dict[str, dict[str, ApprovalRule]] = {}
     for name, tenant in config.tenants.items():
         for tool, rule in tenant.approvals.items():
@@ -64,4 +75,4 @@ def approval_gate(
             properties = spec.source_schema.get("properties", {})
             rule.check_names(properties if isinstance(properties, Mapping) else {}, key)
             by_tenant.setdefault(name, {})[tool] = rule
-    return TenantApprovalGate(store, by_tenant, ttl=config.approvals.ttl)
+    return TenantApprovalGate(store, by_tenant, ttl=config.approvals.ttl, by_class=by_class)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._call_state import current
@@ -27,6 +27,7 @@ from ..integrations._mcp_results import Forwarded, forwarded
 from ..store import Store
 from ..tools import _NAME, Binding, Secret, Tool
 from . import relay
+from .annotations import matching
 from .budgets import budgeted
 from .config import ToolConfig
 from .stderr import REDACTED, redact
@@ -132,24 +133,38 @@ def catalog(
                 continue
             if (u.name, remote) in withheld:
                 continue
+            configured = _by_class(u, remote, definition)
+            if configured is None:
+                continue
             name = names.published[u.name, remote]
             if not _NAME.match(name):
                 log.warning(
                     "upstream %r: tool name %r cannot be published; skipped", u.name, remote
                 )
                 continue
-            configured = u.config.tools.get(remote)
             try:
-                tools.append(
-                    _tool(u, remote, name, definition, configured or ToolConfig(), store, max_bytes)
-                )
+                tools.append(_tool(u, remote, name, definition, configured, store, max_bytes))
             except SchemaError:
-                if configured is not None:
+                if remote in u.config.tools:
                     raise
                 # A third-party schema that does not compile: that tool cannot
                 # be checked, so it is not published; the others still are.
                 log.warning("upstream %r: tool %r has an invalid schema; skipped", u.name, remote)
     return tools
+
+
+def _by_class(upstream: Upstream, remote: str, definition: Any) -> ToolConfig | None:
+    """The tool's configuration with what its class rules add (None: withheld by one)."""
+    configured = upstream.config.tools.get(remote) or ToolConfig()
+    by_class = matching(upstream.config.when, definition)
+    held = [rule.key for rule in by_class if rule.withhold]
+    if held:
+        log.info("upstream %r: tool %r withheld by %s", upstream.name, remote, held[0])
+        return None
+    if not configured.action and any(rule.action for rule in by_class):
+        # An action by its class; the secrets it gets are still only its own table's.
+        return replace(configured, action=True)
+    return configured
 
 
 def _tool(

@@ -27,6 +27,7 @@ from .settings import (
     TenantConfig,
     ToolConfig,
     UpstreamConfig,
+    WhenRule,
     WorkflowConfig,
 )
 
@@ -40,6 +41,7 @@ __all__ = [
     "ToolConfig",
     "UpstreamConfig",
     "KEYS",
+    "WhenRule",
     "WorkflowConfig",
     "load_config",
     "parse_config",
@@ -74,6 +76,7 @@ def parse_config(
         raise r.error("upstreams", "declare at least one upstream ([upstreams.NAME])")
     limits = r.limits(r.table(data, "limits"), "limits", Limits())
     r.limits_default = limits
+    r.when_default = r.when(r.table(data, "when"), "when")
     auth = r.auth(r.table(data, "auth"))
     approvals = r.approvals(r.table(data, "approvals"))
     if approvals.oauth_scope is not None and auth.oauth is None:
@@ -110,6 +113,7 @@ class _Reader:
         self.source = source
         self.base = base
         self.limits_default = Limits()
+        self.when_default: tuple[WhenRule, ...] = ()
 
     def error(self, key: str, message: str) -> ConfigurationError:
         return ConfigurationError(f"{self.source}: {key}: {message}")
@@ -270,7 +274,45 @@ class _Reader:
             health_interval=self.seconds(data, f"{where}.health_interval", 15.0) or 15.0,
             prompts=self.names(data, f"{where}.prompts"),
             resources=self.names(data, f"{where}.resources"),
+            when=self.when_default + self.when(self.table(data, f"{where}.when"), f"{where}.when"),
         )
+
+    def when(self, data: Mapping[str, Any], where: str) -> tuple[WhenRule, ...]:
+        """A ``when`` table: a rule per class of tools (``CLASSES``), each only adding."""
+        from .annotations import CLASSES
+
+        self.keys(data, where, frozenset(CLASSES))
+        rules = []
+        for klass in CLASSES:  # in a fixed order, whatever the file's
+            if klass not in data:
+                continue
+            key = f"{where}.{klass}"
+            table = self.table(data, key)
+            self.keys(table, key, KEYS["when.CLASS"])
+            if not table:
+                raise self.error(key, "give approval, action or withhold")
+            if table.get("approval") == "never":
+                raise self.error(
+                    f"{key}.approval",
+                    "a class rule only adds approvals: use always or a condition",
+                )
+            rules.append(
+                WhenRule(
+                    key=key,
+                    klass=klass,
+                    approval=self.approval(table.get("approval"), f"{key}.approval"),
+                    action=self.only_true(table, f"{key}.action"),
+                    withhold=self.only_true(table, f"{key}.withhold"),
+                )
+            )
+        return tuple(rules)
+
+    def only_true(self, data: Mapping[str, Any], key: str) -> bool:
+        """A class rule's flag: absent, or true (a class rule never takes away)."""
+        name = key.rsplit(".", 1)[-1]
+        if name in data and data[name] is not True:
+            raise self.error(key, f"must be true (a class rule only adds), not {data[name]!r}")
+        return name in data
 
     def command(self, command: list[str]) -> tuple[str, ...]:
         """A program written as a relative path (``./server``, ``bin/server``) is the

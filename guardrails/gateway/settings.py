@@ -23,6 +23,7 @@ __all__ = [
     "TenantConfig",
     "ToolConfig",
     "UpstreamConfig",
+    "WhenRule",
     "WorkflowConfig",
 ]
 
@@ -30,7 +31,7 @@ __all__ = [
 # reference documents exactly these.
 KEYS: Mapping[str, frozenset[str]] = {
     "": frozenset({"gateway", "auth", "secrets", "tenants", "upstreams", "workflows",
-                   "limits", "approvals"}),
+                   "limits", "approvals", "when"}),
     "gateway": frozenset({"name", "store", "store_env", "policy", "max_calls_per_session",
                           "max_result_chars", "stdio_tenant", "pin_interval", "max_sessions",
                           "session_idle_timeout", "allowed_hosts", "allowed_origins"}),
@@ -47,10 +48,11 @@ KEYS: Mapping[str, frozenset[str]] = {
     "upstreams.NAME": frozenset({"command", "url", "env", "cwd", "headers", "timeout",
                                  "connect_timeout", "backoff_initial", "backoff_max", "prefix",
                                  "pin", "tools", "extra", "health_interval", "prompts",
-                                 "resources"}),
+                                 "resources", "when"}),
     "upstreams.NAME.tools.TOOL": frozenset({"action", "bind", "secrets", "timeout",
                                             "idempotency_key", "cost", "daily_cap",
                                             "instance_cap", "approval"}),
+    "when.CLASS": frozenset({"approval", "action", "withhold"}),
 }  # fmt: skip
 
 
@@ -84,6 +86,21 @@ class ToolConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class WhenRule:
+    """A rule for every tool of a class the tools' MCP annotations put them in.
+
+    ``key`` is where the file declares it (``when.destructive``,
+    ``upstreams.files.when.destructive``); each setting can only add a rule.
+    """
+
+    key: str
+    klass: str
+    approval: ApprovalRule | None = None
+    action: bool = False
+    withhold: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class UpstreamConfig:
     """One upstream MCP server: a command started over stdio, or a streamable-HTTP URL."""
 
@@ -106,6 +123,8 @@ class UpstreamConfig:
     """The upstream's prompts clients may list and get (none unless named)."""
     resources: tuple[str, ...] = ()
     """The upstream's resource URIs clients may list and read (none unless named)."""
+    when: tuple[WhenRule, ...] = ()
+    """The class rules for its tools: the file's ``[when]`` ones, then its own."""
 
 
 @dataclass(frozen=True, slots=True)
