@@ -1,23 +1,17 @@
-"""No module of ``guardrails`` reaches itself through its imports.
+"""No module of ``guardrails`` reaches itself, and its rooms import one way, down ``LAYERS``.
 
-The import graph is read from the source with ``ast``. What counts as an edge:
-
-- every ``import`` and ``from ... import``, wherever it is: at module level,
-  inside functions (a lazy import is still a circle) and under
-  ``TYPE_CHECKING`` (two modules that name each other's types are one tangle
-  to read, even when only the type checker follows the import);
-- ``from package import name`` is an edge to ``package.name`` when that is a
-  module (compiled ones included), to ``package`` otherwise;
-- importing ``a.b.c`` also runs the ``__init__`` of ``a.b``: an edge to it,
-  unless that package encloses the importing module (its ``__init__`` has
-  already run by then, so a submodule importing a sibling does not loop
-  through the package that re-exports it).
+The graph is read from the source by ``scripts/import_graph.py`` (what counts
+as an edge is in its docstring: lazy imports and imports under
+``TYPE_CHECKING`` included), which also holds ``LAYERS`` and prints the
+drawing kept in ``guardrails/AGENTS.md``.
 """
 
 from __future__ import annotations
 
-import ast
+import functools
 import importlib
+import importlib.util
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -28,43 +22,21 @@ import pytest
 import guardrails
 
 ROOT = Path(guardrails.__file__).parent
+_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "import_graph.py"
+_spec = importlib.util.spec_from_file_location("guardrails_import_graph", _SCRIPT)
+assert _spec is not None and _spec.loader is not None
+graphs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(graphs)
 
 
-def module_name(path: Path, root: Path = ROOT) -> str:
-    parts = (root.name, *path.relative_to(root).parts)
-    parts = (*parts[:-1], parts[-1].split(".")[0])
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _imported(node: ast.AST, package: str, modules: set[str]) -> Iterator[str]:
-    if isinstance(node, ast.Import):
-        yield from (alias.name for alias in node.names)
-    elif isinstance(node, ast.ImportFrom):
-        base = node.module or ""
-        if node.level:
-            anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-            base = ".".join([*anchor, base] if base else anchor)
-        for alias in node.names:
-            sub = f"{base}.{alias.name}"
-            yield sub if sub in modules else base
+@functools.cache
+def _read_graph(root: Path) -> dict[str, frozenset[str]]:
+    return {m: frozenset(targets) for m, targets in graphs.import_graph(root).items()}
 
 
 def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
-    sources = {module_name(p, root): p for p in root.rglob("*.py")}
-    compiled = {module_name(p, root) for p in [*root.rglob("*.pyi"), *root.rglob("*.so")]}
-    modules = set(sources) | compiled
-    graph: dict[str, set[str]] = {name: set() for name in modules}
-    for name, path in sources.items():
-        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-        for node in ast.walk(ast.parse(path.read_text())):
-            for target in _imported(node, package, modules):
-                parts = target.split(".")
-                for i in range(1, len(parts) + 1):
-                    candidate = ".".join(parts[:i])
-                    enclosing = i < len(parts) and name.startswith(candidate + ".")
-                    if candidate in modules and candidate != name and not enclosing:
-                        graph[name].add(candidate)
-    return graph
+    """The module graph of the package at ``root``, read once per run (a fresh copy each call)."""
+    return {m: set(targets) for m, targets in _read_graph(root).items()}
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -207,6 +179,105 @@ def test_siblings_do_not_loop_through_their_own_package(tmp_path: Path) -> None:
     )
     assert circles(import_graph(root)) == []
     assert import_graph(root)["pkg.low.y"] == {"pkg.low.x"}
+
+
+def _both_ways(edges: dict[tuple[str, str], list[tuple[str, str]]], a: str, b: str) -> str:
+    made = [*edges[(a, b)], *edges[(b, a)]]
+    return f"  {a} <-> {b}\n" + "\n".join(f"    {x} -> {y}" for x, y in made)
+
+
+def test_no_two_rooms_import_each_other() -> None:
+    graph = import_graph()
+    found = graphs.two_way(graph)
+    assert not found, (
+        "rooms that import each other (move the names both use down into the lower room):\n"
+        + "\n".join(_both_ways(graphs.room_edges(graph), a, b) for a, b in found)
+    )
+
+
+def test_every_room_has_one_layer_and_every_layer_names_a_room() -> None:
+    rooms = set(graphs.room_graph(import_graph()))
+    listed = [room for layer in graphs.LAYERS for room in layer]
+    twice = sorted({r for r in listed if listed.count(r) > 1})
+    assert not twice, f"rooms in more than one layer of LAYERS: {twice}"
+    assert not rooms - set(listed), (
+        f"rooms in no layer: {sorted(rooms - set(listed))}; add each to LAYERS in "
+        "scripts/import_graph.py, above every room it imports"
+    )
+    assert not set(listed) - rooms, (
+        f"LAYERS names rooms that are gone: {sorted(set(listed) - rooms)}"
+    )
+
+
+def test_every_import_between_rooms_points_down_the_layers() -> None:
+    graph = import_graph()
+    depth, edges = graphs.layer_of(), graphs.room_edges(graph)
+    wrong = [
+        f"  {a} (layer {depth[a]}) -> {b} (layer {depth[b]}): "
+        + ", ".join(f"{x} -> {y}" for x, y in edges[(a, b)])
+        for a, b in graphs.upward(graph)
+    ]
+    assert not wrong, (
+        "imports that do not point down LAYERS (scripts/import_graph.py), top is layer 1:\n"
+        + "\n".join(wrong)
+    )
+
+
+@pytest.mark.parametrize(
+    "low_imports_top",
+    [
+        "def f():\n    from ..top import T\n",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.top import T\n",
+        "import pkg.top\n",
+        "from .. import top\n",
+    ],
+)
+def test_two_rooms_importing_each_other_are_found_without_a_circle_of_modules(
+    tmp_path: Path, low_imports_top: str
+) -> None:
+    root = _package(
+        tmp_path,
+        {"low/__init__.py": "", "low/x.py": low_imports_top, "low/y.py": "Y = 1\n"},
+    )
+    (root / "top.py").write_text("from .low.y import Y\nT = 2\n")
+    graph = import_graph(root)
+    assert circles(graph) == []
+    assert graphs.two_way(graph) == [("low", "top")]
+    assert graphs.upward(graph, [["top"], ["low"]]) == [("low", "top")]
+
+
+def test_rooms_of_one_layer_may_not_import_each_other(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path, {"a.py": "from . import b\n", "b.py": "", "c.py": "from . import a\n"}
+    )
+    graph = import_graph(root)
+    assert graphs.upward(graph, [["c"], ["a", "b"]]) == [("a", "b")]
+    assert graphs.upward(graph, [["c"], ["a"], ["b"]]) == []
+    assert graphs.upward(graph, [["a"], ["b"], ["c"]]) == [("c", "a")]
+
+
+_MARK = "<!-- python scripts/import_graph.py -->"
+
+
+def test_the_drawing_in_agents_md_is_what_the_script_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = (ROOT / "AGENTS.md").read_text()
+    found = re.search(re.escape(_MARK) + r"\n```\n(.*?)```\n", text, re.S)
+    assert found, f"guardrails/AGENTS.md has no ``` block right after {_MARK}"
+    assert graphs.main([]) == 0
+    printed = capsys.readouterr().out
+    assert found.group(1) == printed, (
+        "guardrails/AGENTS.md draws an old graph: paste what python scripts/import_graph.py prints"
+    )
+
+
+def test_the_dot_drawing_has_every_room_edge_and_one_rank_per_layer() -> None:
+    graph = import_graph()
+    drawn = graphs.dot(graph)
+    edges = set(re.findall(r'^  "(\w+)" -> "(\w+)";$', drawn, re.M))
+    assert edges == set(graphs.room_edges(graph))
+    assert drawn.count("rank=same") == len(graphs.LAYERS)
 
 
 # The layers of ``guardrails`` (drawn in ``guardrails/AGENTS.md``): arrows point down.
