@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from guardrails.approvals import ApprovalGate
 from guardrails.audit import AuditLog
 from guardrails.observe.telemetry import (
     ERROR_TYPE,
@@ -34,6 +35,7 @@ from guardrails.observe.telemetry import (
     OpenTelemetryRecorder,
 )
 from guardrails.store import AuditRow, MemoryStore
+from tests.conformance import scenario as sc
 from tests.conformance import table as tb
 
 
@@ -120,10 +122,12 @@ class Instruments:
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.spans = OpenTelemetryRecorder(provider)
+        self.approvals = ApprovalGate(self.store, rules=sc.APPROVALS)
 
     def engine(self) -> dict[str, Any]:
         """``hooks`` and ``recorder`` for ``scenario.rails`` (or ``Guardrails``)."""
-        return {"hooks": [self.audit, self.spans.hook()], "recorder": [self.audit, self.spans]}
+        hooks = [self.audit, self.spans.hook(), self.approvals]
+        return {"hooks": hooks, "recorder": [self.audit, self.spans]}
 
     def observed(self, answers: Iterable[Received], ran: Iterable[str], **more: Any) -> Observed:
         return Observed(
@@ -199,14 +203,19 @@ def check(entry_id: str, row: tb.Row, observed: Observed) -> None:
             raise AssertionError(f"{entry_id} / {row.id} / {call.name}: {exc}") from None
     ran = Counter(c.name for c, a in zip(calls, want.answers, strict=True) if a.ran)
     assert Counter(observed.ran) == ran, (observed.ran, ran)
-    audited = [(c, a) for c, a in zip(calls, want.answers, strict=True) if a.audited]
+    audited = [
+        (c, a)
+        for c, a in zip(calls, want.answers, strict=True)
+        if a.audited
+        for _ in range(a.passes)
+    ]
     rows = [r for r in observed.audit if r.kind == "tool_call"]
     wanted_rows = Counter((c.name, a.outcome, a.reason) for c, a in audited)
     assert Counter((r.tool, r.outcome, r.reason) for r in rows) == wanted_rows, rows
     totals = [_fault_count(r) for r in rows]
     assert (sum(e for e, _ in totals), sum(f for _, f in totals)) == (want.escapes, want.faults)
     _spans(audited, want, observed.spans)
-    audited_at = [i for i, answer in enumerate(want.answers) if answer.audited]
+    audited_at = [i for i, a in enumerate(want.answers) if a.audited for _ in range(a.passes)]
     _call_ids(entry, observed, audited_at)
 
 

@@ -62,6 +62,8 @@ def answers(row: tb.Row, expected: tb.Expected) -> list[str]:
         )
         if not answer.audited:
             seen = "no audit row, no span"
+        elif answer.passes == 2:
+            seen = f"twice, at the pause and on resumption: {seen}"
         lines.append(f"**{answer.outcome}**: {content(answer.content)}; body {body}; {seen}")
     return lines
 

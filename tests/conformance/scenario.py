@@ -37,6 +37,9 @@ PNG = base64.b64decode(
 )
 PNG_B64 = base64.b64encode(PNG).decode()
 FINAL = "Done."
+HELD_PAYEE = "dave"  # a transfer to him needs a person's approval
+# The approval gate's rules (``ApprovalGate(rules=...)``, the gateway's ``approval``).
+APPROVALS = {"transfer": f"to == '{HELD_PAYEE}'"}
 
 
 def context() -> TurnContext:

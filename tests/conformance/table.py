@@ -31,6 +31,10 @@ UNAVAILABLE = "This tool is not available now."
 MISSING_TO = "The arguments were not accepted. Check these parameters: to."
 UNDECLARED = "The arguments were not accepted. Send only the parameters that the tool declares."
 TRUNCATION_MARKER = "\n[guardrails: result truncated]"
+APPROVAL_PENDING = (
+    "This call needs a person's approval and did not run. Once it is approved, the same call "
+    "with the same arguments will run."
+)
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,9 @@ class Answer:
     the tool's name, the outcome); ``fault``: the ``error.type`` of a span
     whose status is ERROR (None: status unset; the ``error.type`` of a refusal
     is its outcome); ``audited``: False for a call that never reaches the
-    engine (no audit row, no span), where a ``Difference`` says so.
+    engine (no audit row, no span), where a ``Difference`` says so; ``passes``:
+    how many times the call goes through tool_call, each with its audit row and
+    span (2 for a call the framework paused and then resumed).
     """
 
     outcome: str
@@ -92,6 +98,7 @@ class Answer:
     reason: str | None = None
     fault: str | None = None
     audited: bool = True
+    passes: int = 1
 
 
 @dataclass(frozen=True)
@@ -255,6 +262,15 @@ ROWS: tuple[Row, ...] = (
         "waits) and, once approved, runs once in the same turn: one `pre_turn`, the same "
         "ceilings.",
     ),
+    Row(
+        "held",
+        "a call that needs a person's approval, none given",
+        (_step("transfer", to=sc.HELD_PAYEE, amount=20),),
+        _one("unavailable", Text(APPROVAL_PENDING), False, "approval_pending"),
+        "The request is stored, once, for exactly these arguments; the call runs only when "
+        "the same call comes after a person approved it. Where the framework pauses the run "
+        "for it, the run is resumed with the framework's own approval, which is advisory.",
+    ),
 )
 ROW = {row.id: row for row in ROWS}
 
@@ -265,6 +281,15 @@ GATEWAY_APPROVAL = Difference(
     "A call runs or is refused at once; a call that needs a person's approval is refused "
     "(`unavailable`, with the approval sentences) until the same call comes again after it "
     "was approved"
+)
+
+# A framework that pauses a held call: resumed with its own approval (advisory).
+PAUSED = Difference(
+    "The run pauses for a person's approval the framework's own way, the approval sentence "
+    "in the pause; resumed with the framework's own approval, which is advisory, the call "
+    "goes through tool_call again and the model reads the gate's answer: two `tool_call` "
+    "rows and spans, naming one request.",
+    Expected((Answer("unavailable", Text(APPROVAL_PENDING), False, "approval_pending", passes=2),)),
 )
 
 
@@ -376,24 +401,28 @@ ENTRY_POINTS: dict[str, EntryPoint] = {
             "Microsoft Agent Framework (`guard_agent`: `agent.run`, streamed or not)",
             "docs/integrations/agent_framework.md",
             error_flag=False,
+            differences={"held": PAUSED},
         ),
         EntryPoint(
             "google_adk",
             "Google ADK (`google_adk.plugin`: `runner.run_async`, `runner.run`)",
             "docs/integrations/google_adk.md",
             error_flag=False,
+            differences={"held": PAUSED},
         ),
         EntryPoint(
             "langchain",
             "LangChain v1 `create_agent` (`langchain.middleware`: `invoke`, `ainvoke`, `astream`)",
             "docs/integrations/langchain.md",
             error_flag=True,
+            differences={"held": PAUSED},
         ),
         EntryPoint(
             "openai_agents",
             "OpenAI Agents SDK (`openai_agents.guard_agent`: `Runner.run`, `run_sync`, `run_streamed`)",
             "docs/integrations/openai_agents.md",
             error_flag=False,
+            differences={"held": PAUSED},
         ),
         EntryPoint(
             "claude_agent",
@@ -417,6 +446,7 @@ ENTRY_POINTS: dict[str, EntryPoint] = {
             "pydantic-ai (`pydantic_ai.capability`: `run_sync`, `run`, `run_stream`)",
             "docs/integrations/pydantic_ai.md",
             error_flag=True,
+            differences={"held": PAUSED},
         ),
         EntryPoint(
             "mcp",

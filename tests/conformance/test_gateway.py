@@ -62,6 +62,9 @@ env = {{ BANK_RAN = "{ran}", PYTHONPATH = "{ROOT}" }}
 
 [upstreams.bank.tools.balance]
 bind = {{ account_id = "account_id" }}
+
+[upstreams.bank.tools.transfer]
+approval = "{sc.APPROVALS["transfer"]}"
 """
     gateway = f'max_result_chars = {sc.MAX_RESULT}\npolicy = "policy.toml"\n'
     return write_config(tmp_path, body, gateway=gateway)

@@ -36,7 +36,12 @@ from guardrails.integrations import langchain  # noqa: E402
 
 ENTRY = "langchain"
 ASK = {"messages": [{"role": "user", "content": "What can I do with my account?"}]}
-APPROVE = Command(resume={"decisions": [{"type": "approve"}]})
+APPROVE = Command(resume={"decisions": [{"type": "approve"}]})  # the HITL middleware's
+ADAPTER_APPROVE = Command(resume="approve")  # the guarded tool's own pause
+
+
+def _resume(row: tb.Row) -> Any:
+    return APPROVE if row.id == "approval" else ADAPTER_APPROVE
 
 
 def tools(ran: list[str]) -> list[StructuredTool]:
@@ -92,7 +97,7 @@ def run(row: tb.Row) -> hs.Observed:
     given: Any = ASK
     while given is not None:  # the run, and its resumption after an approval
         out = made.invoke(given, _config(row))
-        given = APPROVE if out.get("__interrupt__") else None
+        given = _resume(row) if out.get("__interrupt__") else None
     return instruments.observed(received(chat, ids), ran, call_ids=tuple(ids))
 
 
@@ -107,7 +112,7 @@ async def arun(row: tb.Row, stream: bool = False) -> hs.Observed:
                 interrupted = interrupted or "__interrupt__" in chunk
         else:
             interrupted = bool((await made.ainvoke(given, _config(row))).get("__interrupt__"))
-        given = APPROVE if interrupted else None
+        given = _resume(row) if interrupted else None
     return instruments.observed(received(chat, ids), ran, call_ids=tuple(ids))
 
 

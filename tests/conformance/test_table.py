@@ -46,6 +46,8 @@ def test_the_other_literals_are_the_documented_ones() -> None:
     concepts = (ROOT / "docs" / "concepts.md").read_text()
     assert "(+ `Check these parameters: a, b.`" in concepts
     assert tb.MISSING_TO.removeprefix(f"{tb.INVALID} ") == "Check these parameters: to."
+    approvals = (ROOT / "docs" / "approvals.md").read_text()
+    assert f"| `approval_pending` | {tb.APPROVAL_PENDING} |" in approvals
 
 
 @pytest.mark.parametrize(
