@@ -95,6 +95,7 @@ class Reason(StrEnum):
     APPROVAL_PENDING = "approval_pending"
     APPROVAL_DENIED = "approval_denied"
     APPROVAL_EXPIRED = "approval_expired"
+    INPUT_REQUIRED = "input_required"
 
 
 # Members read once: on Python 3.11 each ``Enum.MEMBER`` read costs a class

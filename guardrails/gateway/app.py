@@ -40,6 +40,7 @@ from .policy import load_policy
 from .prompts import Prompts, tenant_sees
 from .relay import calling
 from .resources import Resources
+from .rounds import Rounds, round_of
 from .rules import StoreCounter, session_ceiling, tenant_allow_list, workflows
 from .scopes import scope_allow_list
 from .secrets import SecretProvider, secret_provider
@@ -215,8 +216,9 @@ class Gateway:
         """The engine over the upstreams' tools, as the configuration and policy say.
 
         Hooks run in this order: the audit log (its ``after`` last), spans, the
-        class rules' facts, the tenant limits, approvals, the session ceiling,
-        workflows, idempotency, then the policy's.
+        class rules' facts, the rounds answered ``input_required`` (``rounds.py``),
+        the tenant limits, approvals, the session ceiling, workflows,
+        idempotency, then the policy's.
         """
         names = self._names()
         tools = {
@@ -235,13 +237,15 @@ class Gateway:
         known = frozenset(names.owners)
         flow_guards, flow_hooks = workflows(self.config.workflows, tools, store)
         by_class = rules_by_tool(self.upstreams, names.published)
+        ceilings = session_ceiling(self.config.max_calls_per_session, store)
         hooks = [
             audit,
             spans.hook(),
             AnnotationFacts(by_class),
+            Rounds(store, ceilings),
             self.limits,
             approval_gate(self.config, tools, store, known, approval_rules(by_class)),
-            *session_ceiling(self.config.max_calls_per_session, store),
+            *ceilings,
             *flow_hooks,
             Idempotency(store),
         ]
@@ -340,9 +344,12 @@ class Gateway:
             # A call that started runs to its end and writes its audit row, even
             # when the server is stopping or the client gives up on it; the
             # upstream's timeout bounds it.
-            with anyio.CancelScope(shield=True), calling(ctx):
+            with anyio.CancelScope(shield=True), calling(ctx, params):
                 try:
-                    return shown.answer(params.name, await tools.result(ctx, params))
+                    result = await tools.result(ctx, params)
+                    # The upstream's question (redacted), for the client to answer and retry.
+                    asked = round_of(result)
+                    return shown.answer(params.name, result) if asked is None else asked
                 except Exception:
                     log.exception("tools/call failed outside the tool_call pipeline")
                     return _failed_call()

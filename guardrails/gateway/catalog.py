@@ -26,11 +26,11 @@ from ..errors import ConfigurationError, SchemaError
 from ..integrations._mcp_results import Forwarded, forwarded
 from ..store import Store
 from ..tools import _NAME, Binding, Secret, Tool
-from . import relay
+from . import asking, relay
 from .annotations import matching
 from .budgets import budgeted
 from .config import ToolConfig
-from .stderr import REDACTED, redact
+from .stderr import REDACTED, redact, redact_value
 from .upstream import Upstream
 
 __all__ = [
@@ -218,13 +218,29 @@ def _forward(
         state = current()
         tenant = None if state is None else state.context.tenant
         bound = None if max_bytes is None else max_bytes(tenant)
-        result = await upstream.call(remote, arguments, timeout, bound, relay.progress())
+        ctx = relay.caller()
+        rounds = asking.rounds(upstream.config, ctx, relay.params())
+        result = await upstream.call(
+            remote, arguments, timeout, bound, relay.progress(), caller=ctx, rounds=rounds
+        )
+        if getattr(result, "result_type", None) == "input_required":
+            raise _input_required(upstream, remote, result, ctx)
         if getattr(result, "is_error", None) is not False:
             raise UpstreamToolError(f"upstream {upstream.name!r} tool {remote!r} answered an error")
         return _redacted(forwarded(result, structured=True, binary=False), given)
 
     call.__name__ = remote
     return call
+
+
+def _input_required(upstream: Upstream, remote: str, result: Any, ctx: Any) -> Exception:
+    """What an ``input_required`` answer makes of the call: the upstream's question
+    for the caller (redacted), or an error when it asks what is not relayed."""
+    if not asking.passes(upstream.config, result, ctx):
+        return UpstreamToolError(
+            f"upstream {upstream.name!r} tool {remote!r} asked what is refused"
+        )
+    return asking.InputRequired(upstream.name, asking.redacted(result, upstream.stderr.secrets))
 
 
 def _redacted(answer: Forwarded, given: list[Any]) -> Forwarded | str:
@@ -243,13 +259,9 @@ def _redacted(answer: Forwarded, given: list[Any]) -> Forwarded | str:
 
 def _redact_value(value: Any, given: list[Any]) -> Any:
     """A JSON value with each string (keys too) redacted."""
-    if isinstance(value, str):
-        return _redact(value, given)
-    if isinstance(value, dict):
-        return {_redact(str(k), given): _redact_value(v, given) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redact_value(v, given) for v in value]
-    return value
+    return redact_value(
+        value, [v if isinstance(v, str) else str(v) for v in given if v is not None]
+    )
 
 
 def _redact(text: str, values: Iterable[Any]) -> str:

@@ -275,6 +275,8 @@ class _Reader:
             prompts=self.names(data, f"{where}.prompts"),
             resources=self.names(data, f"{where}.resources"),
             when=self.when_default + self.when(self.table(data, f"{where}.when"), f"{where}.when"),
+            elicitation=self.choice(data, f"{where}.elicitation", ("relay", "refuse")),
+            sampling=self.choice(data, f"{where}.sampling", ("refuse", "relay")),
         )
 
     def when(self, data: Mapping[str, Any], where: str) -> tuple[WhenRule, ...]:

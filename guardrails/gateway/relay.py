@@ -7,7 +7,9 @@ forwarding function. ``progress()`` there gives the upstream call a
 callback that reports the upstream's ``notifications/progress`` against the
 calling request's ``progressToken``, so progress reaches the client that
 asked for it and no other; a request without a token asks the upstream for
-none.
+none. ``caller()`` and ``params()`` give the calling request and its
+validated ``tools/call`` params (``asking.py``: an upstream's questions go to
+that client, and a 2026-07-28 client's retry carries its answers).
 """
 
 from __future__ import annotations
@@ -17,21 +19,35 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["Progress", "calling", "progress"]
+__all__ = ["Progress", "caller", "calling", "params", "progress"]
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
 _CALLER: ContextVar[Any] = ContextVar("guardrails_gateway_caller", default=None)
+_PARAMS: ContextVar[Any] = ContextVar("guardrails_gateway_params", default=None)
 
 
 @contextmanager
-def calling(ctx: Any) -> Iterator[None]:
-    """Within this block, the current call is ``ctx``'s (a ``ServerRequestContext``)."""
+def calling(ctx: Any, params: Any = None) -> Iterator[None]:
+    """Within this block, the current call is ``ctx``'s (a ``ServerRequestContext``),
+    with its ``tools/call`` params."""
     token = _CALLER.set(ctx)
+    held = _PARAMS.set(params)
     try:
         yield
     finally:
+        _PARAMS.reset(held)
         _CALLER.reset(token)
+
+
+def caller() -> Any:
+    """The calling request's context, or None outside a call's task."""
+    return _CALLER.get()
+
+
+def params() -> Any:
+    """The calling request's ``tools/call`` params, or None."""
+    return _PARAMS.get()
 
 
 def progress() -> Progress | None:

@@ -48,7 +48,8 @@ KEYS: Mapping[str, frozenset[str]] = {
     "upstreams.NAME": frozenset({"command", "url", "env", "cwd", "headers", "timeout",
                                  "connect_timeout", "backoff_initial", "backoff_max", "prefix",
                                  "pin", "tools", "extra", "health_interval", "prompts",
-                                 "resources", "when"}),
+                                 "resources", "when", "elicitation",
+                                 "sampling"}),
     "upstreams.NAME.tools.TOOL": frozenset({"action", "bind", "secrets", "timeout",
                                             "idempotency_key", "cost", "daily_cap",
                                             "instance_cap", "approval"}),
@@ -125,6 +126,10 @@ class UpstreamConfig:
     """The upstream's resource URIs clients may list and read (none unless named)."""
     when: tuple[WhenRule, ...] = ()
     """The class rules for its tools: the file's ``[when]`` ones, then its own."""
+    elicitation: str = "relay"
+    """``relay``: the upstream's questions during a call go to the calling client; ``refuse``."""
+    sampling: str = "refuse"
+    """``relay``: the upstream may ask the calling client's model for a completion; ``refuse``."""
 
 
 @dataclass(frozen=True, slots=True)

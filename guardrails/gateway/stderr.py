@@ -13,10 +13,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..text._secret_spellings import spellings_of
 
-__all__ = ["REDACTED", "StderrLog", "redact"]
+__all__ = ["REDACTED", "StderrLog", "redact", "redact_value"]
 
 log = logging.getLogger("guardrails.gateway")
 
@@ -39,6 +40,20 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     if not variants:
         return text
     return spellings_of(variants).replace(text, REDACTED)
+
+
+def redact_value(value: Any, secrets: Iterable[str]) -> Any:
+    """A JSON value with each string (keys too) ``redact``-ed."""
+    secrets = list(secrets)
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {redact(str(k), secrets): redact_value(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_value(v, secrets) for v in value]
+    return value
 
 
 class StderrLog:

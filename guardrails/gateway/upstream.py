@@ -29,6 +29,7 @@ from typing import Any
 import anyio
 
 from ..errors import StopRun
+from .asking import Asker
 from .bounds import TOO_LARGE, bounded, release
 from .config import UpstreamConfig
 from .http_upstream import http_transport
@@ -48,6 +49,8 @@ __all__ = [
 log = logging.getLogger("guardrails.gateway")
 
 _MAX_PAGES = 100
+# Rounds of input_required the gateway resolves for a client of the older protocol.
+MAX_ROUNDS = 10
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.\-]+)\}")
 
 
@@ -84,10 +87,11 @@ class _Connection:
     """One connection's client and state: a failure of this connection never marks the next.
 
     ``broken`` holds the reason it is being left (logged at the restart);
-    ``calls`` counts the calls it accepted that have not ended.
+    ``calls`` counts the calls it accepted that have not ended, ``callers``
+    their clients' requests (where known: ``asking.Asker`` reads them).
     """
 
-    __slots__ = ("broken", "calls", "client", "idle", "reason", "wake")
+    __slots__ = ("broken", "callers", "calls", "client", "idle", "reason", "wake")
 
     def __init__(self, client: Any) -> None:
         self.client = client
@@ -96,6 +100,7 @@ class _Connection:
         self.idle = anyio.Event()
         self.idle.set()
         self.calls = 0
+        self.callers: list[Any] = []
         self.reason = ""
 
     def fail(self, reason: str) -> bool:
@@ -137,6 +142,8 @@ class Upstream:
         # Called with this upstream and its new listing when the listing changed.
         self.on_tools_changed: Callable[[Upstream, list[Any]], Awaitable[None]] | None = None
         self.stderr = StderrLog(self.name)
+        # Elicitation and sampling during a call, relayed as the configuration says.
+        self.asker = Asker(config, self._callers, lambda: self.stderr.secrets)
         # The longest answer read whole (the gateway sets it from the tenants' limits).
         self.max_bytes = 4 * 1024 * 1024
         self._live: _Connection | None = None
@@ -151,11 +158,17 @@ class Upstream:
         timeout: float,
         max_bytes: int | None = None,
         progress: Any = None,
+        *,
+        caller: Any = None,
+        rounds: tuple[Any, Any] | None = None,
     ) -> Any:
         """The upstream's ``CallToolResult``; raises as the module docstring says.
 
         ``max_bytes`` bounds the answer read for this call (stdio upstreams);
-        ``progress(value, total, message)`` receives the upstream's progress.
+        ``progress(value, total, message)`` receives the upstream's progress;
+        ``caller`` is the calling client's request (``asking.py``). With
+        ``rounds`` (the caller's ``inputResponses`` and ``requestState``) an
+        ``InputRequiredResult`` is returned as it is, not resolved here.
         """
         live = self._live
         if live is None or live.broken.is_set():
@@ -163,14 +176,20 @@ class Upstream:
             raise UpstreamUnavailable(f"upstream {self.name!r} is down")
         live.calls += 1
         live.idle = anyio.Event() if live.calls == 1 else live.idle
+        live.callers.append(caller)
         token = bounded(max_bytes)
         try:
-            return await self._call(live, tool, arguments, timeout, progress)
+            return await self._call(live, tool, arguments, timeout, progress, rounds)
         finally:
             release(token)
+            live.callers.remove(caller)
             live.calls -= 1
             if live.calls == 0:
                 live.idle.set()
+
+    def _callers(self) -> list[Any]:
+        live = self._live
+        return [] if live is None else list(live.callers)
 
     async def _call(
         self,
@@ -179,13 +198,27 @@ class Upstream:
         arguments: dict[str, Any],
         timeout: float,
         progress: Any = None,
+        rounds: tuple[Any, Any] | None = None,
     ) -> Any:
+        from mcp.client._input_required import InputRequiredRoundsExceededError
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
 
         try:
             with anyio.fail_after(timeout):
-                return await live.client.call_tool(tool, arguments, progress_callback=progress)
+                if rounds is None:
+                    return await live.client.call_tool(tool, arguments, progress_callback=progress)
+                responses, state = rounds
+                return await live.client.session.call_tool(
+                    tool,
+                    arguments,
+                    progress_callback=progress,
+                    input_responses=responses,
+                    request_state=state,
+                    allow_input_required=True,
+                )
+        except InputRequiredRoundsExceededError:
+            raise UpstreamFailed(f"upstream {self.name!r} asked for input too many times") from None
         except TimeoutError:
             self.counters.failed(self.name, "timeout")
             live.wake.set()  # the supervisor checks it now
@@ -364,7 +397,16 @@ class Upstream:
             assert config.url is not None
             headers = await self._resolved(config.headers)
             target = http_transport(config.url, headers, self.max_bytes)
-        return Client(target, cache=None, message_handler=self._message)
+        relayed = self.asker.config
+        return Client(
+            target,
+            cache=None,
+            message_handler=self._message,
+            # A capability is declared only where the configuration relays it.
+            elicitation_callback=self.asker.elicit if relayed.elicitation == "relay" else None,
+            sampling_callback=self.asker.sample if relayed.sampling == "relay" else None,
+            input_required_max_rounds=MAX_ROUNDS,
+        )
 
     async def _resolved(self, values: Mapping[str, str]) -> dict[str, str]:
         """``values`` with each ``${NAME}`` replaced by the secret ``NAME``, read now.

@@ -1,7 +1,9 @@
-"""An upstream that elicits or samples during a call: nothing is relayed. Its request
-fails at once on the upstream's side (no back-channel to the gateway); that call
-answers as the upstream decides (``error`` when it raises), and no client, the
-calling one included, is asked anything."""
+"""An upstream whose request during a call has no way back: a 2026-07-28 upstream
+sending an older mid-call request (``ctx.elicit``, ``create_message``) rather
+than answering ``input_required``. Its request fails at once on the
+upstream's side; that call answers as the upstream decides (``error`` when it
+raises), and no client, the calling one included, is asked anything. What
+is relayed is in ``test_relay.py``."""
 
 from __future__ import annotations
 
