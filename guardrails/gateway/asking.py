@@ -32,6 +32,7 @@ __all__ = [
     "Asker",
     "InputRequired",
     "passes",
+    "question",
     "redacted",
     "relays",
     "rounds",
@@ -76,6 +77,17 @@ def rounds(config: UpstreamConfig, ctx: Any, params: Any) -> tuple[Any, Any] | N
     if config.elicitation != "relay" and config.sampling != "relay":
         return None
     return getattr(params, "input_responses", None), getattr(params, "request_state", None)
+
+
+def question(result: Any, secrets: Iterable[str]) -> Any:
+    """What the calling client is sent of an ``InputRequiredResult``: its requests and
+    its ``requestState`` (none of the upstream's ``_meta``), redacted."""
+    from mcp.types import InputRequiredResult
+
+    asked = InputRequiredResult(
+        input_requests=result.input_requests, request_state=result.request_state
+    )
+    return redacted(asked, secrets)
 
 
 def redacted(message: Any, secrets: Iterable[str]) -> Any:

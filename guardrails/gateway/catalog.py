@@ -240,7 +240,7 @@ def _input_required(upstream: Upstream, remote: str, result: Any, ctx: Any) -> E
         return UpstreamToolError(
             f"upstream {upstream.name!r} tool {remote!r} asked what is refused"
         )
-    return asking.InputRequired(upstream.name, asking.redacted(result, upstream.stderr.secrets))
+    return asking.InputRequired(upstream.name, asking.question(result, upstream.stderr.secrets))
 
 
 def _redacted(answer: Forwarded, given: list[Any]) -> Forwarded | str:

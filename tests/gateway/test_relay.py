@@ -152,6 +152,7 @@ async def test_the_retry_is_a_call_guarded_again(tmp_path: Path) -> None:
     async with running(tmp_path, upstream()) as gateway, User().client(gateway.server()) as c:
         first = await c.session.call_tool("greet", {"greeting": "hi"}, allow_input_required=True)
         assert isinstance(first, InputRequiredResult)
+        assert "asking" not in repr(first.meta)  # the upstream's own _meta stays behind
         ((key, question),) = (first.input_requests or {}).items()
         assert question.params.message == QUESTION  # type: ignore[union-attr]
         answers: Any = {key: ElicitResult(action="accept", content={"name": "bob"})}
