@@ -24,6 +24,7 @@ from .approvers import Approvers, ApproverTable, load_approvers
 from .auth import CountRefusals, TokenTable, load_tokens
 from .oauth import AnyOf, JwtVerifier, auth_settings, metadata_routes
 from .origin import LOOPBACK, HostCheck
+from .progress_http import stream_progress
 from .sessions import SessionIdsCut, tenant_sessions
 
 __all__ = ["http_app", "http_approvers", "http_tokens", "serve_http", "serve_stdio"]
@@ -80,6 +81,7 @@ def http_app(
         custom_starlette_routes=routes,
     )
     app.router.routes[:0] = metadata_routes(oauth)  # before the SDK's own metadata route
+    stream_progress(server)  # a call that asks for progress may be answered as a stream
     tenant_sessions(server, config.limits_of, gateway.counters.limit)
     return HostCheck(
         CountRefusals(app, gateway.counters.refused),
