@@ -13,6 +13,7 @@ invalid arguments, and rendering the tool's result.
     GUARDRAILS_PURE=1 python benchmarks/count_instructions.py  # the pure-Python admission
     python benchmarks/count_instructions.py --commit 587781a --commit HEAD valid_2  # several
     python benchmarks/count_instructions.py audit_bare audit_append audit_discard audited
+    python benchmarks/count_instructions.py --commit OLD --commit . avalid_2 audit_memory aaudit_memory
 
 The ``audit_*`` pieces (named only, not in the default set) are the cases of
 ``bench_audit.py``'s ``audit.sqlite`` group on a file in a fresh folder: a
@@ -21,14 +22,21 @@ bare ``INSERT`` of the row (``audit_bare``), ``SQLiteStore.append``
 nothing (``audit_discard``) and the audited call (``audited``). Instructions
 in the process only: the kernel's share of each commit is not counted.
 
+``avalid_2`` is ``valid_2`` through ``acall`` (the calls awaited one after
+another in one event loop); ``audit_memory`` and ``aaudit_memory`` the audited
+call over ``MemoryStore`` (which ``acall`` writes inline, not off the loop)
+through ``call`` and ``acall``. Named only, not in the default set.
+
 ``--commit`` (repeatable) counts the package of each named commit, installed
-as ``compare_commits.py`` installs it, with this tree's benchmark scripts.
+as ``compare_commits.py`` installs it, with this tree's benchmark scripts; a
+directory instead of a commit counts that checkout as it is.
 
 Needs ``valgrind`` on PATH. Not run by ``run.py`` (minutes per piece).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
@@ -80,7 +88,7 @@ def _piece(name: str) -> Any:
         return lambda: render(result, 1_000_000)
     if name.startswith("policy_"):
         return _policy(name == "policy_5")
-    if name.startswith("audit"):
+    if name.startswith(("audit", "aaudit")):
         return _audit(name)
     guards = 0 if name == "valid_0" else 2
     turn = build(guards=guards).turn(tenant="acme")
@@ -90,7 +98,11 @@ def _piece(name: str) -> Any:
         turn.call("transfer", sent)
         turn.results.clear()
 
-    return one
+    async def aone() -> None:
+        await turn.acall("transfer", sent)
+        turn.results.clear()
+
+    return aone if name == "avalid_2" else one
 
 
 def _policy(ruled: bool) -> Any:
@@ -119,6 +131,8 @@ def _audit(name: str) -> Any:
 
     from guardrails.store import SQLiteStore
 
+    if name.endswith("audit_memory"):
+        return _memory_audit(name == "aaudit_memory")
     folder = tempfile.mkdtemp(prefix="guardrails-count-")
     store = SQLiteStore(os.path.join(folder, "store.db"))
     if name == "audit_bare":
@@ -130,8 +144,44 @@ def _audit(name: str) -> Any:
     return bench_audit._calls(store if name == "audited" else bench_audit._Discard())
 
 
+def _memory_audit(through_acall: bool) -> Any:
+    """The audited call of ``bench_audit.py`` over ``MemoryStore``, through ``call`` or
+    ``acall``; the store's rows emptied after each call."""
+    import bench_audit
+
+    from guardrails import Guardrails
+    from guardrails.audit import AuditLog
+    from guardrails.store import MemoryStore
+
+    store = MemoryStore()
+    audit = AuditLog(store)
+    rails = Guardrails([bench_audit.lookup], hooks=[audit], recorder=[audit])
+    turn = rails.turn(tenant="acme", session="s-1")
+    args = {"order_id": "o-1"}
+
+    def one() -> None:
+        turn.call("lookup", args)
+        turn.results.clear()
+
+    async def aone() -> None:
+        await turn.acall("lookup", args)
+        turn.results.clear()
+
+    return aone if through_acall else one
+
+
 def _child(name: str, n: int) -> None:
     one = _piece(name)
+    if asyncio.iscoroutinefunction(one):
+
+        async def calls() -> None:
+            for _ in range(200):
+                await one()
+            for _ in range(n):
+                await one()
+
+        asyncio.run(calls())
+        return
     for _ in range(200):
         one()
     for _ in range(n):
@@ -196,8 +246,11 @@ def main(argv: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for commit in commits:
             place = Path(tmp) / commit.replace("/", "_").replace("~", "_")
-            place.mkdir()
-            python, env = _python(extract(commit, place))
+            if Path(commit).is_dir():  # a checkout, as it is
+                python, env = _python(Path(commit).resolve())
+            else:
+                place.mkdir()
+                python, env = _python(extract(commit, place))
             for name in names or PIECES:
                 per_call = (
                     _count(name, 6000, python, env) - _count(name, 2000, python, env)

@@ -215,7 +215,9 @@ class AuditLog:
         cost: float | None = None
         if state is not None and state.paid_calls > 0:
             tokens_in, tokens_out, cost = state.tokens_in, state.tokens_out, state.cost
-        detail = _tool_detail(result, state, revision)
+        detail = None  # ``_tool_detail`` only when there is one: most rows have none
+        if revision is not None or result.truncated or result.flags or (state and state.detail):
+            detail = _tool_detail(result, state, revision)
         # A tuple in column order (built in one step: no starred item): AuditRow's
         # keyword-taking __new__ costs as much as the rest.
         return make(

@@ -6,12 +6,12 @@ from __future__ import annotations
 from time import perf_counter_ns
 
 from ..context import Escape, Invocation, ToolResult, VerdictRecord
-from ..guard import GuardOutcome
+from ..guard import GuardOutcome, evaluate_plain
 from ..native._tuples import make
 from ..verdicts import ChokePoint, Outcome, Reason, Verdict, model_sentence
 from .admission import Plan
 
-__all__ = ["Judged", "judge", "judge_plain"]
+__all__ = ["Judged", "judge", "judge_plain", "verdicts"]
 
 _TOOL_CALL = ChokePoint.TOOL_CALL
 _PASS = Verdict.PASS
@@ -33,9 +33,25 @@ Ran = tuple[list[VerdictRecord], bool] | list[GuardOutcome]
 Judged = ToolResult | tuple[tuple[VerdictRecord, ...], list[Escape], Verdict]
 
 
+def verdicts(plan: Plan, inv: Invocation, start: int, ran: Ran | None = None) -> Judged:
+    """Step 5 for sync guards (either driver): the guards run and judged. A call they
+    stop comes back as its result (not yet recorded); one they let through as
+    ``(records, escapes, verdict)``. ``ran``: what ``evaluate_plain`` gave, when the
+    driver ran the plain guards itself. Async guards: ``judge`` of their outcomes."""
+    if plan.plain:
+        if ran is None:
+            ran = evaluate_plain(plan.steps, inv, _TOOL_CALL)
+        if ran.__class__ is tuple and not ran[1]:  # every guard passed: the common case
+            return tuple(ran[0]), [], _PASS
+        return judge_plain(plan, inv, ran, start)
+    if plan.guards:
+        return judge(plan, inv, [g.evaluate(inv, _TOOL_CALL) for g in plan.guards], start)
+    return (), [], _NOT_EVALUATED
+
+
 def judge_plain(plan: Plan, inv: Invocation, ran: Ran, start: int) -> Judged:
-    """Step 5 for plain guards, from what ``evaluate_plain`` gave (``ran``). The
-    drivers decide the common case, every guard passed, themselves."""
+    """Step 5 for plain guards, from what ``evaluate_plain`` gave (``ran``). ``verdicts``
+    decides the common case, every guard passed, itself."""
     if isinstance(ran, list):
         return judge(plan, inv, ran, start)
     records, rejected = ran

@@ -20,6 +20,12 @@ the body's answer made a result (``_results.complete``) and concluded
 runs elsewhere stops after step 6 (``hold``) and is settled later by its
 ``Ticket`` (``ticket.py``) through ``settle``: the same two steps.
 
+The drivers read as their steps, each a call of a named function, except the
+two cases every call meets, made inline: the invocation of a tool without bound
+values, and step 5 when the guards are plain and all passed (or there are
+none). Each Python call more is measurable on a path timed in microseconds
+(``benchmarks/ab_tool_call.py`` against an older ``tool_call.py``).
+
 Whatever the callables do, a call ends in a ``ToolResult``. The exceptions
 that still reach the caller are deliberate stops: ``KeyboardInterrupt``,
 ``SystemExit``, the caller's own cancellation (the call is recorded with
@@ -52,7 +58,7 @@ from ._hooks import (
     after_hooks,
     before_hooks,
 )
-from ._judge import judge, judge_plain
+from ._judge import judge, verdicts
 from ._results import FLAG_LATE_RESULT, after_output, complete, failure, interrupted
 from .admission import FLAG_BOUND_ARGUMENT_SUPPLIED, Plan, admit, bound_view, entry_call_id
 
@@ -130,57 +136,33 @@ class ToolCallPipeline:
         if admitted.__class__ is ToolResult:  # steps 1-4 turned the call away
             return self._finish(turn, admitted)
         plan, args, nested = admitted  # type: ignore[misc]
-        merged = secrets = None
+        secrets = None
         if plan.tool.bound:  # the bound values and secrets, under a deadline
-            ctx, timeout = turn.context, self.provider_timeout
-            bound = bind(plan.tool, args, ctx, call_id, start, timeout, self.secrets)
-            if bound.__class__ is ToolResult:
-                return self._finish(turn, bound)
-            merged, secrets = bound  # type: ignore[misc]
-        inv = _invocation(turn, name, call_id, plan, args, nested, merged, self.hooks)
-        judged = self._guards(turn, plan, inv, start)  # step 5
-        if judged.__class__ is ToolResult:  # stopped by a guard, and finished
-            return judged
-        if merged is not None:
-            args = merged
-        return self._body(turn, plan, inv, args, secrets, judged, start, hold)  # steps 6-9
-
-    def _guards(self, turn: Any, plan: Plan, inv: Invocation, start: int) -> Any:
-        """Step 5: the guards' verdicts combined. A call they stop comes back finished
-        (a ``ToolResult``); one they let through as ``(records, escapes, verdict)``."""
-        try:
-            if plan.plain:
-                ran = evaluate_plain(plan.steps, inv, _TOOL_CALL)
-                if ran.__class__ is tuple and not ran[1]:  # every guard passed
-                    return tuple(ran[0]), [], _PASS
-                judged = judge_plain(plan, inv, ran, start)
-            elif plan.guards:
-                judged = judge(plan, inv, [g.evaluate(inv, _TOOL_CALL) for g in plan.guards], start)
+            bound = self._bound(turn, name, call_id, plan, args, nested, start)
+            if bound.__class__ is ToolResult:  # not provided in time: finished
+                return bound
+            inv, args, secrets = bound
+        else:  # the invocation, inline on every call's path: as ``_invocation`` makes it
+            own = plan.guards or self.hooks  # a copy of their own for guards and hooks
+            view = nested if nested is not None else _Proxy(_copy(args) if own else args)
+            inv = _new(Invocation, (name, view, view, turn.context, call_id, plan.tool, turn))
+        escapes: list[Escape]  # the guards', then the hooks' (step 6)
+        try:  # step 5, its common cases inline: plain guards that all passed, or none
+            ran = evaluate_plain(plan.steps, inv, _TOOL_CALL) if plan.plain else None
+            if ran.__class__ is tuple and not ran[1]:
+                records, escapes, verdict = tuple(ran[0]), [], _PASS
+            elif not plan.guards:
+                records, escapes, verdict = (), [], _NOT_EVALUATED
             else:
-                return (), [], _NOT_EVALUATED
-            if judged.__class__ is ToolResult:
-                return self._finish(turn, judged)
-            return judged
+                judged = verdicts(plan, inv, start, ran)
+                if judged.__class__ is ToolResult:  # a guard stopped the call
+                    return self._finish(turn, judged)
+                records, escapes, verdict = judged  # type: ignore[misc]
         except BaseException:
             self._finish(turn, interrupted(inv, start))
             raise
-
-    def _body(
-        self,
-        turn: Any,
-        plan: Plan,
-        inv: Invocation,
-        args: dict[str, Any],
-        secrets: dict[str, Any] | None,
-        judged: tuple[tuple[VerdictRecord, ...], list[Escape], Verdict],
-        start: int,
-        hold: Hold | None,
-    ) -> Any:
-        """Steps 6-9: the hooks' ``before``, the tool (or ``hold``), its result made and
-        concluded. From the hooks on, a deliberate stop still reaches their ``after``."""
-        records, escapes, verdict = judged
-        try:
-            stop = before_hooks(self.hooks, inv, escapes) if self.hooks else None
+        try:  # from the hooks on, a deliberate stop still reaches their after()
+            stop = before_hooks(self.hooks, inv, escapes) if self.hooks else None  # step 6
             value = None
             late = False
             if stop is None:
@@ -196,13 +178,27 @@ class ToolCallPipeline:
                 except BaseException as exc:
                     stop = failure(exc)
             cap = self.max_result_chars
-            result = complete(
+            result = complete(  # step 8
                 inv, records, escapes, verdict, stop, value, start, cap, late, secrets
             )
         except BaseException:
             self._interrupt(turn, inv, start)
             raise
-        return self.conclude(turn, plan, inv, result, start)
+        return self.conclude(turn, plan, inv, result, start)  # step 9 and the wrap-up
+
+    def _bound(
+        self, turn: Any, name: str, call_id: str, plan: Plan, args: Any, nested: Any, start: int
+    ) -> Any:
+        """The arguments with the bound values merged in and the secrets (``bind``), and
+        the invocation that reads them; or the call refused, finished, when a provider
+        failed or ran past its deadline."""
+        ctx, timeout = turn.context, self.provider_timeout
+        bound = bind(plan.tool, args, ctx, call_id, start, timeout, self.secrets)
+        if bound.__class__ is ToolResult:
+            return self._finish(turn, bound)
+        merged, secrets = bound  # type: ignore[misc]
+        inv = _invocation(turn, name, call_id, plan, args, nested, merged, self.hooks)
+        return inv, merged, secrets
 
     def settle(
         self,
@@ -270,87 +266,48 @@ class ToolCallPipeline:
             return await self._afinish(turn, admitted)
         plan, args, nested = admitted  # type: ignore[misc]
         del admitted  # (a call in flight holds what it uses, not the tuple too)
-        merged = secrets = None
+        secrets = None
         if plan.tool.bound:  # the bound values and secrets, under a deadline
-            ctx, timeout = turn.context, self.provider_timeout
-            bound = await abind(plan.tool, args, ctx, call_id, start, timeout, self.secrets)
-            if bound.__class__ is ToolResult:
-                return await self._afinish(turn, bound)
-            merged, secrets = bound  # type: ignore[misc]
-            del bound
-        inv = _invocation(turn, name, call_id, plan, args, nested, merged, self.hooks)
-        if merged is not None:
-            args = merged
-        del merged, nested
-        judged = await self._aguards(turn, plan, inv, start)  # step 5
-        if judged.__class__ is ToolResult:  # stopped by a guard, and finished
-            return judged
-        records, escapes, verdict = judged
-        del judged  # (nor the tuple of the guards' answer)
-        return await self._abody(
-            turn, plan, inv, args, secrets, records, escapes, verdict, start, hold
-        )
-
-    async def _aguards(self, turn: Any, plan: Plan, inv: Invocation, start: int) -> Any:
-        """``_guards`` for ``arun``: async guards awaited; a caller's cancellation that a
-        guard swallowed still stops the call before the tool."""
-        judged: Any
-        try:
-            if plan.plain:  # sync guards only: the same loop as the sync driver
-                ran = evaluate_plain(plan.steps, inv, _TOOL_CALL)
-                if ran.__class__ is tuple and not ran[1]:  # every guard passed
-                    judged = tuple(ran[0]), [], _PASS
-                else:
-                    judged = judge_plain(plan, inv, ran, start)
-            elif plan.guards:
-                judged = judge(plan, inv, await _aevaluate(plan.guards, inv), start)
+            bound = await self._abound(turn, name, call_id, plan, args, nested, start)
+            if bound.__class__ is ToolResult:  # not provided in time: finished
+                return bound
+            inv, args, secrets = bound
+        else:  # the invocation, inline on every call's path: as ``_invocation`` makes it
+            own = plan.guards or self.hooks  # a copy of their own for guards and hooks
+            view = nested if nested is not None else _Proxy(_copy(args) if own else args)
+            inv = _new(Invocation, (name, view, view, turn.context, call_id, plan.tool, turn))
+        escapes: list[Escape]  # the guards', then the hooks' (step 6)
+        try:  # step 5, its common cases inline: plain guards that all passed, or none
+            ran = evaluate_plain(plan.steps, inv, _TOOL_CALL) if plan.plain else None
+            if ran.__class__ is tuple and not ran[1]:
+                records, escapes, verdict = tuple(ran[0]), [], _PASS
+            elif not plan.guards:
+                records, escapes, verdict = (), [], _NOT_EVALUATED
             else:
-                judged = (), [], _NOT_EVALUATED
-            if judged.__class__ is ToolResult:
-                return await self._afinish(turn, judged)
-            if plan.awaits and cancel_requested():
-                raise asyncio.CancelledError
-            return judged
+                judged = await self._averdicts(turn, plan, inv, start, ran)
+                if judged.__class__ is ToolResult:  # a guard stopped the call: finished
+                    return judged
+                records, escapes, verdict = judged
+                del judged  # (a call in flight holds no tuple of the guards' answer)
         except BaseException as exc:
             await self._ainterrupt(turn, inv, start, exc, hooks=False)
             raise
-
-    async def _abody(
-        self,
-        turn: Any,
-        plan: Plan,
-        inv: Invocation,
-        args: dict[str, Any],
-        secrets: dict[str, Any] | None,
-        records: tuple[VerdictRecord, ...],
-        escapes: list[Escape],
-        verdict: Verdict,
-        start: int,
-        hold: Hold | None,
-    ) -> Any:
-        """``_body`` for ``arun``: hooks awaited, an async tool (or one under a deadline)
-        awaited in place."""
-        try:  # from here on, a deliberate stop still reaches the hooks' after()
-            stop = await abefore_hooks(self.hooks, inv, escapes) if self.hooks else None
+        try:  # from the hooks on, a deliberate stop still reaches their after()
+            stop = await abefore_hooks(self.hooks, inv, escapes) if self.hooks else None  # step 6
             found: Sequence[Escape] = escapes or ()  # a call in flight holds no empty list
             del escapes
-            value = None
-            late = False
+            value, late = None, False
             if stop is None:
                 if hold is not None:  # the body runs elsewhere: its ticket settles the call
                     return hold(self, plan, inv, records, found, verdict, start, secrets)
                 tool = plan.tool
-                deadline = tool.deadline_ns
-                began = 0 if deadline is None else perf_counter_ns()
                 try:  # step 7
-                    if tool.plain:
-                        value = tool.fn(**args)
-                    elif tool.is_async or deadline is not None:
+                    if tool.plain or not (tool.is_async or tool.deadline_ns is not None):
+                        value = tool.fn(**args) if tool.plain else call_sync(tool, args, secrets)
+                    else:  # async, or under a deadline: awaited in place
+                        began = perf_counter_ns()
                         value = await call_async(tool, args, secrets)
-                    else:
-                        value = call_sync(tool, args, secrets)
-                    if deadline is not None:
-                        late = is_late(began, deadline)
+                        late = tool.deadline_ns is not None and is_late(began, tool.deadline_ns)
                 except BaseException as exc:
                     stop = failure(exc)
             cap = self.max_result_chars
@@ -358,7 +315,34 @@ class ToolCallPipeline:
         except BaseException as exc:
             await self._ainterrupt(turn, inv, start, exc)
             raise
-        return await self.aconclude(turn, plan, inv, result, start)
+        return await self.aconclude(turn, plan, inv, result, start)  # step 9 and the wrap-up
+
+    async def _abound(
+        self, turn: Any, name: str, call_id: str, plan: Plan, args: Any, nested: Any, start: int
+    ) -> Any:
+        """``_bound`` for ``arun``: the providers awaited, a refusal recorded as ``arun``
+        records one."""
+        ctx, timeout = turn.context, self.provider_timeout
+        bound = await abind(plan.tool, args, ctx, call_id, start, timeout, self.secrets)
+        if bound.__class__ is ToolResult:
+            return await self._afinish(turn, bound)
+        merged, secrets = bound  # type: ignore[misc]
+        inv = _invocation(turn, name, call_id, plan, args, nested, merged, self.hooks)
+        return inv, merged, secrets
+
+    async def _averdicts(self, turn: Any, plan: Plan, inv: Invocation, start: int, ran: Any) -> Any:
+        """Step 5 for ``arun`` past its common case: async guards awaited, sync ones as
+        ``verdicts``; a call they stop comes back finished. A caller's cancellation that
+        a guard swallowed still stops the call before the tool."""
+        if plan.plain:
+            judged = verdicts(plan, inv, start, ran)
+        else:
+            judged = judge(plan, inv, await _aevaluate(plan.guards, inv), start)
+        if judged.__class__ is ToolResult:
+            return await self._afinish(turn, judged)
+        if plan.awaits and cancel_requested():
+            raise asyncio.CancelledError
+        return judged
 
     async def asettle(
         self,
