@@ -45,6 +45,7 @@ from .rules import StoreCounter, session_ceiling, tenant_allow_list, workflows
 from .scopes import scope_allow_list
 from .secrets import SecretProvider, secret_provider
 from .sessions import Sessions
+from .states import StateSeal, state_key
 from .turns import GatewayTools
 from .upstream import Upstream, UpstreamExited, innermost
 
@@ -123,6 +124,9 @@ class Gateway:
                 for upstream in self.upstreams:
                     await _start(tg, upstream)
                 self.withheld = await self.pinning.withheld(self.store, self.upstreams)
+                seal = StateSeal(await offloop.run(self.store, state_key, self.store))
+                for upstream in self.upstreams:
+                    upstream.seal = seal
                 await self._claim_names(self.store)
                 self.rails = _named(self.config.source, lambda: self.engine(self.store))
                 self._signed = signatures(self.rails.tools.values(), self.shown.fields)

@@ -216,15 +216,18 @@ def _forward(
         given = [arguments.get(p) for p in secrets]
         upstream.stderr.know(given)
         state = current()
-        tenant = None if state is None else state.context.tenant
+        context = None if state is None else state.context
+        tenant = None if context is None else context.tenant
         bound = None if max_bytes is None else max_bytes(tenant)
         ctx = relay.caller()
-        rounds = asking.rounds(upstream.config, ctx, relay.params())
+        # The call a requestState is bound to (``states.py``).
+        binding = (tenant, None if context is None else context.session, upstream.name, remote)
+        rounds = _opened(upstream, binding, asking.rounds(upstream.config, ctx, relay.params()))
         result = await upstream.call(
             remote, arguments, timeout, bound, relay.progress(), caller=ctx, rounds=rounds
         )
         if getattr(result, "result_type", None) == "input_required":
-            raise _input_required(upstream, remote, result, ctx)
+            raise _input_required(upstream, binding, result, ctx)
         if getattr(result, "is_error", None) is not False:
             raise UpstreamToolError(f"upstream {upstream.name!r} tool {remote!r} answered an error")
         return _redacted(forwarded(result, structured=True, binary=False), given)
@@ -233,14 +236,30 @@ def _forward(
     return call
 
 
-def _input_required(upstream: Upstream, remote: str, result: Any, ctx: Any) -> Exception:
-    """What an ``input_required`` answer makes of the call: the upstream's question
-    for the caller (redacted), or an error when it asks what is not relayed."""
+def _opened(
+    upstream: Upstream, binding: tuple[str | None, ...], rounds: tuple[Any, Any] | None
+) -> tuple[Any, Any] | None:
+    """The caller's answers with the upstream's own state, once the gateway's seal on
+    it holds for this call (``states.ForeignState`` otherwise)."""
+    if rounds is None:
+        return None
+    answers, sealed = rounds
+    return answers, upstream.seal.open(binding, sealed, answers is not None)
+
+
+def _input_required(
+    upstream: Upstream, binding: tuple[str | None, ...], result: Any, ctx: Any
+) -> Exception:
+    """What an ``input_required`` answer makes of the call: the upstream's question for
+    the caller (redacted, its state sealed to the call), or an error when it asks what
+    is not relayed."""
     if not asking.passes(upstream.config, result, ctx):
         return UpstreamToolError(
-            f"upstream {upstream.name!r} tool {remote!r} asked what is refused"
+            f"upstream {upstream.name!r} tool {binding[3]!r} asked what is refused"
         )
-    return asking.InputRequired(upstream.name, asking.question(result, upstream.stderr.secrets))
+    asked = asking.question(result, upstream.stderr.secrets)
+    sealed = upstream.seal.seal(binding, asked.request_state)
+    return asking.InputRequired(upstream.name, asked.model_copy(update={"request_state": sealed}))
 
 
 def _redacted(answer: Forwarded, given: list[Any]) -> Forwarded | str:

@@ -21,6 +21,7 @@ what a stdio child writes on stderr is redacted and logged (``stderr.py``).
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 from collections.abc import Awaitable, Callable, Mapping
@@ -34,6 +35,7 @@ from .bounds import TOO_LARGE, bounded, release
 from .config import UpstreamConfig
 from .http_upstream import http_transport
 from .metrics import GatewayCounters
+from .states import StateSeal
 from .stderr import StderrLog
 from .stdio import Launch, stdio_transport
 
@@ -144,6 +146,8 @@ class Upstream:
         self.stderr = StderrLog(self.name)
         # Elicitation and sampling during a call, relayed as the configuration says.
         self.asker = Asker(config, self._callers, lambda: self.stderr.secrets)
+        # Binds the requestState handed to a client (the gateway sets the store's key).
+        self.seal = StateSeal(os.urandom(32))
         # The longest answer read whole (the gateway sets it from the tenants' limits).
         self.max_bytes = 4 * 1024 * 1024
         self._live: _Connection | None = None

@@ -176,6 +176,43 @@ async def test_the_retry_is_a_call_guarded_again(tmp_path: Path) -> None:
     ]  # fmt: skip
 
 
+async def test_a_request_state_answers_only_the_call_it_was_handed_to(tmp_path: Path) -> None:
+    from mcp.types import ElicitResult
+
+    unavailable = model_sentence(Outcome.UNAVAILABLE)
+    mine: Any = {"guardrails/session": "mine"}
+    theirs: Any = {"guardrails/session": "theirs"}
+    async with running(tmp_path, upstream()) as gateway, User().client(gateway.server()) as c:
+        first: Any = await c.session.call_tool(
+            "greet", {"greeting": "hi"}, allow_input_required=True, meta=mine
+        )
+        (key,) = first.input_requests
+        answers: Any = {key: ElicitResult(action="accept", content={"name": "bob"})}
+        state = first.request_state
+        assert state.startswith("grs1.")
+
+        async def retry(meta: Any, sealed: str | None, tool: str = "greet") -> str:
+            arguments = {"greeting": "hi"} if tool == "greet" else {}
+            return text(await c.call_tool(
+                tool, arguments, input_responses=answers, request_state=sealed, meta=meta
+            ))  # fmt: skip
+
+        other_session = await retry(theirs, state)
+        other_tool = await retry(mine, state, "forever")
+        forged = await retry(mine, state[:-2] + "xx")
+        stateless = await retry(mine, None)
+        answered = await retry(mine, state)
+        calls = rows(gateway)
+    assert [other_session, other_tool, forged, stateless] == [unavailable] * 4
+    assert answered == "hi bob"
+    # unavailable, not the upstream's own refusal (error): the gateway refused them.
+    assert [(tool, outcome) for tool, outcome, _ in calls] == [
+        ("greet", "unavailable"), ("greet", "unavailable"), ("forever", "unavailable"),
+        ("greet", "unavailable"), ("greet", "unavailable"), ("greet", "ok"),
+    ]  # fmt: skip
+    assert [reason for _, _, reason in calls][:2] == ["input_required", "raised"]
+
+
 async def test_a_call_asked_a_question_counts_once(tmp_path: Path) -> None:
     body = upstream("""
 [upstreams.asking.tools.greet]
