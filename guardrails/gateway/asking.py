@@ -156,6 +156,8 @@ class Asker:
             return None
         ctx = relay.caller()  # the call's own task: a 2026-07-28 upstream's round
         if ctx is None:
+            # An older upstream's request names no call: the one in flight, if one
+            # (a prompt or resource read in flight counts, with no client to ask).
             callers = self.callers()
             ctx = callers[0] if len(callers) == 1 else None
         if ctx is None or modern(ctx) or not declared(ctx, method):

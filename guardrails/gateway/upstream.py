@@ -242,12 +242,19 @@ class Upstream:
 
     async def ask(self, method: str, *args: Any) -> Any:
         """A read request of the live client (``list_prompts``, ``get_prompt``),
-        bounded by the upstream's timeout; raises ``UpstreamUnavailable`` when down."""
+        bounded by the upstream's timeout; raises ``UpstreamUnavailable`` when down.
+
+        It is in flight with no caller to ask: while it runs, no request of the
+        upstream's can be tied to a call's client (``asking.Asker``)."""
         live = self._live
         if live is None or live.broken.is_set():
             raise UpstreamUnavailable(f"upstream {self.name!r} is down")
-        with anyio.fail_after(self.config.timeout):
-            return await getattr(live.client, method)(*args)
+        live.callers.append(None)
+        try:
+            with anyio.fail_after(self.config.timeout):
+                return await getattr(live.client, method)(*args)
+        finally:
+            live.callers.remove(None)
 
     def _break(self, live: _Connection, reason: str) -> None:
         if live.fail(reason):

@@ -279,6 +279,28 @@ async def test_an_older_upstreams_question_during_two_calls_asks_no_one(tmp_path
     assert asking.asked == [] and holding.asked == []
 
 
+async def test_an_older_upstreams_question_during_a_prompt_asks_no_caller(
+    tmp_path: Path,
+) -> None:
+    holding = User("holding")
+    marker = tmp_path / "release"
+    body = upstream('prompts = ["named"]', legacy=True)
+    async with (
+        running(tmp_path, body) as gateway,
+        holding.client(gateway.server(), "legacy") as other,
+        User("reader").client(gateway.server(), "legacy") as reader,
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(other.call_tool, "hold", {"path": str(marker)})
+        with anyio.fail_after(30):
+            while not (tmp_path / "release.started").exists():
+                await anyio.sleep(0.01)
+        prompt = await reader.get_prompt("asking__named")
+        marker.touch()
+    assert holding.asked == []  # the one tool call in flight is not the prompt's
+    assert "elicitation refused" in str(prompt.messages[0].content)
+
+
 async def test_over_http_each_tenant_answers_only_its_own_question(tmp_path: Path) -> None:
     body = upstream() + "[tenants.acme]\n[tenants.globex]\n"
     acme, globex = User("acme"), User("globex")

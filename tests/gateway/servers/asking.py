@@ -82,6 +82,16 @@ async def hold(path: str) -> str:
     return "held"
 
 
+@app.prompt()
+async def named(ctx: Context) -> str:
+    """A prompt that asks for a name with the older request (``ctx.elicit``)."""
+    try:
+        result = await ctx.elicit(f"Your name? (key {KEY})", Name)
+    except Exception as exc:
+        return f"elicitation refused ({type(exc).__name__})"
+    return f"elicitation {result.action}"
+
+
 @app.tool()
 async def forever() -> str | InputRequiredResult:
     """Answer ``input_required`` at every round (an upstream that never finishes)."""
