@@ -225,13 +225,14 @@ instance_cap = 1.0
         answered = await c.call_tool("greet", {"greeting": "hi"}, meta=meta)
         again = await c.call_tool("greet", {"greeting": "hi"}, meta=meta)
         calls = rows(gateway)
-        paid = rows(gateway, "paid_call")
+        assert gateway.store is not None
+        paid = [(r.outcome, r.cost) for r in AuditLog(gateway.store).rows(kind="paid_call")]
     assert text(answered) == "hi ann"
     assert again.is_error and text(again) == model_sentence(Outcome.LIMIT)
     assert [(outcome, reason) for _, outcome, reason in calls] == [
         ("unavailable", Reason.INPUT_REQUIRED.value), ("ok", None), ("limit", "ceiling")
     ]  # fmt: skip
-    assert len(paid) == 2  # the round settled at zero, the answer at its cost
+    assert [cost for _, cost in paid] == [0.0, 1.0]  # the round at zero, the answer at its cost
 
 
 async def test_an_older_client_is_asked_at_most_max_rounds_times(tmp_path: Path) -> None:
