@@ -25,6 +25,7 @@ from ..errors import ConfigurationError, GuardrailsError
 from ..observe.metrics import PrometheusRecorder
 from ..observe.telemetry import OpenTelemetryRecorder
 from ..store import Store, offloop, open_store
+from ..tools import Tool
 from ..verdicts import Outcome, model_sentence
 from .annotations import AnnotationFacts, approval_rules, rules_by_tool
 from .approvals import approval_gate
@@ -225,16 +226,7 @@ class Gateway:
         idempotency, then the policy's.
         """
         names = self._names()
-        tools = {
-            t.name: t
-            for t in catalog(
-                self.upstreams,
-                store,
-                self.withheld,
-                names,
-                lambda tenant: self.config.limits_of(tenant).max_result_bytes,
-            )
-        }
+        tools = self._tools(store, names)
         audit = AuditLog(store)
         spans = OpenTelemetryRecorder(self.tracer_provider)
         # Names that exist though not published now: withheld by a pin, or listed before.
@@ -276,6 +268,14 @@ class Gateway:
         self.owners.update(names.owners)  # kept only once the engine is built
         self.shown.fields = shown_fields(self.upstreams, names.published)
         return rails
+
+    def _tools(self, store: Store, names: Names) -> dict[str, Tool]:
+        """The published tools by name (``catalog``), answers bounded per tenant."""
+        bound = self.config.limits_of
+        listed = catalog(
+            self.upstreams, store, self.withheld, names, lambda t: bound(t).max_result_bytes
+        )
+        return {t.name: t for t in listed}
 
     async def _claim_names(self, store: Store) -> None:
         """Learn from the store the owners of the names to publish that this process has
