@@ -223,8 +223,9 @@ def _forward(
         # The call a requestState is bound to (``states.py``).
         binding = (tenant, None if context is None else context.session, upstream.name, remote)
         rounds = _opened(upstream, binding, asking.rounds(upstream.config, ctx, relay.params()))
+        report = relay.progress(upstream.stderr.secrets)
         result = await upstream.call(
-            remote, arguments, timeout, bound, relay.progress(), caller=ctx, rounds=rounds
+            remote, arguments, timeout, bound, report, caller=ctx, rounds=rounds
         )
         if getattr(result, "result_type", None) == "input_required":
             raise _input_required(upstream, binding, result, ctx)

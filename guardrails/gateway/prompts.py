@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .catalog import SEPARATOR
-from .stderr import redact
+from .stderr import redact, redact_model
 
 __all__ = ["Prompts", "tenant_sees"]
 
@@ -59,12 +59,13 @@ class Prompts:
         except Exception as exc:
             log.warning("upstream %r: prompts not listed (%s)", upstream.name, type(exc).__name__)
             return []
-        allowed = set(upstream.config.prompts)
-        return [
-            p.model_copy(update={"name": f"{upstream.name}{SEPARATOR}{p.name}"})
-            for p in listed.prompts
-            if p.name in allowed
-        ]
+        allowed, secrets = set(upstream.config.prompts), upstream.stderr.secrets
+        found: dict[str, Any] = {}
+        for p in listed.prompts:  # each named prompt once, however often it is listed
+            if p.name in allowed and p.name not in found:
+                name = f"{upstream.name}{SEPARATOR}{p.name}"
+                found[p.name] = redact_model(p, secrets).model_copy(update={"name": name})
+        return list(found.values())
 
     async def get_prompt(self, ctx: Any, params: Any) -> Any:
         from mcp.shared.exceptions import MCPError
@@ -87,23 +88,15 @@ class Prompts:
         from mcp_types import INTERNAL_ERROR
 
         secrets = upstream.stderr.secrets
-        messages = [_redacted(m, secrets) for m in result.messages]
+        messages = [redact_model(m, secrets) for m in result.messages]
         size = sum(len(m.content.model_dump_json()) for m in messages)
+        size += len(result.description or "")
         if size > self.max_chars:
             log.warning("upstream %r: a prompt longer than max_result_chars was refused",
                         upstream.name)  # fmt: skip
             raise MCPError(INTERNAL_ERROR, _FAILED)
         description = result.description and redact(result.description, secrets)
         return result.model_copy(update={"messages": messages, "description": description})
-
-
-def _redacted(message: Any, secrets: Iterable[str]) -> Any:
-    content = message.content
-    if getattr(content, "type", None) != "text":
-        return message
-    return message.model_copy(
-        update={"content": content.model_copy(update={"text": redact(content.text, secrets)})}
-    )
 
 
 def tenant_sees(tenants: Mapping[str, Any], tenant_of: Callable[[Any], str | None]) -> Any:

@@ -9,17 +9,29 @@ calling request's ``progressToken``, so progress reaches the client that
 asked for it and no other; a request without a token asks the upstream for
 none. ``caller()`` and ``params()`` give the calling request and its
 validated ``tools/call`` params (``asking.py``: an upstream's questions go to
-that client, and a 2026-07-28 client's retry carries its answers).
+that client, and a 2026-07-28 client's retry carries its answers). A
+progress message is the upstream's text: its secrets are cut out and its
+length bounded, as for an answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["Progress", "caller", "calling", "params", "progress"]
+from .stderr import redact
+
+__all__ = ["MAX_MESSAGE", "MAX_SENDING", "Progress", "caller", "calling", "params", "progress"]
+
+log = logging.getLogger("guardrails.gateway")
+
+# The longest progress message relayed, in characters (a longer one is cut, with "…").
+MAX_MESSAGE = 1_000
+# The most reports of one call on their way to its client at once (more are dropped).
+MAX_SENDING = 64
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -50,17 +62,39 @@ def params() -> Any:
     return _PARAMS.get()
 
 
-def progress() -> Progress | None:
-    """A progress callback to the calling request, if it asked for progress."""
+def progress(secrets: Iterable[str] = ()) -> Progress | None:
+    """A progress callback to the calling request, if it asked for progress: each
+    message without ``secrets`` and cut to ``MAX_MESSAGE`` characters. A report that
+    comes while ``MAX_SENDING`` of the call's are still being sent is dropped, and one
+    the client cannot take (gone, closed) is dropped too: an upstream's flood or a
+    client that stops reading holds a bounded number of reports per call."""
     ctx = _CALLER.get()
     if ctx is None or not _asked(ctx):
         return None
     session = ctx.session
+    known = tuple(secrets)
+    sending = 0
 
     async def report(value: float, total: float | None, message: str | None) -> None:
-        await session.report_progress(value, total, message)
+        nonlocal sending
+        if sending >= MAX_SENDING:
+            return
+        sending += 1
+        try:
+            await session.report_progress(value, total, _message(message, known))
+        except Exception as exc:  # the client went away: its progress has nowhere to go
+            log.debug("progress not relayed (%s)", type(exc).__name__)
+        finally:
+            sending -= 1
 
     return report
+
+
+def _message(message: str | None, secrets: tuple[str, ...]) -> str | None:
+    if message is None:
+        return None
+    text = redact(message[: MAX_MESSAGE * 4], secrets)
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "\u2026"
 
 
 def _asked(ctx: Any) -> bool:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import quote
 
-from .stderr import redact
+from .stderr import redact_model
 
 __all__ = ["SCHEME", "Resources", "published_uri"]
 
@@ -65,12 +65,14 @@ class Resources:
         except Exception as exc:
             log.warning("upstream %r: resources not listed (%s)", upstream.name, type(exc).__name__)
             return []
-        allowed = set(upstream.config.resources)
-        return [
-            r.model_copy(update={"uri": published_uri(upstream.name, str(r.uri))})
-            for r in listed.resources
-            if str(r.uri) in allowed
-        ]
+        allowed, secrets = set(upstream.config.resources), upstream.stderr.secrets
+        found: dict[str, Any] = {}
+        for r in listed.resources:  # each named URI once, however often it is listed
+            uri = str(r.uri)
+            if uri in allowed and uri not in found:
+                published = published_uri(upstream.name, uri)
+                found[uri] = redact_model(r, secrets).model_copy(update={"uri": published})
+        return list(found.values())
 
     async def read_resource(self, ctx: Any, params: Any) -> Any:
         from mcp.shared.exceptions import MCPError
@@ -96,12 +98,11 @@ class Resources:
         contents = []
         size = 0
         for item in result.contents:
-            update: dict[str, Any] = {"uri": published}
+            item = redact_model(item, secrets)
             text = getattr(item, "text", None)
             if isinstance(text, str):
-                update["text"] = redact(text, secrets)
-                size += len(update["text"])
-            contents.append(item.model_copy(update=update))
+                size += len(text)
+            contents.append(item.model_copy(update={"uri": published}))
         if size > self.max_chars:
             log.warning("upstream %r: a resource longer than max_result_chars was refused",
                         upstream.name)  # fmt: skip

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..text._secret_spellings import spellings_of
 
-__all__ = ["REDACTED", "StderrLog", "redact", "redact_value"]
+__all__ = ["REDACTED", "StderrLog", "redact", "redact_model", "redact_value"]
 
 log = logging.getLogger("guardrails.gateway")
 
@@ -54,6 +54,18 @@ def redact_value(value: Any, secrets: Iterable[str]) -> Any:
     if isinstance(value, list):
         return [redact_value(v, secrets) for v in value]
     return value
+
+
+def redact_model(model: Any, secrets: Iterable[str]) -> Any:
+    """A copy of the MCP model ``model`` with ``redact`` applied to every string in
+    it, at any depth (descriptions, titles, embedded texts, ``_meta``); ``model``
+    itself when none held a secret."""
+    known = tuple(secrets)
+    if not _variants(known):
+        return model
+    dumped = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    walked = redact_value(dumped, known)
+    return model if walked == dumped else type(model).model_validate(walked)
 
 
 class StderrLog:
