@@ -6,18 +6,13 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import HealthCheck, settings
 
 from guardrails.store import MemoryStore, PostgresStore, SQLiteStore, Store
 from guardrails.store.testing import postgres_dsn, postgres_required, temporary_schema
+from tests._examples import load_profile
 
-settings.register_profile(
-    "default", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.register_profile(
-    "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+# Hypothesis: the ``ci`` profile when CI=true, ``local`` (a fifth of the examples) otherwise.
+load_profile()
 
 
 # -- stores: one of each kind, and locations that other processes can open ------------

@@ -30,6 +30,7 @@ from guardrails.native._flat_plan import flat_plan
 from guardrails.schema import CompiledSchema
 from guardrails.verdicts import model_sentence
 from tests import _flat_strategies as flat
+from tests._examples import examples
 
 COMPILED = load()
 needs_compiled = pytest.mark.skipif(COMPILED is None, reason="the C extension was not built")
@@ -99,7 +100,7 @@ def test_the_c_names_agree_with_offending_py_and_jsonschema_on_every_kind_of_off
     assert COMPILED is not None
     seen: Counter[str] = Counter()
 
-    @settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(1500), deadline=None, suppress_health_check=list(HealthCheck))
     @given(cases())
     def check(case: tuple[dict[str, Any], dict[str, Any]]) -> None:
         schema, instance = case
@@ -206,7 +207,7 @@ def _expected(schema: dict[str, Any], args: dict[str, Any], extra: str) -> Any:
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=list(HealthCheck))
 @given(cases(), st.sampled_from(["allow", "reject", "drop"]))
 def test_the_pipeline_tells_the_model_what_offending_py_would(
     case: tuple[dict[str, Any], dict[str, Any]], extra: str

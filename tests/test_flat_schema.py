@@ -27,6 +27,7 @@ from guardrails.native._compiled import CORE, load
 from guardrails.native._flat_plan import TYPE_BITS, flat_plan
 from guardrails.schema import CompiledSchema
 from tests import _flat_strategies as flat
+from tests._examples import examples
 from tests._refcounts import assert_kept, counts
 
 COMPILED = load()
@@ -72,7 +73,7 @@ def test_the_compiled_check_agrees_with_jsonschema_on_flat_schemas() -> None:
     assert COMPILED is not None
     seen: Counter[str] = Counter()
 
-    @settings(max_examples=1200, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(1200), deadline=None, suppress_health_check=list(HealthCheck))
     @given(cases())
     def check(case: tuple[dict[str, Any], dict[str, Any]]) -> None:
         schema, instance = case

@@ -21,6 +21,7 @@ from guardrails import (
 )
 from guardrails.guard import evaluate_plain, plain_steps
 from guardrails.verdicts import EscapeReason
+from tests._examples import examples
 
 _POINT = ChokePoint.TOOL_CALL
 
@@ -65,7 +66,7 @@ def _as_outcomes(ran: Any) -> list[Any]:
     return ran  # type: ignore[no-any-return]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.sampled_from(sorted(BEHAVIOURS)), min_size=1, max_size=6), st.booleans())
 def test_one_loop_gives_what_evaluate_gives_guard_by_guard(
     behaviours: list[str], fail_closed: bool
@@ -127,7 +128,7 @@ def test_a_guard_that_fails_after_plain_passes_is_recorded_like_any_other() -> N
     assert [(e.guard, e.reason) for e in result.escapes] == [("g1", "raised")]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
         st.tuples(st.booleans(), st.sampled_from(["invalid_args", "limit", "unavailable"])),

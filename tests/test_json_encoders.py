@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from guardrails.audit import _json, _opaque
 from guardrails.effects.idempotency import _digest, scoped_key
+from tests._examples import examples
 from tests._hostile import LoudStr, Shifty
 
 _scalars = st.one_of(
@@ -48,14 +49,14 @@ def _both(ours: Any, reference: Any) -> tuple[Any, Any]:
     return results[0], results[1]
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(_values)
 def test_an_audit_column_is_what_json_dumps_writes(value: Any) -> None:
     ours, reference = _both(lambda: _json(value), lambda: json.dumps(value, default=_opaque))
     assert ours == reference
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.one_of(st.none(), st.text()), st.text(), st.text())
 def test_an_idempotency_key_is_the_json_array_json_dumps_writes(
     tenant: str | None, tool: str, key: str
@@ -64,7 +65,7 @@ def test_an_idempotency_key_is_the_json_array_json_dumps_writes(
 
 
 @pytest.mark.slow
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.dictionaries(st.text(max_size=5), _values, max_size=4))
 def test_an_argument_digest_is_the_one_json_dumps_gives(arguments: dict[str, Any]) -> None:
     def reference() -> str:

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardrails.schema import CompiledSchema
+from tests._examples import examples
 
 json_scalars = st.one_of(
     st.none(),
@@ -83,7 +84,7 @@ def instances_for(draw: st.DrawFn, schema: dict[str, Any]) -> Any:
 
 
 @pytest.mark.slow
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(st.data())
 def test_same_verdict_as_jsonschema(data: st.DataObject) -> None:
     schema = data.draw(tool_schemas())
@@ -95,7 +96,7 @@ def test_same_verdict_as_jsonschema(data: st.DataObject) -> None:
     assert compiled.check(instance) == reference
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.data())
 def test_offending_names_are_declared_and_cover_every_invalid_property(data: st.DataObject) -> None:
     schema = data.draw(tool_schemas())
@@ -150,7 +151,7 @@ def maybe_broken_schemas(draw: st.DrawFn) -> dict[str, Any]:
     return schema
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(maybe_broken_schemas())
 def test_metaschema_check_agrees_with_jsonschema(schema: dict[str, Any]) -> None:
     from guardrails import SchemaError

@@ -21,6 +21,7 @@ from guardrails.context import Invocation, ToolResult, TurnContext, VerdictRecor
 from guardrails.native import _tuples
 from guardrails.native._compiled import load
 from guardrails.store import AuditRow
+from tests._examples import examples
 from tests._hostile import Shifty
 
 CORE = load()
@@ -77,7 +78,7 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
 def test_make_is_tuple_new_for_any_items_and_runs_none_of_them() -> None:
     assert CORE is not None
 
-    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(300), deadline=None, suppress_health_check=list(HealthCheck))
     @given(_ITEMS, st.sampled_from([Open, ToolResult, AuditRow, Invocation, Pair]))
     def check(items: list[Any], cls: type[tuple[Any, ...]]) -> None:
         made = CORE.make(cls, tuple(items))

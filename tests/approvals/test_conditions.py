@@ -12,6 +12,7 @@ from guardrails import Guardrails, tool
 from guardrails._conditions import MAX_CONDITION_CHARS, parse_approval
 from guardrails.errors import ConfigurationError
 from guardrails.tools import Tool
+from tests._examples import examples
 
 
 def needs(condition: str, arguments: dict[str, Any]) -> bool:
@@ -171,14 +172,14 @@ def test_never_is_a_setting_that_needs_no_gate() -> None:
 _NUMBERS = st.one_of(st.integers(-(10**6), 10**6), st.floats(-1e6, 1e6, allow_nan=False))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(bound=_NUMBERS, value=_NUMBERS)
 def test_a_number_comparison_agrees_with_python(bound: float, value: float) -> None:
     for op, expected in ((">", value > bound), ("<=", value <= bound), ("==", value == bound)):
         assert needs(f"x {op} {bound!r}", {"x": value}) is expected
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=st.text(max_size=40))
 def test_no_text_parses_into_something_that_does_not_read_an_argument(text: str) -> None:
     # Whatever parses reads at least one argument; everything else is an error.

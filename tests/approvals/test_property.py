@@ -15,6 +15,7 @@ from guardrails import Guardrails, tool
 from guardrails.approvals import ApprovalError, ApprovalGate, Approvals
 from guardrails.store import MemoryStore, SQLiteStore
 from guardrails.verdicts import Outcome
+from tests._examples import examples
 
 SCOPES = [("t1", "s1"), ("t1", "s2"), ("t2", "s1")]
 ARGUMENTS = [{"amount": 600, "to": "a"}, {"amount": 600, "to": "b"}, {"amount": 700, "to": "a"}]
@@ -99,13 +100,13 @@ def check(requests: list[Any], runs: list[Any], calls: list[Any], decided: dict[
         assert came_back == (r.status == "used")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(steps=STEPS)
 def test_memory_store_runs_each_approved_request_exactly_once(steps: list[Any]) -> None:
     play(MemoryStore(), steps)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(steps=STEPS)
 def test_sqlite_store_runs_each_approved_request_exactly_once(steps: list[Any]) -> None:
     with tempfile.TemporaryDirectory() as folder:

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from guardrails import Guardrails, tool
 from guardrails.approvals import ApprovalError, ApprovalGate, Approvals
 from guardrails.store import PostgresStore, SQLiteStore, Store
+from tests._examples import examples
 
 from .test_property import ARGUMENTS, SCOPES, STEPS, check
 
@@ -111,7 +112,7 @@ def test_two_processes_run_each_approved_request_exactly_once(places: Any) -> No
         w.start()
     pipes = [parent for parent, _ in ends]
 
-    @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(20), deadline=None, suppress_health_check=list(HealthCheck))
     @given(steps=STEPS)
     def each(steps: list[Any]) -> None:
         with places() as url:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from guardrails.effects import PaidCall, Usage
 from guardrails.store import MemoryStore
+from tests._examples import examples
 from tests._hostile import LoudFloat
 
 DAY = 86_400
@@ -60,7 +61,7 @@ def times(draw: st.DrawFn) -> int | float:
     return day * DAY + draw(_offsets)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(times(), min_size=1, max_size=12), st.randoms(use_true_random=False))
 def test_every_key_is_the_calendars_day_of_the_same_time(
     readings: list[int | float], random: Any
@@ -79,7 +80,7 @@ def test_the_generated_readings_reach_the_kept_key() -> None:
     asked = 0
     read = 0
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=examples(200), deadline=None)
     @given(st.lists(times(), min_size=2, max_size=12))
     def count(readings: list[int | float]) -> None:
         nonlocal asked, read

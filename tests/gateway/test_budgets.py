@@ -22,6 +22,7 @@ from guardrails.gateway.config import ToolConfig
 from guardrails.store import MemoryStore, SQLiteStore
 from guardrails.tools import Tool
 from guardrails.verdicts import Outcome, model_sentence
+from tests._examples import examples
 
 from .conftest import BILLING, command_toml, text
 
@@ -127,7 +128,7 @@ def test_budget_keys_are_checked_with_the_file_and_key(table: str, key: str, mes
 @example(cost=0.5, daily=1.0, instance=None, sessions=["a", "b", "c"], failing=set())
 @example(cost=0.5, daily=None, instance=0.5, sessions=["a", "a", "b"], failing=set())
 @example(cost=1.0, daily=1.0, instance=1.0, sessions=["a", "a", "a"], failing={0})
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     cost=st.sampled_from([0.25, 0.5, 1.0]),
     daily=st.one_of(st.none(), st.integers(1, 12).map(lambda n: n * 0.25)),

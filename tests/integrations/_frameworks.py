@@ -29,6 +29,7 @@ from guardrails import Guardrails, Outcome, Secret, TurnContext, Verdict, guard
 from guardrails.middleware._render import TRUNCATION_MARKER
 from guardrails.rules import required_action, trigger
 from guardrails.verdicts import model_sentence
+from tests import _examples
 
 SECRET = "token=sk-live-123"
 MAX_RESULT = 1000
@@ -295,7 +296,11 @@ def answers_to_any_lookup_arguments(
     """
     valid: set[bool] = set()
 
-    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=_examples.examples(examples),
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
     @given(arguments=LOOKUP_ARGUMENTS_OR_TEXT if text else LOOKUP_ARGUMENTS)
     def check(arguments: Any) -> None:
         content, is_error = answer(arguments)

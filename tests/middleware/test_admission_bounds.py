@@ -106,7 +106,7 @@ REACHED: Counter[str] = Counter()
 
 
 @pytest.mark.slow
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None)  # every run: counted by the reach check
 @given(_values, st.integers(0, 12), st.sampled_from(["str", "bytes", "indent"]))
 def test_deeper_than_agrees_with_the_parsed_value(value: Any, levels: int, form: str) -> None:
     text: str | bytes = json.dumps(value, indent=1 if form == "indent" else None)

@@ -24,6 +24,7 @@ from guardrails import Reason
 from guardrails.middleware import admission
 from guardrails.middleware._frozen import FrozenDict, FrozenList
 from guardrails.middleware.admission import INT_BOUND, MAX_DEPTH, canonical_py, load_compiled
+from tests._examples import examples
 from tests._refcounts import assert_kept, counts
 
 COMPILED = load_compiled()
@@ -178,7 +179,7 @@ limits = st.one_of(
 def test_the_compiled_walk_agrees_with_the_pure_walk_and_runs_no_user_method() -> None:
     seen: Counter[str] = Counter()
 
-    @settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(1500), deadline=None, suppress_health_check=list(HealthCheck))
     @given(tops, limits)
     def check(arguments: Any, limit: int) -> None:
         with Armed():
@@ -207,7 +208,7 @@ texts = st.one_of(
 
 
 @given(texts, limits)
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=list(HealthCheck))
 def test_json_text_admits_the_same_way_in_both_walks(text: str, limit: int) -> None:
     for sent in (text, text.encode("utf-8", "surrogatepass"), bytearray(text, "utf-8", "replace")):
         results = [walk(sent, limit) for walk in _walks()]

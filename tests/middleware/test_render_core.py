@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from guardrails.middleware import _render
 from guardrails.middleware._render import TRUNCATION_MARKER, _encode, render_py
 from guardrails.native._compiled import load
+from tests._examples import examples
 from tests._refcounts import assert_kept, counts
 
 CORE = load()
@@ -219,7 +220,7 @@ def _traits(value: Any, depth: int = 0) -> set[str]:
 def test_the_compiled_writer_agrees_with_json_and_runs_no_user_method() -> None:
     seen: Counter[str] = Counter()
 
-    @settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(2000), deadline=None, suppress_health_check=list(HealthCheck))
     @given(values)
     def check(value: Any) -> None:
         with Armed():
@@ -441,7 +442,7 @@ results = st.one_of(
 
 
 @needs_compiled
-@settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=list(HealthCheck))
 @given(results, limits)
 def test_the_compiled_render_agrees_with_render_py(value: Any, max_chars: Any) -> None:
     assert CORE is not None

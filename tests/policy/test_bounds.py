@@ -24,6 +24,7 @@ from guardrails.policy.loader import (
     MAX_TOOLS,
 )
 from guardrails.policy.rules import MAX_PATH_PARTS
+from tests._examples import examples
 
 RULE = "[tools.pay.params.iban]\nkind = 'iban'\n"
 
@@ -233,7 +234,7 @@ def _documents(draw: Any) -> tuple[str, int, int]:
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(_documents())
 def test_the_shape_scan_finds_exactly_the_documents_past_a_bound(
     document: tuple[str, int, int],

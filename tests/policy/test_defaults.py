@@ -211,7 +211,7 @@ def _all_strings(value: Any, where: tuple[Any, ...]) -> list[tuple[Any, ...]]:
 REACHED = {"exempt": 0, "checked": 0, "examples": 0, "both": 0}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None)  # every run: counted by the reach check
 @given(st.lists(json_values, min_size=2, max_size=4), st.data())
 def test_exactly_the_strings_under_no_exempt_path_are_checked(value: Any, data: Any) -> None:
     located = _all_strings(value, ("x",))

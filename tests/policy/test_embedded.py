@@ -153,7 +153,7 @@ SEPARATORS = st.sampled_from([" ", ", ", "\n", " (", ") ", ": "])
 SHARE = {"refused": 0, "passed": 0}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None)  # every run: counted by the reach check
 @given(
     st.lists(
         st.one_of(WORDS, st.sampled_from(MINE), st.sampled_from(THEIRS)), min_size=1, max_size=12

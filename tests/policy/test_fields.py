@@ -138,7 +138,7 @@ def _reference(value: Any, path: tuple[Any, ...]) -> list[Any]:
 REACHED = {"found": 0, "examples": 0}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None)  # every run: counted by the reach check
 @given(json_values, st.lists(st.sampled_from(["x", "y", "*", "0"]), min_size=1, max_size=3))
 def test_values_at_reads_what_the_path_says(value: Any, segments: list[str]) -> None:
     path = _paths.parse(".".join(segments))

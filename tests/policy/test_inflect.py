@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from guardrails import Guardrails, Outcome, tool
 from guardrails.policy import loads
 from guardrails.policy.inflect import forms, inflected
+from tests._examples import examples
 
 
 @pytest.mark.parametrize(
@@ -37,7 +38,7 @@ def test_a_multi_word_term_inflects_its_first_word_and_pluralises_its_last() -> 
     assert "send moneying" not in got
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=0, max_size=12))
 def test_every_form_starts_with_the_stem_and_the_word_is_kept(word: str) -> None:
     found = forms(word)

@@ -15,6 +15,7 @@ from guardrails.cli import main
 from guardrails.cli._tool_sources import _build, load_tools
 from guardrails.policy import loads
 from guardrails.policy.init import draft, guess_kind
+from tests._examples import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "policy.md").read_text()
@@ -111,7 +112,7 @@ _ENTRY = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(_ENTRY, min_size=1, max_size=4, unique_by=lambda e: e["name"]))
 @example(  # a parameter called "defaults": its rule would be named as the safe default's guard
     [

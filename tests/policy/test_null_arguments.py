@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from guardrails import Guardrails, Outcome, Tool, tool
 from guardrails.policy import Param, Policy
+from tests._examples import examples
 
 NULLABLE_SPELLINGS = {
     "type list": {"type": ["string", "null"]},
@@ -174,7 +175,7 @@ _schemas = st.recursive(
 
 
 @pytest.mark.slow
-@settings(max_examples=400, derandomize=True)
+@settings(max_examples=examples(400), derandomize=True)
 @given(_schemas, st.booleans())
 def test_null_is_skipped_only_where_the_schema_admits_it(schema: Any, required: bool) -> None:
     import jsonschema

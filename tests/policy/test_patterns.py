@@ -19,6 +19,7 @@ from guardrails.errors import ConfigurationError
 from guardrails.policy import Check, Param, Policy, PolicyError, loads
 from guardrails.policy import install as install_module
 from guardrails.policy.patterns import MAX_CHARS, MAX_GROUPS, MAX_PROGRAM, Pattern
+from tests._examples import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,7 +83,7 @@ _QUANT = st.sampled_from(["", "*", "+", "?", "{1,3}", "{2}", "*?"])
 patterns = st.lists(st.tuples(_ATOMS, _QUANT).map("".join), min_size=1, max_size=5).map("".join)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(patterns, st.text("abx\n", max_size=12))
 def test_re2_answers_as_pythons_re_on_patterns_both_accept(pattern: str, value: str) -> None:
     # The pattern subset shared by both engines, on short values (where Python's

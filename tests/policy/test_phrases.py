@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from guardrails import Guardrails, Outcome, tool
 from guardrails.policy import loads
 from guardrails.policy._phrases import MAX_PHRASE, MAX_RUN, phrases
+from tests._examples import examples
 
 
 @pytest.mark.parametrize(
@@ -76,7 +77,7 @@ SAFE = st.text(alphabet="abcdefgh xyz", min_size=1, max_size=30).filter(lambda s
 FILLER = st.text(alphabet="abcdefgh ,.", max_size=40)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(FILLER, SAFE, FILLER, st.sampled_from(list('"“«「')))
 def test_a_quoted_span_in_any_text_is_found(
     before: str, inside: str, after: str, mark: str

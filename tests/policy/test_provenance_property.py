@@ -20,6 +20,7 @@ from guardrails import Guardrails, tool
 from guardrails.policy import Param, Policy
 from guardrails.policy.attach import installed
 from guardrails.store import MemoryStore
+from tests._examples import examples
 
 
 def _iban(n: int) -> str:
@@ -149,7 +150,7 @@ def _check(turn: Any, iban: str, in_trusted: bool, in_untrusted: bool, partial: 
 def test_no_bound_ever_admits_a_value_seen_only_in_untrusted_results() -> None:
     tally: Counter[str] = Counter()
 
-    @settings(max_examples=300)
+    @settings(max_examples=examples(300))
     @given(_session)
     def sessions(session: dict[str, Any]) -> None:
         _run(session, tally)

@@ -14,6 +14,7 @@ from guardrails.policy import Param
 from guardrails.policy._quick import quick
 from guardrails.policy.install import _ParamCheck, _simple
 from guardrails.policy.provenance import Ledgers, Sources
+from tests._examples import examples
 
 
 class Shady(str):
@@ -108,7 +109,7 @@ def test_the_shortcut_passes_only_what_every_check_passes_and_the_guard_agrees()
 
     # The rare branches are pinned by examples: a value only ``check`` passes
     # (a bool in the allowed values, None against a deny list).
-    @settings(max_examples=600, deadline=None)
+    @settings(max_examples=examples(600), deadline=None)
     @given(_rules(), _SCALARS, _CONTEXT, _CONTEXT)
     @example(Param("t", "p", values=[True, "a"]), True, 0, 0)
     @example(Param("t", "p", deny_values=["root"]), None, 0, 0)

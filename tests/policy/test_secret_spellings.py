@@ -25,6 +25,7 @@ from guardrails import Guardrails, Outcome, Secret, Tool
 from guardrails.gateway.catalog import _redact
 from guardrails.middleware._render import FLAG_SECRET_REDACTED, REDACTED
 from guardrails.text._secret_spellings import MIN_ENCODED, Spellings
+from tests._examples import examples
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "policy.md"
 SECRET = 'sk-live/7f3a"Q+ &<\u00e9\u20ac\U0001f600\\z'
@@ -188,7 +189,7 @@ secrets = (
 ).filter(lambda s: s.strip() == s and not s.isspace())
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(secrets, st.text(max_size=30), st.text(max_size=30))
 def test_generated_secrets_are_replaced_in_every_covered_spelling(
     secret: str, before: str, after: str

@@ -21,6 +21,7 @@ from guardrails.policy.templates import (
     MAX_VALUE,
     Template,
 )
+from tests._examples import examples
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "policy.md").read_text()
 
@@ -121,7 +122,7 @@ def test_the_matcher_decides_as_trying_every_split(case: tuple[list[str], str, s
 def test_the_generated_cases_reach_the_matching_branch_and_the_refusals() -> None:
     outcomes: list[tuple[str, bool]] = []
 
-    @settings(max_examples=400, derandomize=True, database=None)
+    @settings(max_examples=examples(400), derandomize=True, database=None)
     @given(cases())
     def run(case: tuple[list[str], str, str]) -> None:
         outcomes.append((case[2], _decide(case[0], case[1])))

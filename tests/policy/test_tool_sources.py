@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from guardrails.cli import main
 from guardrails.cli._tool_sources import definition_shape, load_tools, tools_from_json
 from guardrails.errors import ConfigurationError
+from tests._examples import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIL = ROOT / "docs" / "policy" / "mail_payments.toml"
@@ -169,7 +170,7 @@ def _near_valid(draw: st.DrawFn) -> dict[str, Any]:
     return entry
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.dictionaries(_KEYS, _VALUES | st.dictionaries(_KEYS, _VALUES, max_size=4), max_size=5)
     | _near_valid()

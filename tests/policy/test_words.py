@@ -74,7 +74,7 @@ LITERAL = ["alpha", "beta"]
 SHARE = {"refused": 0, "passed": 0}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None)  # every run: counted by the reach check
 @given(st.lists(st.sampled_from(["alpha", "Beta", "gamma", "BETA,", "(alpha)"]), max_size=6))
 def test_refused_exactly_when_a_word_is_not_literal(words: list[str]) -> None:
     rule = Param("create_event", "title", words=LITERAL)

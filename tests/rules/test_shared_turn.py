@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from guardrails import Guardrails, Outcome, Reason, tool
 from guardrails.rules import SessionCeiling
+from tests._examples import examples
 
 THREADS = 32
 
@@ -46,7 +47,7 @@ def hammer(call: object, per_thread: int) -> None:
         t.join()
 
 
-@settings(max_examples=50, deadline=None, database=None)
+@settings(max_examples=examples(50), deadline=None, database=None)
 @given(limit=st.integers(0, 600), per_thread=st.integers(20, 40))
 def test_a_turn_shared_by_32_threads_never_exceeds_its_ceiling(limit: int, per_thread: int) -> None:
     turn = Guardrails([ping], max_calls_per_turn=limit).turn()
@@ -58,7 +59,7 @@ def test_a_turn_shared_by_32_threads_never_exceeds_its_ceiling(limit: int, per_t
     assert turn.counters.get("calls", 0) == ran
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(limit=st.integers(0, 300), per_thread=st.integers(1, 20))
 def test_a_session_shared_by_32_threads_never_exceeds_its_ceiling(
     limit: int, per_thread: int

@@ -17,6 +17,7 @@ from guardrails.rules import Restrict, TermSet, trigger
 from guardrails.rules.triggers import _regex_scanner, _substring_scanner, _trie_pattern
 from guardrails.text import Text, normalise
 from guardrails.text.confusables import has_lookalikes
+from tests._examples import examples
 
 # Every test here runs on both paths of the word lookup: the C scan
 # (guardrails/native/_csrc/triggers.c) and the pure one (GUARDRAILS_PURE=1).
@@ -364,7 +365,7 @@ def test_any_unicode_text_matches_as_the_reference_does(
 def test_the_generated_texts_reach_the_non_ascii_and_look_alike_branches() -> None:
     seen: list[str] = []
 
-    @settings(max_examples=300, derandomize=True, database=None)
+    @settings(max_examples=examples(300), derandomize=True, database=None)
     @given(_unicode_texts)
     def collect(raw: str) -> None:
         seen.append(raw)
@@ -617,7 +618,7 @@ def test_term_words_in_any_disguise_match_as_the_reference_does(
 def test_the_generated_cases_reach_every_branch_of_the_scan() -> None:
     cases: list[tuple[list[str], str]] = []
 
-    @settings(max_examples=400, derandomize=True, database=None)
+    @settings(max_examples=examples(400), derandomize=True, database=None)
     @given(_terms_and_text())
     def collect(case: tuple[list[str], str]) -> None:
         cases.append(case)

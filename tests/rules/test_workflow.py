@@ -15,6 +15,7 @@ from guardrails import Guardrails, GuardResult, Invocation, Outcome, Verdict, to
 from guardrails.errors import ConfigurationError
 from guardrails.rules.workflow import Step, Workflow
 from guardrails.store import MemoryStore, PostgresStore, SQLiteStore, Store
+from tests._examples import examples
 
 STEPS = [
     "start_building",
@@ -145,7 +146,7 @@ def test_pre_turn_refuses_the_turn_when_the_phase_cannot_be_read(tmp_path: Path)
     assert decision.refused and decision.offered == ()
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(st.lists(st.sampled_from(STEPS), max_size=12))
 def test_no_call_sequence_ever_reveals_instructions_out_of_turn(calls: list[str]) -> None:
     rails, _ = _rails(MemoryStore())

@@ -147,7 +147,9 @@ def _same_row(row_a: AuditRow, row_b: AuditRow) -> bool:
 def test_the_compiled_hash_is_the_twins_and_it_refuses_exactly_what_storable_rewrites() -> None:
     reached: Counter[str] = Counter()
 
-    @settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck)
+    )  # every run: counted by the reach check
     @given(_rows(), _PREVIOUS, _IDS)
     def check(row: AuditRow, previous: str, row_id: int) -> None:
         assert CORE is not None

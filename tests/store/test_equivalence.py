@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from guardrails.store import MemoryStore, PostgresStore, SQLiteStore, Store
 from guardrails.store.testing import postgres_dsn, temporary_schema
+from tests._examples import examples
 
 KEYS = st.sampled_from(["a", "b"])
 OWNERS = st.sampled_from(["o1", "o2"])
@@ -70,7 +71,7 @@ def test_a_reservation_after_a_negative_reserved_balance_agrees_on_every_store(
 
 # derandomize, no example database: the same examples on every run, so CI
 # cannot pass or fail by luck; the explicit test above holds the known case.
-@settings(max_examples=40, derandomize=True, database=None)
+@settings(max_examples=examples(40), derandomize=True, database=None)
 @given(st.lists(OPERATIONS, max_size=25))
 @example(NEGATIVE_RESERVED)
 def test_sqlite_answers_like_memory(operations: list[tuple[Any, ...]]) -> None:
@@ -79,7 +80,7 @@ def test_sqlite_answers_like_memory(operations: list[tuple[Any, ...]]) -> None:
 
 
 @pytest.mark.postgres
-@settings(max_examples=15, derandomize=True, database=None)
+@settings(max_examples=examples(15), derandomize=True, database=None)
 @given(st.lists(OPERATIONS, max_size=20))
 @example(NEGATIVE_RESERVED)
 def test_postgresql_answers_like_memory(operations: list[tuple[Any, ...]]) -> None:

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from guardrails.store import MemoryStore, PostgresStore, SQLiteStore, Store
 from guardrails.store.testing import postgres_dsn, temporary_schema
+from tests._examples import examples
 
 
 class GiveBackFirst:
@@ -199,7 +200,7 @@ def _reach(
         request.getfixturevalue("pg_dsn")  # skipped without a server, failed where one is required
     needed: list[int] = []
 
-    @settings(max_examples=EXAMPLES[kind], derandomize=True, database=None, deadline=None)
+    @settings(max_examples=examples(EXAMPLES[kind]), derandomize=True, database=None, deadline=None)
     @given(st.lists(operations, min_size=12, max_size=30))
     def check(steps: list[tuple[int, tuple[Any, ...]]]) -> None:
         with _store(kind) as (store, state):

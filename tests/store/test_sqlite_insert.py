@@ -26,6 +26,7 @@ from guardrails.store import AUDIT_COLUMNS, AuditRow, SQLiteStore, _sqlite_inser
 from guardrails.store._sqlite_insert import INSERT, insert, params_py
 from guardrails.store._storable import core_plan, storable
 from guardrails.store.verify import verify
+from tests._examples import examples
 from tests._hostile import CALLS, LoudStr, Shifty
 
 CORE = load()  # the compiled core whatever GUARDRAILS_PURE chose for the stores
@@ -57,7 +58,7 @@ def _row(values: list[Any]) -> AuditRow:
 @pytest.mark.slow
 @needs_compiled
 def test_the_compiled_split_is_the_twins_and_runs_nothing_of_a_value() -> None:
-    @settings(max_examples=800, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(800), deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.lists(_VALUES, min_size=len(AUDIT_COLUMNS), max_size=len(AUDIT_COLUMNS)))
     def check(values: list[Any]) -> None:
         assert CORE is not None
