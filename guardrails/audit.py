@@ -37,6 +37,7 @@ from .native._tuples import make, replaced
 from .observe._approval_event import APPROVAL
 from .observe._audit_json import decode_escapes, decode_verdicts
 from .store import AuditRow, Store, offloop
+from .store.held import hold
 from .verdicts import ChokePoint, EscapeReason, Outcome, Reason, Verdict
 
 __all__ = ["AUDITED", "AuditLog", "decode_escapes", "decode_verdicts"]
@@ -166,7 +167,9 @@ class AuditLog:
     async def aon_event(self, kind: str, payload: Any, /) -> None:
         """``on_event`` for the async entry points: written off the event loop."""
         if kind != APPROVAL:
-            await offloop.append(self.store, self._event(kind, payload))
+            row = self._event(kind, payload)
+            if not hold(self.store, row):  # (within a held call: committed with its row)
+                await offloop.append(self.store, row)
 
     def _event(self, kind: str, payload: Any) -> AuditRow:
         try:

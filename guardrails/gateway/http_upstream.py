@@ -6,7 +6,9 @@ calling tenant's ``max_result_bytes``) of a JSON answer; a longer one is
 dropped unread past the bound and the request is answered with the error
 ``TOO_LARGE`` instead, so the call ends at once. An event stream is cut at the
 transport's bound (the largest of any tenant): reading it then fails, which
-the SDK reports as a failed request.
+the SDK reports as a failed request. An answer that declares its length
+(``Content-Length``, not compressed) within the bound is passed on unread:
+the SDK's one reading of it stops at that length.
 """
 
 from __future__ import annotations
@@ -30,6 +32,19 @@ def _request_id(content: bytes) -> Any:
     return message.get("id") if isinstance(message, dict) and "method" in message else None
 
 
+def _declared_within(headers: Any, limit: int) -> bool:
+    """Whether an answer declares a length within ``limit``, unencoded: its reader then
+    stops at that length (HTTP/1.1 framing), so it needs no reading here first."""
+    length = headers.get("content-length")
+    encoding = headers.get("content-encoding", "identity").strip().lower()
+    return (
+        length is not None
+        and length.isdigit()
+        and int(length) <= limit
+        and (encoding == "identity")
+    )
+
+
 def _bounded_transport(bounds: Bounds) -> Any:
     import httpx2
 
@@ -44,6 +59,8 @@ def _bounded_transport(bounds: Bounds) -> Any:
                 return response
             rid = _request_id(request.content)
             limit = bounds.of(rid) if rid is not None else bounds.default
+            if _declared_within(response.headers, limit):
+                return response  # read once, by the SDK: at most its declared length
             held = bytearray()
             try:
                 async for chunk in response.aiter_raw():

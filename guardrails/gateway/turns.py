@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..context import ToolResult
 from ..engine import Guardrails
 from ..integrations.mcp import ContextFn, GuardedTools, default_context, header_lookup
+from ..store.held import held
 
 __all__ = ["MAX_USER_CHARS", "USER_KEY", "GatewayTools", "user_text"]
 
@@ -65,6 +67,12 @@ class GatewayTools(GuardedTools):
         self._rails = rails
         if self._server is not None:
             self._server.get_tool_input_schema = header_lookup(rails)
+
+    async def result(self, ctx: Any, params: Any) -> ToolResult:
+        """The guarded call's result; its pre_turn's audit row is committed with the
+        call's own row (``store.held``), both before the result is returned."""
+        async with held():
+            return await super().result(ctx, params)
 
     def serve(self, server: Any) -> Any:
         """``server``, whose ``Mcp-Param-*`` header check follows this object's engine."""

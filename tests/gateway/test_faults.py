@@ -224,6 +224,26 @@ async def test_an_http_upstreams_answer_past_the_byte_bound_is_an_error(
     assert text(still) == "small" and too_large == (outcome == "error")
 
 
+@pytest.mark.parametrize(
+    ("headers", "passed_on"),
+    [
+        ({"content-length": "5000"}, True),
+        ({"content-length": "5001"}, False),
+        ({}, False),  # no declared length: read here, up to the bound
+        ({"content-length": "10", "content-encoding": "gzip"}, False),  # longer once decoded
+        ({"content-length": "10, 10"}, False),
+    ],
+)
+def test_only_an_answer_declaring_a_plain_length_within_its_bound_is_passed_on_unread(
+    headers: dict[str, str], passed_on: bool
+) -> None:
+    import httpx2
+
+    from guardrails.gateway.http_upstream import _declared_within
+
+    assert _declared_within(httpx2.Headers(headers), 5000) is passed_on
+
+
 async def test_a_restart_lets_the_calls_the_upstream_accepted_end_first(tmp_path: Path) -> None:
     # `hang` stops the upstream answering anything new: the health check after
     # its timeout fails and the upstream is restarted, while `slow` (accepted
