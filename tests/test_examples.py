@@ -71,6 +71,7 @@ def test_every_example_is_covered() -> None:
 
 
 @pytest.mark.parametrize("script", sorted(EXPECTED))
+@pytest.mark.slow
 def test_example_runs_and_shows_the_guarded_outcomes(script: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
     done = subprocess.run(

@@ -102,6 +102,7 @@ def test_the_import_graph_is_read_from_every_kind_of_import() -> None:
         "guardrails.middleware.admission",
     ],
 )
+@pytest.mark.slow
 def test_no_choke_point_reaches_back_to_the_engine(module: str) -> None:
     graph = import_graph()
     assert "guardrails.engine" not in reachable(graph, module)
@@ -111,6 +112,7 @@ def test_no_choke_point_reaches_back_to_the_engine(module: str) -> None:
     "module",
     ["guardrails.engine", "guardrails.middleware.tool_call", "guardrails.middleware.admission"],
 )
+@pytest.mark.slow
 def test_no_import_cycle_runs_through_the_engine_or_the_tool_call_pipeline(module: str) -> None:
     assert module not in reachable(import_graph(), module)
 
@@ -119,6 +121,7 @@ def test_no_import_cycle_runs_through_the_engine_or_the_tool_call_pipeline(modul
     "module",
     ["guardrails.middleware.pre_turn", "guardrails.middleware.post_run", "guardrails.engine"],
 )
+@pytest.mark.slow
 def test_each_module_imports_first_in_a_fresh_interpreter(module: str) -> None:
     done = subprocess.run(
         [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120
@@ -461,6 +464,7 @@ def test_the_foundation_imports_nothing_above_it() -> None:
     assert not wrong, wrong
 
 
+@pytest.mark.slow
 def test_middleware_never_imports_the_engine() -> None:
     wrong = [
         f"{a} -> {b}"
@@ -489,6 +493,7 @@ def test_the_rooms_below_the_engine_do_not_import_it_nor_what_sits_on_it() -> No
     assert not wrong, wrong
 
 
+@pytest.mark.slow
 def test_text_and_the_compiled_core_do_not_import_the_rooms_above_them() -> None:
     above = ("guardrails.observe", "guardrails.middleware", "guardrails.rules", "guardrails.policy")
     wrong = [

@@ -156,6 +156,7 @@ def _many(times: int) -> None:
 
 
 @needs_compiled
+@pytest.mark.slow
 def test_reference_counts_and_memory_are_unchanged_after_many_calls() -> None:
     probe = ("a-probe", 1.5)
     items = (probe, "x")

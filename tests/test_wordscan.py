@@ -306,6 +306,7 @@ _BUFFERS_SEEN = [
 
 
 @needs_compiled
+@pytest.mark.slow
 def test_reference_counts_are_unchanged_after_many_scans() -> None:
     assert CORE is not None
     keys = tuple(_KEY_OBJECTS)
@@ -330,6 +331,7 @@ def test_reference_counts_are_unchanged_after_many_scans() -> None:
 
 
 @needs_compiled
+@pytest.mark.slow
 def test_no_memory_is_kept_over_100000_scans_and_tables() -> None:
     assert CORE is not None
     keys = tuple(_KEY_OBJECTS)

@@ -35,6 +35,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_a_call_approved_from_another_process_runs_once(tmp_path: Path) -> None:
     path, ran = str(tmp_path / "g.db"), []
     engine = _engine(path, ran)

@@ -11,6 +11,7 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
+@pytest.mark.slow
 def test_framework_benchmark_rows_are_well_formed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     harness = importlib.import_module("_harness")

@@ -66,6 +66,7 @@ def test_check_row_rejects_malformed_rows(harness: ModuleType, bad: dict[str, An
         harness.check_row(bad)
 
 
+@pytest.mark.slow
 def test_pipeline_benchmark_rows_are_well_formed(harness: ModuleType) -> None:
     bench = importlib.import_module("bench_pipeline")
 
@@ -121,6 +122,7 @@ def test_runner_finds_every_bench_module_and_writes_markdown_and_json(
         sys.modules.pop(name, None)
 
 
+@pytest.mark.slow
 def test_runner_main_writes_results_with_machine_and_versions(
     harness: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -147,6 +149,7 @@ def test_splice_replaces_only_the_text_between_markers(harness: ModuleType) -> N
         runner.splice("no markers", "results", "x")
 
 
+@pytest.mark.slow
 def test_peer_benchmark_rows_are_well_formed_with_or_without_the_peers(harness: ModuleType) -> None:
     bench = importlib.import_module("bench_peers")
 
@@ -160,6 +163,7 @@ def test_peer_benchmark_rows_are_well_formed_with_or_without_the_peers(harness: 
         assert r["median_us"] is not None or "not installed" in r["note"]
 
 
+@pytest.mark.slow
 def test_scaling_benchmark_rows_are_well_formed(
     harness: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:

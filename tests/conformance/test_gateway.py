@@ -120,6 +120,7 @@ class _Since:
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.slow
 async def test_gateway_answers_as_the_table_says(transport: str, tmp_path: Path) -> None:
     failures: list[str] = []
     async with _client(transport, tmp_path) as client:

@@ -85,6 +85,7 @@ def audit_details(path: Path) -> dict[str, dict[str, Any]]:
     return {str(r.tool): json.loads(r.detail or "{}") for r in rows}
 
 
+@pytest.mark.slow
 async def test_a_class_rule_holds_destructive_tools_and_never_relaxes_a_tool_s_own_rule(
     tmp_path: Path, transport: str
 ) -> None:
@@ -105,6 +106,7 @@ async def test_a_class_rule_holds_destructive_tools_and_never_relaxes_a_tool_s_o
     assert DETAIL not in details["read"] and DETAIL not in details["liar"]
 
 
+@pytest.mark.slow
 async def test_an_upstream_s_own_class_rules_withhold_and_make_actions(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -133,6 +135,7 @@ async def test_an_upstream_s_own_class_rules_withhold_and_make_actions(
     assert "upstream 'files': tool 'wipe' withheld by upstreams.files.when.open_world" in said
 
 
+@pytest.mark.slow
 async def test_a_class_condition_on_a_parameter_a_tool_lacks_holds_its_every_call(
     tmp_path: Path,
 ) -> None:
@@ -150,6 +153,7 @@ async def test_a_class_condition_on_a_parameter_a_tool_lacks_holds_its_every_cal
     assert other == PENDING
 
 
+@pytest.mark.slow
 async def test_the_rule_that_applied_is_on_the_call_s_span(tmp_path: Path) -> None:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -168,6 +172,7 @@ async def test_the_rule_that_applied_is_on_the_call_s_span(tmp_path: Path) -> No
     assert ATTR_ANNOTATION_RULES not in (spans["execute_tool read"].attributes or {})
 
 
+@pytest.mark.slow
 async def test_a_changed_hint_is_withheld_like_any_changed_definition(tmp_path: Path) -> None:
     gateway = in_process(tmp_path, upstream(tmp_path) + RULES)
     async with gateway.running(), Client(gateway.server(), cache=None) as client:
@@ -239,6 +244,7 @@ def test_a_mistake_in_a_class_rule_names_the_file_and_the_key(body: str, where: 
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.slow
 def test_a_typo_in_a_class_rule_stops_the_command_with_one_line_and_status_2(
     tmp_path: Path,
 ) -> None:

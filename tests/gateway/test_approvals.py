@@ -107,6 +107,7 @@ def listed(
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
+@pytest.mark.slow
 async def test_an_approved_call_runs_once_with_exactly_its_arguments(
     tmp_path: Path, transport: str
 ) -> None:
@@ -129,6 +130,7 @@ async def test_an_approved_call_runs_once_with_exactly_its_arguments(
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 async def test_two_replicas_on_postgresql_run_an_approved_call_once(
     tmp_path: Path, pg_dsn: str
 ) -> None:
@@ -151,6 +153,7 @@ async def test_two_replicas_on_postgresql_run_an_approved_call_once(
     assert ledger(tmp_path) == [{"amount": 900, "to": "bob"}]
 
 
+@pytest.mark.slow
 async def test_a_denied_call_never_runs_and_the_decision_is_audited(tmp_path: Path) -> None:
     path = configure(tmp_path)
     async with gateway_client("stdio", path) as client:
@@ -169,6 +172,7 @@ async def test_a_denied_call_never_runs_and_the_decision_is_audited(tmp_path: Pa
     assert (row.outcome, row.tool, json.loads(row.detail)["by"]) == ("denied", "transfer", "bo")
 
 
+@pytest.mark.slow
 async def test_an_approval_that_expired_unused_never_runs(tmp_path: Path) -> None:
     path = configure(tmp_path)
     async with gateway_client("stdio", path) as client:
@@ -187,6 +191,7 @@ async def test_an_approval_that_expired_unused_never_runs(tmp_path: Path) -> Non
     assert [r["status"] for r in listed(tmp_path, "all")] == ["pending", "expired"]
 
 
+@pytest.mark.slow
 async def test_a_tenant_s_own_rule_holds_its_calls_only(tmp_path: Path) -> None:
     path = configure(tmp_path)
     async with http_gateway(path) as (url, _):
@@ -227,6 +232,7 @@ def _typed(response: Any, status: int, error: str) -> None:
     assert "Traceback" not in response.text
 
 
+@pytest.mark.slow
 async def test_an_approver_decides_over_http_and_the_call_runs_once(tmp_path: Path) -> None:
     alice, token = APPROVERS["acme"]
     async with endpoint(tmp_path) as (base, client), _client(base, token) as http:
@@ -255,6 +261,7 @@ async def test_an_approver_decides_over_http_and_the_call_runs_once(tmp_path: Pa
     assert (row.outcome, detail["by"], detail["request"]) == ("approved", alice, request["id"])
 
 
+@pytest.mark.slow
 async def test_a_denial_or_an_expiry_over_http_never_runs_the_call(tmp_path: Path) -> None:
     alice, token = APPROVERS["acme"]
     async with endpoint(tmp_path) as (base, client), _client(base, token) as http:
@@ -276,6 +283,7 @@ async def test_a_denial_or_an_expiry_over_http_never_runs_the_call(tmp_path: Pat
     assert ledger(tmp_path) == []
 
 
+@pytest.mark.slow
 async def test_only_an_approver_of_the_tenant_sees_or_decides(tmp_path: Path) -> None:
     _, acme_token = APPROVERS["acme"]
     _, globex_token = APPROVERS["globex"]
@@ -307,6 +315,7 @@ async def test_only_an_approver_of_the_tenant_sees_or_decides(tmp_path: Path) ->
     assert ledger(tmp_path) == []
 
 
+@pytest.mark.slow
 async def test_forged_ids_bad_bodies_and_replays_get_typed_answers(tmp_path: Path) -> None:
     _, token = APPROVERS["acme"]
     async with endpoint(tmp_path) as (base, client), _client(base, token) as http:
@@ -385,6 +394,7 @@ def test_tenant_and_endpoint_settings_are_checked_when_loaded(table: str, key: s
         ),
     ],
 )
+@pytest.mark.slow
 async def test_approval_rules_that_do_not_fit_the_tools_fail_at_start(
     tmp_path: Path, extra: str, message: str
 ) -> None:
@@ -397,6 +407,7 @@ async def test_approval_rules_that_do_not_fit_the_tools_fail_at_start(
             pass
 
 
+@pytest.mark.slow
 def test_a_typo_stops_the_command_with_one_line_and_status_2(tmp_path: Path) -> None:
     path = configure(tmp_path)
     path.write_text(path.read_text().replace('approval = "amount > 500"', 'approval = "alwys"'))
@@ -414,6 +425,7 @@ def test_a_typo_stops_the_command_with_one_line_and_status_2(tmp_path: Path) -> 
     assert line.startswith(f"guardrails gateway: {path}: upstreams.ledger.tools.transfer.approval:")
 
 
+@pytest.mark.slow
 def test_an_approver_token_that_is_also_a_client_token_stops_the_start(tmp_path: Path) -> None:
     path = configure(tmp_path)
     (tmp_path / "approvers.txt").write_text(f"acme alice {TOKENS['acme']}\n")
@@ -442,6 +454,7 @@ def test_the_documented_error_codes_are_the_endpoint_s() -> None:
     assert {code: int(status) for status, code in rows} == ERRORS
 
 
+@pytest.mark.slow
 async def test_the_gateway_s_call_spans_carry_the_approval_events(tmp_path: Path) -> None:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -476,6 +489,7 @@ async def test_the_gateway_s_call_spans_carry_the_approval_events(tmp_path: Path
     assert granted[0].attributes[telemetry.ATTR_APPROVAL_REQUEST] == request.id  # type: ignore[index]
 
 
+@pytest.mark.slow
 async def test_the_policy_file_s_approval_holds_in_the_gateway(tmp_path: Path) -> None:
     (tmp_path / "policy.toml").write_text('[tools.balance]\napproval = "always"\n')
     path = configure(tmp_path)

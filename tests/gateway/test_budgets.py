@@ -64,6 +64,7 @@ def paid_rows(tmp_path: Path) -> list[tuple[str, str | None]]:
         store.close()
 
 
+@pytest.mark.slow
 async def test_the_daily_cap_holds_across_calls_and_sessions(tmp_path: Path) -> None:
     async with connected(tmp_path, "daily_cap = 0.75") as (_, client):
         answers = [await echo(client, session) for session in ("a", "b", "c", "d")]
@@ -71,6 +72,7 @@ async def test_the_daily_cap_holds_across_calls_and_sessions(tmp_path: Path) -> 
     assert paid_rows(tmp_path) == [("ok", None)] * 3 + [("limit", "daily_cap")]
 
 
+@pytest.mark.slow
 async def test_the_instance_cap_counts_each_session_apart(tmp_path: Path) -> None:
     async with connected(tmp_path, "instance_cap = 0.5\ndaily_cap = 1.0") as (_, client):
         first = [await echo(client, "a") for _ in range(3)]
@@ -82,6 +84,7 @@ async def test_the_instance_cap_counts_each_session_apart(tmp_path: Path) -> Non
     assert outcomes == [("limit", "instance_cap"), ("limit", "daily_cap")]
 
 
+@pytest.mark.slow
 async def test_a_refused_call_does_not_reach_the_upstream_and_costs_nothing(
     tmp_path: Path,
 ) -> None:
@@ -93,6 +96,7 @@ async def test_a_refused_call_does_not_reach_the_upstream_and_costs_nothing(
     assert [row.cost for row in spent] == [0.25]
 
 
+@pytest.mark.slow
 async def test_a_per_session_cap_without_a_session_answers_unavailable(tmp_path: Path) -> None:
     async with connected(tmp_path, "instance_cap = 1.0") as (gateway, _):
         assert gateway.rails is not None

@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import Client
 
 from guardrails.gateway import Gateway, parse_config
@@ -44,6 +45,7 @@ class Asked:
         return CreateMessageResult(role="assistant", content=content, model="m")
 
 
+@pytest.mark.slow
 async def test_an_elicitation_or_a_sampling_never_reaches_a_client(
     tmp_path: Path,
 ) -> None:
@@ -68,6 +70,7 @@ async def test_an_elicitation_or_a_sampling_never_reaches_a_client(
     assert not after.is_error
 
 
+@pytest.mark.slow
 async def test_over_http_another_tenants_client_is_never_asked(tmp_path: Path) -> None:
     from guardrails.gateway.upstream import _http
 

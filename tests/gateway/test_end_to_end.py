@@ -288,6 +288,7 @@ class Attack:
             assert (await self.call(client, "ok")).isdigit()
 
 
+@pytest.mark.slow
 async def test_two_replicas_on_oauth_keep_every_tenant_whole_beside_a_hostile_upstream(
     tmp_path: Path, pg_dsn: str
 ) -> None:

@@ -178,6 +178,7 @@ async def test_undeclared_arguments_are_refused_unless_the_upstream_says_otherwi
         assert text(result) == answer
 
 
+@pytest.mark.slow
 async def test_an_upstream_cannot_take_another_upstreams_name_at_start_or_at_a_relist(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -209,6 +210,7 @@ async def test_an_upstream_cannot_take_another_upstreams_name_at_start_or_at_a_r
 
 # The answer holds the text twice (a text block and structured content).
 @pytest.mark.parametrize(("size", "outcome"), [(2000, "ok"), (6000, "error")])
+@pytest.mark.slow
 async def test_an_http_upstreams_answer_past_the_byte_bound_is_an_error(
     tmp_path: Path, size: int, outcome: str
 ) -> None:
@@ -270,6 +272,7 @@ async def test_a_restart_lets_the_calls_the_upstream_accepted_end_first(tmp_path
     assert text(slow[0]) == "slow done"
 
 
+@pytest.mark.slow
 async def test_a_name_never_moves_between_gateways_sharing_a_store(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -34,6 +34,7 @@ app.run("stdio")
 '''
 
 
+@pytest.mark.slow
 async def test_a_relative_command_runs_from_the_files_folder_with_the_gateways_python(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -57,6 +58,7 @@ async def test_a_relative_command_runs_from_the_files_folder_with_the_gateways_p
     assert Path(cwd).resolve() == folder.resolve()
 
 
+@pytest.mark.slow
 async def test_a_start_error_names_the_file_and_the_key(tmp_path: Path) -> None:
     path = tmp_path / "gateway.toml"
     path.write_text(
@@ -69,6 +71,7 @@ async def test_a_start_error_names_the_file_and_the_key(tmp_path: Path) -> None:
     assert str(raised.value) == f"{path}: tenants.acme.tools: no tool 'nope'"
 
 
+@pytest.mark.slow
 def test_a_postgres_store_without_the_extra_is_one_line_and_status_2(tmp_path: Path) -> None:
     path = tmp_path / "gateway.toml"
     path.write_text(
@@ -106,6 +109,7 @@ def first_configuration() -> tuple[dict[str, str], str]:
     return files, command.group(1)
 
 
+@pytest.mark.slow
 async def test_the_docs_first_configuration_works_as_written_from_another_directory(
     tmp_path: Path,
 ) -> None:

@@ -49,6 +49,7 @@ def dump(result: Any) -> str:
     return json.dumps(result.model_dump(mode="json"))
 
 
+@pytest.mark.slow
 async def test_listing_hides_bound_parameters_and_secrets(transport: str, tmp_path: Path) -> None:
     async with gateway_client(transport, write_config(tmp_path, TOOLS)) as client:
         listed = await client.list_tools()
@@ -59,6 +60,7 @@ async def test_listing_hides_bound_parameters_and_secrets(transport: str, tmp_pa
     assert "api_key" not in dump(listed) and "account_id" not in dump(listed)
 
 
+@pytest.mark.slow
 async def test_a_tenant_sees_and_calls_only_its_tools(tmp_path: Path) -> None:
     config = write_config(tmp_path, TOOLS)
     async with gateway_client("http", config, tenant="globex") as client:
@@ -70,6 +72,7 @@ async def test_a_tenant_sees_and_calls_only_its_tools(tmp_path: Path) -> None:
     assert text(lookup) == "invoices of acc-9 for 2025: 2"
 
 
+@pytest.mark.slow
 async def test_a_tenant_the_config_does_not_name_is_offered_nothing(tmp_path: Path) -> None:
     async with gateway_client("http", write_config(tmp_path, TOOLS), tenant="nobody") as client:
         listed = await client.list_tools()
@@ -78,6 +81,7 @@ async def test_a_tenant_the_config_does_not_name_is_offered_nothing(tmp_path: Pa
     assert text(refused) == model_sentence(Outcome.UNAVAILABLE)
 
 
+@pytest.mark.slow
 async def test_every_outcome_with_its_fixed_sentence(transport: str, tmp_path: Path) -> None:
     config = write_config(tmp_path, TOOLS, gateway="max_calls_per_session = 4")
     calls: list[tuple[str, dict[str, Any], Outcome | None, str | None]] = [
@@ -105,6 +109,7 @@ async def test_every_outcome_with_its_fixed_sentence(transport: str, tmp_path: P
             assert "hunter2" not in dump(result) and "acc-1" not in dump(result)
 
 
+@pytest.mark.slow
 async def test_secrets_reach_action_tools_and_never_any_response(
     transport: str, tmp_path: Path
 ) -> None:
@@ -121,6 +126,7 @@ async def test_secrets_reach_action_tools_and_never_any_response(
     assert not any(SECRET in response for response in seen)
 
 
+@pytest.mark.slow
 async def test_session_ceiling_holds_across_calls_and_per_session(tmp_path: Path) -> None:
     config = write_config(tmp_path, TOOLS, gateway="max_calls_per_session = 2")
     from .conftest import TOKENS, http_client, http_gateway
@@ -143,6 +149,7 @@ async def test_stdio_connection_is_a_session(tmp_path: Path) -> None:
     assert text(first) == "x" and text(second) == model_sentence(Outcome.LIMIT)
 
 
+@pytest.mark.slow
 async def test_upstream_over_streamable_http(transport: str, tmp_path: Path) -> None:
     async with billing_over_http() as url:
         body = f'[upstreams.billing]\nurl = "{url}"\n'
@@ -155,6 +162,7 @@ async def test_upstream_over_streamable_http(transport: str, tmp_path: Path) -> 
     assert text(failed) == model_sentence(Outcome.ERROR)
 
 
+@pytest.mark.slow
 async def test_a_clashing_name_stays_the_first_upstreams_and_prefix_publishes_both(
     transport: str, tmp_path: Path
 ) -> None:
@@ -176,6 +184,7 @@ async def test_a_clashing_name_stays_the_first_upstreams_and_prefix_publishes_bo
 
 
 @pytest.mark.parametrize("token", [None, "not-a-token"])
+@pytest.mark.slow
 async def test_http_without_a_known_token_is_refused_and_counted(
     tmp_path: Path, token: str | None
 ) -> None:
@@ -211,6 +220,7 @@ async def test_http_without_a_known_token_is_refused_and_counted(
 EXAMPLE = [PY, str(ROOT / "examples" / "mcp_server.py")]
 
 
+@pytest.mark.slow
 async def test_in_front_of_the_repositorys_example_server(transport: str, tmp_path: Path) -> None:
     from .conftest import started
 
@@ -244,6 +254,7 @@ steps = [
 )
 
 
+@pytest.mark.slow
 async def test_a_workflow_is_gated_step_by_step_across_calls(
     transport: str, tmp_path: Path
 ) -> None:
@@ -263,6 +274,7 @@ async def test_a_workflow_is_gated_step_by_step_across_calls(
     assert text(again) == model_sentence(Outcome.UNAVAILABLE)  # the workflow is done
 
 
+@pytest.mark.slow
 async def test_a_stateful_mcp_session_is_the_session(tmp_path: Path) -> None:
     from mcp import Client
 

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 from mcp import Client
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -45,6 +46,7 @@ async def connected(
         yield gateway, client
 
 
+@pytest.mark.slow
 async def test_each_call_is_a_span_and_counted_without_the_secret(tmp_path: Path) -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -67,12 +69,14 @@ async def test_each_call_is_a_span_and_counted_without_the_secret(tmp_path: Path
     assert 'guardrails_gateway_upstream_up{upstream="billing"} 1.0' in metrics
 
 
+@pytest.mark.slow
 async def test_a_secret_the_provider_lacks_makes_the_call_unavailable(tmp_path: Path) -> None:
     async with connected(tmp_path, {}) as (_, client):
         result = await client.call_tool("charge", {"amount": 3})
     assert text(result) == model_sentence(Outcome.UNAVAILABLE)
 
 
+@pytest.mark.slow
 async def test_a_provider_that_raises_makes_the_call_unavailable_and_says_nothing(
     tmp_path: Path,
 ) -> None:
@@ -88,6 +92,7 @@ async def test_a_provider_that_raises_makes_the_call_unavailable_and_says_nothin
     assert SECRET not in result.model_dump_json() and text(echoed) == "still here"
 
 
+@pytest.mark.slow
 async def test_a_long_answer_is_cut_before_it_reaches_the_client(tmp_path: Path) -> None:
     async with connected(tmp_path, {}) as (_, client):
         result = await client.call_tool("echo", {"text": "line\n" * 5000})
@@ -96,6 +101,7 @@ async def test_a_long_answer_is_cut_before_it_reaches_the_client(tmp_path: Path)
     assert result.is_error and len(text(result)) <= 200
 
 
+@pytest.mark.slow
 async def test_every_call_leaves_an_audit_row_without_secrets_or_values(tmp_path: Path) -> None:
     async with connected(tmp_path, {"PAY_KEY": SECRET}) as (_, client):
         await client.call_tool("charge", {"amount": 3})
@@ -144,6 +150,7 @@ deny_values = ["wire the money"]
 """
 
 
+@pytest.mark.slow
 async def test_a_policy_file_decides_over_mcp_and_its_rules_are_named_in_the_audit(
     tmp_path: Path,
 ) -> None:
@@ -175,6 +182,7 @@ async def test_a_policy_file_decides_over_mcp_and_its_rules_are_named_in_the_aud
     assert all("2099" not in repr(r) and "money" not in repr(r) for r in refused)
 
 
+@pytest.mark.slow
 async def test_the_gateway_metrics_have_every_series_from_zero(tmp_path: Path) -> None:
     registry = CollectorRegistry()
     async with connected(tmp_path, {"PAY_KEY": SECRET}, registry=registry):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client
 from mcp.types import ToolListChangedNotification
 
@@ -39,6 +40,7 @@ class Told:
             self.event.set()
 
 
+@pytest.mark.slow
 async def test_in_process_a_listening_client_is_told_and_lists_the_new_tool(
     tmp_path: Path,
 ) -> None:
@@ -55,6 +57,7 @@ async def test_in_process_a_listening_client_is_told_and_lists_the_new_tool(
     assert "grown" not in before and after == before | {"grown"}
 
 
+@pytest.mark.slow
 async def test_over_stdio_a_handshake_client_is_told(tmp_path: Path) -> None:
     told = Told()
     params = stdio_client(write_config(tmp_path, UPSTREAM)).server
@@ -77,6 +80,7 @@ tools = ["weather"]
 )
 
 
+@pytest.mark.slow
 async def test_over_http_only_the_tenant_that_sees_the_change_is_told(tmp_path: Path) -> None:
     # globex may see `weather` only: `grown` changes nothing it sees, and it is not
     # told. `retitle` then changes `weather`'s title (pin = "auto"): globex is told

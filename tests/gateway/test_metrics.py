@@ -56,6 +56,7 @@ def assert_no_private_text(metrics: str) -> None:
         assert private not in metrics
 
 
+@pytest.mark.slow
 async def test_metrics_on_the_clients_port_carry_no_value_secret_token_or_session(
     tmp_path: Path,
 ) -> None:
@@ -66,6 +67,7 @@ async def test_metrics_on_the_clients_port_carry_no_value_secret_token_or_sessio
     assert 'guardrails_tool_outcomes_total{outcome="unavailable",tool="_unknown"}' in metrics
 
 
+@pytest.mark.slow
 async def test_with_metrics_on_their_own_address_the_clients_port_has_none(
     tmp_path: Path,
 ) -> None:

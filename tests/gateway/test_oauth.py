@@ -75,6 +75,7 @@ async def listed_and_called(url: str, token: str) -> tuple[set[str], str, str]:
     return names, echo, charge
 
 
+@pytest.mark.slow
 async def test_metadata_challenge_tenants_and_scopes_over_http(tmp_path: Path) -> None:
     issuer = Issuer()
     async with gateway(tmp_path, issuer) as url:
@@ -120,6 +121,7 @@ async def test_metadata_challenge_tenants_and_scopes_over_http(tmp_path: Path) -
     assert "guardrails_gateway_auth_refusals_total 5.0" in metrics
 
 
+@pytest.mark.slow
 async def test_the_clients_token_never_reaches_an_upstream(tmp_path: Path) -> None:
     issuer = Issuer()
     server = [PY, str(SERVERS / "headers.py"), "--http"]

@@ -47,6 +47,7 @@ async def _scenario(gateway: Gateway, store: Any) -> tuple[list[str], str]:
 
 
 @pytest.mark.parametrize("method", METHODS)
+@pytest.mark.slow
 async def test_no_store_method_of_the_gateway_blocks_its_loop(tmp_path: Path, method: str) -> None:
     config = parse_config(tomllib.loads(CONFIG), base=tmp_path)
     gateway = Gateway(config, secrets={}.get)

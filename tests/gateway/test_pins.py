@@ -113,6 +113,7 @@ async def agree_on_a_withheld_change(tmp_path: Path, store: str, cli_store: str)
         assert sample(gw, "guardrails_gateway_tools_withheld", upstream="words") == 0.0
 
 
+@pytest.mark.slow
 async def test_two_gateways_on_one_sqlite_file_withhold_a_changed_description_until_approved(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -128,6 +129,7 @@ async def test_two_gateways_on_one_sqlite_file_withhold_a_changed_description_un
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 async def test_two_gateways_on_postgresql_withhold_a_changed_description_until_approved(
     tmp_path: Path, pg_dsn: str
 ) -> None:
@@ -137,6 +139,7 @@ async def test_two_gateways_on_postgresql_withhold_a_changed_description_until_a
     await agree_on_a_withheld_change(tmp_path, url, url)
 
 
+@pytest.mark.slow
 async def test_with_pin_auto_a_changed_description_is_published_logged_and_counted(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -161,6 +164,7 @@ async def test_with_pin_auto_a_changed_description_is_published_logged_and_count
     assert code == 0 and "words\tlookup\tpinned\t" in listed
 
 
+@pytest.mark.slow
 async def test_a_gateway_started_against_a_changed_tool_withholds_it_from_the_start(
     tmp_path: Path,
 ) -> None:

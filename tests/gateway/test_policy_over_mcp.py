@@ -63,6 +63,7 @@ async def listed(client: Client, user: str | None = None) -> set[str]:
     return {tool.name for tool in (await client.list_tools(meta=meta(user))).tools}
 
 
+@pytest.mark.slow
 async def test_intent_gated_tools_need_the_users_words_in_the_request(tmp_path: Path) -> None:
     async with connected(tmp_path) as client:
         without = await listed(client)
@@ -77,6 +78,7 @@ async def test_intent_gated_tools_need_the_users_words_in_the_request(tmp_path: 
     assert not allowed.is_error and text(allowed).isdigit()
 
 
+@pytest.mark.slow
 async def test_a_per_session_ceiling_holds_across_calls_over_mcp(tmp_path: Path) -> None:
     async with connected(tmp_path) as client:
 
@@ -91,6 +93,7 @@ async def test_a_per_session_ceiling_holds_across_calls_over_mcp(tmp_path: Path)
     assert keyed == ["x", "x", LIMIT]
 
 
+@pytest.mark.slow
 async def test_max_per_turn_is_reported_at_start_and_zero_still_closes_a_tool(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -115,6 +118,7 @@ grounded_in = ["user"]
 """
 
 
+@pytest.mark.slow
 async def test_a_value_grounded_in_user_is_admitted_once_the_user_said_it(
     tmp_path: Path,
 ) -> None:

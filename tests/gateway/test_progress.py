@@ -45,6 +45,7 @@ def _steps(label: str, steps: int) -> list[tuple[float, float | None, str | None
     return [(float(i), float(steps), f"{label} {i}") for i in range(1, steps + 1)]
 
 
+@pytest.mark.slow
 async def test_in_process_progress_reaches_only_the_caller(tmp_path: Path) -> None:
     config = parse_config(tomllib.loads(UPSTREAM), base=tmp_path)
     gateway = Gateway(config)
@@ -70,6 +71,7 @@ async def test_in_process_progress_reaches_only_the_caller(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.slow
 async def test_over_stdio_progress_reaches_the_caller(mode: str, tmp_path: Path) -> None:
     seen = Seen()
     params = stdio_client(write_config(tmp_path, UPSTREAM)).server
@@ -79,6 +81,7 @@ async def test_over_stdio_progress_reaches_the_caller(mode: str, tmp_path: Path)
     assert seen.reports == _steps("s", 3)
 
 
+@pytest.mark.slow
 async def test_over_http_progress_reaches_the_caller_as_a_stream_and_only_it(
     tmp_path: Path,
 ) -> None:
@@ -140,6 +143,7 @@ async def raw_call(url: str, progress: bool, accept: str) -> tuple[str, str]:
     return response.headers["content-type"].split(";")[0], response.text
 
 
+@pytest.mark.slow
 async def test_over_http_only_a_call_that_asks_for_progress_and_accepts_a_stream_gets_one(
     tmp_path: Path,
 ) -> None:

@@ -25,6 +25,7 @@ prompts = ["greet", "long"]
 INPROCESS = '[gateway]\nstore = "audit.db"\nmax_result_chars = 200\n' + UPSTREAM
 
 
+@pytest.mark.slow
 async def test_only_the_named_prompts_are_listed_and_got_without_secrets(tmp_path: Path) -> None:
     config = parse_config(tomllib.loads(INPROCESS), base=tmp_path)
     gateway = Gateway(config, secrets={"PAY_KEY": SECRET}.get)
@@ -45,6 +46,7 @@ async def test_only_the_named_prompts_are_listed_and_got_without_secrets(tmp_pat
     assert str(too_long.value) == "The prompt could not be read"
 
 
+@pytest.mark.slow
 async def test_without_the_key_no_prompt_is_exposed(tmp_path: Path) -> None:
     body = INPROCESS.replace('prompts = ["greet", "long"]\n', "")
     config = parse_config(tomllib.loads(body), base=tmp_path)
@@ -60,6 +62,7 @@ TENANTS = UPSTREAM + "\n[tenants.acme]\n"
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.slow
 async def test_over_http_a_tenant_the_config_does_not_name_sees_no_prompt(
     mode: str, tmp_path: Path
 ) -> None:

@@ -67,6 +67,7 @@ def _check(seen: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.slow
 async def test_over_http_the_listing_and_answers_keep_their_shape(
     mode: str, tmp_path: Path
 ) -> None:
@@ -78,6 +79,7 @@ async def test_over_http_the_listing_and_answers_keep_their_shape(
         _check(await _seen(client))
 
 
+@pytest.mark.slow
 async def test_over_stdio_the_listing_and_answers_keep_their_shape(tmp_path: Path) -> None:
     async with stdio_client(write_config(tmp_path, BODY)) as client:
         _check(await _seen(client))
@@ -108,11 +110,13 @@ async def connected(tmp_path: Path, body: str = INPROCESS) -> AsyncIterator[Clie
         yield client
 
 
+@pytest.mark.slow
 async def test_in_process_the_listing_and_answers_keep_their_shape(tmp_path: Path) -> None:
     async with connected(tmp_path) as client:
         _check(await _seen(client))
 
 
+@pytest.mark.slow
 async def test_a_secret_is_cut_out_of_the_structured_content_too(tmp_path: Path) -> None:
     async with connected(tmp_path) as client:
         charged = await client.call_tool("charge", {"amount": 3})
@@ -121,6 +125,7 @@ async def test_a_secret_is_cut_out_of_the_structured_content_too(tmp_path: Path)
     assert SECRET not in charged.model_dump_json()
 
 
+@pytest.mark.slow
 async def test_a_cut_answer_keeps_a_short_structured_content_or_is_an_error(
     tmp_path: Path,
 ) -> None:
@@ -148,6 +153,7 @@ bind = { account_id = "account_id" }
 )
 
 
+@pytest.mark.slow
 async def test_a_rewritten_answer_keeps_its_structured_content(tmp_path: Path) -> None:
     config = parse_config(tomllib.loads(WORKFLOW), base=tmp_path)
     gateway = Gateway(config, secrets={"PAY_KEY": SECRET}.get)

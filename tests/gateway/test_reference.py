@@ -19,6 +19,7 @@ def config(body: str, tmp_path: Path) -> Gateway:
     return Gateway(parse_config(tomllib.loads(body), base=tmp_path), secrets={}.get)
 
 
+@pytest.mark.slow
 async def test_name_is_the_server_name_and_cwd_the_upstreams_folder(tmp_path: Path) -> None:
     # The command names the server by a path relative to cwd: it starts only there.
     gateway = config(
@@ -33,6 +34,7 @@ async def test_name_is_the_server_name_and_cwd_the_upstreams_folder(tmp_path: Pa
     assert text(echoed) == "here"
 
 
+@pytest.mark.slow
 async def test_store_env_reads_the_store_from_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

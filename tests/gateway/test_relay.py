@@ -100,6 +100,7 @@ def rows(gateway: Gateway, kind: str = "tool_call") -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.slow
 async def test_the_question_reaches_the_caller_without_the_upstreams_secret(
     tmp_path: Path, mode: str
 ) -> None:
@@ -115,6 +116,7 @@ async def test_the_question_reaches_the_caller_without_the_upstreams_secret(
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.slow
 async def test_sampling_is_refused_unless_the_upstream_says_relay(
     tmp_path: Path, mode: str
 ) -> None:
@@ -129,6 +131,7 @@ async def test_sampling_is_refused_unless_the_upstream_says_relay(
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.slow
 async def test_refuse_and_a_client_without_the_capability_answer_as_before(
     tmp_path: Path, mode: str
 ) -> None:
@@ -146,6 +149,7 @@ async def test_refuse_and_a_client_without_the_capability_answer_as_before(
     assert user.asked == []
 
 
+@pytest.mark.slow
 async def test_the_retry_is_a_call_guarded_again(tmp_path: Path) -> None:
     from mcp.types import ElicitResult, InputRequiredResult
 
@@ -176,6 +180,7 @@ async def test_the_retry_is_a_call_guarded_again(tmp_path: Path) -> None:
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 async def test_a_request_state_answers_only_the_call_it_was_handed_to(tmp_path: Path) -> None:
     from mcp.types import ElicitResult
 
@@ -213,6 +218,7 @@ async def test_a_request_state_answers_only_the_call_it_was_handed_to(tmp_path: 
     assert [reason for _, _, reason in calls][:2] == ["input_required", "raised"]
 
 
+@pytest.mark.slow
 async def test_a_call_asked_a_question_counts_once(tmp_path: Path) -> None:
     body = upstream("""
 [upstreams.asking.tools.greet]
@@ -235,6 +241,7 @@ instance_cap = 1.0
     assert [cost for _, cost in paid] == [0.0, 1.0]  # the round at zero, the answer at its cost
 
 
+@pytest.mark.slow
 async def test_an_older_client_is_asked_at_most_max_rounds_times(tmp_path: Path) -> None:
     user = User()
     async with (
@@ -246,6 +253,7 @@ async def test_an_older_client_is_asked_at_most_max_rounds_times(tmp_path: Path)
     assert user.asked == ["again?"] * MAX_ROUNDS
 
 
+@pytest.mark.slow
 async def test_an_older_upstreams_question_reaches_its_one_caller(tmp_path: Path) -> None:
     older, modern = User("old"), User("new")
     async with (
@@ -261,6 +269,7 @@ async def test_an_older_upstreams_question_reaches_its_one_caller(tmp_path: Path
     assert text(unasked) == "elicitation refused (MCPError)"
 
 
+@pytest.mark.slow
 async def test_an_older_upstreams_question_during_two_calls_asks_no_one(tmp_path: Path) -> None:
     asking, holding = User("asking"), User("holding")
     marker = tmp_path / "release"
@@ -280,6 +289,7 @@ async def test_an_older_upstreams_question_during_two_calls_asks_no_one(tmp_path
     assert asking.asked == [] and holding.asked == []
 
 
+@pytest.mark.slow
 async def test_an_older_upstreams_question_during_a_prompt_asks_no_caller(
     tmp_path: Path,
 ) -> None:
@@ -302,6 +312,7 @@ async def test_an_older_upstreams_question_during_a_prompt_asks_no_caller(
     assert "elicitation refused" in str(prompt.messages[0].content)
 
 
+@pytest.mark.slow
 async def test_over_http_each_tenant_answers_only_its_own_question(tmp_path: Path) -> None:
     body = upstream() + "[tenants.acme]\n[tenants.globex]\n"
     acme, globex = User("acme"), User("globex")
@@ -326,6 +337,7 @@ async def test_over_http_each_tenant_answers_only_its_own_question(tmp_path: Pat
     assert acme.asked == [QUESTION] and globex.asked == [QUESTION]
 
 
+@pytest.mark.slow
 async def test_over_stdio_the_gateway_asks_an_older_client(tmp_path: Path) -> None:
     config = write_config(tmp_path, upstream())
     params = StdioServerParameters(
@@ -349,6 +361,7 @@ def test_a_mistyped_switch_is_a_configuration_error(tmp_path: Path, key: str) ->
                                       f"{['relay', 'refuse'] if key == 'elicitation' else ['refuse', 'relay']}, not 'relayed'")  # fmt: skip
 
 
+@pytest.mark.slow
 async def test_over_http_an_older_client_is_not_asked(tmp_path: Path) -> None:
     # The gateway answers each HTTP request with one JSON body: no stream to ask on.
     user = User()

@@ -51,6 +51,7 @@ class Seen:
             self.first.set()
 
 
+@pytest.mark.slow
 async def test_progress_messages_lose_the_upstream_key_and_are_bounded(tmp_path: Path) -> None:
     seen = Seen()
     gateway = _gateway(tmp_path)
@@ -126,6 +127,7 @@ async def test_a_call_that_never_answers_holds_no_other_call(tmp_path: Path) -> 
     assert text(answers["hang"]) == ERROR and answers["hang"].is_error
 
 
+@pytest.mark.slow
 async def test_prompts_and_resources_lose_the_upstream_key_everywhere(tmp_path: Path) -> None:
     gateway = _gateway(tmp_path)
     async with gateway.running(), Client(gateway.server(), cache=None) as client:

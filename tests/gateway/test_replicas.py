@@ -45,6 +45,7 @@ def store_url(scoped: str) -> str:
     return f"{base}{'&' if '?' in base else '?'}options={quote(str(options))}"
 
 
+@pytest.mark.slow
 async def test_two_replicas_share_ceilings_idempotency_and_the_audit_log(
     tmp_path: Path, pg_dsn: str
 ) -> None:

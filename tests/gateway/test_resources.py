@@ -27,6 +27,7 @@ INPROCESS = '[gateway]\nstore = "audit.db"\nmax_result_chars = 200\n' + UPSTREAM
 NOTES = published_uri("rich", "file:///notes.txt")
 
 
+@pytest.mark.slow
 async def test_only_the_named_resources_are_listed_and_read_without_secrets(
     tmp_path: Path,
 ) -> None:
@@ -51,6 +52,7 @@ async def test_only_the_named_resources_are_listed_and_read_without_secrets(
     assert str(too_long.value) == "The resource could not be read"
 
 
+@pytest.mark.slow
 async def test_without_the_key_no_resource_is_exposed(tmp_path: Path) -> None:
     body = INPROCESS.replace('resources = ["file:///notes.txt", "file:///long.txt"]\n', "")
     config = parse_config(tomllib.loads(body), base=tmp_path)
@@ -63,6 +65,7 @@ async def test_without_the_key_no_resource_is_exposed(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.slow
 async def test_over_http_a_tenant_the_config_does_not_name_reads_no_resource(
     mode: str, tmp_path: Path
 ) -> None:

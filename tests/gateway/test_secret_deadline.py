@@ -46,6 +46,7 @@ class BlockingVault:
         return SECRET
 
 
+@pytest.mark.slow
 async def test_a_hanging_provider_blocks_neither_other_calls_nor_past_its_deadline(
     tmp_path: Path,
 ) -> None:

@@ -38,6 +38,7 @@ def gateway(text: str) -> Gateway:
         ('[tenants.acme]\ntools = ["lookup", "refund"]\n', "tenants.acme.tools: no tool 'refund'"),
     ],
 )
+@pytest.mark.slow
 async def test_configuration_that_does_not_match_the_upstream_fails_at_start(
     extra: str, message: str
 ) -> None:
@@ -46,6 +47,7 @@ async def test_configuration_that_does_not_match_the_upstream_fails_at_start(
             pass
 
 
+@pytest.mark.slow
 async def test_a_policy_file_that_does_not_match_the_published_tools_fails_at_start(
     tmp_path: Path,
 ) -> None:
@@ -193,6 +195,7 @@ def test_without_mcp_the_command_says_which_extra_to_install(tmp_path: Path) -> 
         (["--config", "gw.toml", "--stdio", "--metrics", "TAKEN"], "cannot listen"),
     ],
 )
+@pytest.mark.slow
 def test_command_errors_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     import socket
 
@@ -220,6 +223,7 @@ def test_command_errors_are_one_line(tmp_path: Path, args: list[str], message: s
     assert last.startswith("guardrails gateway: ") and message in last
 
 
+@pytest.mark.slow
 async def test_stdio_serves_metrics_where_asked(tmp_path: Path) -> None:
     import anyio
     from mcp import Client, StdioServerParameters
@@ -247,6 +251,7 @@ async def test_stdio_serves_metrics_where_asked(tmp_path: Path) -> None:
     assert 'guardrails_tool_outcomes_total{outcome="ok",tool="echo"} 1.0' in metrics
 
 
+@pytest.mark.slow
 async def test_a_workflow_step_that_is_no_tool_fails_at_start() -> None:
     text = (
         BASE

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import pytest
 
 from guardrails.store import SQLiteStore
 from guardrails.verdicts import Outcome, model_sentence
@@ -44,6 +45,7 @@ async def until_answered(client: object) -> str:
             await anyio.sleep(0.05)
 
 
+@pytest.mark.slow
 async def test_a_crash_is_an_error_then_unavailable_while_down(
     transport: str, tmp_path: Path
 ) -> None:
@@ -57,6 +59,7 @@ async def test_a_crash_is_an_error_then_unavailable_while_down(
     assert text(down) == UNAVAILABLE
 
 
+@pytest.mark.slow
 async def test_a_crashed_upstream_is_restarted_and_counted(tmp_path: Path) -> None:
     async with http_gateway(write_config(tmp_path, upstream())) as (url, _):
         async with http_client(url, TOKENS["acme"]) as client:
@@ -76,6 +79,7 @@ async def test_a_crashed_upstream_is_restarted_and_counted(tmp_path: Path) -> No
     assert _sample(metrics, 'guardrails_gateway_upstream_up{upstream="bad"}') == 1
 
 
+@pytest.mark.slow
 async def test_a_hung_upstream_times_out_and_is_restarted(transport: str, tmp_path: Path) -> None:
     config = write_config(tmp_path, upstream(extra=["--hang-all"]))
     async with gateway_client(transport, config) as client:
@@ -86,6 +90,7 @@ async def test_a_hung_upstream_times_out_and_is_restarted(transport: str, tmp_pa
     assert before != after
 
 
+@pytest.mark.slow
 async def test_a_slow_call_is_bounded_but_a_healthy_upstream_stays(
     transport: str, tmp_path: Path
 ) -> None:
@@ -99,6 +104,7 @@ async def test_a_slow_call_is_bounded_but_a_healthy_upstream_stays(
     assert before == after  # it answered the health check: not restarted
 
 
+@pytest.mark.slow
 async def test_garbage_and_leaked_error_text_never_reach_the_client(
     transport: str, tmp_path: Path
 ) -> None:
@@ -110,6 +116,7 @@ async def test_garbage_and_leaked_error_text_never_reach_the_client(
     assert "hunter2" not in leak.model_dump_json() and "JSON" not in garbage.model_dump_json()
 
 
+@pytest.mark.slow
 async def test_sigterm_lets_calls_in_flight_finish_and_keeps_their_audit_rows(
     tmp_path: Path,
 ) -> None:
@@ -146,6 +153,7 @@ def _sample(metrics: str, series: str) -> float:
     raise AssertionError(f"no sample {series} in:\n{metrics}")
 
 
+@pytest.mark.slow
 async def test_sigterm_over_stdio_finishes_the_call_in_flight(tmp_path: Path) -> None:
     import json
     import os
@@ -190,6 +198,7 @@ async def test_sigterm_over_stdio_finishes_the_call_in_flight(tmp_path: Path) ->
     assert [(r.tool, r.outcome) for r in rows] == [("slow", "ok")]
 
 
+@pytest.mark.slow
 async def test_tools_that_cannot_be_checked_are_left_out_and_other_blocks_forwarded(
     tmp_path: Path,
 ) -> None:
@@ -210,6 +219,7 @@ async def test_tools_that_cannot_be_checked_are_left_out_and_other_blocks_forwar
     assert text(unlisted) == UNAVAILABLE
 
 
+@pytest.mark.slow
 async def test_hostile_calls_get_closed_outcomes(tmp_path: Path) -> None:
     deep: object = "x"
     for _ in range(200):
@@ -233,6 +243,7 @@ async def test_hostile_calls_get_closed_outcomes(tmp_path: Path) -> None:
     assert not results[4].is_error  # and the gateway still answers
 
 
+@pytest.mark.slow
 async def test_an_upstreams_own_credentials_come_from_the_secret_provider(tmp_path: Path) -> None:
     import hashlib
 
@@ -244,6 +255,7 @@ async def test_an_upstreams_own_credentials_come_from_the_secret_provider(tmp_pa
     assert text(digest) == hashlib.sha256(SECRET.encode()).hexdigest()
 
 
+@pytest.mark.slow
 async def test_an_http_upstream_that_goes_away_is_reconnected_when_it_returns(
     tmp_path: Path,
 ) -> None:

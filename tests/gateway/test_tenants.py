@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import httpx
+import pytest
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from guardrails.verdicts import Outcome, model_sentence
@@ -60,6 +61,7 @@ async def open_legacy_session(url: str, token: str) -> int:
     return response.status_code
 
 
+@pytest.mark.slow
 async def test_a_tenant_at_its_session_limit_is_refused_and_others_open_theirs(
     tmp_path: Path,
 ) -> None:
@@ -73,6 +75,7 @@ async def test_a_tenant_at_its_session_limit_is_refused_and_others_open_theirs(
     assert series(metrics, 'guardrails_gateway_tenant_limit_refusals_total{limit="sessions"}') == 1
 
 
+@pytest.mark.slow
 async def test_a_tenant_past_its_rate_gets_limit_and_another_tenant_does_not(
     tmp_path: Path,
 ) -> None:
@@ -90,6 +93,7 @@ async def test_a_tenant_past_its_rate_gets_limit_and_another_tenant_does_not(
     assert series(metrics, name) == 1
 
 
+@pytest.mark.slow
 async def test_a_tools_rate_is_per_tenant_and_tool(tmp_path: Path) -> None:
     path = config(tmp_path, "tool_calls_per_second = 0.01")
     async with http_gateway(path) as (url, _):
@@ -102,6 +106,7 @@ async def test_a_tools_rate_is_per_tenant_and_tool(tmp_path: Path) -> None:
     assert not image.is_error and not other.is_error
 
 
+@pytest.mark.slow
 async def test_a_tenant_at_its_calls_in_flight_is_refused_while_another_calls(
     tmp_path: Path,
 ) -> None:
@@ -129,6 +134,7 @@ async def test_a_tenant_at_its_calls_in_flight_is_refused_while_another_calls(
     assert not other.is_error and not after.is_error and text(slow[0]) == "slow done"
 
 
+@pytest.mark.slow
 async def test_a_minus_32000_answer_for_one_tenant_never_fails_another_tenants_call(
     tmp_path: Path,
 ) -> None:
@@ -158,6 +164,7 @@ async def test_a_minus_32000_answer_for_one_tenant_never_fails_another_tenants_c
     assert series(metrics, 'guardrails_gateway_upstream_restarts_total{upstream="bad"}') == 0
 
 
+@pytest.mark.slow
 async def test_a_revoked_token_stops_working_without_a_restart(tmp_path: Path) -> None:
     path = config(tmp_path, "")
     async with http_gateway(path) as (url, _):
@@ -177,6 +184,7 @@ async def test_a_revoked_token_stops_working_without_a_restart(tmp_path: Path) -
     assert not fresh.is_error
 
 
+@pytest.mark.slow
 async def test_host_and_origin_are_checked_and_counted_apart_from_tokens(tmp_path: Path) -> None:
     path = config(tmp_path, "", gateway='allowed_hosts = ["gateway.example"]\n')
     log: list[str] = []
@@ -195,6 +203,7 @@ async def test_host_and_origin_are_checked_and_counted_apart_from_tokens(tmp_pat
     assert "evil.example" not in "".join(log)
 
 
+@pytest.mark.slow
 async def test_the_log_carries_no_full_mcp_session_id(tmp_path: Path) -> None:
     path = config(tmp_path, "")
     log: list[str] = []

@@ -52,6 +52,7 @@ async def restart_with(client: Client, generation: Path, number: str) -> None:
     assert stopped.is_error and text(stopped) == model_sentence(Outcome.ERROR)
 
 
+@pytest.mark.slow
 async def test_a_new_listing_is_published_and_listening_clients_are_told(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -85,6 +86,7 @@ async def test_a_new_listing_is_published_and_listening_clients_are_told(
     assert text(beta) == model_sentence(Outcome.UNAVAILABLE)
 
 
+@pytest.mark.slow
 async def test_a_listing_that_no_longer_fits_the_configuration_keeps_the_old_one(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -110,6 +112,7 @@ async def test_a_listing_that_no_longer_fits_the_configuration_keeps_the_old_one
     ) in [r.getMessage() for r in caplog.records]
 
 
+@pytest.mark.slow
 async def test_over_http_a_listening_client_is_told_and_lists_the_new_tools(
     tmp_path: Path,
 ) -> None:

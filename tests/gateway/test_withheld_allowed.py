@@ -53,6 +53,7 @@ async def published(gw: Gateway, name: str) -> None:
             await anyio.sleep(0.01)
 
 
+@pytest.mark.slow
 async def test_a_withheld_tool_in_an_allow_list_blocks_no_other_change(tmp_path: Path) -> None:
     gw = gateway(tmp_path)
     async with gw.running(), Client(gw.server(), cache=None) as client:
@@ -79,6 +80,7 @@ async def test_a_withheld_tool_in_an_allow_list_blocks_no_other_change(tmp_path:
     assert called.structured_content == {"city": "Oslo", "celsius": 21}
 
 
+@pytest.mark.slow
 async def test_a_gateway_starts_with_a_withheld_tool_in_an_allow_list(tmp_path: Path) -> None:
     first = gateway(tmp_path)
     async with (
@@ -99,6 +101,7 @@ async def test_a_gateway_starts_with_a_withheld_tool_in_an_allow_list(tmp_path: 
     assert refused == model_sentence(Outcome.UNAVAILABLE)
 
 
+@pytest.mark.slow
 async def test_a_name_no_upstream_ever_listed_is_still_refused_at_start(tmp_path: Path) -> None:
     gw = gateway(tmp_path, '["weather", "wether"]')
     with pytest.raises(ConfigurationError, match=r"tenants\.local\.tools: no tool 'wether'"):

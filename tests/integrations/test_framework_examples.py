@@ -60,6 +60,7 @@ def test_every_framework_example_is_covered() -> None:
 
 
 @pytest.mark.parametrize("script", sorted(EXPECTED))
+@pytest.mark.slow
 def test_framework_example_runs_offline(script: str) -> None:
     module, lines = EXPECTED[script]
     top = module.split(".")[0]

@@ -30,6 +30,7 @@ CALLS = {
 
 
 @pytest.mark.parametrize("adapter", sorted(CALLS))
+@pytest.mark.slow
 def test_an_adapter_imports_without_any_framework_and_its_call_says_what_it_needs(
     adapter: str,
 ) -> None:

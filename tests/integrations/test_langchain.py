@@ -204,6 +204,7 @@ def test_public_names_are_the_documented_ones() -> None:
     assert STATE_KEY == "guardrails_run"
 
 
+@pytest.mark.slow
 def test_any_arguments_get_a_closed_answer() -> None:
     def answer(arguments: Any) -> tuple[str, bool]:
         chat = model([("h1", "lookup", arguments)])

@@ -473,6 +473,7 @@ def _quietly(value: Any) -> None:
 
 
 @needs_compiled
+@pytest.mark.slow
 def test_reference_counts_are_unchanged_after_many_calls() -> None:
     probes = [BIG, TEXT, REAL, WIDE, CASES[1][WIDE], CASES[1][WIDE][1], _encode]
     probes += [k for case in CASES if isinstance(case, dict) for k in case]

@@ -12,6 +12,7 @@ import asyncio
 from collections import Counter
 from typing import Any
 
+import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
@@ -191,6 +192,7 @@ def test_tickets_leave_what_turn_call_leaves(script: list[Any], use_async: bool)
     assert got[3] == expected[3]
 
 
+@pytest.mark.slow
 def test_the_property_reaches_every_branch() -> None:
     """How much of the generated input the property above exercised (printed with -s)."""
     REACHED.clear()

@@ -12,6 +12,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 DASHBOARDS = Path(__file__).resolve().parents[2] / "dashboards"
 DASHBOARD = DASHBOARDS / "guardrails-coverage.json"
 
@@ -88,6 +90,7 @@ def run(promtool: str, path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_the_shipped_rules_pass_their_promtool_tests(promtool_path: str) -> None:
     done = subprocess.run(
         [promtool_path, "check", "rules", str(DASHBOARDS / "guardrails-rules.yml")],

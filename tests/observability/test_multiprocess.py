@@ -64,6 +64,7 @@ def expositions(tmp_path_factory: pytest.TempPathFactory) -> dict[int, str]:
     return {n: run_workers(tmp_path_factory.mktemp(f"workers{n}"), n) for n in (1, 4)}
 
 
+@pytest.mark.slow
 def test_four_workers_give_the_same_coverage_as_one(expositions: dict[int, str]) -> None:
     one, four = (from_exposition(expositions[n]) for n in (1, 4))
     assert one == four
@@ -73,6 +74,7 @@ def test_four_workers_give_the_same_coverage_as_one(expositions: dict[int, str])
     assert sum(four.tools["lookup"].values()) + sum(four.tools["_unknown"].values()) == CALLS
 
 
+@pytest.mark.slow
 def test_four_workers_give_the_same_summed_series_as_one(expositions: dict[int, str]) -> None:
     one, four = (summed(expositions[n]) for n in (1, 4))
     assert one == four

@@ -244,6 +244,7 @@ def test_exactly_the_strings_under_no_exempt_path_are_checked(value: Any, data: 
     assert got == [Check.GROUNDED] * len(expected)
 
 
+@pytest.mark.slow
 def test_the_property_reaches_both_branches() -> None:
     REACHED.update(exempt=0, checked=0, examples=0, both=0)
     test_exactly_the_strings_under_no_exempt_path_are_checked()

@@ -112,6 +112,7 @@ def _faults(result: ToolResult) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("rule", sorted(RULES))
+@pytest.mark.slow
 def test_a_flood_of_untrusted_values_never_gets_the_injected_iban_paid(
     any_store: Store | None, rule: str
 ) -> None:

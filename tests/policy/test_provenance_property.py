@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -147,6 +148,7 @@ def _check(turn: Any, iban: str, in_trusted: bool, in_untrusted: bool, partial: 
     return (expected[0] and not grounded) + (expected[1] and not not_untrusted)
 
 
+@pytest.mark.slow
 def test_no_bound_ever_admits_a_value_seen_only_in_untrusted_results() -> None:
     tally: Counter[str] = Counter()
 

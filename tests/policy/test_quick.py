@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -101,6 +102,7 @@ def test_the_shortcut_runs_no_method_of_a_str_subclass() -> None:
         assert passes(Shady("a"), TurnContext()) is False
 
 
+@pytest.mark.slow
 def test_the_shortcut_passes_only_what_every_check_passes_and_the_guard_agrees() -> None:
     reached: Counter[str] = Counter()
     forms: Counter[str] = Counter()

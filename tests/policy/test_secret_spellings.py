@@ -218,6 +218,7 @@ def test_a_secret_that_is_part_of_the_marker_is_still_replaced(secret: str) -> N
         assert form not in out.replace(REDACTED, "\x00") and REDACTED in out, name
 
 
+@pytest.mark.slow
 def test_the_generated_secrets_need_escapes_often() -> None:
     # The same strategies, derandomized: the shares below are a fixed property of
     # the generator, never a draw that misses its bound one run in a hundred.

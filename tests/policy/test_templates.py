@@ -119,6 +119,7 @@ def test_the_matcher_decides_as_trying_every_split(case: tuple[list[str], str, s
         assert decided
 
 
+@pytest.mark.slow
 def test_the_generated_cases_reach_the_matching_branch_and_the_refusals() -> None:
     outcomes: list[tuple[str, bool]] = []
 

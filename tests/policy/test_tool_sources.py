@@ -205,6 +205,7 @@ def test_a_module_source_still_works_and_names_what_is_missing(
     assert "cannot import 'no_such_module_here'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_an_mcp_server_is_started_listed_and_stopped() -> None:
     tools = load_tools(f"mcp:{sys.executable} {SERVER}", timeout=60)
     assert sorted(tools) == ["list_contacts", "send_mail"]
@@ -213,6 +214,7 @@ def test_an_mcp_server_is_started_listed_and_stopped() -> None:
     assert tools["send_mail"].effect and not tools["list_contacts"].effect  # readOnlyHint
 
 
+@pytest.mark.slow
 def test_check_reads_an_mcp_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     policy = tmp_path / "p.toml"
     policy.write_text('[tools.send_mail.params.to]\nkind = "email"\ngrounded_in = ["user"]\n')

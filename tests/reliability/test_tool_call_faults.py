@@ -431,6 +431,7 @@ def test_tool_hanging_past_its_timeout_is_error_and_reason_timeout(
 
 
 @pytest.mark.parametrize("driver", ["sync", "async"])
+@pytest.mark.slow
 def test_tool_returning_100_mb_is_cut_to_the_result_cap(driver: str, ledger: Any) -> None:
     rails = Guardrails([Tool("lookup", lambda q: "x" * 100_000_000, SCHEMA)])
 

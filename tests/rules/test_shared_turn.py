@@ -71,6 +71,7 @@ def test_a_session_shared_by_32_threads_never_exceeds_its_ceiling(
     assert ran == min(limit, THREADS * per_thread)
 
 
+@pytest.mark.slow
 def test_threads_asking_a_new_turn_for_its_lock_at_once_all_get_the_same_one() -> None:
     """A turn makes its lock the first time it is asked for: 32 threads asking at once
     get one lock between them, every time."""

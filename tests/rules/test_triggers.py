@@ -362,6 +362,7 @@ def test_any_unicode_text_matches_as_the_reference_does(
     assert found == _as_given(terms, _reference(terms, raw))
 
 
+@pytest.mark.slow
 def test_the_generated_texts_reach_the_non_ascii_and_look_alike_branches() -> None:
     seen: list[str] = []
 
@@ -497,6 +498,7 @@ def _corpus_terms() -> list[str]:
     return words + sorted(i for i in images if i.isascii() and i not in words)
 
 
+@pytest.mark.slow
 def test_folding_adds_no_match_to_ordinary_text_in_several_languages() -> None:
     terms = _corpus_terms()
     # The corpus reaches the folding code: words in Cyrillic, Greek, Hangul...

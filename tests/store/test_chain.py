@@ -330,6 +330,7 @@ def test_the_compiled_content_is_the_column_by_column_text(row: AuditRow) -> Non
     assert content(row) == _column_loop(row)  # in C for a storable row, else the same
 
 
+@pytest.mark.slow
 def test_the_generated_rows_mix_every_kind_of_column() -> None:
     kinds = {type(None), str, int, float}
     assert find(_ROWS, lambda row: {type(v) for v in row.values()} == kinds) is not None

@@ -242,6 +242,7 @@ def test_a_postgres_server_stopped_and_restarted_during_a_run(cluster: Cluster) 
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 def test_a_pool_that_cannot_reach_the_server_is_not_kept(cluster: Cluster) -> None:
     # Kept, a pool retries ever further apart (1 s, 2 s, 4 s...): after an outage
     # of a few seconds, calls failed with PoolTimeout for seconds after the server
@@ -261,6 +262,7 @@ def test_a_pool_that_cannot_reach_the_server_is_not_kept(cluster: Cluster) -> No
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 def test_the_async_pool_path_works_again_as_soon_as_the_server_is_back(cluster: Cluster) -> None:
     # The lost connection discards the loop's pool; each later call opens a new
     # one, so no pool backing off between reconnection attempts is kept.
@@ -281,6 +283,7 @@ def test_the_async_pool_path_works_again_as_soon_as_the_server_is_back(cluster: 
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 def test_a_connection_dropped_mid_call_leaves_the_started_row_and_an_escape(
     cluster: Cluster,
 ) -> None:

@@ -15,6 +15,8 @@ import os
 import signal
 import sqlite3
 
+import pytest
+
 from guardrails import Guardrails, Outcome, tool
 from guardrails.audit import AuditLog
 from guardrails.effects import PaidCall, Usage
@@ -47,6 +49,7 @@ def _rails(store: Store) -> tuple[Guardrails, PaidCall]:
     return Guardrails([lookup], hooks=[audit], recorder=[audit]), paid
 
 
+@pytest.mark.slow
 def test_a_daily_cap_under_a_thousand_concurrent_callers_admits_exactly_its_share(
     shared_url: str,
 ) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import multiprocessing
 from typing import Any
 
+import pytest
+
 from guardrails import Guardrails, Outcome, tool
 from guardrails.rules.session_ceiling import Counter, SessionCeiling
 from guardrails.store import MemoryStore, PostgresStore, SQLiteStore, Store
@@ -34,6 +36,7 @@ def test_every_store_is_a_counter() -> None:
     assert isinstance(MemoryStore(), Counter)
 
 
+@pytest.mark.slow
 def test_a_session_ceiling_in_the_store_holds_across_eight_processes(shared_url: str) -> None:
     _open(shared_url).close()
     barrier, queue = _ctx.Barrier(8), _ctx.Queue()

@@ -78,6 +78,7 @@ def _open_and_append(path: str, barrier: Any, queue: Any) -> None:
     store.close()
 
 
+@pytest.mark.slow
 def test_eight_processes_opening_a_new_file_at_once_all_get_the_schema(tmp_path: Path) -> None:
     ctx = multiprocessing.get_context("fork")
     for attempt in range(12):
