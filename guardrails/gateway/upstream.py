@@ -6,7 +6,9 @@ task). Calls borrow it. A call to an upstream that is down fails at once with
 does not come (the connection broke, a crash, an answer too long) raises
 ``UpstreamFailed`` (``error``); a call that outlives its timeout raises
 ``TimeoutError`` (``error``). An error the upstream answers is its answer:
-whatever its code, it fails that call only. After a timeout or an answer
+whatever its code, it fails that call only; so does an answer that does not
+validate (structured content its tool's output schema refuses, a result of
+the wrong shape), raised as ``UpstreamInvalid``. After a timeout or an answer
 that may mean a closed connection, the supervisor checks the upstream at
 once (a ``tools/list`` within the timeout); only a check that fails, or a
 stdio child that exits (noticed at once, busy or idle), restarts it, and
@@ -44,6 +46,7 @@ __all__ = [
     "Upstream",
     "UpstreamExited",
     "UpstreamFailed",
+    "UpstreamInvalid",
     "UpstreamUnavailable",
     "innermost",
 ]
@@ -62,6 +65,15 @@ class UpstreamUnavailable(StopRun):
 
 class UpstreamFailed(RuntimeError):
     """The upstream's connection broke, or it answered something that is not a result."""
+
+
+class UpstreamInvalid(UpstreamFailed):
+    """The upstream answered a call with a result that does not validate (an answer, not a fault
+    of the connection: that call fails, the upstream stays)."""
+
+
+class _InvalidAnswer(Exception):
+    """The SDK's output-schema check refused an answer (``_checked``)."""
 
 
 class UpstreamExited(UpstreamFailed):
@@ -205,8 +217,10 @@ class Upstream:
         rounds: tuple[Any, Any] | None = None,
     ) -> Any:
         from mcp.client._input_required import InputRequiredRoundsExceededError
+        from mcp.client.extension import UnexpectedClaimedResult
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
+        from pydantic import ValidationError
 
         try:
             with anyio.fail_after(timeout):
@@ -221,6 +235,12 @@ class Upstream:
                     request_state=state,
                     allow_input_required=True,
                 )
+        except (_InvalidAnswer, ValidationError, UnexpectedClaimedResult) as exc:
+            # The answer arrived and is wrong: an upstream error, the connection is sound.
+            kind = type(exc.__cause__ or exc).__name__
+            raise UpstreamInvalid(
+                f"upstream {self.name!r} answered an invalid result ({kind})"
+            ) from None
         except InputRequiredRoundsExceededError:
             raise UpstreamFailed(f"upstream {self.name!r} asked for input too many times") from None
         except TimeoutError:
@@ -275,6 +295,7 @@ class Upstream:
             self._exit = None
             try:
                 async with await self._connect() as client:
+                    _checked(client.session)
                     with anyio.fail_after(self.config.connect_timeout):
                         tools = await _list_all(client)
                     if not started:
@@ -460,6 +481,23 @@ class Upstream:
 def _http(url: str, headers: dict[str, str]) -> Any:
     """A streamable-HTTP transport without a bound (what a test's own client uses)."""
     return http_transport(url, headers)
+
+
+def _checked(session: Any) -> None:
+    """The session's output-schema check, its refusal told apart from a broken connection.
+
+    The SDK raises ``RuntimeError`` for an answer its tool's output schema
+    refuses; here that refusal is ``_InvalidAnswer``, so ``_call`` fails only
+    the call it answered."""
+    check = session.validate_tool_result
+
+    async def validated(name: str, result: Any) -> None:
+        try:
+            await check(name, result)
+        except RuntimeError as exc:
+            raise _InvalidAnswer() from exc
+
+    session.validate_tool_result = validated
 
 
 def _argv(command: tuple[str, ...]) -> list[str]:

@@ -66,6 +66,32 @@ async def test_a_minus_32000_error_is_the_upstreams_answer_not_a_broken_connecti
     assert before == after and restarts == 0  # the same process: never restarted
 
 
+async def test_an_answer_its_output_schema_refuses_fails_that_call_only(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with connected(tmp_path, bad()) as (gateway, client):
+        before = text(await client.call_tool("ok", {}))
+        async with anyio.create_task_group() as tg:
+            slow: list[Any] = []
+
+            async def in_flight() -> None:
+                slow.append(await client.call_tool("slow", {"seconds": 1}))
+
+            tg.start_soon(in_flight)
+            misshapen = await client.call_tool("misshapen", {})
+        garbage = await client.call_tool("garbage", {})  # a result of the wrong shape
+        after = text(await client.call_tool("ok", {}))
+        restarts = gateway.counters.restarts["bad"]
+        failures = dict(gateway.counters.failures)
+    assert text(garbage) == ERROR
+    assert text(misshapen) == ERROR  # the fixed sentence: nothing of the upstream's text
+    assert "not a number" not in misshapen.model_dump_json()
+    assert text(slow[0]) == "slow done"  # the other call on the upstream ends well
+    assert before == after and restarts == 0  # the same process: never restarted
+    assert not any(n for (name, _), n in failures.items() if name == "bad")  # not a failure
+    assert not [m for m in caplog.messages if "restart" in m or "connection" in m]
+
+
 async def test_an_upstream_that_dies_idle_is_unavailable_at_once_and_its_restart_logged(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

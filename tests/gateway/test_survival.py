@@ -209,7 +209,7 @@ async def test_tools_that_cannot_be_checked_are_left_out_and_other_blocks_forwar
     names = {t.name for t in listed.tools}
     assert names == {
         "ok", "crash", "hang", "slow", "garbage", "leak", "image", "key_digest",
-        "refuse", "huge", "stderr", "shout", "open", "exit_idle",
+        "refuse", "huge", "stderr", "shout", "open", "exit_idle", "misshapen",
     }  # fmt: skip
     # An image block reaches the client as the upstream sent it.
     assert not image.is_error

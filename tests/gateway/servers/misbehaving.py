@@ -9,7 +9,8 @@ error of code -32000; ``huge`` answers ``size`` bytes of text in one message;
 ``stderr`` writes a traceback holding its key (as given, upper-cased, in
 base64) on stderr; ``shout`` answers its ``api_key`` upper-cased; ``open``
 (whose schema admits any argument) answers the names of its arguments;
-``exit_idle`` answers, then the process exits a moment later. It also lists a
+``exit_idle`` answers, then the process exits a moment later; ``misshapen``
+answers structured content its own output schema refuses. It also lists a
 tool whose schema does not compile and one whose name cannot be published,
 and, at each listing, one tool named by the file ``$MISBEHAVING_TOOLS_FILE``
 when that file exists. With ``$MISBEHAVING_DESCRIPTION_FILE`` set, ``ok``'s
@@ -72,6 +73,14 @@ TOOLS = [
         },
     },
     tool("exit_idle"),
+    {
+        **tool("misshapen"),
+        "outputSchema": {
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "required": ["n"],
+        },
+    },
     {"name": "broken_schema", "inputSchema": {"type": "object", "properties": {"x": {"type": 12}}}},
     tool("bad name!"),
 ]
@@ -128,6 +137,9 @@ def call(rid: object, params: dict[str, object]) -> None:
     elif name == "exit_idle":
         send({"jsonrpc": "2.0", "id": rid, "result": text("bye")})
         threading.Timer(0.2, os._exit, (4,)).start()
+    elif name == "misshapen":
+        result = {**text("n is not a number"), "structuredContent": {"n": "not a number"}}
+        send({"jsonrpc": "2.0", "id": rid, "result": result})
     elif name == "leak":
         send({"jsonrpc": "2.0", "id": rid, "result": text("password=hunter2 at db", True)})
     elif any(name == t["name"] for t in extra_tools()):
