@@ -49,7 +49,8 @@ def _paused(setup: ap.Setup) -> tuple[Agent[Any, Any], Any]:
         capabilities=[pydantic_ai.capability(setup.rails())],
         output_type=[str, DeferredToolRequests],
     )
-    first = agent.run_sync("Pay bob 900.")
+    with fw.default_loop_closed():  # run_sync leaves the thread's default loop open
+        first = agent.run_sync("Pay bob 900.")
     assert isinstance(first.output, DeferredToolRequests)
     [asked] = first.output.approvals
     assert asked.tool_call_id == "c1"
@@ -61,7 +62,8 @@ def _paused(setup: ap.Setup) -> tuple[Agent[Any, Any], Any]:
 def _resume(agent: Agent[Any, Any], first: Any, answer: Any) -> str:
     """The application answers the deferred call; what the model read of it."""
     results = DeferredToolResults(approvals={"c1": answer})
-    second = agent.run_sync(message_history=first.all_messages(), deferred_tool_results=results)
+    with fw.default_loop_closed():
+        second = agent.run_sync(message_history=first.all_messages(), deferred_tool_results=results)
     assert second.output == FINAL
     [part] = [
         p
