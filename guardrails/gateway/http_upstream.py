@@ -8,7 +8,8 @@ dropped unread past the bound and the request is answered with the error
 transport's bound (the largest of any tenant): reading it then fails, which
 the SDK reports as a failed request. An answer that declares its length
 (``Content-Length``, not compressed) within the bound is passed on unread:
-the SDK's one reading of it stops at that length.
+the SDK's one reading of it stops at that length. A request's bound is
+released when its call ends (``bounds.release``), an event stream's included.
 """
 
 from __future__ import annotations

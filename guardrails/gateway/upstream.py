@@ -33,7 +33,7 @@ import anyio
 
 from ..errors import StopRun
 from .asking import Asker
-from .bounds import TOO_LARGE, bounded, release
+from .bounds import TOO_LARGE, BoundsFull, bounded, release
 from .config import UpstreamConfig
 from .http_upstream import http_transport
 from .metrics import GatewayCounters
@@ -257,6 +257,9 @@ class Upstream:
                 live.wake.set()
             raise UpstreamFailed(f"upstream {self.name!r} answered an error ({exc.code})") from exc
         except Exception as exc:
+            if isinstance(innermost(exc), BoundsFull):  # refused before it was sent
+                self.counters.failed(self.name, "unavailable")
+                raise UpstreamUnavailable(f"upstream {self.name!r}: too many calls") from None
             self._break(live, f"its connection failed ({type(exc).__name__})")
             raise UpstreamFailed(f"upstream {self.name!r} failed ({type(exc).__name__})") from exc
 

@@ -252,6 +252,75 @@ async def test_an_http_upstreams_answer_past_the_byte_bound_is_an_error(
     assert text(still) == "small" and too_large == (outcome == "error")
 
 
+@pytest.mark.parametrize(("capacity", "answers"), [(0, [UNAVAILABLE] * 3), (1, ["flooded 1"] * 3)])
+async def test_an_http_upstreams_bounds_end_with_their_calls_and_a_full_table_refuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capacity: int, answers: list[str]
+) -> None:
+    # Answers that never reach the size check (an event stream) leave no bound
+    # behind: at a table of one, call after call is bounded. A full table refuses
+    # the call (`unavailable`) instead of lending it the transport's bound.
+    from guardrails.gateway import bounds
+
+    from .conftest import started
+
+    async def ignore(*_: object) -> None:
+        pass
+
+    monkeypatch.setattr(bounds, "CAPACITY", capacity)
+    noisy = [PY, str(SERVERS / "noisy.py"), "--http"]
+    async with started(noisy, r"listening (\d+)", stderr=False) as (port, _):
+        url = f"http://127.0.0.1:{port}/mcp"
+        body = f'[limits]\nmax_result_bytes = 5000\n[upstreams.noisy]\nurl = "{url}"\n'
+        async with connected(tmp_path, body) as (gateway, client):
+            got = []
+            for _ in range(3):  # progress asked for: the upstream answers an event stream
+                answer = await client.call_tool("flood", {"times": 1}, progress_callback=ignore)
+                got.append(text(answer))
+            restarts = gateway.counters.restarts["noisy"]
+            failures = gateway.counters.failures
+            refused, broken = failures["noisy", "unavailable"], failures["noisy", "disconnected"]
+    assert got == answers
+    assert (restarts, broken) == (0, 0) and refused == answers.count(UNAVAILABLE)
+
+
+async def test_a_bound_is_held_while_its_call_lasts_and_a_full_table_refuses() -> None:
+    from mcp.shared.message import SessionMessage
+    from mcp_types import JSONRPCRequest
+
+    from guardrails.gateway.bounds import BoundedWriter, Bounds, BoundsFull, bounded, release
+
+    class Sent:
+        def __init__(self) -> None:
+            self.ids: list[int] = []
+
+        async def send(self, item: Any) -> None:
+            self.ids.append(item.message.id)
+
+    def request(rid: int) -> Any:
+        return SessionMessage(JSONRPCRequest(jsonrpc="2.0", id=rid, method="tools/call"))
+
+    sent = Sent()
+    table = Bounds(5000, capacity=2)
+    writer = BoundedWriter(sent, table)
+    for rid in range(5):  # answered by an event stream: `of` is never asked
+        token = bounded(100)
+        await writer.send(request(rid))
+        release(token)
+    assert table.by_id == {}
+    first = bounded(100)
+    await writer.send(request(10))
+    second = bounded(9000)
+    await writer.send(request(11))  # at the bound: both held, each its own
+    assert table.by_id == {10: 100, 11: 5000}
+    third = bounded(200)
+    with pytest.raises(BoundsFull):  # one past it: refused, not sent
+        await writer.send(request(12))
+    release(third)
+    release(second)
+    release(first)
+    assert table.by_id == {} and sent.ids == [0, 1, 2, 3, 4, 10, 11]
+
+
 @pytest.mark.parametrize(
     ("headers", "passed_on"),
     [
