@@ -30,6 +30,9 @@ from guardrails import Guardrails, NotConfigured, Verdict, guard, tool
 from guardrails.observe.metrics import PrometheusRecorder
 from guardrails.rules.required_action import required_action
 
+# A real Prometheus server scrapes for tens of seconds: CI's full pass runs these.
+pytestmark = pytest.mark.slow
+
 DASHBOARD = Path(__file__).resolve().parents[2] / "dashboards" / "guardrails-coverage.json"
 ESCAPE_PANEL = "Fail-open escapes, observe mode aside (range)"
 VARIABLES = {
