@@ -10,7 +10,7 @@ import random
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import pytest
@@ -337,12 +337,25 @@ def test_a_failed_write_fails_its_threads_and_the_threads_queued_behind_it_are_w
     )
 
 
+@pytest.fixture
+def interruptible() -> Iterator[None]:
+    """SIGINT raises ``KeyboardInterrupt`` in the main thread, even in a process started
+    with SIGINT ignored (a shell's background job inherits that)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _interrupt_main_while_it_waits(batcher: Batcher, queued: int) -> None:
     _until(lambda: len(batcher._pending.rows) == queued)
     signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
 
 
-def test_a_thread_interrupted_while_it_waits_raises_and_its_row_is_written_all_the_same() -> None:
+def test_a_thread_interrupted_while_it_waits_raises_and_its_row_is_written_all_the_same(
+    interruptible: None,
+) -> None:
     recorder = Recorder()
     batcher = Batcher(recorder)
     first = threading.Thread(target=batcher.submit, args=(_row(0),), name="t0")
@@ -361,7 +374,7 @@ def test_a_thread_interrupted_while_it_waits_raises_and_its_row_is_written_all_t
     assert recorder.writes[-1] == (["c2"], threading.current_thread().name)
 
 
-def test_an_interrupted_thread_is_never_handed_the_next_write() -> None:
+def test_an_interrupted_thread_is_never_handed_the_next_write(interruptible: None) -> None:
     recorder = Recorder()
     batcher = Batcher(recorder)
     first = threading.Thread(target=batcher.submit, args=(_row(0),), name="t0")
@@ -450,7 +463,7 @@ def test_a_lone_row_waits_for_the_threads_the_last_write_woke_and_goes_with_what
 
 
 def test_a_thread_interrupted_while_it_gathers_writes_its_row_then_raises(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, interruptible: None
 ) -> None:
     recorder = Recorder()
     batcher = Batcher(recorder)
